@@ -3,15 +3,19 @@ SHELL := /bin/bash
 export GOFLAGS ?= -buildvcs=false
 
 K8S_VERSION ?= v1.37.2
-CLUSTER := go -C hack/cluster run ./cmd/cluster
 BIN := $(CURDIR)/bin
+CLUSTER := $(BIN)/cluster
+CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
 .PHONY: all run test cluster cluster-bins cluster-down generate verify vet bench-scheduling
 
 all: test
 
+$(CLUSTER): $(CLUSTER_SRC)
+	go -C hack/cluster build -o $(CLUSTER) ./cmd/cluster
+
 ## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok into bin/ (cached by version)
-cluster-bins:
+cluster-bins: $(CLUSTER)
 	@$(CLUSTER) build --bin-dir $(BIN)
 
 ## cluster: run a local control plane with KWOK until Ctrl-C (state in .local/)
@@ -19,7 +23,7 @@ cluster: cluster-bins
 	@$(CLUSTER) up --bin-dir $(BIN) --state-dir $(CURDIR)/.local
 
 ## cluster-down: stop and clean up what a crashed `make cluster` left behind
-cluster-down:
+cluster-down: $(CLUSTER)
 	@$(CLUSTER) down --state-dir $(CURDIR)/.local
 
 ## run: the main job

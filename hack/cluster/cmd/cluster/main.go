@@ -1,0 +1,160 @@
+// Command cluster builds and runs the project's local Kubernetes control plane.
+//
+//	cluster build [--bin-dir bin]                 build etcd, kube-apiserver, kube-controller-manager,
+//	                                               kube-scheduler, kubectl and kwok (cached by version)
+//	cluster up    [--bin-dir bin] [--state-dir .local] [--ready-file F]
+//	                                               run them until SIGINT/SIGTERM
+//	cluster down  [--state-dir .local]            clean up after a crashed `up`
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/karpenter-go/karpenter/hack/cluster/internal/build"
+	"github.com/karpenter-go/karpenter/hack/cluster/internal/controlplane"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "build":
+		err = cmdBuild(os.Args[2:])
+	case "up":
+		err = cmdUp(os.Args[2:])
+	case "down":
+		err = cmdDown(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "cluster:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: cluster build|up|down [flags]")
+	os.Exit(2)
+}
+
+// repoRoot finds the repository root (the directory holding hack/cluster/go.mod).
+func repoRoot() string {
+	dir, _ := os.Getwd()
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "hack", "cluster", "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
+}
+
+func defaultCacheDir() string {
+	if v, ok := os.LookupEnv("KARPENTER_BIN_CACHE"); ok {
+		return v // "" disables the machine-wide cache
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(d, "karpenter-go", "k8s")
+}
+
+func cmdBuild(args []string) error {
+	root := repoRoot()
+	fs := flag.NewFlagSet("build", flag.ExitOnError)
+	binDir := fs.String("bin-dir", filepath.Join(root, "bin"), "where binaries go")
+	cacheDir := fs.String("cache-dir", defaultCacheDir(), "machine-wide cache shared by clones (\"\" disables; env KARPENTER_BIN_CACHE)")
+	_ = fs.Parse(args)
+	dir, err := build.Ensure(build.Options{
+		ModuleDir: filepath.Join(root, "hack", "cluster"),
+		BinDir:    *binDir,
+		CacheDir:  *cacheDir,
+		Out:       os.Stdout,
+	})
+	if err != nil {
+		return err
+	}
+	// bin/kubectl at the top level, so `bin/kubectl --kubeconfig .local/kubeconfig ...` works.
+	top := filepath.Join(*binDir, "kubectl")
+	_ = os.Remove(top)
+	rel, _ := filepath.Rel(*binDir, filepath.Join(build.CurrentLink(*binDir), "kubectl"))
+	if err := os.Symlink(rel, top); err != nil {
+		return err
+	}
+	fmt.Printf("binaries in %s\n", dir)
+	return nil
+}
+
+func cmdUp(args []string) error {
+	root := repoRoot()
+	fs := flag.NewFlagSet("up", flag.ExitOnError)
+	binDir := fs.String("bin-dir", filepath.Join(root, "bin"), "where `cluster build` put the binaries")
+	stateDir := fs.String("state-dir", filepath.Join(root, ".local"), "state: etcd data, certificates, logs, kubeconfig")
+	port := fs.Int("apiserver-port", 0, "kube-apiserver secure port (0 picks a free one)")
+	readyFile := fs.String("ready-file", "", "written (with the kubeconfig path) once the cluster is ready")
+	_ = fs.Parse(args)
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, err := controlplane.Start(ctx, controlplane.Config{
+		BinDir:        build.CurrentLink(*binDir),
+		StateDir:      *stateDir,
+		Out:           os.Stdout,
+		APIServerPort: *port,
+	})
+	if err != nil {
+		return err
+	}
+	defer c.Stop()
+	kubectl, kc := relTo(root, filepath.Join(*binDir, "kubectl")), relTo(root, c.Kubeconfig)
+	fmt.Printf(`
+Local cluster is ready: %s
+  export KUBECONFIG=%s
+  %s --kubeconfig %s get nodes,pods -A
+Nodes annotated kwok.x-k8s.io/node=fake are run by KWOK. Ctrl-C stops everything.
+`, c.Server, c.Kubeconfig, kubectl, kc)
+	if *readyFile != "" {
+		if err := os.WriteFile(*readyFile, []byte(c.Kubeconfig+"\n"), 0o644); err != nil {
+			return err
+		}
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Println("stopping the local cluster")
+	case msg := <-c.Exited():
+		return fmt.Errorf("control plane failed: %s", msg)
+	}
+	return nil
+}
+
+func cmdDown(args []string) error {
+	root := repoRoot()
+	fs := flag.NewFlagSet("down", flag.ExitOnError)
+	stateDir := fs.String("state-dir", filepath.Join(root, ".local"), "state directory of the cluster to clean up")
+	_ = fs.Parse(args)
+	if err := controlplane.Down(*stateDir, os.Stdout); err != nil {
+		return err
+	}
+	fmt.Printf("cleaned up %s\n", *stateDir)
+	return nil
+}
+
+// relTo shortens paths inside the repository for the printed instructions.
+func relTo(root, p string) string {
+	if rel, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(rel, "..") {
+		return rel
+	}
+	return p
+}

@@ -1,0 +1,400 @@
+// Package controlplane runs a local Kubernetes control plane as child processes:
+// etcd, kube-apiserver, kube-controller-manager, kube-scheduler and KWOK (fake
+// kubelets for nodes that carry the kwok.x-k8s.io/node=fake annotation).
+//
+// Every child is started in its own process group with a parent-death signal, its
+// pid is recorded in <state>/pids so that `cluster down` can clean up after a crash,
+// and Stop terminates all of them (SIGTERM, then SIGKILL after a grace period).
+package controlplane
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/karpenter-go/karpenter/hack/cluster/internal/pki"
+)
+
+// Config says where the binaries are and where state goes.
+type Config struct {
+	BinDir   string // directory holding etcd, kube-apiserver, ... (bin/k8s/current)
+	StateDir string // e.g. .local
+	Out      io.Writer
+	// APIServerPort is the secure port of kube-apiserver; 0 picks a free port.
+	APIServerPort int
+}
+
+// Cluster is a running control plane.
+type Cluster struct {
+	cfg        Config
+	Kubeconfig string
+	Server     string
+	mu         sync.Mutex
+	procs      []*proc
+	pki        pki.Files
+}
+
+type proc struct {
+	name string
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error
+}
+
+// PIDFile lists the children of a running cluster, one "name pid" a line.
+func PIDFile(stateDir string) string { return filepath.Join(stateDir, "pids") }
+
+// Start brings the control plane up and returns once the API server is ready, the
+// scheduler and controller manager are healthy and the default ServiceAccount
+// exists (so that pods can be created).
+func Start(ctx context.Context, cfg Config) (*Cluster, error) {
+	if cfg.Out == nil {
+		cfg.Out = io.Discard
+	}
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+		if _, err := os.Stat(filepath.Join(cfg.BinDir, c)); err != nil {
+			return nil, fmt.Errorf("%s not found in %s: run `make cluster-bins` first", c, cfg.BinDir)
+		}
+	}
+	if err := Down(cfg.StateDir, cfg.Out); err != nil {
+		return nil, err
+	}
+	for _, d := range []string{"logs", "pki"} {
+		if err := os.MkdirAll(filepath.Join(cfg.StateDir, d), 0o755); err != nil {
+			return nil, err
+		}
+	}
+	files, err := pki.Write(filepath.Join(cfg.StateDir, "pki"))
+	if err != nil {
+		return nil, fmt.Errorf("writing certificates: %w", err)
+	}
+	c := &Cluster{cfg: cfg, pki: files}
+	ok := false
+	defer func() {
+		if !ok {
+			c.Stop()
+		}
+	}()
+
+	ports, err := freePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	etcdClient, etcdPeer, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3]
+	apiPort := cfg.APIServerPort
+	if apiPort == 0 {
+		apiPort = ports[4]
+	}
+	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
+	c.Kubeconfig = filepath.Join(cfg.StateDir, "kubeconfig")
+	if err := writeKubeconfig(c.Kubeconfig, c.Server, files); err != nil {
+		return nil, err
+	}
+
+	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
+	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
+	if err := c.spawn("etcd",
+		"--name=local", "--data-dir="+filepath.Join(cfg.StateDir, "etcd"),
+		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
+		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
+		"--initial-cluster=local="+peerURL, "--unsafe-no-fsync", "--log-level=warn",
+	); err != nil {
+		return nil, err
+	}
+	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", nil, 60*time.Second); err != nil {
+		return nil, err
+	}
+
+	if err := c.spawn("kube-apiserver",
+		"--etcd-servers="+etcdURL,
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
+		"--tls-cert-file="+files.ServingCert, "--tls-private-key-file="+files.ServingKey,
+		"--client-ca-file="+files.CACert,
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file="+files.SAPublic, "--service-account-signing-key-file="+files.SAPrivate,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--authorization-mode=RBAC",
+		"--allow-privileged=true",
+		"--endpoint-reconciler-type=none",
+		"--profiling=false",
+	); err != nil {
+		return nil, err
+	}
+	client, err := c.httpClient()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.waitHTTP(ctx, "kube-apiserver", c.Server+"/readyz", client, 120*time.Second); err != nil {
+		return nil, err
+	}
+
+	kc := "--kubeconfig=" + c.Kubeconfig
+	auth := []string{kc, "--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
+		"--leader-elect=false", "--bind-address=127.0.0.1"}
+	if err := c.spawn("kube-controller-manager", append(auth,
+		"--secure-port="+strconv.Itoa(kcmPort),
+		"--service-account-private-key-file="+files.SAPrivate, "--root-ca-file="+files.CACert,
+		"--cluster-signing-cert-file="+files.CACert, "--cluster-signing-key-file="+files.CAKey,
+		"--service-cluster-ip-range=10.0.0.0/24",
+		"--profiling=false",
+	)...); err != nil {
+		return nil, err
+	}
+	if err := c.spawn("kube-scheduler", append(auth,
+		"--secure-port="+strconv.Itoa(schedPort), "--profiling=false",
+	)...); err != nil {
+		return nil, err
+	}
+	if err := c.spawn("kwok", kc,
+		"--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--manage-nodes-with-label-selector=",
+		"--cidr=10.1.0.1/16",
+		"--node-ip=10.1.0.1",
+		"--node-lease-duration-seconds=40",
+	); err != nil {
+		return nil, err
+	}
+	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec: local health probe of our own children
+	if err := c.waitHTTP(ctx, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), insecure, 60*time.Second); err != nil {
+		return nil, err
+	}
+	if err := c.waitHTTP(ctx, "kube-scheduler", fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), insecure, 60*time.Second); err != nil {
+		return nil, err
+	}
+	// Pods cannot be created before the ServiceAccount controller made "default".
+	if err := c.waitHTTP(ctx, "default service account", c.Server+"/api/v1/namespaces/default/serviceaccounts/default", client, 60*time.Second); err != nil {
+		return nil, err
+	}
+	ok = true
+	return c, nil
+}
+
+// Stop terminates every child, newest first, and removes the pid file.
+func (c *Cluster) Stop() {
+	c.mu.Lock()
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+			<-p.done
+		}
+	}
+	_ = os.Remove(PIDFile(c.cfg.StateDir))
+}
+
+// Exited reports the first child that died on its own, if any.
+func (c *Cluster) Exited() <-chan string {
+	ch := make(chan string, 1)
+	c.mu.Lock()
+	procs := append([]*proc(nil), c.procs...)
+	c.mu.Unlock()
+	for _, p := range procs {
+		go func(p *proc) {
+			<-p.done
+			select {
+			case ch <- fmt.Sprintf("%s exited: %v (log: %s)", p.name, p.err, c.logPath(p.name)):
+			default:
+			}
+		}(p)
+	}
+	return ch
+}
+
+// PIDs returns the pid of each child.
+func (c *Cluster) PIDs() map[string]int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := map[string]int{}
+	for _, p := range c.procs {
+		out[p.name] = p.cmd.Process.Pid
+	}
+	return out
+}
+
+func (c *Cluster) logPath(name string) string {
+	return filepath.Join(c.cfg.StateDir, "logs", name+".log")
+}
+
+func (c *Cluster) spawn(name string, args ...string) error {
+	logFile, err := os.Create(c.logPath(name))
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(filepath.Join(c.cfg.BinDir, name), args...)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	// Own process group: Stop can signal a child together with anything it forks.
+	// Pdeathsig: if this process is killed outright, the kernel kills the children too.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	// (The signal is tied to the forking OS thread; the Go runtime only retires
+	// threads that a goroutine locked and left, which we never do.)
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		return fmt.Errorf("starting %s: %w", name, err)
+	}
+	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logFile.Close()
+		close(p.done)
+	}()
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	c.mu.Unlock()
+	fmt.Fprintf(c.cfg.Out, "started %-24s pid %-7d log %s\n", name, cmd.Process.Pid, c.logPath(name))
+	return c.writePIDs()
+}
+
+func (c *Cluster) writePIDs() error {
+	var b strings.Builder
+	for _, p := range c.procs {
+		fmt.Fprintf(&b, "%s %d\n", p.name, p.cmd.Process.Pid)
+	}
+	return os.WriteFile(PIDFile(c.cfg.StateDir), []byte(b.String()), 0o644)
+}
+
+func (c *Cluster) httpClient() (*http.Client, error) {
+	cert, err := tls.LoadX509KeyPair(c.pki.AdminCert, c.pki.AdminKey)
+	if err != nil {
+		return nil, err
+	}
+	caPEM, err := os.ReadFile(c.pki.CACert)
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(caPEM)
+	return &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{RootCAs: pool, Certificates: []tls.Certificate{cert}},
+	}}, nil
+}
+
+func (c *Cluster) waitHTTP(ctx context.Context, what, url string, client *http.Client, timeout time.Duration) error {
+	if client == nil {
+		client = &http.Client{Timeout: 5 * time.Second}
+	}
+	start := time.Now()
+	deadline := start.Add(timeout)
+	exited := c.Exited()
+	var last string
+	for {
+		resp, err := client.Get(url)
+		if err == nil {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				fmt.Fprintf(c.cfg.Out, "%s ready after %s\n", what, time.Since(start).Round(10*time.Millisecond))
+				return nil
+			}
+			last = fmt.Sprintf("HTTP %d: %s", resp.StatusCode, strings.TrimSpace(string(body)))
+		} else {
+			last = err.Error()
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s not ready after %s (%s)", what, timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case msg := <-exited:
+			return errors.New(msg)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Down stops the children a previous run recorded in <state>/pids (after a crash or
+// a SIGKILL of the parent) and removes etcd's data so the next start is clean.
+func Down(stateDir string, out io.Writer) error {
+	b, err := os.ReadFile(PIDFile(stateDir))
+	if err == nil {
+		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			f := strings.Fields(line)
+			if len(f) != 2 {
+				continue
+			}
+			pid, err := strconv.Atoi(f[1])
+			if err != nil || !runningAs(pid, f[0]) {
+				continue
+			}
+			fmt.Fprintf(out, "stopping leftover %s (pid %d)\n", f[0], pid)
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		_ = os.Remove(PIDFile(stateDir))
+	} else if !os.IsNotExist(err) {
+		return err
+	}
+	return os.RemoveAll(filepath.Join(stateDir, "etcd"))
+}
+
+// runningAs guards against killing an unrelated process that reused a recorded pid.
+func runningAs(pid int, name string) bool {
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	argv0 := strings.SplitN(string(cmdline), "\x00", 2)[0]
+	return filepath.Base(argv0) == name
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var ports []int
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}
+
+func writeKubeconfig(path, server string, f pki.Files) error {
+	abs := func(p string) string { a, _ := filepath.Abs(p); return a }
+	content := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: local
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: admin
+  user:
+    client-certificate: %s
+    client-key: %s
+contexts:
+- name: local
+  context:
+    cluster: local
+    user: admin
+current-context: local
+`, server, abs(f.CACert), abs(f.AdminCert), abs(f.AdminKey))
+	return os.WriteFile(path, []byte(content), 0o600)
+}

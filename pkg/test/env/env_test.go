@@ -1,0 +1,102 @@
+package env_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+)
+
+var e *env.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	e, err = env.Start()
+	if err != nil {
+		os.Stderr.WriteString(err.Error() + "\n")
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		os.Stderr.WriteString("stopping envtest: " + err.Error() + "\n")
+	}
+	os.Exit(code)
+}
+
+func TestNamespaceRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "round-trip", Labels: map[string]string{"team": "a"}}}
+	if err := e.Client.Create(ctx, ns); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Namespace{}
+	if err := e.Client.Get(ctx, key(ns.Name), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Labels["team"] != "a" || got.UID == "" || got.Labels["kubernetes.io/metadata.name"] != "round-trip" {
+		t.Fatalf("namespace read back wrong: labels %v uid %q", got.Labels, got.UID)
+	}
+	// The same object through the typed clientset.
+	viaClientset, err := e.KubeClient.CoreV1().Namespaces().Get(ctx, ns.Name, metav1.GetOptions{})
+	if err != nil || viaClientset.UID != got.UID {
+		t.Fatalf("clientset read: %v, uid %v vs %v", err, viaClientset.UID, got.UID)
+	}
+}
+
+func TestNodeRoundTripAndStatus(t *testing.T) {
+	ctx := context.Background()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "node-a", Labels: map[string]string{"topology.kubernetes.io/zone": "test-zone-a"}},
+		Spec: corev1.NodeSpec{
+			ProviderID: "kwok://node-a",
+			Taints:     []corev1.Taint{{Key: "karpenter.sh/unregistered", Effect: corev1.TaintEffectNoExecute}},
+		},
+	}
+	if err := e.Client.Create(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	node.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")}
+	if err := e.Client.Status().Update(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	got := &corev1.Node{}
+	if err := e.Client.Get(ctx, key(node.Name), got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Spec.ProviderID != "kwok://node-a" || len(got.Spec.Taints) != 1 || got.Status.Capacity.Cpu().String() != "4" {
+		t.Fatalf("node read back wrong: %+v %+v", got.Spec, got.Status.Capacity)
+	}
+	// The API server validates: an invalid taint effect is refused, naming the field.
+	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k", Effect: "Sometimes"}}}}
+	err := e.Client.Create(ctx, bad)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.taints[0].effect") {
+		t.Fatalf("expected an Invalid error naming spec.taints[0].effect, got %v", err)
+	}
+	if err := e.Client.Delete(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Get(ctx, key(node.Name), &corev1.Node{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("node still there after delete: %v", err)
+	}
+}
+
+func TestMissingBinariesNameTheMakeTarget(t *testing.T) {
+	t.Setenv("KUBEBUILDER_ASSETS", filepath.Join(t.TempDir(), "nowhere"))
+	_, err := env.Start()
+	if err == nil || !strings.Contains(err.Error(), "make cluster-bins") || strings.Count(err.Error(), "\n") != 0 {
+		t.Fatalf("expected one line naming `make cluster-bins`, got %q", err)
+	}
+}
+
+func key(name string) client.ObjectKey {
+	return client.ObjectKey{Name: name}
+}
