@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Regenerates deepcopy functions for every API package and one CRD YAML per
+# kind into pkg/apis/crds. OUT_DIR overrides the CRD directory (used by
+# hack/verify.sh to generate into a scratch copy).
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+CRD_DIR="${OUT_DIR:-pkg/apis/crds}"
+mkdir -p "$CRD_DIR"
+
+# Deepcopy: in place, next to the types (packages opt in with
+# +kubebuilder:object:generate=true).
+go tool controller-gen object paths=./pkg/apis/...
+
+# CRDs: generate into a scratch directory first, so that files of kinds that
+# no longer exist disappear and the embedded set is exactly what the types say.
+tmp="$(mktemp -d)"
+trap 'rm -rf "$tmp"' EXIT
+go tool controller-gen crd:crdVersions=v1 paths=./pkg/apis/... output:crd:dir="$tmp"
+find "$CRD_DIR" -maxdepth 1 -name '*.yaml' -delete
+cp "$tmp"/*.yaml "$CRD_DIR"/
+
+# Constraints controller-gen cannot express (values of maps).
+go run ./hack/crdpatch "$CRD_DIR"/*.yaml
