@@ -20,6 +20,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/karpenter-go/karpenter/pkg/apis"
 )
 
 // ModulePath is the root module; Root finds the directory holding its go.mod.
@@ -29,6 +31,7 @@ const ModulePath = "github.com/karpenter-go/karpenter"
 var SchemeBuilders = []func(*runtime.Scheme) error{
 	clientgoscheme.AddToScheme,
 	apiextensionsv1.AddToScheme,
+	apis.AddToScheme,
 }
 
 // Environment is a running API server with clients.
