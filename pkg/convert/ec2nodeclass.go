@@ -1,0 +1,438 @@
+package convert
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	awsv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1beta1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+)
+
+// UbuntuPlaceholderAMIID is the AMI id written into a v1 EC2NodeClass that
+// was converted from a v1beta1 Ubuntu class without amiSelectorTerms. v1 has
+// no way to select Ubuntu AMIs by family, so the class is marked incompatible
+// (see awsv1.AnnotationUbuntuCompatibilityKey) and this id keeps it valid.
+const UbuntuPlaceholderAMIID = "ami-placeholder"
+
+// ubuntuDefaultRootVolume is the root volume v1beta1 used for Ubuntu. v1 maps
+// Ubuntu to AL2, whose default root device is /dev/xvda, so the Ubuntu
+// default is written out explicitly to keep existing nodes undrifted.
+func ubuntuDefaultRootVolume() []*awsv1.BlockDeviceMapping {
+	return []*awsv1.BlockDeviceMapping{{
+		DeviceName: ptr.To("/dev/sda1"),
+		RootVolume: true,
+		EBS: &awsv1.BlockDevice{
+			Encrypted:  ptr.To(true),
+			VolumeType: ptr.To("gp3"),
+			VolumeSize: ptr.To(resource.MustParse("20Gi")),
+		},
+	}}
+}
+
+// EC2NodeClassV1beta1ToV1 converts a v1beta1 EC2NodeClass to v1. It is pure:
+// the input is not modified and nothing outside the object is consulted.
+//
+// The rules that are not a 1:1 copy:
+//   - amiFamily AL2, AL2023, Bottlerocket, Windows2019 or Windows2022 without
+//     amiSelectorTerms becomes amiSelectorTerms [{alias: <family>@latest}] with
+//     no amiFamily (the version comes from the v1-alias-version annotation
+//     when a v1 object carried a pinned alias through v1beta1).
+//   - amiFamily Ubuntu, which v1 dropped, becomes AL2 (same bootstrap) and the
+//     v1beta1-ubuntu annotation records what else changed so that the reverse
+//     conversion can restore it.
+//   - any other amiFamily becomes Custom.
+//   - annotations that carried v1-only data (kubelet, alias) are turned back
+//     into fields and removed.
+func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
+	if in == nil {
+		return nil, nil
+	}
+	out := &awsv1.EC2NodeClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: awsv1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
+		ObjectMeta: *in.ObjectMeta.DeepCopy(),
+	}
+	annotations := out.Annotations
+	pinnedAlias, hasPinnedAlias := popAnnotation(annotations, awsv1.AnnotationAliasCompatibilityKey)
+	aliasVersion, _ := popAnnotation(annotations, awsv1.AnnotationAliasVersionCompatibilityKey)
+	kubeletJSON, hasKubelet := popAnnotation(annotations, awsv1.AnnotationKubeletCompatibilityKey)
+
+	s := &in.Spec
+	o := &out.Spec
+	o.SubnetSelectorTerms = subnetTermsToV1(s.SubnetSelectorTerms)
+	o.SecurityGroupSelectorTerms = securityGroupTermsToV1(s.SecurityGroupSelectorTerms)
+	o.AssociatePublicIPAddress = copyPtr(s.AssociatePublicIPAddress)
+	o.UserData = copyPtr(s.UserData)
+	o.Role = s.Role
+	o.InstanceProfile = copyPtr(s.InstanceProfile)
+	o.Tags = copyMap(s.Tags)
+	o.BlockDeviceMappings = blockDeviceMappingsToV1(s.BlockDeviceMappings)
+	if s.InstanceStorePolicy != nil {
+		o.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicy(*s.InstanceStorePolicy))
+	}
+	o.DetailedMonitoring = copyPtr(s.DetailedMonitoring)
+	if s.MetadataOptions != nil {
+		o.MetadataOptions = &awsv1.MetadataOptions{
+			HTTPEndpoint:            copyPtr(s.MetadataOptions.HTTPEndpoint),
+			HTTPProtocolIPv6:        copyPtr(s.MetadataOptions.HTTPProtocolIPv6),
+			HTTPPutResponseHopLimit: copyPtr(s.MetadataOptions.HTTPPutResponseHopLimit),
+			HTTPTokens:              copyPtr(s.MetadataOptions.HTTPTokens),
+		}
+	}
+	o.Context = copyPtr(s.Context)
+	if hasKubelet {
+		kubelet := &awsv1.KubeletConfiguration{}
+		if err := json.Unmarshal([]byte(kubeletJSON), kubelet); err != nil {
+			return nil, fmt.Errorf("converting EC2NodeClass %q to v1: annotation %s is not a kubelet configuration: %w", in.Name, awsv1.AnnotationKubeletCompatibilityKey, err)
+		}
+		o.Kubelet = kubelet
+	}
+
+	family := ptr.Deref(s.AMIFamily, "")
+	terms := amiTermsToV1(s.AMISelectorTerms)
+	switch {
+	case family == awsv1beta1.AMIFamilyUbuntu:
+		// Ubuntu nodes bootstrap like AL2. What v1 cannot express is kept in
+		// the annotation: the class is unusable without explicit AMIs.
+		specifiers := []string{awsv1.AnnotationUbuntuCompatibilityAMIFamily}
+		o.AMIFamily = ptr.To(awsv1.AMIFamilyAL2)
+		if s.BlockDeviceMappings == nil {
+			o.BlockDeviceMappings = ubuntuDefaultRootVolume()
+			specifiers = append(specifiers, awsv1.AnnotationUbuntuCompatibilityBlockDeviceMappings)
+		}
+		if len(terms) == 0 {
+			terms = []awsv1.AMISelectorTerm{{ID: UbuntuPlaceholderAMIID}}
+			specifiers = append(specifiers, awsv1.AnnotationUbuntuCompatibilityIncompatible)
+		}
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[awsv1.AnnotationUbuntuCompatibilityKey] = strings.Join(specifiers, ",")
+	case len(terms) == 0 && hasPinnedAlias && isAlias(pinnedAlias):
+		// A v1 object with both amiFamily and an alias went through v1beta1.
+		o.AMIFamily = copyPtr(s.AMIFamily)
+		terms = []awsv1.AMISelectorTerm{{Alias: pinnedAlias}}
+	case len(terms) == 0 && slices.Contains(awsv1.AliasFamilies, family):
+		// v1beta1 "latest AMI of this family" is exactly what an alias says.
+		if aliasVersion == "" {
+			aliasVersion = awsv1.AliasVersionLatest
+		}
+		terms = []awsv1.AMISelectorTerm{{Alias: awsv1.Alias{Family: strings.ToLower(family), Version: aliasVersion}.String()}}
+	case slices.Contains(awsv1.AliasFamilies, family):
+		o.AMIFamily = ptr.To(family)
+	default:
+		o.AMIFamily = ptr.To(awsv1.AMIFamilyCustom)
+	}
+	o.AMISelectorTerms = terms
+	out.Annotations = nilIfEmpty(annotations)
+
+	out.Status = awsv1.EC2NodeClassStatus{
+		InstanceProfile: in.Status.InstanceProfile,
+		Conditions:      copyConditions(in.Status.Conditions),
+	}
+	for _, sn := range in.Status.Subnets {
+		out.Status.Subnets = append(out.Status.Subnets, awsv1.Subnet{ID: sn.ID, Zone: sn.Zone, ZoneID: sn.ZoneID})
+	}
+	for _, sg := range in.Status.SecurityGroups {
+		out.Status.SecurityGroups = append(out.Status.SecurityGroups, awsv1.SecurityGroup{ID: sg.ID, Name: sg.Name})
+	}
+	for _, ami := range in.Status.AMIs {
+		a := ami.DeepCopy()
+		out.Status.AMIs = append(out.Status.AMIs, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements})
+	}
+	return out, nil
+}
+
+// EC2NodeClassV1ToV1beta1 converts a v1 EC2NodeClass to v1beta1. It is pure
+// and the inverse of EC2NodeClassV1beta1ToV1: v1-only data that v1beta1 has
+// no field for (kubelet, a pinned alias version, amiFamily beside an alias)
+// travels in compatibility annotations, so v1 -> v1beta1 -> v1 is lossless.
+func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, error) {
+	if in == nil {
+		return nil, nil
+	}
+	out := &awsv1beta1.EC2NodeClass{
+		TypeMeta:   metav1.TypeMeta{APIVersion: awsv1beta1.SchemeGroupVersion.String(), Kind: "EC2NodeClass"},
+		ObjectMeta: *in.ObjectMeta.DeepCopy(),
+	}
+	annotations := out.Annotations
+	ubuntu, isUbuntu := popAnnotation(annotations, awsv1.AnnotationUbuntuCompatibilityKey)
+	// These are only ever written below; stale copies on a v1 object would
+	// otherwise shadow what the v1 fields say now.
+	popAnnotation(annotations, awsv1.AnnotationAliasCompatibilityKey)
+	popAnnotation(annotations, awsv1.AnnotationAliasVersionCompatibilityKey)
+	popAnnotation(annotations, awsv1.AnnotationKubeletCompatibilityKey)
+	setAnnotation := func(k, v string) {
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[k] = v
+	}
+
+	s := &in.Spec
+	o := &out.Spec
+	o.SubnetSelectorTerms = subnetTermsToV1beta1(s.SubnetSelectorTerms)
+	o.SecurityGroupSelectorTerms = securityGroupTermsToV1beta1(s.SecurityGroupSelectorTerms)
+	o.AssociatePublicIPAddress = copyPtr(s.AssociatePublicIPAddress)
+	o.UserData = copyPtr(s.UserData)
+	o.Role = s.Role
+	o.InstanceProfile = copyPtr(s.InstanceProfile)
+	o.Tags = copyMap(s.Tags)
+	o.BlockDeviceMappings = blockDeviceMappingsToV1beta1(s.BlockDeviceMappings)
+	if s.InstanceStorePolicy != nil {
+		o.InstanceStorePolicy = ptr.To(awsv1beta1.InstanceStorePolicy(*s.InstanceStorePolicy))
+	}
+	o.DetailedMonitoring = copyPtr(s.DetailedMonitoring)
+	if s.MetadataOptions != nil {
+		o.MetadataOptions = &awsv1beta1.MetadataOptions{
+			HTTPEndpoint:            copyPtr(s.MetadataOptions.HTTPEndpoint),
+			HTTPProtocolIPv6:        copyPtr(s.MetadataOptions.HTTPProtocolIPv6),
+			HTTPPutResponseHopLimit: copyPtr(s.MetadataOptions.HTTPPutResponseHopLimit),
+			HTTPTokens:              copyPtr(s.MetadataOptions.HTTPTokens),
+		}
+	}
+	o.Context = copyPtr(s.Context)
+	if s.Kubelet != nil {
+		b, err := json.Marshal(s.Kubelet)
+		if err != nil {
+			return nil, fmt.Errorf("converting EC2NodeClass %q to v1beta1: encoding kubelet: %w", in.Name, err)
+		}
+		setAnnotation(awsv1.AnnotationKubeletCompatibilityKey, string(b))
+	}
+
+	nonAlias := make([]awsv1.AMISelectorTerm, 0, len(s.AMISelectorTerms))
+	for _, t := range s.AMISelectorTerms {
+		if t.Alias == "" {
+			nonAlias = append(nonAlias, t)
+		}
+	}
+	if isUbuntu {
+		specifiers := strings.Split(ubuntu, ",")
+		o.AMIFamily = ptr.To(awsv1beta1.AMIFamilyUbuntu)
+		if slices.Contains(specifiers, awsv1.AnnotationUbuntuCompatibilityIncompatible) {
+			nonAlias = nil
+		}
+		if slices.Contains(specifiers, awsv1.AnnotationUbuntuCompatibilityBlockDeviceMappings) {
+			o.BlockDeviceMappings = nil
+		}
+	} else {
+		o.AMIFamily = ptr.To(in.AMIFamily())
+		if alias := in.Alias(); alias != nil {
+			// The reverse conversion rebuilds "<lower(amiFamily)>@<version>"
+			// with no amiFamily; anything else needs the whole alias kept.
+			rebuilt := s.AMIFamily == nil && strings.ToLower(*o.AMIFamily) == alias.Family && len(nonAlias) == 0
+			switch {
+			case !rebuilt:
+				setAnnotation(awsv1.AnnotationAliasCompatibilityKey, alias.String())
+			case alias.Version != awsv1.AliasVersionLatest:
+				setAnnotation(awsv1.AnnotationAliasVersionCompatibilityKey, alias.Version)
+			}
+		}
+	}
+	o.AMISelectorTerms = amiTermsToV1beta1(nonAlias)
+	out.Annotations = nilIfEmpty(annotations)
+
+	out.Status = awsv1beta1.EC2NodeClassStatus{
+		InstanceProfile: in.Status.InstanceProfile,
+		Conditions:      copyConditions(in.Status.Conditions),
+	}
+	for _, sn := range in.Status.Subnets {
+		out.Status.Subnets = append(out.Status.Subnets, awsv1beta1.Subnet{ID: sn.ID, Zone: sn.Zone, ZoneID: sn.ZoneID})
+	}
+	for _, sg := range in.Status.SecurityGroups {
+		out.Status.SecurityGroups = append(out.Status.SecurityGroups, awsv1beta1.SecurityGroup{ID: sg.ID, Name: sg.Name})
+	}
+	for _, ami := range in.Status.AMIs {
+		a := ami.DeepCopy()
+		out.Status.AMIs = append(out.Status.AMIs, awsv1beta1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements})
+	}
+	return out, nil
+}
+
+func isAlias(s string) bool {
+	_, ok := awsv1.ParseAlias(s)
+	return ok
+}
+
+func subnetTermsToV1(in []awsv1beta1.SubnetSelectorTerm) []awsv1.SubnetSelectorTerm {
+	if in == nil {
+		return nil
+	}
+	out := make([]awsv1.SubnetSelectorTerm, 0, len(in))
+	for _, t := range in {
+		out = append(out, awsv1.SubnetSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID})
+	}
+	return out
+}
+
+func subnetTermsToV1beta1(in []awsv1.SubnetSelectorTerm) []awsv1beta1.SubnetSelectorTerm {
+	if in == nil {
+		return nil
+	}
+	out := make([]awsv1beta1.SubnetSelectorTerm, 0, len(in))
+	for _, t := range in {
+		out = append(out, awsv1beta1.SubnetSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID})
+	}
+	return out
+}
+
+func securityGroupTermsToV1(in []awsv1beta1.SecurityGroupSelectorTerm) []awsv1.SecurityGroupSelectorTerm {
+	if in == nil {
+		return nil
+	}
+	out := make([]awsv1.SecurityGroupSelectorTerm, 0, len(in))
+	for _, t := range in {
+		out = append(out, awsv1.SecurityGroupSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name})
+	}
+	return out
+}
+
+func securityGroupTermsToV1beta1(in []awsv1.SecurityGroupSelectorTerm) []awsv1beta1.SecurityGroupSelectorTerm {
+	if in == nil {
+		return nil
+	}
+	out := make([]awsv1beta1.SecurityGroupSelectorTerm, 0, len(in))
+	for _, t := range in {
+		out = append(out, awsv1beta1.SecurityGroupSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name})
+	}
+	return out
+}
+
+// amiTermsToV1 returns nil for no terms so that "absent" survives a round trip.
+func amiTermsToV1(in []awsv1beta1.AMISelectorTerm) []awsv1.AMISelectorTerm {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]awsv1.AMISelectorTerm, 0, len(in))
+	for _, t := range in {
+		out = append(out, awsv1.AMISelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
+	}
+	return out
+}
+
+func amiTermsToV1beta1(in []awsv1.AMISelectorTerm) []awsv1beta1.AMISelectorTerm {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]awsv1beta1.AMISelectorTerm, 0, len(in))
+	for _, t := range in {
+		out = append(out, awsv1beta1.AMISelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
+	}
+	return out
+}
+
+func blockDeviceMappingsToV1(in []*awsv1beta1.BlockDeviceMapping) []*awsv1.BlockDeviceMapping {
+	if in == nil {
+		return nil
+	}
+	out := make([]*awsv1.BlockDeviceMapping, 0, len(in))
+	for _, m := range in {
+		if m == nil {
+			out = append(out, nil)
+			continue
+		}
+		bdm := &awsv1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume}
+		if e := m.EBS; e != nil {
+			bdm.EBS = &awsv1.BlockDevice{
+				DeleteOnTermination: copyPtr(e.DeleteOnTermination),
+				Encrypted:           copyPtr(e.Encrypted),
+				IOPS:                copyPtr(e.IOPS),
+				KMSKeyID:            copyPtr(e.KMSKeyID),
+				SnapshotID:          copyPtr(e.SnapshotID),
+				Throughput:          copyPtr(e.Throughput),
+				VolumeSize:          copyQuantity(e.VolumeSize),
+				VolumeType:          copyPtr(e.VolumeType),
+			}
+		}
+		out = append(out, bdm)
+	}
+	return out
+}
+
+func blockDeviceMappingsToV1beta1(in []*awsv1.BlockDeviceMapping) []*awsv1beta1.BlockDeviceMapping {
+	if in == nil {
+		return nil
+	}
+	out := make([]*awsv1beta1.BlockDeviceMapping, 0, len(in))
+	for _, m := range in {
+		if m == nil {
+			out = append(out, nil)
+			continue
+		}
+		bdm := &awsv1beta1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume}
+		if e := m.EBS; e != nil {
+			bdm.EBS = &awsv1beta1.BlockDevice{
+				DeleteOnTermination: copyPtr(e.DeleteOnTermination),
+				Encrypted:           copyPtr(e.Encrypted),
+				IOPS:                copyPtr(e.IOPS),
+				KMSKeyID:            copyPtr(e.KMSKeyID),
+				SnapshotID:          copyPtr(e.SnapshotID),
+				Throughput:          copyPtr(e.Throughput),
+				VolumeSize:          copyQuantity(e.VolumeSize),
+				VolumeType:          copyPtr(e.VolumeType),
+			}
+		}
+		out = append(out, bdm)
+	}
+	return out
+}
+
+func copyConditions(in []status.Condition) []status.Condition {
+	if in == nil {
+		return nil
+	}
+	out := make([]status.Condition, len(in))
+	for i := range in {
+		in[i].DeepCopyInto(&out[i])
+	}
+	return out
+}
+
+func copyPtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func copyQuantity(q *resource.Quantity) *resource.Quantity {
+	if q == nil {
+		return nil
+	}
+	c := q.DeepCopy()
+	return &c
+}
+
+func copyMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// popAnnotation removes k from m (which may be nil) and returns its value.
+func popAnnotation(m map[string]string, k string) (string, bool) {
+	v, ok := m[k]
+	if ok {
+		delete(m, k)
+	}
+	return v, ok
+}
+
+func nilIfEmpty(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
