@@ -1,0 +1,179 @@
+// Package localcluster runs the project's local cluster (etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and KWOK, see hack/cluster) for
+// end-to-end tests: real Deployments create pods, the real scheduler binds them
+// and KWOK's fake kubelets report nodes Ready and pods Running.
+package localcluster
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+)
+
+// Cluster is a running local cluster.
+type Cluster struct {
+	Config     *rest.Config
+	Client     client.Client
+	KubeClient kubernetes.Interface
+	Scheme     *runtime.Scheme
+	Kubeconfig string
+	StateDir   string
+	Root       string
+
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// FakeNodeAnnotation marks the nodes KWOK runs.
+const FakeNodeAnnotation = "kwok.x-k8s.io/node"
+
+// Start runs `bin/cluster up` in a fresh state directory and waits until it is ready.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	root, err := env.Root()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tool := filepath.Join(root, "bin", "cluster")
+	if _, err := os.Stat(tool); err != nil {
+		t.Fatalf("%s not found: run `make cluster-bins` first", tool)
+	}
+	if _, err := env.BinaryAssets(root); err != nil {
+		t.Fatal(err)
+	}
+	state, err := os.MkdirTemp("", "localcluster-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := filepath.Join(state, "ready")
+	c := &Cluster{StateDir: state, Root: root, done: make(chan error, 1)}
+	c.cmd = exec.Command(tool, "up", "--bin-dir", filepath.Join(root, "bin"), "--state-dir", state, "--ready-file", ready)
+	logf, err := os.Create(filepath.Join(state, "cluster.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.cmd.Stdout, c.cmd.Stderr = logf, logf
+	if err := c.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { c.done <- c.cmd.Wait(); logf.Close() }()
+	t.Cleanup(func() {
+		if err := c.Stop(); err != nil {
+			t.Errorf("stopping local cluster: %v", err)
+		}
+		if !t.Failed() {
+			os.RemoveAll(state)
+		} else {
+			t.Logf("local cluster state and logs kept in %s", state)
+		}
+	})
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		select {
+		case err := <-c.done:
+			c.done <- err
+			log, _ := os.ReadFile(filepath.Join(state, "cluster.log"))
+			t.Fatalf("local cluster exited before it was ready (%v):\n%s", err, log)
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("local cluster not ready after 3m; logs in %s", state)
+		}
+	}
+	c.Kubeconfig = filepath.Join(state, "kubeconfig")
+	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	c.Config.QPS, c.Config.Burst = 500, 1000
+	c.Scheme = runtime.NewScheme()
+	for _, add := range env.SchemeBuilders {
+		if err := add(c.Scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if c.Client, err = client.New(c.Config, client.Options{Scheme: c.Scheme}); err != nil {
+		t.Fatal(err)
+	}
+	if c.KubeClient, err = kubernetes.NewForConfig(c.Config); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// ChildPIDs are the control-plane processes the cluster tool recorded.
+func (c *Cluster) ChildPIDs() (map[string]int, error) {
+	return ReadPIDs(c.StateDir)
+}
+
+// PID of the cluster tool itself.
+func (c *Cluster) PID() int { return c.cmd.Process.Pid }
+
+// Stop sends SIGTERM to the cluster tool and waits for it to stop its children.
+// A tool that already exited (a test killed it on purpose) is not an error here.
+func (c *Cluster) Stop() error {
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return nil
+	default:
+	}
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-c.done:
+		c.done <- err
+		return err
+	case <-time.After(60 * time.Second):
+		_ = c.cmd.Process.Kill()
+		return fmt.Errorf("cluster tool did not stop within 60s of SIGTERM")
+	}
+}
+
+// ReadPIDs parses <state>/pids.
+func ReadPIDs(stateDir string) (map[string]int, error) {
+	b, err := os.ReadFile(filepath.Join(stateDir, "pids"))
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil {
+			return nil, err
+		}
+		out[f[0]] = pid
+	}
+	return out, nil
+}
+
+// Alive reports whether pid is a live (not zombie) process.
+func Alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// Fields: pid (comm) state ...; comm may contain spaces, so cut after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
