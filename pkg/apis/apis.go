@@ -18,10 +18,16 @@ import (
 	awsv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1alpha1"
 	awsv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1beta1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha5"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1beta1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 )
 
 var builder = runtime.NewSchemeBuilder(
 	v1.AddToScheme,
+	v1beta1.AddToScheme,
+	v1alpha5.AddToScheme,
+	kwokv1alpha1.AddToScheme,
 	awsv1.AddToScheme,
 	awsv1beta1.AddToScheme,
 	awsv1alpha1.AddToScheme,
