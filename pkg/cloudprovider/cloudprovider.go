@@ -1,0 +1,143 @@
+// Package cloudprovider is the contract between Karpenter's controllers and the
+// infrastructure that runs nodes. Nothing outside pkg/cloudprovider/<name> knows
+// which provider is in use: controllers hold a CloudProvider and act through it.
+package cloudprovider
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// CloudProvider launches and removes the instances behind NodeClaims.
+//
+// Crash safety rests on two rules every implementation keeps: the NodeClaim exists
+// before Create is called, and every instance is tagged with the name of the
+// NodeClaim it was launched for, so List can be reconciled against NodeClaims by
+// garbage collection after a crash at any point.
+type CloudProvider interface {
+	// Create launches an instance for the NodeClaim and returns the NodeClaim as
+	// launched: status.providerID, status.capacity and status.allocatable set, and the
+	// labels the instance resolved (instance type, zone, capacity type, arch, os, ...).
+	// It returns an *InsufficientCapacityError when no compatible offering could be
+	// had, a *NodeClassNotReadyError when the NodeClass cannot be used yet, and a
+	// *CreateError (with a reason) for other failures.
+	Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v1.NodeClaim, error)
+	// Delete terminates the instance. It returns a *NodeClaimNotFoundError once the
+	// instance is gone, so callers can tell "done" from "in progress".
+	Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error
+	// Get returns the NodeClaim view of the instance with this provider ID, or a
+	// *NodeClaimNotFoundError.
+	Get(ctx context.Context, providerID string) (*v1.NodeClaim, error)
+	// List returns every instance this provider launched for the cluster, as NodeClaims
+	// (name = the NodeClaim the instance was tagged with).
+	List(ctx context.Context) ([]*v1.NodeClaim, error)
+	// GetInstanceTypes returns what the NodePool's NodeClass can launch, with offerings
+	// (zone, capacity type, price, availability).
+	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
+	// IsDrifted reports why the instance no longer matches its NodeClass, or "".
+	IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (DriftReason, error)
+	// RepairPolicies lists the node conditions after which an unhealthy node is replaced.
+	RepairPolicies() []RepairPolicy
+	// Name of the provider, e.g. "kwok" or "aws".
+	Name() string
+	// GetSupportedNodeClasses returns an empty object of each NodeClass kind the
+	// provider understands; the first is the default.
+	GetSupportedNodeClasses() []client.Object
+}
+
+// DriftReason says why a NodeClaim drifted; "" means it has not.
+type DriftReason string
+
+// RepairPolicy: a node whose condition ConditionType has ConditionStatus for longer
+// than TolerationDuration is unhealthy and gets replaced.
+type RepairPolicy struct {
+	ConditionType      corev1.NodeConditionType
+	ConditionStatus    corev1.ConditionStatus
+	TolerationDuration time.Duration
+}
+
+// NodeClaimNotFoundError: the instance does not exist (any more).
+type NodeClaimNotFoundError struct{ Err error }
+
+func (e *NodeClaimNotFoundError) Error() string { return fmt.Sprintf("nodeclaim not found, %v", e.Err) }
+func (e *NodeClaimNotFoundError) Unwrap() error { return e.Err }
+
+// NewNodeClaimNotFoundError wraps err.
+func NewNodeClaimNotFoundError(err error) *NodeClaimNotFoundError {
+	return &NodeClaimNotFoundError{Err: err}
+}
+
+// IsNodeClaimNotFoundError reports whether err is (or wraps) a NodeClaimNotFoundError.
+func IsNodeClaimNotFoundError(err error) bool {
+	var e *NodeClaimNotFoundError
+	return errors.As(err, &e)
+}
+
+// InsufficientCapacityError: no offering compatible with the NodeClaim could be had.
+// The NodeClaim is deleted and its pods are provisioned again elsewhere.
+type InsufficientCapacityError struct{ Err error }
+
+func (e *InsufficientCapacityError) Error() string {
+	return fmt.Sprintf("insufficient capacity, %v", e.Err)
+}
+func (e *InsufficientCapacityError) Unwrap() error { return e.Err }
+
+// NewInsufficientCapacityError wraps err.
+func NewInsufficientCapacityError(err error) *InsufficientCapacityError {
+	return &InsufficientCapacityError{Err: err}
+}
+
+// IsInsufficientCapacityError reports whether err is (or wraps) one.
+func IsInsufficientCapacityError(err error) bool {
+	var e *InsufficientCapacityError
+	return errors.As(err, &e)
+}
+
+// NodeClassNotReadyError: the NodeClass exists but cannot be used yet.
+type NodeClassNotReadyError struct{ Err error }
+
+func (e *NodeClassNotReadyError) Error() string {
+	return fmt.Sprintf("NodeClassRef not ready, %v", e.Err)
+}
+func (e *NodeClassNotReadyError) Unwrap() error { return e.Err }
+
+// NewNodeClassNotReadyError wraps err.
+func NewNodeClassNotReadyError(err error) *NodeClassNotReadyError {
+	return &NodeClassNotReadyError{Err: err}
+}
+
+// IsNodeClassNotReadyError reports whether err is (or wraps) one.
+func IsNodeClassNotReadyError(err error) bool {
+	var e *NodeClassNotReadyError
+	return errors.As(err, &e)
+}
+
+// CreateError is a launch failure with a machine-readable reason (it becomes the
+// reason of the NodeClaim's Launched=False condition) and a message for users.
+type CreateError struct {
+	Err              error
+	ConditionReason  string
+	ConditionMessage string
+}
+
+func (e *CreateError) Error() string { return fmt.Sprintf("creating nodeclaim, %v", e.Err) }
+func (e *CreateError) Unwrap() error { return e.Err }
+
+// NewCreateError wraps err with a reason and message.
+func NewCreateError(err error, reason, message string) *CreateError {
+	return &CreateError{Err: err, ConditionReason: reason, ConditionMessage: message}
+}
+
+// IsCreateError reports whether err is (or wraps) one.
+func IsCreateError(err error) bool {
+	var e *CreateError
+	return errors.As(err, &e)
+}
