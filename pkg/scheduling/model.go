@@ -1,0 +1,203 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Well-known label keys the solver gives meaning to. They match upstream Karpenter's names.
+const (
+	LabelZone         = corev1.LabelTopologyZone
+	LabelRegion       = corev1.LabelTopologyRegion
+	LabelHostname     = corev1.LabelHostname
+	LabelInstanceType = corev1.LabelInstanceTypeStable
+	LabelArch         = corev1.LabelArchStable
+	LabelOS           = corev1.LabelOSStable
+	LabelWindowsBuild = corev1.LabelWindowsBuild
+	LabelCapacityType = "karpenter.sh/capacity-type"
+	LabelNodePool     = "karpenter.sh/nodepool"
+
+	CapacityTypeSpot     = "spot"
+	CapacityTypeOnDemand = "on-demand"
+	CapacityTypeReserved = "reserved"
+)
+
+// DefaultWellKnownLabels are keys a pod may require although a NodePool does not mention them,
+// because every instance type or the cloud provider defines them on the node.
+var DefaultWellKnownLabels = []string{
+	LabelZone, LabelRegion, LabelInstanceType, LabelArch, LabelOS, LabelWindowsBuild, LabelCapacityType, LabelNodePool,
+}
+
+// Offering is one way to buy an instance type: a zone and a capacity type at a price.
+type Offering struct {
+	Zone         string
+	CapacityType string
+	Price        float64
+	Available    bool
+	// Requirements carries any further labels the offering implies (e.g. a reservation ID).
+	Requirements Requirements
+}
+
+// InstanceType is what the cloud provider can launch.
+type InstanceType struct {
+	Name string
+	// Requirements are the labels every node of this type carries (arch, os, instance-type,
+	// family, cpu count, ...). Zone and capacity type come from Offerings.
+	Requirements Requirements
+	Offerings    []Offering
+	Capacity     corev1.ResourceList
+	// Overhead is kube-reserved + system-reserved + eviction threshold.
+	Overhead corev1.ResourceList
+}
+
+// Allocatable is Capacity minus Overhead.
+func (it *InstanceType) Allocatable() corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for n, q := range it.Capacity {
+		q = q.DeepCopy()
+		if o, ok := it.Overhead[n]; ok {
+			q.Sub(o)
+		}
+		out[n] = q
+	}
+	return out
+}
+
+// offeringCompatible reports whether the offering can satisfy reqs.
+func (o *Offering) compatible(reqs Requirements) bool {
+	if !o.Available {
+		return false
+	}
+	if !reqs.Has(LabelZone, o.Zone) || !reqs.Has(LabelCapacityType, o.CapacityType) {
+		return false
+	}
+	return o.Requirements.Len() == 0 || reqs.Intersects(o.Requirements) == nil
+}
+
+// NodePool is the solver's view of a karpenter.sh/v1 NodePool, adapted by the provisioner.
+type NodePool struct {
+	Name string
+	// Weight orders NodePools: higher first, ties by name.
+	Weight int32
+	// Requirements from spec.template.spec.requirements (with minValues).
+	Requirements Requirements
+	// Labels from spec.template.metadata.labels.
+	Labels map[string]string
+	// Taints must be tolerated by pods; StartupTaints are ignored for scheduling.
+	Taints        []corev1.Taint
+	StartupTaints []corev1.Taint
+	// Remaining is limits minus current usage; nil means unlimited. A resource named "nodes"
+	// limits the number of nodes.
+	Remaining corev1.ResourceList
+	// InstanceTypes the cloud provider offers for this pool.
+	InstanceTypes []*InstanceType
+}
+
+// ExistingNode is capacity that already exists or is already being created: a Node, or a
+// NodeClaim launched but not registered yet (InFlight).
+type ExistingNode struct {
+	Name   string
+	Labels map[string]string
+	Taints []corev1.Taint
+	// StartupTaints are ignored (like ephemeral boot taints) while the node is not Initialized.
+	StartupTaints []corev1.Taint
+	Allocatable   corev1.ResourceList
+	// Pods bound to the node; they consume resources and host ports and count for topology.
+	Pods        []*corev1.Pod
+	Initialized bool
+	// InFlight marks a NodeClaim without a Node yet.
+	InFlight bool
+	// NodePool owning the node, "" when unmanaged.
+	NodePool string
+}
+
+// PreferencePolicy says whether soft constraints are honoured (and relaxed on failure) or ignored.
+type PreferencePolicy string
+
+const (
+	PreferencePolicyRespect PreferencePolicy = "Respect"
+	PreferencePolicyIgnore  PreferencePolicy = "Ignore"
+)
+
+// MinValuesPolicy says whether minValues is a hard constraint.
+type MinValuesPolicy string
+
+const (
+	MinValuesPolicyStrict     MinValuesPolicy = "Strict"
+	MinValuesPolicyBestEffort MinValuesPolicy = "BestEffort"
+)
+
+// DefaultMaxInstanceTypes bounds the instance types listed per new claim (upstream's
+// MaxInstanceTypes at the reference HEAD).
+const DefaultMaxInstanceTypes = 600
+
+// Options tune the solver. The zero value means upstream defaults.
+type Options struct {
+	PreferencePolicy PreferencePolicy
+	MinValuesPolicy  MinValuesPolicy
+	// MaxInstanceTypes per new claim; 0 means DefaultMaxInstanceTypes.
+	MaxInstanceTypes int
+	// WellKnownLabels replaces DefaultWellKnownLabels when non-nil (providers add their own).
+	WellKnownLabels []string
+}
+
+// Input is a snapshot of everything the solver needs. It is not modified by Solve.
+type Input struct {
+	// Pods to place.
+	Pods          []*corev1.Pod
+	NodePools     []*NodePool
+	ExistingNodes []*ExistingNode
+	// DaemonSetPods are pod templates of DaemonSets; those a new node would run are its overhead.
+	DaemonSetPods []*corev1.Pod
+	// Namespaces maps namespace name to its labels, for pod affinity namespaceSelector.
+	Namespaces map[string]map[string]string
+	// Volumes: claims, volumes and classes referenced by the pods, to derive zone requirements.
+	PersistentVolumeClaims []*corev1.PersistentVolumeClaim
+	PersistentVolumes      []*corev1.PersistentVolume
+	StorageClasses         []*storagev1.StorageClass
+	Options                Options
+}
+
+// ExistingPlacement is a pod placed on an existing or in-flight node.
+type ExistingPlacement struct {
+	Node *ExistingNode
+	Pods []*corev1.Pod
+}
+
+// NewClaim is a NodeClaim the solver wants created.
+type NewClaim struct {
+	// Hostname is a placeholder name unique within the result.
+	Hostname string
+	NodePool *NodePool
+	// Requirements: NodePool requirements and labels, narrowed by the pods (including topology
+	// domains the solver pinned). Instance type and nodepool keys included.
+	Requirements Requirements
+	// InstanceTypes still compatible with every pod, cheapest first, truncated to
+	// Options.MaxInstanceTypes (extended where minValues needs more values).
+	InstanceTypes []*InstanceType
+	Pods          []*corev1.Pod
+	// Requests sums the pods' requests; DaemonSetOverhead is the overhead on the cheapest type.
+	Requests          corev1.ResourceList
+	DaemonSetOverhead corev1.ResourceList
+	// Price of the cheapest compatible available offering of the cheapest instance type.
+	Price float64
+	// MinValuesRelaxed is set when MinValuesPolicy=BestEffort let the claim fall short.
+	MinValuesRelaxed bool
+}
+
+// Results of a Solve.
+type Results struct {
+	ExistingNodes []ExistingPlacement
+	NewClaims     []*NewClaim
+	// PodErrors holds, for every pod that could not be placed, a message a user can read.
+	PodErrors map[*corev1.Pod]error
+}
+
+// TotalPrice sums the price of all new claims.
+func (r *Results) TotalPrice() float64 {
+	p := 0.0
+	for _, c := range r.NewClaims {
+		p += c.Price
+	}
+	return p
+}

@@ -1,0 +1,157 @@
+package scheduling
+
+import (
+	"errors"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// podInfo is a pod plus its constraints in the form the solver uses, including the soft ones
+// still in force. Relaxation removes soft constraints one at a time.
+type podInfo struct {
+	pod      *corev1.Pod
+	requests resVec
+	ports    []hostPort
+	// terms are the required alternatives (nodeSelector ∧ one node affinity term ∧ one volume
+	// alternative); only terms[0] is in force, relaxation drops it while others remain.
+	terms    []Requirements
+	prefNode []Requirements // heaviest first; prefNode[0] is in force
+	prefAff  []corev1.PodAffinityTerm
+	prefAnti []corev1.PodAffinityTerm
+	tscs     []corev1.TopologySpreadConstraint
+	// preferNoScheduleTolerated: PreferNoSchedule taints no longer act as hard taints.
+	preferNoScheduleTolerated bool
+	invalid                   error
+
+	matched   []*topoGroup // groups whose selector counts this pod
+	matchedTo int          // s.groups[:matchedTo] have been tested
+}
+
+func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
+	p := &podInfo{pod: pod, ports: podHostPorts(pod)}
+	p.requests = s.ri.vec(PodRequests(pod))
+	p.requests[resPods]++
+	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
+	p.preferNoScheduleTolerated = ignore
+
+	base := FromLabels(pod.Spec.NodeSelector)
+	var terms []Requirements
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
+		na := a.NodeAffinity
+		if na.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			for _, t := range na.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+				if len(t.MatchFields) > 0 {
+					p.invalid = errors.New("node affinity matchFields is not supported")
+				}
+				terms = append(terms, base.Intersect(FromNodeSelectorRequirements(t.MatchExpressions...)))
+			}
+		}
+		if !ignore {
+			prefs := append([]corev1.PreferredSchedulingTerm(nil), na.PreferredDuringSchedulingIgnoredDuringExecution...)
+			sort.SliceStable(prefs, func(i, j int) bool { return prefs[i].Weight > prefs[j].Weight })
+			for _, t := range prefs {
+				if len(t.Preference.MatchFields) > 0 {
+					continue
+				}
+				p.prefNode = append(p.prefNode, FromNodeSelectorRequirements(t.Preference.MatchExpressions...))
+			}
+		}
+	}
+	if len(terms) == 0 {
+		terms = []Requirements{base}
+	}
+	vol, err := s.volumes.requirements(pod)
+	if err != nil {
+		p.invalid = err
+	}
+	p.terms = crossRequirements(terms, vol)
+
+	if a := pod.Spec.Affinity; a != nil && !ignore {
+		if a.PodAffinity != nil {
+			p.prefAff = weighted(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+		if a.PodAntiAffinity != nil {
+			p.prefAnti = weighted(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+		}
+	}
+	for _, c := range pod.Spec.TopologySpreadConstraints {
+		if ignore && c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			continue
+		}
+		p.tscs = append(p.tscs, c)
+	}
+	return p
+}
+
+func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
+	ts = append([]corev1.WeightedPodAffinityTerm(nil), ts...)
+	sort.SliceStable(ts, func(i, j int) bool { return ts[i].Weight > ts[j].Weight })
+	out := make([]corev1.PodAffinityTerm, len(ts))
+	for i := range ts {
+		out[i] = ts[i].PodAffinityTerm
+	}
+	return out
+}
+
+// relax drops one soft constraint in upstream's order: an extra required node affinity term,
+// then preferred pod affinity, preferred pod anti-affinity, preferred node affinity (heaviest
+// first in each), ScheduleAnyway spread constraints, and finally starts tolerating
+// PreferNoSchedule taints. It reports whether anything changed.
+func (s *solver) relax(p *podInfo) bool {
+	switch {
+	case len(p.terms) > 1:
+		p.terms = p.terms[1:]
+	case len(p.prefAff) > 0:
+		p.prefAff = p.prefAff[1:]
+	case len(p.prefAnti) > 0:
+		p.prefAnti = p.prefAnti[1:]
+	case len(p.prefNode) > 0:
+		p.prefNode = p.prefNode[1:]
+	default:
+		for i, c := range p.tscs {
+			if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+				p.tscs = append(append([]corev1.TopologySpreadConstraint(nil), p.tscs[:i]...), p.tscs[i+1:]...)
+				return true
+			}
+		}
+		if !p.preferNoScheduleTolerated && s.anyPreferNoSchedule {
+			p.preferNoScheduleTolerated = true
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// matchedGroups returns the groups counting this pod, testing groups created since last call.
+func (s *solver) matchedGroups(p *podInfo) []*topoGroup {
+	for ; p.matchedTo < len(s.groups); p.matchedTo++ {
+		if g := s.groups[p.matchedTo]; g.matches(p.pod) {
+			p.matched = append(p.matched, g)
+		}
+	}
+	return p.matched
+}
+
+// podOrder sorts the queue like upstream: larger cpu first, then larger memory, then older,
+// then by UID/name so that the result is deterministic.
+func podOrder(a, b *podInfo) bool {
+	if a.requests[resCPU] != b.requests[resCPU] {
+		return a.requests[resCPU] > b.requests[resCPU]
+	}
+	if a.requests[resMemory] != b.requests[resMemory] {
+		return a.requests[resMemory] > b.requests[resMemory]
+	}
+	ta, tb := a.pod.CreationTimestamp, b.pod.CreationTimestamp
+	if !ta.Equal(&tb) {
+		return ta.Before(&tb)
+	}
+	if a.pod.UID != b.pod.UID {
+		return a.pod.UID < b.pod.UID
+	}
+	if a.pod.Namespace != b.pod.Namespace {
+		return a.pod.Namespace < b.pod.Namespace
+	}
+	return a.pod.Name < b.pod.Name
+}

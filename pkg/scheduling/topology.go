@@ -1,0 +1,499 @@
+package scheduling
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+type groupKind uint8
+
+const (
+	kindSpread groupKind = iota
+	kindAffinity
+	kindAnti
+)
+
+func (k groupKind) String() string {
+	switch k {
+	case kindSpread:
+		return "topology spread"
+	case kindAffinity:
+		return "pod affinity"
+	}
+	return "pod anti-affinity"
+}
+
+// nodeFilter restricts which nodes a topology spread constraint counts, per the constraint's
+// nodeAffinityPolicy (Honor: only nodes matching the pod's node selector/affinity) and
+// nodeTaintsPolicy (Honor: only nodes whose taints the pod tolerates).
+type nodeFilter struct {
+	reqs        Requirements
+	tolerations []corev1.Toleration
+	honorTaints bool
+}
+
+// topoGroup counts, per topology domain, the pods one selector matches. Pods with the same
+// constraint share a group, so its counts are maintained once per placement instead of being
+// recomputed per pod.
+type topoGroup struct {
+	id       int
+	kind     groupKind
+	key      string
+	hostname bool
+	allNS    bool
+	ns       map[string]bool
+	selector labels.Selector
+	maxSkew  int32
+	minDom   int32
+	filter   *nodeFilter
+	identity string
+
+	counts     map[string]int32
+	hostCounts []int32 // by target index, for hostname groups
+	owners     map[string]int32
+	hostOwners []int32
+	total      int32
+	universe   []string // known domains (non-hostname), sorted
+}
+
+func (g *topoGroup) matches(pod *corev1.Pod) bool {
+	if !g.allNS && !g.ns[pod.Namespace] {
+		return false
+	}
+	return g.selector.Matches(labels.Set(pod.Labels))
+}
+
+func getIdx(s []int32, i int) int32 {
+	if i < len(s) {
+		return s[i]
+	}
+	return 0
+}
+
+func incIdx(s []int32, i int) []int32 {
+	for len(s) <= i {
+		s = append(s, 0)
+	}
+	s[i]++
+	return s
+}
+
+func (g *topoGroup) count(t *target, domain string) int32 {
+	if g.hostname {
+		return getIdx(g.hostCounts, t.idx)
+	}
+	return g.counts[domain]
+}
+
+func (g *topoGroup) ownersAt(t *target, domain string) int32 {
+	if g.hostname {
+		return getIdx(g.hostOwners, t.idx)
+	}
+	return g.owners[domain]
+}
+
+// globalMin is the smallest count over the known domains; fewer known domains than minDomains
+// makes it zero, as in the kube-scheduler. For hostname a brand-new node is always a possible
+// domain, so the minimum is zero whenever new nodes can be created.
+func (g *topoGroup) globalMin(canCreate bool, existingHosts []*target, s *solver) int32 {
+	if g.hostname {
+		if canCreate {
+			return 0
+		}
+		min := int32(-1)
+		for _, t := range existingHosts {
+			if !s.filterPasses(g, t) {
+				continue
+			}
+			if c := getIdx(g.hostCounts, t.idx); min < 0 || c < min {
+				min = c
+			}
+		}
+		if min < 0 {
+			return 0
+		}
+		return min
+	}
+	if int32(len(g.universe)) < g.minDom {
+		return 0
+	}
+	min := int32(-1)
+	for _, d := range g.universe {
+		if c := g.counts[d]; min < 0 || c < min {
+			min = c
+		}
+	}
+	if min < 0 {
+		return 0
+	}
+	return min
+}
+
+// namespaceSet resolves an affinity term's namespaces: the listed ones, plus those the
+// namespaceSelector matches; neither set means the pod's own namespace; an empty selector
+// means all namespaces.
+func namespaceSet(pod *corev1.Pod, term *corev1.PodAffinityTerm, nsLabels map[string]map[string]string) (all bool, set map[string]bool, err error) {
+	set = map[string]bool{}
+	for _, n := range term.Namespaces {
+		set[n] = true
+	}
+	if term.NamespaceSelector != nil {
+		sel, err := metav1.LabelSelectorAsSelector(term.NamespaceSelector)
+		if err != nil {
+			return false, nil, err
+		}
+		if sel.Empty() {
+			return true, nil, nil
+		}
+		names := make([]string, 0, len(nsLabels))
+		for n := range nsLabels {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			if sel.Matches(labels.Set(nsLabels[n])) {
+				set[n] = true
+			}
+		}
+	} else if len(term.Namespaces) == 0 {
+		set[pod.Namespace] = true
+	}
+	return false, set, nil
+}
+
+func nsIdentity(all bool, set map[string]bool) string {
+	if all {
+		return "*"
+	}
+	names := make([]string, 0, len(set))
+	for n := range set {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
+}
+
+// selectorWithMatchLabelKeys adds, for each matchLabelKeys entry, the pod's own value of that
+// label to the selector (keys the pod lacks are ignored, as the API server does).
+func selectorWithMatchLabelKeys(pod *corev1.Pod, sel *metav1.LabelSelector, keys []string) (labels.Selector, error) {
+	if sel == nil {
+		return labels.Nothing(), nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(sel)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		v, ok := pod.Labels[k]
+		if !ok {
+			continue
+		}
+		r, err := labels.NewRequirement(k, "=", []string{v})
+		if err != nil {
+			return nil, err
+		}
+		s = s.Add(*r)
+	}
+	return s, nil
+}
+
+func affinitySelector(pod *corev1.Pod, term *corev1.PodAffinityTerm) (labels.Selector, error) {
+	if term.LabelSelector == nil {
+		return labels.Nothing(), nil
+	}
+	s, err := metav1.LabelSelectorAsSelector(term.LabelSelector)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range term.MatchLabelKeys {
+		if v, ok := pod.Labels[k]; ok {
+			r, err := labels.NewRequirement(k, "=", []string{v})
+			if err != nil {
+				return nil, err
+			}
+			s = s.Add(*r)
+		}
+	}
+	for _, k := range term.MismatchLabelKeys {
+		if v, ok := pod.Labels[k]; ok {
+			r, err := labels.NewRequirement(k, "!=", []string{v})
+			if err != nil {
+				return nil, err
+			}
+			s = s.Add(*r)
+		}
+	}
+	return s, nil
+}
+
+// spreadGroup returns (creating on first use) the group of a topology spread constraint.
+func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstraint, podReqs Requirements, tolerations []corev1.Toleration) (*topoGroup, error) {
+	sel, err := selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
+	if err != nil {
+		return nil, err
+	}
+	minDom := int32(1)
+	if tsc.MinDomains != nil {
+		minDom = *tsc.MinDomains
+	}
+	var f *nodeFilter
+	honorAffinity := tsc.NodeAffinityPolicy == nil || *tsc.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := tsc.NodeTaintsPolicy != nil && *tsc.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
+	var fid string
+	if (honorAffinity && podReqs.Len() > 0) || honorTaints {
+		f = &nodeFilter{honorTaints: honorTaints}
+		if honorAffinity {
+			f.reqs = podReqs
+		}
+		if honorTaints {
+			f.tolerations = tolerations
+		}
+		fid = f.reqs.String() + "|" + fmt.Sprint(honorTaints, tolerations)
+	}
+	id := fmt.Sprintf("spread|%s|%s|%s|%d|%d|%s", tsc.TopologyKey, pod.Namespace, sel.String(), tsc.MaxSkew, minDom, fid)
+	return s.group(id, func() *topoGroup {
+		return &topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}
+	})
+}
+
+// affinityGroup returns the group of a pod (anti-)affinity term.
+func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (*topoGroup, error) {
+	id, all, set, sel, err := s.affinityIdentity(pod, term, kind)
+	if err != nil {
+		return nil, err
+	}
+	return s.group(id, func() *topoGroup {
+		return &topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set, selector: sel}
+	})
+}
+
+func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (string, bool, map[string]bool, labels.Selector, error) {
+	sel, err := affinitySelector(pod, term)
+	if err != nil {
+		return "", false, nil, nil, err
+	}
+	all, set, err := namespaceSet(pod, term, s.in.Namespaces)
+	if err != nil {
+		return "", false, nil, nil, err
+	}
+	return fmt.Sprintf("%d|%s|%s|%s", kind, term.TopologyKey, nsIdentity(all, set), sel.String()), all, set, sel, nil
+}
+
+// ownedAntiIdentities lists the identities of a pod's required anti-affinity terms: the groups
+// in which it is an "owner" that repels matching pods (the inverse direction).
+func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
+	if ids, ok := s.ownedAnti[pod]; ok {
+		return ids
+	}
+	var ids []string
+	if pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil {
+		for i := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			id, _, _, _, err := s.affinityIdentity(pod, &pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAnti)
+			if err == nil {
+				ids = append(ids, id)
+			}
+		}
+	}
+	s.ownedAnti[pod] = ids
+	return ids
+}
+
+// group finds or creates a group. A new group is counted over every pod already on a target
+// (bound or placed earlier in this solve), so groups can appear lazily, e.g. after relaxation.
+func (s *solver) group(id string, mk func() *topoGroup) (*topoGroup, error) {
+	if g, ok := s.groupsByID[id]; ok {
+		return g, nil
+	}
+	g := mk()
+	g.id = len(s.groups)
+	g.identity = id
+	g.hostname = g.key == LabelHostname
+	g.counts = map[string]int32{}
+	g.owners = map[string]int32{}
+	s.groups = append(s.groups, g)
+	s.groupsByID[id] = g
+	if !g.hostname {
+		g.universe = s.universe(g)
+	}
+	for _, t := range s.targets {
+		for _, p := range t.allPods() {
+			s.recordInGroup(g, p, t)
+		}
+	}
+	return g, nil
+}
+
+// recordInGroup counts pod p on target t in g (as a matching pod and/or as an owner).
+func (s *solver) recordInGroup(g *topoGroup, p *corev1.Pod, t *target) {
+	matches := g.matches(p)
+	owns := false
+	if g.kind == kindAnti {
+		for _, id := range s.ownedAntiIdentities(p) {
+			if id == g.identity {
+				owns = true
+				break
+			}
+		}
+	}
+	if !matches && !owns {
+		return
+	}
+	d, ok := s.domainOf(t, g.key)
+	if !ok {
+		return
+	}
+	if matches && s.filterPasses(g, t) {
+		g.total++
+		if g.hostname {
+			g.hostCounts = incIdx(g.hostCounts, t.idx)
+		} else {
+			g.counts[d]++
+		}
+	}
+	if owns {
+		if g.hostname {
+			g.hostOwners = incIdx(g.hostOwners, t.idx)
+		} else {
+			g.owners[d]++
+		}
+	}
+}
+
+// filterPasses applies a spread constraint's node inclusion policies to a target.
+func (s *solver) filterPasses(g *topoGroup, t *target) bool {
+	if g.filter == nil {
+		return true
+	}
+	if g.filter.reqs.Len() > 0 {
+		if t.existing != nil {
+			if t.reqs.Compatible(g.filter.reqs, nil) != nil {
+				return false
+			}
+		} else if t.reqs.Compatible(g.filter.reqs, s.wellKnownFn) != nil {
+			return false
+		}
+	}
+	if g.filter.honorTaints && ToleratesTaints(g.filter.tolerations, t.taints, false) != nil {
+		return false
+	}
+	return true
+}
+
+// universe lists the domains of g's key that could exist: those existing nodes carry and
+// those any NodePool (passing g's node filter) could launch.
+func (s *solver) universe(g *topoGroup) []string {
+	set := map[string]bool{}
+	for _, t := range s.targets {
+		if t.existing == nil || !s.filterPasses(g, t) {
+			continue
+		}
+		if d, ok := s.domainOf(t, g.key); ok {
+			set[d] = true
+		}
+	}
+	for _, p := range s.pools {
+		if g.filter != nil {
+			if g.filter.reqs.Len() > 0 && p.baseReqs.Compatible(g.filter.reqs, s.wellKnownFn) != nil {
+				continue
+			}
+			if g.filter.honorTaints && ToleratesTaints(g.filter.tolerations, p.np.Taints, false) != nil {
+				continue
+			}
+		}
+		for _, d := range s.poolDomains(p, g.key) {
+			if g.filter != nil && g.filter.reqs.Len() > 0 && !g.filter.reqs.Has(g.key, d) {
+				continue
+			}
+			set[d] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for d := range set {
+		out = append(out, d)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// poolDomains lists the values of key a NodePool could give a new node: zones and capacity
+// types of available offerings, otherwise values instance types or the pool itself define.
+func (s *solver) poolDomains(p *poolState, key string) []string {
+	if d, ok := p.domains[key]; ok {
+		return d
+	}
+	set := map[string]bool{}
+	base, baseHas := p.baseReqs.Get(key)
+	compat := s.compatible(p, p.baseID)
+	for i, it := range p.its {
+		if !compat.has(i) {
+			continue
+		}
+		switch key {
+		case LabelZone, LabelCapacityType:
+			for oi := range it.Offerings {
+				o := &it.Offerings[oi]
+				if !o.Available {
+					continue
+				}
+				v := o.Zone
+				if key == LabelCapacityType {
+					v = o.CapacityType
+				}
+				set[v] = true
+			}
+		default:
+			if r, ok := it.Requirements.Get(key); ok && !r.complement {
+				for _, v := range r.values {
+					set[v] = true
+				}
+			}
+		}
+	}
+	if baseHas && !base.complement {
+		for _, v := range base.values {
+			set[v] = true
+		}
+	}
+	out := make([]string, 0, len(set))
+	for v := range set {
+		if !baseHas || base.Has(v) {
+			out = append(out, v)
+		}
+	}
+	sort.Strings(out)
+	p.domains[key] = out
+	return out
+}
+
+// domainOf is a target's domain for a topology key, if decided.
+func (s *solver) domainOf(t *target, key string) (string, bool) {
+	if key == LabelHostname {
+		return t.hostname, true
+	}
+	r, ok := t.reqs.Get(key)
+	if !ok {
+		return "", false
+	}
+	return r.Single()
+}
+
+// topologyError explains a topology constraint that no domain of a target can satisfy.
+type topologyError struct {
+	g *topoGroup
+}
+
+func (e *topologyError) Error() string {
+	switch e.g.kind {
+	case kindSpread:
+		return "would violate topology spread constraint on " + e.g.key + " (maxSkew " + strconv.Itoa(int(e.g.maxSkew)) + ", selector " + e.g.selector.String() + ")"
+	case kindAffinity:
+		return "no " + e.g.key + " domain with pods matching pod affinity selector " + e.g.selector.String()
+	}
+	return "every " + e.g.key + " domain already has pods matching pod anti-affinity selector " + e.g.selector.String()
+}
