@@ -1,0 +1,226 @@
+package karpenter_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+)
+
+const baseNodePool = `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata:
+  name: invalid
+spec:
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+        - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+`
+
+const baseNodeClaim = `
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: invalid
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements:
+    - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+`
+
+type invalidCase struct {
+	name string
+	base string
+	// patch is YAML merged over base; a key whose value is null is removed.
+	patch string
+	// field must be named by the rejection: the cause's field path or the message.
+	field string
+	// message is a substring of the rejection message.
+	message string
+}
+
+var invalidCases = []invalidCase{
+	// Restricted label domains and keys in requirements.
+	{"requirement on kubernetes.io/hostname", baseNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]}}}`,
+		"spec.template.spec.requirements[0].key", `label "kubernetes.io/hostname" is restricted`},
+	{"requirement in kubernetes.io domain", baseNodePool, `spec: {template: {spec: {requirements: [{key: kubernetes.io/custom, operator: Exists}]}}}`,
+		"spec.template.spec.requirements[0].key", `label domain "kubernetes.io" is restricted`},
+	{"requirement in k8s.io domain", baseNodePool, `spec: {template: {spec: {requirements: [{key: foo.k8s.io/x, operator: Exists}]}}}`,
+		"spec.template.spec.requirements[0].key", `label domain "k8s.io" is restricted`},
+	{"requirement in karpenter.sh domain", baseNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.sh/initialized, operator: Exists}]}}}`,
+		"spec.template.spec.requirements[0].key", `label domain "karpenter.sh" is restricted`},
+	{"requirement on karpenter.sh/nodepool in a NodePool", baseNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.sh/nodepool, operator: In, values: [x]}]}}}`,
+		"spec.template.spec.requirements", `label "karpenter.sh/nodepool" is restricted`},
+	{"requirement on unknown karpenter.k8s.aws label", baseNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/unknown, operator: Exists}]}}}`,
+		"spec.template.spec.requirements[0].key", `label domain "karpenter.k8s.aws" is restricted`},
+	{"requirement key not a qualified name", baseNodePool, `spec: {template: {spec: {requirements: [{key: "bad key!", operator: Exists}]}}}`,
+		"spec.template.spec.requirements[0].key", "should match"},
+	{"requirement with unknown operator", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: Gte, values: ["1"]}]}}}`,
+		"spec.template.spec.requirements[0].operator", "Unsupported value"},
+	// Operator/value rules.
+	{"In without values", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: In}]}}}`,
+		"spec.template.spec.requirements[0]", "requirements with operator 'In' must have values"},
+	{"Gt with two values", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: Gt, values: ["1", "2"]}]}}}`,
+		"spec.template.spec.requirements[0]", "requirements with operator 'Gt' or 'Lt' must have a single non-negative integer value"},
+	{"Lt with a non-integer", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: Lt, values: ["abc"]}]}}}`,
+		"spec.template.spec.requirements[0]", "requirements with operator 'Gt' or 'Lt'"},
+	{"Exists with values", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: Exists, values: ["a"]}]}}}`,
+		"spec.template.spec.requirements[0]", "requirements with operator 'Exists' or 'DoesNotExist' must not have values"},
+	{"minValues above number of values", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: In, values: [a, b], minValues: 3}]}}}`,
+		"spec.template.spec.requirements[0]", "requirements with 'minValues' must have at least that many values"},
+	{"minValues above 50", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: Exists, minValues: 51}]}}}`,
+		"spec.template.spec.requirements[0].minValues", "less than or equal to 50"},
+	{"requirement value too long", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: In, values: ["` + strings.Repeat("a", 64) + `"]}]}}}`,
+		"spec.template.spec.requirements[0].values[0]", "Too long"},
+	// Labels.
+	{"label kubernetes.io/hostname", baseNodePool, `spec: {template: {metadata: {labels: {kubernetes.io/hostname: a}}}}`,
+		"spec.template.metadata.labels", `label "kubernetes.io/hostname" is restricted`},
+	{"label karpenter.sh/nodepool", baseNodePool, `spec: {template: {metadata: {labels: {karpenter.sh/nodepool: a}}}}`,
+		"spec.template.metadata.labels", `label "karpenter.sh/nodepool" is restricted`},
+	{"label in karpenter.sh domain", baseNodePool, `spec: {template: {metadata: {labels: {karpenter.sh/registered: "true"}}}}`,
+		"spec.template.metadata.labels", `label domain "karpenter.sh" is restricted`},
+	{"label in kubernetes.io domain", baseNodePool, `spec: {template: {metadata: {labels: {kubernetes.io/role: x}}}}`,
+		"spec.template.metadata.labels", `label domain "kubernetes.io" is restricted`},
+	{"label value invalid", baseNodePool, `spec: {template: {metadata: {labels: {team: "-bad-"}}}}`,
+		"spec.template.metadata.labels.team", "should match"},
+	{"label key invalid", baseNodePool, `spec: {template: {metadata: {labels: {"a/b/c": x}}}}`,
+		"spec.template.metadata.labels", "labels: keys must be qualified names"},
+	// Taints.
+	{"taint with bad effect", baseNodePool, `spec: {template: {spec: {taints: [{key: a, effect: NoWay}]}}}`,
+		"spec.template.spec.taints", "taints: effect must be one of NoSchedule, PreferNoSchedule, NoExecute"},
+	{"startup taint with bad effect", baseNodePool, `spec: {template: {spec: {startupTaints: [{key: a, effect: Sometimes}]}}}`,
+		"spec.template.spec.startupTaints", "startupTaints: effect must be one of"},
+	{"taint without key", baseNodePool, `spec: {template: {spec: {taints: [{key: "", effect: NoSchedule}]}}}`,
+		"spec.template.spec.taints", "taints: key must not be empty"},
+	// Disruption.
+	{"budget nodes not a count or percent", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "ten"}]}}`,
+		"spec.disruption.budgets[0].nodes", "should match"},
+	{"budget nodes above 100%", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "101%"}]}}`,
+		"spec.disruption.budgets[0].nodes", "should match"},
+	{"budget schedule without duration", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "@daily"}]}}`,
+		"spec.disruption.budgets", "budgets: 'schedule' must be set with 'duration'"},
+	{"budget duration without schedule", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", duration: 1h}]}}`,
+		"spec.disruption.budgets", "budgets: 'schedule' must be set with 'duration'"},
+	{"budget schedule not cron", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "every day", duration: 1h}]}}`,
+		"spec.disruption.budgets[0].schedule", "should match"},
+	{"budget schedule with four fields", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "0 9 * *", duration: 1h}]}}`,
+		"spec.disruption.budgets[0].schedule", "should match"},
+	{"budget duration in seconds", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "@daily", duration: 30s}]}}`,
+		"spec.disruption.budgets[0].duration", "should match"},
+	{"budget with unknown reason", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", reasons: [Expired]}]}}`,
+		"spec.disruption.budgets[0].reasons[0]", "Unsupported value"},
+	{"unknown consolidation policy", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, consolidationPolicy: WhenUnderutilized}}`,
+		"spec.disruption.consolidationPolicy", "Unsupported value"},
+	{"disruption without consolidateAfter", baseNodePool, `spec: {disruption: {consolidationPolicy: WhenEmpty}}`,
+		"spec.disruption.consolidateAfter", "Required value"},
+	{"consolidateAfter not a duration", baseNodePool, `spec: {disruption: {consolidateAfter: 10d}}`,
+		"spec.disruption.consolidateAfter", "should match"},
+	{"expireAfter not a duration", baseNodePool, `spec: {template: {spec: {expireAfter: forever}}}`,
+		"spec.template.spec.expireAfter", "should match"},
+	{"terminationGracePeriod Never", baseNodePool, `spec: {template: {spec: {terminationGracePeriod: Never}}}`,
+		"spec.template.spec.terminationGracePeriod", "should match"},
+	// Weight.
+	{"weight 0", baseNodePool, `spec: {weight: 0}`, "spec.weight", "greater than or equal to 1"},
+	{"weight 101", baseNodePool, `spec: {weight: 101}`, "spec.weight", "less than or equal to 100"},
+	// NodeClassRef.
+	{"nodeClassRef without group", baseNodePool, `spec: {template: {spec: {nodeClassRef: {group: null}}}}`,
+		"spec.template.spec.nodeClassRef.group", "Required value"},
+	{"nodeClassRef empty kind", baseNodePool, `spec: {template: {spec: {nodeClassRef: {kind: ""}}}}`,
+		"spec.template.spec.nodeClassRef.kind", "nodeClassRef.kind may not be empty"},
+	{"nodeClassRef group with version", baseNodePool, `spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws/v1}}}}`,
+		"spec.template.spec.nodeClassRef.group", "should match"},
+	{"requirements missing", baseNodePool, `spec: {template: {spec: {requirements: null}}}`,
+		"spec.template.spec.requirements", "Required value"},
+	// NodeClaim.
+	{"NodeClaim requirement on hostname", baseNodeClaim, `spec: {requirements: [{key: kubernetes.io/hostname, operator: In, values: [a]}]}`,
+		"spec.requirements[0].key", `label "kubernetes.io/hostname" is restricted`},
+	{"NodeClaim In without values", baseNodeClaim, `spec: {requirements: [{key: example.com/a, operator: In, values: []}]}`,
+		"spec.requirements[0]", "requirements with operator 'In' must have values"},
+	{"NodeClaim taint bad effect", baseNodeClaim, `spec: {taints: [{key: a, effect: Never}]}`,
+		"spec.taints", "taints: effect must be one of"},
+	{"NodeClaim without nodeClassRef", baseNodeClaim, `spec: {nodeClassRef: null}`,
+		"spec.nodeClassRef", "Required value"},
+	{"NodeClaim bad terminationGracePeriod", baseNodeClaim, `spec: {terminationGracePeriod: 1d}`,
+		"spec.terminationGracePeriod", "should match"},
+}
+
+// TestInvalidManifestsRejected creates each invalid manifest against the real
+// apiserver and asserts it is rejected naming the offending field.
+func TestInvalidManifestsRejected(t *testing.T) {
+	e := environment(t)
+	if len(invalidCases) < 25 {
+		t.Fatalf("only %d invalid cases", len(invalidCases))
+	}
+	ctx := context.Background()
+	for i, tc := range invalidCases {
+		t.Run(tc.name, func(t *testing.T) {
+			obj := build(t, tc.base, tc.patch)
+			obj.SetName(fmt.Sprintf("invalid-%d", i))
+			err := e.Client.Create(ctx, obj)
+			if err == nil {
+				_ = e.Client.Delete(ctx, obj)
+				t.Fatalf("accepted, want rejection naming %s", tc.field)
+			}
+			if !apierrors.IsInvalid(err) {
+				t.Fatalf("want an Invalid error, got %v", err)
+			}
+			if !namesField(err, tc.field, tc.message) {
+				t.Fatalf("rejection does not name %q with %q:\n%v", tc.field, tc.message, err)
+			}
+		})
+	}
+}
+
+// namesField reports whether one cause of err is about field and carries message.
+func namesField(err error, field, message string) bool {
+	status, ok := err.(apierrors.APIStatus)
+	if !ok || status.Status().Details == nil {
+		return false
+	}
+	for _, c := range status.Status().Details.Causes {
+		if (c.Field == field || strings.Contains(c.Message, field)) && strings.Contains(c.Message, message) {
+			return true
+		}
+	}
+	return false
+}
+
+func build(t *testing.T, base, patch string) *unstructured.Unstructured {
+	t.Helper()
+	obj := map[string]interface{}{}
+	if err := yaml.Unmarshal([]byte(base), &obj); err != nil {
+		t.Fatal(err)
+	}
+	p := map[string]interface{}{}
+	if err := yaml.Unmarshal([]byte(patch), &p); err != nil {
+		t.Fatalf("patch: %v", err)
+	}
+	merge(obj, p)
+	return &unstructured.Unstructured{Object: obj}
+}
+
+// merge applies a JSON merge patch: objects merge, null deletes, anything else replaces.
+func merge(dst, patch map[string]interface{}) {
+	for k, v := range patch {
+		switch pv := v.(type) {
+		case nil:
+			delete(dst, k)
+		case map[string]interface{}:
+			d, ok := dst[k].(map[string]interface{})
+			if !ok {
+				d = map[string]interface{}{}
+				dst[k] = d
+			}
+			merge(d, pv)
+		default:
+			dst[k] = v
+		}
+	}
+}
