@@ -292,7 +292,12 @@ type EC2NodeClassStatus struct {
 }
 
 // EC2NodeClass is the Schema for the EC2NodeClass API (v1beta1).
+//
+// The generated CRD does not serve this version: without the conversion
+// webhook the API server would store v1beta1 objects unconverted under v1.
+// The webhook, when enabled, switches it to served.
 // +kubebuilder:object:root=true
+// +kubebuilder:unservedversion
 // +kubebuilder:resource:path=ec2nodeclasses,scope=Cluster,categories=karpenter,shortName={ec2nc,ec2ncs}
 // +kubebuilder:subresource:status
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
