@@ -1,0 +1,156 @@
+// Package metrics decorates a CloudProvider with Prometheus metrics: how long
+// each call takes and which calls fail, labelled by the controller that made the
+// call, the method and the provider. The metrics live on controller-runtime's
+// registry, which the operator serves on its metrics port.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// Label names, as upstream Karpenter uses them.
+const (
+	LabelController = "controller"
+	LabelMethod     = "method"
+	LabelProvider   = "provider"
+	LabelError      = "error"
+)
+
+var (
+	// MethodDuration is karpenter_cloudprovider_duration_seconds.
+	MethodDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter",
+		Subsystem: "cloudprovider",
+		Name:      "duration_seconds",
+		Help:      "Duration of cloud provider method calls. Labeled by the controller, method name and provider.",
+		// From a millisecond (in-memory providers) to a minute (a slow cloud API).
+		Buckets: []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+	}, []string{LabelController, LabelMethod, LabelProvider})
+	// ErrorsTotal is karpenter_cloudprovider_errors_total.
+	ErrorsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter",
+		Subsystem: "cloudprovider",
+		Name:      "errors_total",
+		Help:      "Total number of errors returned from cloud provider calls. Labeled by the controller, method name, provider and error type.",
+	}, []string{LabelController, LabelMethod, LabelProvider, LabelError})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(MethodDuration, ErrorsTotal)
+}
+
+type controllerKey struct{}
+
+// WithController records in ctx the name of the controller making cloud
+// provider calls; the decorator reads it for the controller label.
+func WithController(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, controllerKey{}, name)
+}
+
+// Controller returns the controller name stored by WithController, or "".
+func Controller(ctx context.Context) string {
+	name, _ := ctx.Value(controllerKey{}).(string)
+	return name
+}
+
+// ErrorType is the value of the error label: the name of the cloud provider
+// error kind, or "" for errors that are none of them.
+func ErrorType(err error) string {
+	switch {
+	case err == nil:
+		return ""
+	case cloudprovider.IsNodeClaimNotFoundError(err):
+		return "NodeClaimNotFoundError"
+	case cloudprovider.IsInsufficientCapacityError(err):
+		return "InsufficientCapacityError"
+	case cloudprovider.IsNodeClassNotReadyError(err):
+		return "NodeClassNotReadyError"
+	case cloudprovider.IsCreateError(err):
+		return "CreateError"
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return "ContextError"
+	}
+	return ""
+}
+
+// decorator measures every call that reaches the provider.
+type decorator struct {
+	cloudprovider.CloudProvider
+}
+
+// Decorate wraps cp so that its calls are measured.
+func Decorate(cp cloudprovider.CloudProvider) cloudprovider.CloudProvider {
+	if _, ok := cp.(*decorator); ok {
+		return cp
+	}
+	return &decorator{CloudProvider: cp}
+}
+
+// observe starts timing method; the returned func records the duration and,
+// when err is non-nil, the error.
+func (d *decorator) observe(ctx context.Context, method string) func(err error) {
+	start := time.Now()
+	controller, provider := Controller(ctx), d.CloudProvider.Name()
+	return func(err error) {
+		MethodDuration.WithLabelValues(controller, method, provider).Observe(time.Since(start).Seconds())
+		if err != nil {
+			ErrorsTotal.WithLabelValues(controller, method, provider, ErrorType(err)).Inc()
+		}
+	}
+}
+
+func (d *decorator) Create(ctx context.Context, nc *v1.NodeClaim) (out *v1.NodeClaim, err error) {
+	done := d.observe(ctx, "Create")
+	defer func() { done(err) }()
+	return d.CloudProvider.Create(ctx, nc)
+}
+
+func (d *decorator) Delete(ctx context.Context, nc *v1.NodeClaim) (err error) {
+	done := d.observe(ctx, "Delete")
+	defer func() { done(err) }()
+	return d.CloudProvider.Delete(ctx, nc)
+}
+
+func (d *decorator) Get(ctx context.Context, providerID string) (out *v1.NodeClaim, err error) {
+	done := d.observe(ctx, "Get")
+	defer func() { done(err) }()
+	return d.CloudProvider.Get(ctx, providerID)
+}
+
+func (d *decorator) List(ctx context.Context) (out []*v1.NodeClaim, err error) {
+	done := d.observe(ctx, "List")
+	defer func() { done(err) }()
+	return d.CloudProvider.List(ctx)
+}
+
+func (d *decorator) GetInstanceTypes(ctx context.Context, np *v1.NodePool) (out []*scheduling.InstanceType, err error) {
+	done := d.observe(ctx, "GetInstanceTypes")
+	defer func() { done(err) }()
+	return d.CloudProvider.GetInstanceTypes(ctx, np)
+}
+
+func (d *decorator) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (out cloudprovider.DriftReason, err error) {
+	done := d.observe(ctx, "IsDrifted")
+	defer func() { done(err) }()
+	return d.CloudProvider.IsDrifted(ctx, nc)
+}
+
+// Name, RepairPolicies and GetSupportedNodeClasses are static answers, not
+// calls to the cloud; they pass through unmeasured.
+func (d *decorator) Name() string { return d.CloudProvider.Name() }
+func (d *decorator) RepairPolicies() []cloudprovider.RepairPolicy {
+	return d.CloudProvider.RepairPolicies()
+}
+func (d *decorator) GetSupportedNodeClasses() []client.Object {
+	return d.CloudProvider.GetSupportedNodeClasses()
+}
