@@ -1,0 +1,285 @@
+// Package options holds the controller's settings. Every setting is a flag whose
+// default comes from an environment variable of the same name as upstream Karpenter
+// (METRICS_PORT, BATCH_IDLE_DURATION, ...), so a Helm chart or manifest written for
+// upstream configures this binary unchanged. Precedence: flag, then environment,
+// then the upstream default.
+package options
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// Feature gate names (upstream's).
+const (
+	FeatureNodeRepair              = "NodeRepair"
+	FeatureReservedCapacity        = "ReservedCapacity"
+	FeatureSpotToSpotConsolidation = "SpotToSpotConsolidation"
+	FeatureNodeOverlay             = "NodeOverlay"
+	FeatureStaticCapacity          = "StaticCapacity"
+	FeatureCapacityBuffer          = "CapacityBuffer"
+)
+
+// DefaultFeatureGates are upstream's defaults.
+func DefaultFeatureGates() map[string]bool {
+	return map[string]bool{
+		FeatureNodeRepair:              false,
+		FeatureReservedCapacity:        true,
+		FeatureSpotToSpotConsolidation: false,
+		FeatureNodeOverlay:             false,
+		FeatureStaticCapacity:          false,
+		FeatureCapacityBuffer:          false,
+	}
+}
+
+// Options are the controller's settings.
+type Options struct {
+	CloudProvider                    string
+	ClusterName                      string
+	ServiceName                      string
+	MetricsPort                      int
+	HealthProbePort                  int
+	KubeClientQPS                    int
+	KubeClientBurst                  int
+	EnableProfiling                  bool
+	DisableControllerWarmup          bool
+	DisableLeaderElection            bool
+	DisableClusterStateObservability bool
+	LeaderElectionName               string
+	LeaderElectionNamespace          string
+	MemoryLimit                      int64
+	CPURequests                      int64
+	LogLevel                         string
+	LogOutputPaths                   string
+	LogErrorOutputPaths              string
+	BatchMaxDuration                 time.Duration
+	BatchIdleDuration                time.Duration
+	PreferencePolicy                 scheduling.PreferencePolicy
+	MinValuesPolicy                  scheduling.MinValuesPolicy
+	IgnoreDRARequests                bool
+	FeatureGates                     map[string]bool
+	SchedulerConfig                  string
+	// InstanceTypesFilePath overrides the KWOK provider's embedded catalog.
+	InstanceTypesFilePath string
+}
+
+// Parse reads flags from args with defaults from the environment (getenv, usually
+// os.Getenv). It returns the parsed options or an error naming the bad setting.
+func Parse(args []string, getenv func(string) string) (*Options, error) {
+	fs := flag.NewFlagSet("karpenter", flag.ContinueOnError)
+	o, finish := Register(fs, getenv)
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := finish(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+// Register adds the flags to fs. The returned function must be called after
+// fs.Parse: it converts the string-valued settings and validates everything.
+func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() error) {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	o := &Options{}
+	var errs []error
+	envStr := func(name, def string) string {
+		if v, ok := lookup(getenv, name); ok {
+			return v
+		}
+		return def
+	}
+	envInt := func(name string, def int) int {
+		if v, ok := lookup(getenv, name); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is not an integer", name, v))
+				return def
+			}
+			return n
+		}
+		return def
+	}
+	envInt64 := func(name string, def int64) int64 {
+		return int64(envInt(name, int(def)))
+	}
+	envBool := func(name string, def bool) bool {
+		if v, ok := lookup(getenv, name); ok {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is not a boolean", name, v))
+				return def
+			}
+			return b
+		}
+		return def
+	}
+	envDur := func(name string, def time.Duration) time.Duration {
+		if v, ok := lookup(getenv, name); ok {
+			d, err := time.ParseDuration(v)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q is not a duration", name, v))
+				return def
+			}
+			return d
+		}
+		return def
+	}
+	var preference, minValues, gates string
+	fs.StringVar(&o.CloudProvider, "cloud-provider", envStr("CLOUD_PROVIDER", "kwok"), "Cloud provider: kwok or aws.")
+	fs.StringVar(&o.ClusterName, "cluster-name", envStr("CLUSTER_NAME", ""), "[REQUIRED for aws] Name of the cluster; tags and names instances.")
+	fs.StringVar(&o.ServiceName, "karpenter-service", envStr("KARPENTER_SERVICE", ""), "The Karpenter Service name for the dynamic webhook certificate.")
+	fs.IntVar(&o.MetricsPort, "metrics-port", envInt("METRICS_PORT", 8080), "Port the Prometheus metrics endpoint binds to.")
+	fs.IntVar(&o.HealthProbePort, "health-probe-port", envInt("HEALTH_PROBE_PORT", 8081), "Port the /healthz and /readyz endpoints bind to.")
+	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", envInt("KUBE_CLIENT_QPS", 200), "Maximum QPS to the Kubernetes API server.")
+	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", envInt("KUBE_CLIENT_BURST", 300), "Maximum burst of requests to the Kubernetes API server.")
+	fs.BoolVar(&o.EnableProfiling, "enable-profiling", envBool("ENABLE_PROFILING", false), "Serve pprof on the metrics port.")
+	fs.BoolVar(&o.DisableControllerWarmup, "disable-controller-warmup", envBool("DISABLE_CONTROLLER_WARMUP", true), "Do not warm controller caches before winning leader election.")
+	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", envBool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with one replica).")
+	fs.BoolVar(&o.DisableClusterStateObservability, "disable-cluster-state-observability", envBool("DISABLE_CLUSTER_STATE_OBSERVABILITY", false), "Turn off the cluster state metrics.")
+	fs.StringVar(&o.LeaderElectionName, "leader-election-name", envStr("LEADER_ELECTION_NAME", "karpenter-leader-election"), "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", envStr("LEADER_ELECTION_NAMESPACE", ""), "Namespace of the leader election Lease (default: the pod's namespace, else kube-system).")
+	fs.Int64Var(&o.MemoryLimit, "memory-limit", envInt64("MEMORY_LIMIT", -1), "Memory limit of the container in bytes; GOMEMLIMIT is set to 90% of it. -1 leaves it alone.")
+	fs.Int64Var(&o.CPURequests, "cpu-requests", envInt64("CPU_REQUESTS", 1000), "CPU requests of the container in millicores; scales controller concurrency.")
+	fs.StringVar(&o.LogLevel, "log-level", envStr("LOG_LEVEL", "info"), "Log verbosity: debug, info or error.")
+	fs.StringVar(&o.LogOutputPaths, "log-output-paths", envStr("LOG_OUTPUT_PATHS", "stdout"), "Comma-separated log destinations (stdout, stderr or file paths).")
+	fs.StringVar(&o.LogErrorOutputPaths, "log-error-output-paths", envStr("LOG_ERROR_OUTPUT_PATHS", "stderr"), "Comma-separated destinations of the logger's internal errors.")
+	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDur("BATCH_MAX_DURATION", 10*time.Second), "Longest a provisioning batch stays open.")
+	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDur("BATCH_IDLE_DURATION", time.Second), "A batch closes once no pod arrived for this long.")
+	fs.StringVar(&preference, "preference-policy", envStr("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
+	fs.StringVar(&minValues, "min-values-policy", envStr("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
+	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Do not simulate dynamic resource allocation.")
+	fs.StringVar(&gates, "feature-gates", envStr("FEATURE_GATES", ""), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+".")
+	fs.StringVar(&o.SchedulerConfig, "scheduler-config", envStr("SCHEDULER_CONFIG", ""), "Path to a kube-scheduler configuration with default topology spread constraints.")
+	fs.StringVar(&o.InstanceTypesFilePath, "instance-types-file-path", envStr("INSTANCE_TYPES_FILE_PATH", ""), "KWOK provider: JSON file of instance types replacing the embedded catalog.")
+
+	finish := func() error {
+		o.PreferencePolicy = scheduling.PreferencePolicy(preference)
+		o.MinValuesPolicy = scheduling.MinValuesPolicy(minValues)
+		fg, err := ParseFeatureGates(gates)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		o.FeatureGates = fg
+		errs = append(errs, o.Validate())
+		return errors.Join(errs...)
+	}
+	return o, finish
+}
+
+func lookup(getenv func(string) string, name string) (string, bool) {
+	v := getenv(name)
+	return v, v != ""
+}
+
+// Validate checks values a flag type cannot.
+func (o *Options) Validate() error {
+	var errs []error
+	switch o.CloudProvider {
+	case "kwok", "aws":
+	default:
+		errs = append(errs, fmt.Errorf("cloud-provider %q: must be kwok or aws", o.CloudProvider))
+	}
+	switch o.PreferencePolicy {
+	case scheduling.PreferencePolicyRespect, scheduling.PreferencePolicyIgnore:
+	default:
+		errs = append(errs, fmt.Errorf("preference-policy %q: must be Respect or Ignore", o.PreferencePolicy))
+	}
+	switch o.MinValuesPolicy {
+	case scheduling.MinValuesPolicyStrict, scheduling.MinValuesPolicyBestEffort:
+	default:
+		errs = append(errs, fmt.Errorf("min-values-policy %q: must be Strict or BestEffort", o.MinValuesPolicy))
+	}
+	switch o.LogLevel {
+	case "debug", "info", "error":
+	default:
+		errs = append(errs, fmt.Errorf("log-level %q: must be debug, info or error", o.LogLevel))
+	}
+	if o.BatchIdleDuration <= 0 || o.BatchMaxDuration <= 0 {
+		errs = append(errs, fmt.Errorf("batch durations must be positive (idle %s, max %s)", o.BatchIdleDuration, o.BatchMaxDuration))
+	} else if o.BatchIdleDuration > o.BatchMaxDuration {
+		errs = append(errs, fmt.Errorf("batch-idle-duration %s exceeds batch-max-duration %s", o.BatchIdleDuration, o.BatchMaxDuration))
+	}
+	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
+		if port < 0 || port > 65535 {
+			errs = append(errs, fmt.Errorf("%s %d out of range", name, port))
+		}
+	}
+	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
+		errs = append(errs, fmt.Errorf("kube-client-qps and kube-client-burst must be positive"))
+	}
+	if o.SchedulerConfig != "" {
+		// Accepting it silently would leave users believing their default topology
+		// spread constraints apply.
+		errs = append(errs, fmt.Errorf("scheduler-config: default topology spread constraints are not supported yet"))
+	}
+	if o.CPURequests <= 0 {
+		errs = append(errs, fmt.Errorf("cpu-requests must be positive"))
+	}
+	return errors.Join(errs...)
+}
+
+// FeatureGate reports whether a gate is on.
+func (o *Options) FeatureGate(name string) bool { return o.FeatureGates[name] }
+
+// ParseFeatureGates parses "A=true,B=false" over upstream's defaults; unknown
+// gates are rejected so a typo does not silently leave a feature off.
+func ParseFeatureGates(s string) (map[string]bool, error) {
+	out := DefaultFeatureGates()
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return out, nil
+	}
+	for _, kv := range strings.Split(s, ",") {
+		kv = strings.TrimSpace(kv)
+		if kv == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return out, fmt.Errorf("feature-gates: %q is not Gate=bool", kv)
+		}
+		k = strings.TrimSpace(k)
+		if _, known := out[k]; !known {
+			return out, fmt.Errorf("feature-gates: unknown gate %q (known: %s)", k, strings.Join(gateNames(), ", "))
+		}
+		b, err := strconv.ParseBool(strings.TrimSpace(v))
+		if err != nil {
+			return out, fmt.Errorf("feature-gates: %s=%q is not a boolean", k, v)
+		}
+		out[k] = b
+	}
+	return out, nil
+}
+
+func gateNames() []string {
+	var n []string
+	for k := range DefaultFeatureGates() {
+		n = append(n, k)
+	}
+	sort.Strings(n)
+	return n
+}
+
+// CPUConcurrency is upstream's linear scaling of a controller's concurrency with
+// the CPU it was given: one worker per core at the bottom of the range.
+func (o *Options) CPUConcurrency(min, max int) int {
+	n := int((o.CPURequests + 999) / 1000)
+	if n < min {
+		return min
+	}
+	if n > max {
+		return max
+	}
+	return n
+}

@@ -1,0 +1,111 @@
+package options
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func TestDefaultsAreUpstreams(t *testing.T) {
+	o, err := Parse(nil, env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := map[string][2]any{
+		"cloud-provider":            {o.CloudProvider, "kwok"},
+		"metrics-port":              {o.MetricsPort, 8080},
+		"health-probe-port":         {o.HealthProbePort, 8081},
+		"kube-client-qps":           {o.KubeClientQPS, 200},
+		"kube-client-burst":         {o.KubeClientBurst, 300},
+		"batch-idle-duration":       {o.BatchIdleDuration, time.Second},
+		"batch-max-duration":        {o.BatchMaxDuration, 10 * time.Second},
+		"leader-election-name":      {o.LeaderElectionName, "karpenter-leader-election"},
+		"disable-leader-election":   {o.DisableLeaderElection, false},
+		"log-level":                 {o.LogLevel, "info"},
+		"preference-policy":         {o.PreferencePolicy, scheduling.PreferencePolicyRespect},
+		"min-values-policy":         {o.MinValuesPolicy, scheduling.MinValuesPolicyStrict},
+		"memory-limit":              {o.MemoryLimit, int64(-1)},
+		"cpu-requests":              {o.CPURequests, int64(1000)},
+		"ignore-dra-requests":       {o.IgnoreDRARequests, true},
+		"disable-controller-warmup": {o.DisableControllerWarmup, true},
+	}
+	for name, c := range checks {
+		if c[0] != c[1] {
+			t.Errorf("%s = %v, want %v", name, c[0], c[1])
+		}
+	}
+	want := map[string]bool{"NodeRepair": false, "ReservedCapacity": true, "SpotToSpotConsolidation": false, "NodeOverlay": false, "StaticCapacity": false, "CapacityBuffer": false}
+	for k, v := range want {
+		if o.FeatureGates[k] != v {
+			t.Errorf("gate %s = %v, want %v", k, o.FeatureGates[k], v)
+		}
+	}
+}
+
+func TestEnvironmentThenFlagPrecedence(t *testing.T) {
+	e := env(map[string]string{
+		"BATCH_IDLE_DURATION":       "2s",
+		"BATCH_MAX_DURATION":        "20s",
+		"METRICS_PORT":              "9000",
+		"DISABLE_LEADER_ELECTION":   "true",
+		"FEATURE_GATES":             "NodeRepair=true,ReservedCapacity=false",
+		"PREFERENCE_POLICY":         "Ignore",
+		"CLUSTER_NAME":              "demo",
+		"LEADER_ELECTION_NAMESPACE": "karpenter",
+	})
+	o, err := Parse([]string{"--metrics-port=9100", "--batch-idle-duration=500ms"}, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MetricsPort != 9100 || o.BatchIdleDuration != 500*time.Millisecond {
+		t.Errorf("flags must win over env: metrics %d idle %s", o.MetricsPort, o.BatchIdleDuration)
+	}
+	if o.BatchMaxDuration != 20*time.Second || !o.DisableLeaderElection || o.ClusterName != "demo" || o.LeaderElectionNamespace != "karpenter" {
+		t.Errorf("env not applied: %+v", o)
+	}
+	if !o.FeatureGate(FeatureNodeRepair) || o.FeatureGate(FeatureReservedCapacity) || o.FeatureGate(FeatureCapacityBuffer) {
+		t.Errorf("feature gates: %v", o.FeatureGates)
+	}
+	if o.PreferencePolicy != scheduling.PreferencePolicyIgnore {
+		t.Errorf("preference policy %q", o.PreferencePolicy)
+	}
+}
+
+func TestInvalidSettingsAreRejected(t *testing.T) {
+	for name, tc := range map[string]struct {
+		env  map[string]string
+		args []string
+		want string
+	}{
+		"bad duration":     {env: map[string]string{"BATCH_IDLE_DURATION": "soon"}, want: "BATCH_IDLE_DURATION"},
+		"idle above max":   {args: []string{"--batch-idle-duration=11s"}, want: "exceeds"},
+		"unknown gate":     {env: map[string]string{"FEATURE_GATES": "Teleport=true"}, want: "unknown gate"},
+		"gate not bool":    {env: map[string]string{"FEATURE_GATES": "NodeRepair=maybe"}, want: "not a boolean"},
+		"bad provider":     {args: []string{"--cloud-provider=gcp"}, want: "kwok or aws"},
+		"bad policy":       {env: map[string]string{"MIN_VALUES_POLICY": "Loose"}, want: "min-values-policy"},
+		"bad log level":    {env: map[string]string{"LOG_LEVEL": "chatty"}, want: "log-level"},
+		"bad port":         {env: map[string]string{"METRICS_PORT": "eighty"}, want: "METRICS_PORT"},
+		"scheduler config": {env: map[string]string{"SCHEDULER_CONFIG": "/etc/sched.yaml"}, want: "not supported"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Parse(tc.args, env(tc.env))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to mention %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCPUConcurrency(t *testing.T) {
+	o := &Options{CPURequests: 2500}
+	if got := o.CPUConcurrency(1, 100); got != 3 {
+		t.Errorf("2500m → %d workers, want 3", got)
+	}
+	if got := o.CPUConcurrency(10, 100); got != 10 {
+		t.Errorf("floor not applied: %d", got)
+	}
+}
