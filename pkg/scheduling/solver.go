@@ -191,6 +191,17 @@ func newSolver(in *Input) *solver {
 		s.addExisting(n)
 	}
 	s.numExisting = len(s.targets)
+	// Bound pods' required anti-affinity repels new pods (the inverse direction), so their
+	// groups must exist before the first new pod is considered.
+	for _, t := range s.targets {
+		for _, p := range t.bound {
+			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+				for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+					_, _ = s.affinityGroup(p, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAnti)
+				}
+			}
+		}
+	}
 	return s
 }
 
