@@ -120,7 +120,10 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 		terms = []awsv1.AMISelectorTerm{{Alias: pinnedAlias}}
 	case len(terms) == 0 && slices.Contains(awsv1.AliasFamilies, family):
 		// v1beta1 "latest AMI of this family" is exactly what an alias says.
-		if aliasVersion == "" {
+		// Windows aliases only exist as @latest; a pinned version in the
+		// annotation (which a v1 object cannot have produced) is ignored
+		// rather than turned into an object v1 rejects.
+		if aliasVersion == "" || strings.HasPrefix(family, "Windows") {
 			aliasVersion = awsv1.AliasVersionLatest
 		}
 		terms = []awsv1.AMISelectorTerm{{Alias: awsv1.Alias{Family: strings.ToLower(family), Version: aliasVersion}.String()}}

@@ -3,6 +3,7 @@ package convert_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -373,7 +374,9 @@ func (g *gen) V1beta1() *awsv1beta1.EC2NodeClass {
 		for _, t := range g.nonAliasAMITerms() {
 			s.AMISelectorTerms = append(s.AMISelectorTerms, awsv1beta1.AMISelectorTerm{Tags: t.Tags, ID: t.ID, Name: t.Name, Owner: t.Owner})
 		}
-	} else if *s.AMIFamily != awsv1beta1.AMIFamilyUbuntu && g.r.IntN(4) == 0 {
+	} else if !strings.HasPrefix(*s.AMIFamily, "Windows") && *s.AMIFamily != awsv1beta1.AMIFamilyUbuntu && g.r.IntN(4) == 0 {
+		// Only a v1 object with a pinned alias leaves this annotation, and
+		// Windows aliases cannot be pinned.
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
 		}

@@ -347,3 +347,15 @@ func diffJSON(want, got any) string {
 	}
 	return b.String()
 }
+
+func TestEC2NodeClassV1beta1ToV1WindowsIgnoresPinnedVersion(t *testing.T) {
+	in := baseV1beta1("Windows2019")
+	in.Annotations = map[string]string{awsv1.AnnotationAliasVersionCompatibilityKey: "v20240625"}
+	out, err := convert.EC2NodeClassV1beta1ToV1(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := out.Spec.AMISelectorTerms; len(got) != 1 || got[0].Alias != "windows2019@latest" {
+		t.Errorf("amiSelectorTerms = %+v, want windows2019@latest (v1 rejects pinned Windows aliases)", got)
+	}
+}
