@@ -1,0 +1,245 @@
+package state
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// Cluster is the in-memory cluster state. All methods are safe for concurrent use.
+type Cluster struct {
+	kube  client.Reader
+	clock clock.Clock
+
+	mu         sync.RWMutex
+	nodes      map[string]*corev1.Node         // by name
+	nodeClaims map[string]*v1.NodeClaim        // by name
+	podNode    map[types.NamespacedName]string // bound pod -> node name
+	podsByNode map[string]map[types.NamespacedName]*corev1.Pod
+	daemonSets map[types.NamespacedName]*appsv1.DaemonSet
+	nodePools  map[string]*v1.NodePool
+	// nominations: node or NodeClaim name -> until when a pod was nominated to it.
+	nominations map[string]time.Time
+	// generation increases on every change, so callers can tell whether anything moved.
+	generation uint64
+}
+
+// NewCluster returns an empty state. kube is the (cached) reader Synced compares
+// against and Snapshot reads namespaces and volumes from.
+func NewCluster(clk clock.Clock, kube client.Reader) *Cluster {
+	return &Cluster{
+		kube:        kube,
+		clock:       clk,
+		nodes:       map[string]*corev1.Node{},
+		nodeClaims:  map[string]*v1.NodeClaim{},
+		podNode:     map[types.NamespacedName]string{},
+		podsByNode:  map[string]map[types.NamespacedName]*corev1.Pod{},
+		daemonSets:  map[types.NamespacedName]*appsv1.DaemonSet{},
+		nodePools:   map[string]*v1.NodePool{},
+		nominations: map[string]time.Time{},
+	}
+}
+
+// Generation increases whenever the state changes.
+func (c *Cluster) Generation() uint64 {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.generation
+}
+
+// UpdateNode records a Node.
+func (c *Cluster) UpdateNode(n *corev1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodes[n.Name] = n.DeepCopy()
+	c.generation++
+}
+
+// DeleteNode forgets a Node.
+func (c *Cluster) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodes, name)
+	c.generation++
+}
+
+// UpdateNodeClaim records a NodeClaim. An older copy (lower resourceVersion seen
+// through a slower path) does not overwrite a newer one: the provisioner records
+// claims it created directly, and the watch may deliver them later.
+func (c *Cluster) UpdateNodeClaim(nc *v1.NodeClaim) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cur, ok := c.nodeClaims[nc.Name]; ok && cur.UID == nc.UID && olderVersion(nc.ResourceVersion, cur.ResourceVersion) {
+		return
+	}
+	c.nodeClaims[nc.Name] = nc.DeepCopy()
+	c.generation++
+}
+
+// DeleteNodeClaim forgets a NodeClaim.
+func (c *Cluster) DeleteNodeClaim(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodeClaims, name)
+	delete(c.nominations, name)
+	c.generation++
+}
+
+// olderVersion compares resourceVersions numerically when both are numbers (etcd's
+// are); anything else is treated as not older so updates are never lost.
+func olderVersion(a, b string) bool {
+	var x, y uint64
+	if _, err := fmt.Sscan(a, &x); err != nil {
+		return false
+	}
+	if _, err := fmt.Sscan(b, &y); err != nil {
+		return false
+	}
+	return x < y
+}
+
+// UpdatePod records a pod's binding. Only bound, non-terminal pods occupy a node;
+// anything else is forgotten.
+func (c *Cluster) UpdatePod(p *corev1.Pod) {
+	key := client.ObjectKeyFromObject(p)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unbind(key)
+	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		c.generation++
+		return
+	}
+	m := c.podsByNode[p.Spec.NodeName]
+	if m == nil {
+		m = map[types.NamespacedName]*corev1.Pod{}
+		c.podsByNode[p.Spec.NodeName] = m
+	}
+	m[key] = p.DeepCopy()
+	c.podNode[key] = p.Spec.NodeName
+	c.generation++
+}
+
+// DeletePod forgets a pod.
+func (c *Cluster) DeletePod(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.unbind(key)
+	c.generation++
+}
+
+func (c *Cluster) unbind(key types.NamespacedName) {
+	if node, ok := c.podNode[key]; ok {
+		delete(c.podsByNode[node], key)
+		if len(c.podsByNode[node]) == 0 {
+			delete(c.podsByNode, node)
+		}
+		delete(c.podNode, key)
+	}
+}
+
+// UpdateDaemonSet records a DaemonSet.
+func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.daemonSets[client.ObjectKeyFromObject(ds)] = ds.DeepCopy()
+	c.generation++
+}
+
+// DeleteDaemonSet forgets a DaemonSet.
+func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.daemonSets, key)
+	c.generation++
+}
+
+// UpdateNodePool records a NodePool.
+func (c *Cluster) UpdateNodePool(np *v1.NodePool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nodePools[np.Name] = np.DeepCopy()
+	c.generation++
+}
+
+// DeleteNodePool forgets a NodePool.
+func (c *Cluster) DeleteNodePool(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodePools, name)
+	c.generation++
+}
+
+// NodePools returns copies of the known NodePools sorted by name.
+func (c *Cluster) NodePools() []*v1.NodePool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]*v1.NodePool, 0, len(c.nodePools))
+	for _, np := range c.nodePools {
+		out = append(out, np.DeepCopy())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// NominationWindow is how long a nomination protects a node: upstream's
+// max(2×BATCH_MAX_DURATION, 10s) with the default batch duration.
+const NominationWindow = 20 * time.Second
+
+// Nominate records that the provisioner expects pods to land on the node or NodeClaim
+// with this name; disruption leaves nominated nodes alone for NominationWindow.
+func (c *Cluster) Nominate(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.nominations[name] = c.clock.Now().Add(NominationWindow)
+}
+
+// IsNominated reports whether a nomination of the node or NodeClaim is still active.
+func (c *Cluster) IsNominated(name string) bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	until, ok := c.nominations[name]
+	return ok && c.clock.Now().Before(until)
+}
+
+// Synced reports whether every NodeClaim and Node in the API cache is known here.
+// Decisions on an unsynced view would, for instance, miss a NodeClaim created just
+// before a restart and launch its capacity a second time.
+func (c *Cluster) Synced(ctx context.Context) (bool, error) {
+	ncs := &v1.NodeClaimList{}
+	if err := c.kube.List(ctx, ncs); err != nil {
+		return false, fmt.Errorf("listing nodeclaims: %w", err)
+	}
+	nodes := &corev1.NodeList{}
+	if err := c.kube.List(ctx, nodes); err != nil {
+		return false, fmt.Errorf("listing nodes: %w", err)
+	}
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for i := range ncs.Items {
+		cur, ok := c.nodeClaims[ncs.Items[i].Name]
+		if !ok {
+			return false, nil
+		}
+		// A claim the cache shows launched but the state does not would be
+		// mistaken for capacity without a provider ID.
+		if ncs.Items[i].Status.ProviderID != "" && cur.Status.ProviderID == "" {
+			return false, nil
+		}
+	}
+	for i := range nodes.Items {
+		if _, ok := c.nodes[nodes.Items[i].Name]; !ok {
+			return false, nil
+		}
+	}
+	return true, nil
+}

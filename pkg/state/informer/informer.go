@@ -1,0 +1,117 @@
+// Package informer holds the controllers that feed cluster state from the API
+// server's watch: one small reconciler per kind, each copying the cached object
+// into state.Cluster (or forgetting it once it is gone).
+package informer
+
+import (
+	"context"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/state"
+)
+
+// Controller copies one kind into cluster state.
+type Controller struct {
+	name        string
+	kube        client.Reader
+	newObj      func() client.Object
+	update      func(client.Object)
+	forget      func(reconcile.Request)
+	concurrency int
+}
+
+// Reconcile reads the object from the cache and records or forgets it.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	obj := c.newObj()
+	if err := c.kube.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.forget(req)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	c.update(obj)
+	return reconcile.Result{}, nil
+}
+
+// Register watches the kind with the manager.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named(c.name).
+		For(c.newObj()).
+		WithOptions(controller.Options{MaxConcurrentReconciles: c.concurrency}).
+		Complete(c)
+}
+
+// Name of the controller (state.node, state.pod, ...).
+func (c *Controller) Name() string { return c.name }
+
+// NewNodeController feeds Nodes.
+func NewNodeController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.node", kube: kube, concurrency: 10,
+		newObj: func() client.Object { return &corev1.Node{} },
+		update: func(o client.Object) { cluster.UpdateNode(o.(*corev1.Node)) },
+		forget: func(r reconcile.Request) { cluster.DeleteNode(r.Name) },
+	}
+}
+
+// NewNodeClaimController feeds NodeClaims.
+func NewNodeClaimController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.nodeclaim", kube: kube, concurrency: 10,
+		newObj: func() client.Object { return &v1.NodeClaim{} },
+		update: func(o client.Object) { cluster.UpdateNodeClaim(o.(*v1.NodeClaim)) },
+		forget: func(r reconcile.Request) { cluster.DeleteNodeClaim(r.Name) },
+	}
+}
+
+// NewPodController feeds pod bindings.
+func NewPodController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.pod", kube: kube, concurrency: 20,
+		newObj: func() client.Object { return &corev1.Pod{} },
+		update: func(o client.Object) { cluster.UpdatePod(o.(*corev1.Pod)) },
+		forget: func(r reconcile.Request) { cluster.DeletePod(r.NamespacedName) },
+	}
+}
+
+// NewDaemonSetController feeds DaemonSets.
+func NewDaemonSetController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.daemonset", kube: kube, concurrency: 2,
+		newObj: func() client.Object { return &appsv1.DaemonSet{} },
+		update: func(o client.Object) { cluster.UpdateDaemonSet(o.(*appsv1.DaemonSet)) },
+		forget: func(r reconcile.Request) { cluster.DeleteDaemonSet(r.NamespacedName) },
+	}
+}
+
+// NewNodePoolController feeds NodePools.
+func NewNodePoolController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.nodepool", kube: kube, concurrency: 2,
+		newObj: func() client.Object { return &v1.NodePool{} },
+		update: func(o client.Object) { cluster.UpdateNodePool(o.(*v1.NodePool)) },
+		forget: func(r reconcile.Request) { cluster.DeleteNodePool(r.Name) },
+	}
+}
+
+// All returns every state controller.
+func All(kube client.Reader, cluster *state.Cluster) []*Controller {
+	return []*Controller{
+		NewNodeController(kube, cluster),
+		NewNodeClaimController(kube, cluster),
+		NewPodController(kube, cluster),
+		NewDaemonSetController(kube, cluster),
+		NewNodePoolController(kube, cluster),
+	}
+}

@@ -1,0 +1,408 @@
+package state_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/state"
+	"github.com/karpenter-go/karpenter/pkg/state/informer"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+var testEnv *env.Environment
+
+func TestMain(m *testing.M) {
+	e, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testEnv = e
+	code := m.Run()
+	_ = e.Stop()
+	os.Exit(code)
+}
+
+func cleanup(t *testing.T) {
+	t.Cleanup(func() {
+		ctx := context.Background()
+		ncs := &v1.NodeClaimList{}
+		_ = testEnv.Client.List(ctx, ncs)
+		for i := range ncs.Items {
+			ExpectFinalizersRemoved(ctx, t, testEnv.Client, &ncs.Items[i])
+		}
+		ExpectCleanedUp(ctx, t, testEnv.Client, &v1.NodeClaimList{}, &corev1.NodeList{}, &v1.NodePoolList{})
+		_ = testEnv.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+		_ = testEnv.Client.DeleteAllOf(ctx, &appsv1.DaemonSet{}, client.InNamespace("default"))
+	})
+}
+
+func nodeClaim(name string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
+	if len(reqs) == 0 {
+		reqs = []v1.NodeSelectorRequirementWithMinValues{
+			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c-4x-amd64-linux"}},
+			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-a", "test-zone-b"}},
+		}
+	}
+	return &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: v1.NodeClaimSpec{
+			Requirements: reqs,
+			Resources:    v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourcePods: resource.MustParse("3")}},
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+			Taints:       []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
+		},
+	}
+}
+
+func node(name, providerID string, labels map[string]string) *corev1.Node {
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
+		Spec:       corev1.NodeSpec{ProviderID: providerID},
+		Status: corev1.NodeStatus{
+			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")},
+			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3900m"), corev1.ResourcePods: resource.MustParse("110")},
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		},
+	}
+}
+
+func pod(name, nodeName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
+			Name: "c", Image: "x",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		}}},
+	}
+}
+
+type fixture struct {
+	ctx     context.Context
+	clock   *clocktesting.FakeClock
+	cluster *state.Cluster
+	nodes, claims, pods, daemonSets, pools *informer.Controller
+}
+
+func newFixture(t *testing.T) *fixture {
+	cleanup(t)
+	f := &fixture{ctx: context.Background(), clock: clocktesting.NewFakeClock(time.Now())}
+	f.cluster = state.NewCluster(f.clock, testEnv.Client)
+	f.nodes = informer.NewNodeController(testEnv.Client, f.cluster)
+	f.claims = informer.NewNodeClaimController(testEnv.Client, f.cluster)
+	f.pods = informer.NewPodController(testEnv.Client, f.cluster)
+	f.daemonSets = informer.NewDaemonSetController(testEnv.Client, f.cluster)
+	f.pools = informer.NewNodePoolController(testEnv.Client, f.cluster)
+	return f
+}
+
+func (f *fixture) synced(t *testing.T) bool {
+	t.Helper()
+	ok, err := f.cluster.Synced(f.ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+func TestSyncedOnlyOnceEveryNodeClaimAndNodeIsKnown(t *testing.T) {
+	f := newFixture(t)
+	if !f.synced(t) {
+		t.Fatal("an empty cluster and an empty state are in sync")
+	}
+	nc := nodeClaim("nc-a")
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	if f.synced(t) {
+		t.Fatal("synced although the NodeClaim in the API is unknown to state")
+	}
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	if !f.synced(t) {
+		t.Fatal("not synced after the NodeClaim was recorded")
+	}
+	n := node("node-x", "", nil)
+	ExpectApplied(f.ctx, t, testEnv.Client, n)
+	if f.synced(t) {
+		t.Fatal("synced although the Node is unknown to state")
+	}
+	ExpectReconciled(f.ctx, t, f.nodes, n)
+	if !f.synced(t) {
+		t.Fatal("not synced after the Node was recorded")
+	}
+	// The claim launches in the API, state still holds the unlaunched copy.
+	nc.Status.ProviderID = "kwok://nc-a"
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
+	if f.synced(t) {
+		t.Fatal("synced although state does not know the claim launched")
+	}
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	if !f.synced(t) {
+		t.Fatal("not synced after the launch was recorded")
+	}
+	ExpectDeleted(f.ctx, t, testEnv.Client, n)
+	ExpectReconciled(f.ctx, t, f.nodes, n)
+	if len(f.cluster.Nodes()) != 1 {
+		t.Fatalf("deleted node still in state: %d units", len(f.cluster.Nodes()))
+	}
+}
+
+func TestInFlightClaimIsCapacitySizedByItsRequests(t *testing.T) {
+	f := newFixture(t)
+	nc := nodeClaim("nc-inflight")
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	in, err := f.cluster.Snapshot(f.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.ExistingNodes) != 1 {
+		t.Fatalf("want 1 existing node, got %d", len(in.ExistingNodes))
+	}
+	en := in.ExistingNodes[0]
+	if !en.InFlight || en.Initialized || en.Name != "nc-inflight" || en.NodePool != "default" {
+		t.Fatalf("in-flight claim rendered as %+v", en)
+	}
+	if got := en.Allocatable[corev1.ResourceCPU]; got.Cmp(resource.MustParse("3")) != 0 {
+		t.Errorf("unlaunched claim allocatable cpu %s, want its requests (3)", got.String())
+	}
+	if en.Labels[corev1.LabelInstanceTypeStable] != "c-4x-amd64-linux" {
+		t.Errorf("single-valued requirement not a label: %v", en.Labels)
+	}
+	if _, ok := en.Labels[corev1.LabelTopologyZone]; ok {
+		t.Errorf("two-valued zone requirement must not become a label: %v", en.Labels)
+	}
+	if en.Labels[corev1.LabelHostname] != "nc-inflight" {
+		t.Errorf("hostname of an in-flight claim: %v", en.Labels)
+	}
+	if len(en.Taints) != 1 || en.Taints[0].Key != "dedicated" {
+		t.Errorf("taints of the claim not carried: %v", en.Taints)
+	}
+	if _, ok := in.Namespaces["default"]; !ok {
+		t.Errorf("namespaces missing from the snapshot: %v", in.Namespaces)
+	}
+
+	// Launched: the provider's allocatable replaces the requests.
+	nc.Status.ProviderID = "kwok://nc-inflight"
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3900m")}
+	nc.Status.Capacity = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	sn := f.cluster.Nodes()
+	if got := sn[0].Allocatable()[corev1.ResourceCPU]; got.Cmp(resource.MustParse("3900m")) != 0 {
+		t.Errorf("launched claim allocatable cpu %s, want 3900m", got.String())
+	}
+}
+
+func TestNodeJoinsItsClaimAndCarriesItsPods(t *testing.T) {
+	f := newFixture(t)
+	nc := nodeClaim("nc-join")
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	nc.Status.ProviderID = "kwok://nc-join"
+	nc.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	n := node("kwok-nc-join", "kwok://nc-join", map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelTopologyZone: "test-zone-a"})
+	ExpectApplied(f.ctx, t, testEnv.Client, n)
+	ExpectReconciled(f.ctx, t, f.nodes, n)
+	p1, p2 := pod("p1", n.Name), pod("p2", n.Name)
+	pending := pod("pending", "")
+	ExpectApplied(f.ctx, t, testEnv.Client, p1, p2, pending)
+	for _, p := range []*corev1.Pod{p1, p2, pending} {
+		ExpectReconciled(f.ctx, t, f.pods, p)
+	}
+	sns := f.cluster.Nodes()
+	if len(sns) != 1 {
+		t.Fatalf("node and claim must be one unit of capacity, got %d", len(sns))
+	}
+	sn := sns[0]
+	if sn.Name() != n.Name || sn.NodeClaim == nil || sn.InFlight() || len(sn.Pods) != 2 {
+		t.Fatalf("joined node: name %s claim %v inflight %v pods %d", sn.Name(), sn.NodeClaim != nil, sn.InFlight(), len(sn.Pods))
+	}
+	if sn.Initialized() {
+		t.Fatal("initialized before the claim says so")
+	}
+	// Not initialized yet: the claim's allocatable applies, not the node's partial one.
+	if got := sn.Allocatable()[corev1.ResourceCPU]; got.Cmp(resource.MustParse("3")) != 0 {
+		t.Errorf("allocatable before initialization %s, want the claim's 3", got.String())
+	}
+	nc.StatusConditions().SetTrue(v1.ConditionTypeLaunched)
+	nc.StatusConditions().SetTrue(v1.ConditionTypeRegistered)
+	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	sn = f.cluster.Nodes()[0]
+	if !sn.Initialized() {
+		t.Fatalf("not initialized after the claim's condition: %v", nc.Status.Conditions)
+	}
+	if got := sn.Allocatable()[corev1.ResourceCPU]; got.Cmp(resource.MustParse("3900m")) != 0 {
+		t.Errorf("allocatable after initialization %s, want the node's 3900m", got.String())
+	}
+
+	// A pod finishing or going away frees its share.
+	p1.Status.Phase = corev1.PodSucceeded
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, p1)
+	ExpectReconciled(f.ctx, t, f.pods, p1)
+	ExpectDeleted(f.ctx, t, testEnv.Client, p2)
+	// Graceful deletion leaves the pod until the kubelet confirms; force it.
+	_ = testEnv.Client.Delete(f.ctx, p2, client.GracePeriodSeconds(0))
+	Eventually(t, 10*time.Second, func() error {
+		if err := testEnv.Client.Get(f.ctx, client.ObjectKeyFromObject(p2), &corev1.Pod{}); err == nil {
+			return fmt.Errorf("p2 still exists")
+		}
+		return nil
+	})
+	ExpectReconciled(f.ctx, t, f.pods, p2)
+	if got := len(f.cluster.Nodes()[0].Pods); got != 0 {
+		t.Fatalf("%d pods still counted on the node", got)
+	}
+
+	usage := f.cluster.NodePoolUsage("default", nil)
+	if got := usage[corev1.ResourceCPU]; got.Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("nodepool cpu usage %s, want the node capacity 4", got.String())
+	}
+	if got := usage["nodes"]; got.Value() != 1 {
+		t.Errorf("nodepool node count %d, want 1", got.Value())
+	}
+
+	// Deleting capacity drops out of the snapshot and its pods need a new home.
+	p3 := pod("p3", n.Name)
+	ExpectApplied(f.ctx, t, testEnv.Client, p3)
+	ExpectReconciled(f.ctx, t, f.pods, p3)
+	nc.Finalizers = []string{v1.TerminationFinalizer}
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	ExpectDeleted(f.ctx, t, testEnv.Client, nc)
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	in, err := f.cluster.Snapshot(f.ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(in.ExistingNodes) != 0 {
+		t.Errorf("capacity being deleted offered to the solver: %v", in.ExistingNodes[0].Name)
+	}
+	if got := f.cluster.PodsOnDeletingCapacity(); len(got) != 1 || got[0].Name != "p3" {
+		t.Errorf("pods to reschedule from deleting capacity: %v", got)
+	}
+}
+
+func TestDaemonSetsBecomePodTemplates(t *testing.T) {
+	f := newFixture(t)
+	labels := map[string]string{"app": "agent"}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "x",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}},
+			},
+		},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, ds)
+	ExpectReconciled(f.ctx, t, f.daemonSets, ds)
+	pods := f.cluster.DaemonSetPods()
+	if len(pods) != 1 || pods[0].Namespace != "default" || pods[0].Labels["app"] != "agent" {
+		t.Fatalf("daemonset pods: %+v", pods)
+	}
+	if got := pods[0].Spec.Containers[0].Resources.Requests[corev1.ResourceCPU]; got.Cmp(resource.MustParse("200m")) != 0 {
+		t.Errorf("daemonset pod cpu %s", got.String())
+	}
+	ExpectDeleted(f.ctx, t, testEnv.Client, ds)
+	Eventually(t, 10*time.Second, func() error {
+		if err := testEnv.Client.Get(f.ctx, client.ObjectKeyFromObject(ds), &appsv1.DaemonSet{}); err == nil {
+			return fmt.Errorf("daemonset still exists")
+		}
+		return nil
+	})
+	ExpectReconciled(f.ctx, t, f.daemonSets, ds)
+	if got := f.cluster.DaemonSetPods(); len(got) != 0 {
+		t.Fatalf("deleted daemonset still contributes: %v", got)
+	}
+}
+
+func TestStaleCopyDoesNotOverwriteNewer(t *testing.T) {
+	f := newFixture(t)
+	nc := nodeClaim("nc-stale")
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	old := nc.DeepCopy()
+	nc.Status.ProviderID = "kwok://nc-stale"
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
+	f.cluster.UpdateNodeClaim(nc)
+	f.cluster.UpdateNodeClaim(old)
+	if got := f.cluster.Nodes()[0].ProviderID(); got != "kwok://nc-stale" {
+		t.Fatalf("older copy overwrote the newer one: providerID %q", got)
+	}
+}
+
+func TestNominationExpiresWithTheClock(t *testing.T) {
+	f := newFixture(t)
+	f.cluster.Nominate("nc-1")
+	if !f.cluster.IsNominated("nc-1") {
+		t.Fatal("not nominated right after Nominate")
+	}
+	f.clock.Step(state.NominationWindow + time.Second)
+	if f.cluster.IsNominated("nc-1") {
+		t.Fatal("nomination outlived its window")
+	}
+}
+
+// The informer controllers, run by a manager, keep state in step with the API
+// server without anyone calling Reconcile.
+func TestManagerFedState(t *testing.T) {
+	f := newFixture(t)
+	mgr, err := manager.New(testEnv.Config, manager.Options{Scheme: testEnv.Scheme, Metrics: metricsserver.Options{BindAddress: "0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cluster := state.NewCluster(f.clock, mgr.GetClient())
+	for _, c := range informer.All(mgr.GetClient(), cluster) {
+		if err := c.Register(mgr); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+
+	np := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{},
+			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+		}}},
+	}
+	nc := nodeClaim("nc-mgr")
+	nc.Status.Conditions = []status.Condition{}
+	n := node("node-mgr", "", map[string]string{v1.NodePoolLabelKey: "default"})
+	ExpectApplied(f.ctx, t, testEnv.Client, np, nc, n, pod("bound", "node-mgr"))
+	Eventually(t, 30*time.Second, func() error {
+		ok, err := cluster.Synced(f.ctx)
+		if err != nil || !ok {
+			return fmt.Errorf("not synced (%v)", err)
+		}
+		if len(cluster.NodePools()) != 1 {
+			return fmt.Errorf("nodepool not seen")
+		}
+		for _, sn := range cluster.Nodes() {
+			if sn.Name() == "node-mgr" && len(sn.Pods) == 1 {
+				return nil
+			}
+		}
+		return fmt.Errorf("bound pod not seen on node-mgr")
+	})
+}
