@@ -93,9 +93,9 @@ func pod(name, nodeName string) *corev1.Pod {
 }
 
 type fixture struct {
-	ctx     context.Context
-	clock   *clocktesting.FakeClock
-	cluster *state.Cluster
+	ctx                                    context.Context
+	clock                                  *clocktesting.FakeClock
+	cluster                                *state.Cluster
 	nodes, claims, pods, daemonSets, pools *informer.Controller
 }
 
