@@ -1,0 +1,187 @@
+// Command karpenter-convert migrates Karpenter manifests offline: v1alpha5
+// Provisioners and v1alpha1 AWSNodeTemplates to v1beta1 or v1, v1beta1
+// NodePools and EC2NodeClasses to v1. Its report subcommand lists the
+// breaking changes of v1 that touch any set of manifests. It never talks to
+// a cluster, so it is safe to run over a whole GitOps repository.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/karpenter-go/karpenter/pkg/convert/migrate"
+)
+
+// Exit codes.
+const (
+	exitOK              = 0
+	exitError           = 1 // an object could not be converted, or input could not be read
+	exitUsage           = 2
+	exitNothingToDo     = 3 // no object needed converting
+	reportSubcommand    = "report"
+	defaultOutputFormat = "yaml"
+)
+
+const usageText = `karpenter-convert migrates Karpenter manifests to the v1 (or v1beta1) API, offline.
+
+Usage:
+  karpenter-convert -f FILE|DIR|- [-f ...] [-R] [--to v1|v1beta1] [--ignore-defaults]
+                    [--node-role NAME] [-o yaml|json]
+  karpenter-convert report -f FILE|DIR|- [-f ...] [-R] [-o table|json]
+
+Converts:
+  karpenter.sh/v1alpha5 Provisioner        -> NodePool (and an EC2NodeClass named after it
+                                              when it has an inline spec.provider)
+  karpenter.k8s.aws/v1alpha1 AWSNodeTemplate -> EC2NodeClass
+  karpenter.sh/v1beta1 NodePool            -> karpenter.sh/v1 NodePool       (--to v1)
+  karpenter.k8s.aws/v1beta1 EC2NodeClass   -> karpenter.k8s.aws/v1 EC2NodeClass (--to v1)
+
+Input is multi-document YAML, JSON, or a List (kubectl get -o yaml), from files,
+directories (-R descends) or stdin (-f -). Output goes to stdout in input order,
+without status and server-populated metadata; other objects pass through unchanged
+with a line on stderr. Notes about what was made explicit, dropped or split go to
+stderr. Nothing is printed when any object fails; every failure is listed.
+
+Going to v1, kubelet settings move from each NodePool to its EC2NodeClass. Convert
+NodePools together with their EC2NodeClasses: NodePools that share a class but set
+different kubelets get a copy of the class each (named <class>-<nodepool>).
+
+Flags:
+%s
+Exit status: 0 converted, 1 error, 2 usage, 3 nothing to convert.
+
+Examples:
+  # Every alpha manifest of a directory tree to v1, node role filled in:
+  karpenter-convert -f ./clusters/prod -R --node-role KarpenterNodeRole-prod > karpenter-v1.yaml
+
+  # A Provisioner and its AWSNodeTemplate to v1beta1, without the old implicit requirements:
+  karpenter-convert -f provisioner.yaml -f nodetemplate.yaml --to v1beta1 --ignore-defaults
+
+  # What is in the cluster now, converted to v1 (placeholder role left for envsubst):
+  kubectl get nodepools.v1beta1.karpenter.sh,ec2nodeclasses.v1beta1.karpenter.k8s.aws -o yaml \
+    | karpenter-convert -f - | KARPENTER_NODE_ROLE=my-node-role envsubst
+
+  # The breaking changes of v1 that touch a repository (workloads included):
+  karpenter-convert report -f . -R
+  karpenter-convert report -f . -R -o json | jq '.[] | select(.rule == "imds-hop-limit")'
+`
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (s *stringList) String() string     { return strings.Join(*s, ",") }
+func (s *stringList) Set(v string) error { *s = append(*s, v); return nil }
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is the whole command, with its streams passed in so tests drive it.
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	report := len(args) > 0 && args[0] == reportSubcommand
+	if report {
+		args = args[1:]
+	}
+	fs := flag.NewFlagSet("karpenter-convert", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		files          stringList
+		recursive      bool
+		to             string
+		ignoreDefaults bool
+		nodeRole       string
+		output         string
+	)
+	fs.Var(&files, "f", "file, directory or - (stdin) to read; repeatable")
+	fs.Var(&files, "filename", "same as -f")
+	fs.BoolVar(&recursive, "R", false, "descend into sub-directories of directories given with -f")
+	fs.BoolVar(&recursive, "recursive", false, "same as -R")
+	fs.StringVar(&to, "to", migrate.TargetV1, "target API version: v1 or v1beta1 (not for report)")
+	fs.BoolVar(&ignoreDefaults, "ignore-defaults", false, "do not add the requirements the alpha webhook implied for Provisioners\n(kubernetes.io/os linux, kubernetes.io/arch amd64, capacity-type on-demand,\ninstance-category c/m/r and instance-generation > 2)")
+	fs.StringVar(&nodeRole, "node-role", "", "IAM role for spec.role of EC2NodeClasses made from alpha objects\n(default the envsubst placeholder "+migrate.DefaultNodeRole+")")
+	defaultFormat := defaultOutputFormat
+	if report {
+		defaultFormat = "table"
+	}
+	fs.StringVar(&output, "o", defaultFormat, "output format: yaml or json (report: table or json)")
+	fs.StringVar(&output, "output", defaultFormat, "same as -o")
+	fs.Usage = func() {
+		var b strings.Builder
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(stderr)
+		fmt.Fprintf(stderr, usageText, b.String())
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "error: unexpected argument %q (input files go after -f)\n", fs.Arg(0))
+		return exitUsage
+	}
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "error: must specify -f FILE|DIR|- (see --help)")
+		return exitUsage
+	}
+
+	docs, err := migrate.ReadPaths(files, recursive, stdin)
+	if err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitError
+	}
+
+	if report {
+		if output != "table" && output != migrate.FormatJSON {
+			fmt.Fprintf(stderr, "error: -o %q: report prints table or json\n", output)
+			return exitUsage
+		}
+		if err := migrate.WriteReport(stdout, migrate.Report(docs), output); err != nil {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+			return exitError
+		}
+		return exitOK
+	}
+
+	if to != migrate.TargetV1 && to != migrate.TargetV1beta1 {
+		fmt.Fprintf(stderr, "error: --to %q: expected v1 or v1beta1\n", to)
+		return exitUsage
+	}
+	if output != migrate.FormatYAML && output != migrate.FormatJSON {
+		fmt.Fprintf(stderr, "error: -o %q: expected yaml or json\n", output)
+		return exitUsage
+	}
+	res, err := migrate.Convert(docs, migrate.Options{To: to, IgnoreDefaults: ignoreDefaults, NodeRole: nodeRole})
+	if res != nil {
+		for _, n := range res.Notes {
+			fmt.Fprintf(stderr, "note: %s\n", n)
+		}
+	}
+	switch {
+	case errors.Is(err, migrate.ErrNothingToConvert):
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitNothingToDo
+	case err != nil:
+		var errs migrate.Errors
+		if errors.As(err, &errs) {
+			for _, e := range errs {
+				fmt.Fprintf(stderr, "error: %v\n", e)
+			}
+			fmt.Fprintf(stderr, "error: %d object(s) could not be converted; nothing was written\n", len(errs))
+		} else {
+			fmt.Fprintf(stderr, "error: %v\n", err)
+		}
+		return exitError
+	}
+	if err := migrate.Write(stdout, res.Objects, output); err != nil {
+		fmt.Fprintf(stderr, "error: %v\n", err)
+		return exitError
+	}
+	return exitOK
+}
