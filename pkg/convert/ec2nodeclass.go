@@ -48,8 +48,8 @@ func ubuntuDefaultRootVolume() []*awsv1.BlockDeviceMapping {
 //     v1beta1-ubuntu annotation records what else changed so that the reverse
 //     conversion can restore it.
 //   - any other amiFamily becomes Custom.
-//   - annotations that carried v1-only data (kubelet, alias) are turned back
-//     into fields and removed.
+//   - annotations that carried v1-only data (kubelet, alias, ssmParameter
+//     terms) are turned back into fields and removed.
 func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, error) {
 	if in == nil {
 		return nil, nil
@@ -62,6 +62,7 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 	pinnedAlias, hasPinnedAlias := popAnnotation(annotations, awsv1.AnnotationAliasCompatibilityKey)
 	aliasVersion, _ := popAnnotation(annotations, awsv1.AnnotationAliasVersionCompatibilityKey)
 	kubeletJSON, hasKubelet := popAnnotation(annotations, awsv1.AnnotationKubeletCompatibilityKey)
+	ssmJSON, hasSSM := popAnnotation(annotations, awsv1.AnnotationSSMParameterCompatibilityKey)
 
 	s := &in.Spec
 	o := &out.Spec
@@ -96,6 +97,18 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 
 	family := ptr.Deref(s.AMIFamily, "")
 	terms := amiTermsToV1(s.AMISelectorTerms)
+	if hasSSM {
+		var ssm []ssmParameterTerm
+		if err := json.Unmarshal([]byte(ssmJSON), &ssm); err != nil {
+			return nil, fmt.Errorf("converting EC2NodeClass %q to v1: annotation %s is not a list of ssmParameter terms: %w", in.Name, awsv1.AnnotationSSMParameterCompatibilityKey, err)
+		}
+		// Reinsert in ascending index order; each index is where the term
+		// stood among the non-alias terms of the v1 object.
+		for _, p := range ssm {
+			i := min(max(p.Index, 0), len(terms))
+			terms = slices.Insert(terms, i, awsv1.AMISelectorTerm{SSMParameter: p.SSMParameter})
+		}
+	}
 	switch {
 	case family == awsv1beta1.AMIFamilyUbuntu:
 		// Ubuntu nodes bootstrap like AL2. What v1 cannot express is kept in
@@ -154,7 +167,8 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 
 // EC2NodeClassV1ToV1beta1 converts a v1 EC2NodeClass to v1beta1. It is pure
 // and the inverse of EC2NodeClassV1beta1ToV1: v1-only data that v1beta1 has
-// no field for (kubelet, a pinned alias version, amiFamily beside an alias)
+// no field for (kubelet, a pinned alias version, amiFamily beside an alias,
+// ssmParameter terms)
 // travels in compatibility annotations, so v1 -> v1beta1 -> v1 is lossless.
 func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, error) {
 	if in == nil {
@@ -171,6 +185,7 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 	popAnnotation(annotations, awsv1.AnnotationAliasCompatibilityKey)
 	popAnnotation(annotations, awsv1.AnnotationAliasVersionCompatibilityKey)
 	popAnnotation(annotations, awsv1.AnnotationKubeletCompatibilityKey)
+	popAnnotation(annotations, awsv1.AnnotationSSMParameterCompatibilityKey)
 	setAnnotation := func(k, v string) {
 		if annotations == nil {
 			annotations = map[string]string{}
@@ -209,9 +224,16 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 		setAnnotation(awsv1.AnnotationKubeletCompatibilityKey, string(b))
 	}
 
+	// v1beta1 terms have neither alias nor ssmParameter: the alias maps to
+	// amiFamily, ssmParameter terms travel in an annotation.
 	nonAlias := make([]awsv1.AMISelectorTerm, 0, len(s.AMISelectorTerms))
+	var ssm []ssmParameterTerm
 	for _, t := range s.AMISelectorTerms {
-		if t.Alias == "" {
+		switch {
+		case t.Alias != "":
+		case t.SSMParameter != "":
+			ssm = append(ssm, ssmParameterTerm{Index: len(nonAlias) + len(ssm), SSMParameter: t.SSMParameter})
+		default:
 			nonAlias = append(nonAlias, t)
 		}
 	}
@@ -219,7 +241,7 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 		specifiers := strings.Split(ubuntu, ",")
 		o.AMIFamily = ptr.To(awsv1beta1.AMIFamilyUbuntu)
 		if slices.Contains(specifiers, awsv1.AnnotationUbuntuCompatibilityIncompatible) {
-			nonAlias = nil
+			nonAlias, ssm = nil, nil
 		}
 		if slices.Contains(specifiers, awsv1.AnnotationUbuntuCompatibilityBlockDeviceMappings) {
 			o.BlockDeviceMappings = nil
@@ -229,7 +251,7 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 		if alias := in.Alias(); alias != nil {
 			// The reverse conversion rebuilds "<lower(amiFamily)>@<version>"
 			// with no amiFamily; anything else needs the whole alias kept.
-			rebuilt := s.AMIFamily == nil && strings.ToLower(*o.AMIFamily) == alias.Family && len(nonAlias) == 0
+			rebuilt := s.AMIFamily == nil && strings.ToLower(*o.AMIFamily) == alias.Family && len(nonAlias) == 0 && len(ssm) == 0
 			switch {
 			case !rebuilt:
 				setAnnotation(awsv1.AnnotationAliasCompatibilityKey, alias.String())
@@ -239,6 +261,13 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 		}
 	}
 	o.AMISelectorTerms = amiTermsToV1beta1(nonAlias)
+	if len(ssm) != 0 {
+		b, err := json.Marshal(ssm)
+		if err != nil {
+			return nil, fmt.Errorf("converting EC2NodeClass %q to v1beta1: encoding ssmParameter terms: %w", in.Name, err)
+		}
+		setAnnotation(awsv1.AnnotationSSMParameterCompatibilityKey, string(b))
+	}
 	out.Annotations = nilIfEmpty(annotations)
 
 	out.Status = awsv1beta1.EC2NodeClassStatus{
@@ -256,6 +285,13 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 		out.Status.AMIs = append(out.Status.AMIs, awsv1beta1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements})
 	}
 	return out, nil
+}
+
+// ssmParameterTerm is a v1 amiSelectorTerms entry that selects by SSM
+// parameter, with its position among the non-alias terms.
+type ssmParameterTerm struct {
+	Index        int    `json:"index"`
+	SSMParameter string `json:"ssmParameter"`
 }
 
 func isAlias(s string) bool {

@@ -165,13 +165,18 @@ func (g *gen) securityGroupTerms() []awsv1.SecurityGroupSelectorTerm {
 	return out
 }
 
-// nonAliasAMITerms returns 1..4 terms that are either an id alone or any
-// non-empty mix of tags, name and owner.
-func (g *gen) nonAliasAMITerms() []awsv1.AMISelectorTerm {
+// nonAliasAMITerms returns 1..4 terms that are either an id alone, an
+// ssmParameter alone (v1 only, when ssm is set) or any non-empty mix of tags,
+// name and owner.
+func (g *gen) nonAliasAMITerms(ssm bool) []awsv1.AMISelectorTerm {
 	out := make([]awsv1.AMISelectorTerm, 1+g.r.IntN(4))
 	for i := range out {
 		if g.r.IntN(3) == 0 {
 			out[i].ID = "ami-" + g.word()
+			continue
+		}
+		if ssm && g.r.IntN(3) == 0 {
+			out[i].SSMParameter = "/aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/" + g.word() + "/image_id"
 			continue
 		}
 		for out[i].Tags == nil && out[i].Name == "" {
@@ -334,7 +339,7 @@ func (g *gen) V1() *awsv1.EC2NodeClass {
 			s.AMIFamily = ptr.To(awsv1.AMIFamilyForAlias(family))
 		}
 	} else {
-		s.AMISelectorTerms = g.nonAliasAMITerms()
+		s.AMISelectorTerms = g.nonAliasAMITerms(true)
 		s.AMIFamily = ptr.To(g.pick(awsv1.AMIFamilyAL2, awsv1.AMIFamilyAL2023, awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyWindows2019, awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyCustom))
 	}
 	s.AssociatePublicIPAddress = g.optBool()
@@ -371,7 +376,7 @@ func (g *gen) V1beta1() *awsv1beta1.EC2NodeClass {
 	}
 	s.AMIFamily = ptr.To(g.pick(awsv1beta1.AMIFamilyAL2, awsv1beta1.AMIFamilyAL2023, awsv1beta1.AMIFamilyBottlerocket, awsv1beta1.AMIFamilyUbuntu, awsv1beta1.AMIFamilyWindows2019, awsv1beta1.AMIFamilyWindows2022, awsv1beta1.AMIFamilyCustom))
 	if g.coin() || *s.AMIFamily == awsv1beta1.AMIFamilyCustom {
-		for _, t := range g.nonAliasAMITerms() {
+		for _, t := range g.nonAliasAMITerms(false) {
 			s.AMISelectorTerms = append(s.AMISelectorTerms, awsv1beta1.AMISelectorTerm{Tags: t.Tags, ID: t.ID, Name: t.Name, Owner: t.Owner})
 		}
 	} else if !strings.HasPrefix(*s.AMIFamily, "Windows") && *s.AMIFamily != awsv1beta1.AMIFamilyUbuntu && g.r.IntN(4) == 0 {

@@ -3,6 +3,7 @@ package convert_test
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -48,7 +49,7 @@ func TestEC2NodeClassV1beta1RoundTrip(t *testing.T) {
 // v1beta1 has no field for.
 func TestEC2NodeClassV1RoundTrip(t *testing.T) {
 	g := newGen(2)
-	var kubelets, pinned, explicitFamily int
+	var kubelets, pinned, explicitFamily, ssm int
 	for i := range roundTrips {
 		in := g.V1()
 		pristine := in.DeepCopy()
@@ -69,6 +70,9 @@ func TestEC2NodeClassV1RoundTrip(t *testing.T) {
 		if in.Spec.Kubelet != nil {
 			kubelets++
 		}
+		if slices.ContainsFunc(in.Spec.AMISelectorTerms, func(t awsv1.AMISelectorTerm) bool { return t.SSMParameter != "" }) {
+			ssm++
+		}
 		if a := in.Alias(); a != nil {
 			if a.Version != awsv1.AliasVersionLatest {
 				pinned++
@@ -79,7 +83,7 @@ func TestEC2NodeClassV1RoundTrip(t *testing.T) {
 		}
 	}
 	// Guard against a generator that silently stopped covering the hard cases.
-	for name, n := range map[string]int{"kubelet": kubelets, "pinned alias": pinned, "amiFamily beside alias": explicitFamily} {
+	for name, n := range map[string]int{"kubelet": kubelets, "pinned alias": pinned, "amiFamily beside alias": explicitFamily, "ssmParameter term": ssm} {
 		if n < roundTrips/20 {
 			t.Errorf("only %d of %d random objects had a %s", n, roundTrips, name)
 		}
@@ -357,5 +361,34 @@ func TestEC2NodeClassV1beta1ToV1WindowsIgnoresPinnedVersion(t *testing.T) {
 	}
 	if got := out.Spec.AMISelectorTerms; len(got) != 1 || got[0].Alias != "windows2019@latest" {
 		t.Errorf("amiSelectorTerms = %+v, want windows2019@latest (v1 rejects pinned Windows aliases)", got)
+	}
+}
+
+func TestEC2NodeClassSSMParameterTermsTravelInAnnotation(t *testing.T) {
+	in := baseV1()
+	in.Spec.AMIFamily = ptr.To("AL2023")
+	in.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{SSMParameter: "/my/ami"}, {ID: "ami-1"}, {SSMParameter: "/my/other-ami"}}
+	out, err := convert.EC2NodeClassV1ToV1beta1(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []awsv1beta1.AMISelectorTerm{{ID: "ami-1"}}; !reflect.DeepEqual(out.Spec.AMISelectorTerms, want) {
+		t.Errorf("v1beta1 amiSelectorTerms = %+v, want %+v", out.Spec.AMISelectorTerms, want)
+	}
+	if got := out.Annotations[awsv1.AnnotationSSMParameterCompatibilityKey]; got != `[{"index":0,"ssmParameter":"/my/ami"},{"index":2,"ssmParameter":"/my/other-ami"}]` {
+		t.Errorf("ssm annotation = %s", got)
+	}
+	// Only ssmParameter terms: v1beta1 sees none, yet must not turn into an alias on the way back.
+	in.Spec.AMISelectorTerms = []awsv1.AMISelectorTerm{{SSMParameter: "/my/ami"}}
+	mid, err := convert.EC2NodeClassV1ToV1beta1(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := convert.EC2NodeClassV1beta1ToV1(mid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.Spec.AMISelectorTerms, in.Spec.AMISelectorTerms) || ptr.Deref(back.Spec.AMIFamily, "") != "AL2023" {
+		t.Errorf("got amiFamily %v terms %+v, want AL2023 with the ssmParameter term", back.Spec.AMIFamily, back.Spec.AMISelectorTerms)
 	}
 }

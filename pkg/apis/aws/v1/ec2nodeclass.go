@@ -44,9 +44,12 @@ type EC2NodeClassSpec struct {
 	// alias (family@version, e.g. al2023@latest, which must then be the only
 	// term), an id, or a combination of name, owner and tags. Terms are ORed;
 	// for each architecture and accelerator the newest matching AMI is used.
-	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: each term must set at least one of ['tags', 'id', 'name', 'alias']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias))"
-	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'alias', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))"
-	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'alias' is mutually exclusive, it cannot be combined with 'id', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))"
+	// A term may also be an ssmParameter alone, naming a parameter that
+	// holds an AMI id.
+	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: each term must set at least one of ['tags', 'id', 'name', 'alias', 'ssmParameter']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))"
+	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'alias', 'ssmParameter', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.ssmParameter) || has(x.tags) || has(x.name) || has(x.owner)))"
+	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'alias' is mutually exclusive, it cannot be combined with 'id', 'ssmParameter', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.ssmParameter) || has(x.tags) || has(x.name) || has(x.owner)))"
+	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'ssmParameter' is mutually exclusive, it cannot be combined with 'id', 'alias', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.ssmParameter) && (has(x.id) || has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))"
 	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: a term with 'alias' must be the only term",rule="!(self.exists(x, has(x.alias)) && self.size() != 1)"
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
@@ -149,8 +152,8 @@ type SecurityGroupSelectorTerm struct {
 	Name string `json:"name,omitempty"`
 }
 
-// AMISelectorTerm selects AMIs. Set alias alone, id alone, or any of name,
-// owner and tags (ANDed).
+// AMISelectorTerm selects AMIs. Set alias alone, id alone, ssmParameter
+// alone, or any of name, owner and tags (ANDed).
 type AMISelectorTerm struct {
 	// Alias selects the EKS-optimized AMI of a family, written family@version:
 	// al2, al2023 or bottlerocket with a version such as v20240625 or latest,
@@ -179,6 +182,13 @@ type AMISelectorTerm struct {
 	// Owner is the account id or alias (e.g. amazon, self) that owns the AMI.
 	// +optional
 	Owner string `json:"owner,omitempty"`
+	// SSMParameter is the name or ARN of an SSM parameter whose value is an
+	// AMI id, e.g. a public EKS parameter such as
+	// /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id
+	// or a parameter of your own that your AMI pipeline updates.
+	// +kubebuilder:validation:MaxLength=2048
+	// +optional
+	SSMParameter string `json:"ssmParameter,omitempty"`
 }
 
 // KubeletConfiguration is the subset of the kubelet's configuration that

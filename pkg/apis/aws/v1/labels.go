@@ -139,6 +139,10 @@ const (
 	// object when amiFamily was set beside the alias, so both survive a
 	// round trip through v1beta1.
 	AnnotationAliasCompatibilityKey = CompatibilityGroup + "/v1-alias"
+	// AnnotationSSMParameterCompatibilityKey carries the v1 amiSelectorTerms
+	// that select by ssmParameter (JSON list of {index, ssmParameter}) on a
+	// v1beta1 object, whose terms have no such field.
+	AnnotationSSMParameterCompatibilityKey = CompatibilityGroup + "/v1-ssm-parameters"
 	// AnnotationKubeletCompatibilityKey carries the v1 spec.kubelet (JSON) on
 	// a v1beta1 object, where EC2NodeClass has no kubelet field.
 	AnnotationKubeletCompatibilityKey = CompatibilityGroup + "/v1-kubelet"
