@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -143,7 +144,11 @@ func cHostPorts(p *corev1.Pod) []string {
 				if proto == "" {
 					proto = corev1.ProtocolTCP
 				}
-				out = append(out, fmt.Sprintf("%s/%d", proto, port.HostPort))
+				ip := port.HostIP
+				if ip == "" {
+					ip = "0.0.0.0"
+				}
+				out = append(out, fmt.Sprintf("%s/%d/%s", proto, port.HostPort, ip))
 			}
 		}
 	}
@@ -378,6 +383,9 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 			used := map[corev1.ResourceName]int64{}
 			anyNew := false
 			for _, p := range cn.pods {
+				if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+					continue
+				}
 				anyNew = anyNew || newPods[p]
 				for r, v := range cPodRequests(p) {
 					used[r] += v
@@ -398,7 +406,7 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 				}
 			}
 		}
-		ports := map[string]bool{}
+		var ports []string
 		pods := cn.pods
 		if cn.claim != nil {
 			lbls := cn.labels
@@ -410,10 +418,13 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 		}
 		for _, p := range pods {
 			for _, hp := range cHostPorts(p) {
-				if ports[hp] {
-					fail("node %s: host port %s used twice", cn.name, hp)
+				for _, o := range ports {
+					a, b := strings.SplitN(hp, "/", 3), strings.SplitN(o, "/", 3)
+					if a[0] == b[0] && a[1] == b[1] && (a[2] == b[2] || a[2] == "0.0.0.0" || b[2] == "0.0.0.0") {
+						fail("node %s: host port %s conflicts with %s", cn.name, hp, o)
+					}
 				}
-				ports[hp] = true
+				ports = append(ports, hp)
 			}
 		}
 	}

@@ -90,6 +90,10 @@ func (s *solver) explainTypes(t *target, id int32, req resVec) error {
 		}
 	}
 	largest := s.maxAlloc(p, compat)
-	return fmt.Errorf("no instance type fits requests {%s} (largest allocatable after daemonset overhead {%s})",
-		FormatResources(s.ri.list(need)), FormatResources(s.ri.list(largest)))
+	note := ""
+	if p.limited != nil && compat.count() < s.compatible(p, id).count() {
+		note = "; larger instance types exceed the nodepool's remaining limits"
+	}
+	return fmt.Errorf("no instance type fits requests {%s} (largest allocatable after daemonset overhead {%s}%s)",
+		FormatResources(s.ri.list(need)), FormatResources(s.ri.list(largest)), note)
 }

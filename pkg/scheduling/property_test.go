@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
+	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -94,7 +94,7 @@ func genPools(r *rand.Rand, its []*scheduling.InstanceType) []*scheduling.NodePo
 
 func genPod(name string, r *rand.Rand, lbls map[string]string) *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: pick(r, "default", "default", "other"), Name: name, UID: types.UID("uid-" + metavName(name)), Labels: lbls},
+		ObjectMeta: metav1.ObjectMeta{Namespace: pick(r, "default", "default", "other"), Name: name, UID: ktypes.UID("uid-" + metavName(name)), Labels: lbls},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 			corev1.ResourceCPU:    *resource.NewMilliQuantity(int64(pick(r, 100, 250, 500, 1000, 2000, 3500)), resource.DecimalSI),
 			corev1.ResourceMemory: *resource.NewQuantity(int64(pick(r, 128, 512, 1024, 4096))<<20, resource.BinarySI),

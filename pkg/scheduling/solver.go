@@ -63,6 +63,9 @@ type poolState struct {
 	compat    map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
 	ordered   map[int32][]priced // requirement-set ID → compatible types by price
 	domains   map[string][]string
+	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is
+	// well-known or some instance type of the pool defines it (the node will carry it).
+	knownFn func(string) bool
 }
 
 type priced struct {
@@ -216,6 +219,13 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		}
 		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(PodRequests(ds)), ports: podHostPorts(ds)})
 	}
+	itKeys := map[string]bool{}
+	for _, it := range p.its {
+		for _, r := range it.Requirements.All() {
+			itKeys[r.Key] = true
+		}
+	}
+	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
 	for _, it := range p.its {
 		itReqs := it.Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, it.Name))
 		p.itReqs = append(p.itReqs, itReqs)
@@ -370,7 +380,7 @@ func (s *solver) merge(t *target, podID int32) compatResult {
 	} else {
 		// A claim's hostname is a placeholder, checked separately; keep it out of the merged set.
 		preqs = preqs.Without(LabelHostname)
-		r.err = treqs.Compatible(preqs, s.wellKnownFn)
+		r.err = treqs.Compatible(preqs, t.pool.knownFn)
 		if r.err == nil {
 			r.merged = s.intern(treqs.Intersect(preqs))
 		}

@@ -375,7 +375,7 @@ func (s *solver) filterPasses(g *topoGroup, t *target) bool {
 			if t.reqs.Compatible(g.filter.reqs, nil) != nil {
 				return false
 			}
-		} else if t.reqs.Compatible(g.filter.reqs, s.wellKnownFn) != nil {
+		} else if t.reqs.Compatible(g.filter.reqs, t.pool.knownFn) != nil {
 			return false
 		}
 	}
@@ -399,7 +399,7 @@ func (s *solver) universe(g *topoGroup) []string {
 	}
 	for _, p := range s.pools {
 		if g.filter != nil {
-			if g.filter.reqs.Len() > 0 && p.baseReqs.Compatible(g.filter.reqs, s.wellKnownFn) != nil {
+			if g.filter.reqs.Len() > 0 && p.baseReqs.Compatible(g.filter.reqs, p.knownFn) != nil {
 				continue
 			}
 			if g.filter.honorTaints && ToleratesTaints(g.filter.tolerations, p.np.Taints, false) != nil {
