@@ -166,9 +166,26 @@ func missing(want, got interface{}, path string) string {
 			}
 		}
 	default:
+		if wf, ok := number(want); ok {
+			if gf, ok := number(got); ok && wf == gf {
+				return ""
+			}
+		}
 		if fmt.Sprint(want) != fmt.Sprint(got) {
 			return fmt.Sprintf("%s: want %v, got %v", path, want, got)
 		}
 	}
 	return ""
+}
+
+func number(v interface{}) (float64, bool) {
+	switch n := v.(type) {
+	case float64:
+		return n, true
+	case int64:
+		return float64(n), true
+	case int:
+		return float64(n), true
+	}
+	return 0, false
 }
