@@ -553,27 +553,50 @@ func checkTopology(in *scheduling.Input, nodes []*cNode, newPods map[*corev1.Pod
 			}
 		}
 	}
-	// Spread: per distinct (namespace, key, selector) with DoNotSchedule.
+	// Spread: per distinct (namespace, key, selector incl. matchLabelKeys) with DoNotSchedule.
+	// Only groups in which every matching pod carries the same constraint are checked on the
+	// final state: a pod without the constraint may legally land anywhere.
 	type sk struct{ ns, key, sel string }
 	seen := map[sk]bool{}
+	spreadSel := func(p *corev1.Pod, c corev1.TopologySpreadConstraint) labels.Selector {
+		s := sel(c.LabelSelector)
+		for _, k := range c.MatchLabelKeys {
+			if v, ok := p.Labels[k]; ok {
+				r, _ := labels.NewRequirement(k, "=", []string{v})
+				s = s.Add(*r)
+			}
+		}
+		return s
+	}
 	for _, p := range in.Pods {
 		for _, c := range p.Spec.TopologySpreadConstraints {
 			if c.WhenUnsatisfiable != corev1.DoNotSchedule || c.MinDomains != nil {
 				continue
 			}
-			s := sel(c.LabelSelector)
+			s := spreadSel(p, c)
 			k := sk{p.Namespace, c.TopologyKey, s.String()}
 			if seen[k] {
 				continue
 			}
 			seen[k] = true
 			counts := map[string]int{}
+			homogeneous := true
 			for _, l := range all {
 				if l.pod.Namespace == p.Namespace && s.Matches(labels.Set(l.pod.Labels)) {
+					same := false
+					for _, oc := range l.pod.Spec.TopologySpreadConstraints {
+						if oc.TopologyKey == c.TopologyKey && oc.WhenUnsatisfiable == c.WhenUnsatisfiable && oc.MaxSkew == c.MaxSkew && spreadSel(l.pod, oc).String() == s.String() {
+							same = true
+						}
+					}
+					homogeneous = homogeneous && same && newPods[l.pod]
 					if d, ok := l.node.labels[c.TopologyKey]; ok {
 						counts[d]++
 					}
 				}
+			}
+			if !homogeneous {
+				continue
 			}
 			if c.TopologyKey == scheduling.LabelHostname {
 				for d, n := range counts {
@@ -583,7 +606,7 @@ func checkTopology(in *scheduling.Input, nodes []*cNode, newPods map[*corev1.Pod
 				}
 				continue
 			}
-			universe := spreadUniverse(in, p, c.TopologyKey)
+			universe := spreadUniverse(in, p, c)
 			min, max := -1, 0
 			for _, d := range universe {
 				if min < 0 || counts[d] < min {
@@ -620,34 +643,71 @@ func anyExistingMatch(in *scheduling.Input, s labels.Selector) bool {
 	return false
 }
 
-// spreadUniverse: zones (or capacity types) offered by pools whose requirements admit the
-// pod's node selector, plus those of existing nodes.
-func spreadUniverse(in *scheduling.Input, p *corev1.Pod, key string) []string {
+// spreadUniverse: the values of the key that pools (whose requirements admit them and, with
+// nodeTaintsPolicy Honor, whose taints the pod tolerates) or existing nodes can have; with
+// nodeAffinityPolicy Honor (the default) only values the pod's node selector admits.
+func spreadUniverse(in *scheduling.Input, p *corev1.Pod, c corev1.TopologySpreadConstraint) []string {
+	key := c.TopologyKey
+	honorAffinity := c.NodeAffinityPolicy == nil || *c.NodeAffinityPolicy == corev1.NodeInclusionPolicyHonor
+	honorTaints := c.NodeTaintsPolicy != nil && *c.NodeTaintsPolicy == corev1.NodeInclusionPolicyHonor
 	set := map[string]bool{}
 	for _, n := range in.ExistingNodes {
-		if v, ok := n.Labels[key]; ok && cPodFitsLabels(p, n.Labels) == nil {
+		if v, ok := n.Labels[key]; ok && (!honorAffinity || cPodFitsLabels(p, n.Labels) == nil) && (!honorTaints || cTolerates(p, n.Taints) == nil) {
 			set[v] = true
 		}
 	}
 	for _, np := range in.NodePools {
+		if honorTaints && cTolerates(p, np.Taints) != nil {
+			continue
+		}
+		poolReqs := np.Requirements.NodeSelectorRequirements()
+		admits := func(lbls map[string]string) bool {
+			for _, r := range poolReqs {
+				if _, def := lbls[r.Key]; def && !cMatchExpr(lbls, r) {
+					return false
+				}
+			}
+			return !honorAffinity || cPodFitsLabelsPartial(p, lbls)
+		}
 		for _, it := range np.InstanceTypes {
+			itLabels := map[string]string{}
+			for _, r := range it.Requirements.NodeSelectorRequirements() {
+				if r.Operator == corev1.NodeSelectorOpIn && len(r.Values) == 1 {
+					itLabels[r.Key] = r.Values[0]
+				}
+			}
 			for _, o := range it.Offerings {
 				if !o.Available {
 					continue
 				}
-				v := o.Zone
-				if key == scheduling.LabelCapacityType {
-					v = o.CapacityType
-				}
 				lbls := map[string]string{scheduling.LabelZone: o.Zone, scheduling.LabelCapacityType: o.CapacityType}
-				okPool := true
-				for _, r := range np.Requirements.NodeSelectorRequirements() {
-					if _, def := lbls[r.Key]; def && !cMatchExpr(lbls, r) {
-						okPool = false
-					}
+				for k, v := range itLabels {
+					lbls[k] = v
 				}
-				if okPool && cPodFitsLabelsPartial(p, lbls) {
-					set[v] = true
+				switch key {
+				case scheduling.LabelZone, scheduling.LabelCapacityType:
+					if admits(lbls) {
+						set[lbls[key]] = true
+					}
+				default:
+					var vals []string
+					if v, ok := itLabels[key]; ok {
+						vals = []string{v}
+					}
+					for _, r := range poolReqs {
+						if r.Key == key && r.Operator == corev1.NodeSelectorOpIn {
+							vals = append(vals, r.Values...)
+						}
+					}
+					for _, v := range vals {
+						trial := map[string]string{key: v}
+						for k, x := range lbls {
+							trial[k] = x
+						}
+						if admits(trial) {
+							set[v] = true
+						}
+					}
 				}
 			}
 		}

@@ -224,6 +224,11 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		for _, r := range it.Requirements.All() {
 			itKeys[r.Key] = true
 		}
+		for _, o := range it.Offerings {
+			for _, r := range o.Requirements.All() {
+				itKeys[r.Key] = true
+			}
+		}
 	}
 	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
 	for _, it := range p.its {
@@ -485,6 +490,13 @@ func (s *solver) run() {
 		queue = append(queue, s.newPodInfo(pod))
 	}
 	sort.SliceStable(queue, func(i, j int) bool { return podOrder(queue[i], queue[j]) })
+	// Create every group up front, so that a pod counted by a group is pinned to a domain of
+	// that group's key whenever it lands, even if it is placed before the constrained pods.
+	for _, p := range queue {
+		if p.invalid == nil {
+			_, _ = s.compile(p)
+		}
+	}
 	// Pods whose constraints depend on pods placed later (e.g. affinity to them) get another
 	// pass while passes make progress.
 	for len(queue) > 0 {
@@ -948,9 +960,27 @@ func (s *solver) maxAlloc(p *poolState, its bitset) resVec {
 	return out
 }
 
-// commit applies a successful attempt.
+// pinTarget decides an undecided claim's domain for key, for a group created after pods that
+// it counts were placed on the claim. It keeps the claim's instance types non-empty.
+func (s *solver) pinTarget(t *target, key string, g *topoGroup) (string, bool) {
+	cands := append([]string(nil), s.poolDomains(t.pool, key)...)
+	sort.SliceStable(cands, func(i, j int) bool { return g.counts[cands[i]] < g.counts[cands[j]] })
+	zero := make(resVec, len(s.ri.names))
+	for _, d := range cands {
+		if !t.reqs.Has(key, d) {
+			continue
+		}
+		id := s.pin(t.reqID, key, d)
+		if its, ok := s.types(t, id, zero); ok {
+			s.commit(nil, t, plan{reqID: id, its: its})
+			return d, true
+		}
+	}
+	return "", false
+}
+
+// commit applies a successful attempt (a nil attempt only updates the claim's state).
 func (s *solver) commit(a *attempt, t *target, pl plan) {
-	p := a.p
 	if t.existing == nil {
 		t.reqID = pl.reqID
 		t.reqs = s.reqByID[pl.reqID]
@@ -977,6 +1007,10 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 			}
 		}
 	}
+	if a == nil {
+		return
+	}
+	p := a.p
 	t.used.add(p.requests)
 	t.ports = append(t.ports, p.ports...)
 	t.pods = append(t.pods, p.pod)

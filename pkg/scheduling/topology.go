@@ -345,6 +345,9 @@ func (s *solver) recordInGroup(g *topoGroup, p *corev1.Pod, t *target) {
 		return
 	}
 	d, ok := s.domainOf(t, g.key)
+	if !ok && t.existing == nil {
+		d, ok = s.pinTarget(t, g.key, g)
+	}
 	if !ok {
 		return
 	}
