@@ -160,7 +160,7 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 	}
 	for _, ami := range in.Status.AMIs {
 		a := ami.DeepCopy()
-		out.Status.AMIs = append(out.Status.AMIs, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements})
+		out.Status.AMIs = append(out.Status.AMIs, awsv1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements, Deprecated: a.Deprecated})
 	}
 	return out, nil
 }
@@ -282,7 +282,7 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 	}
 	for _, ami := range in.Status.AMIs {
 		a := ami.DeepCopy()
-		out.Status.AMIs = append(out.Status.AMIs, awsv1beta1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements})
+		out.Status.AMIs = append(out.Status.AMIs, awsv1beta1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements, Deprecated: a.Deprecated})
 	}
 	return out, nil
 }

@@ -298,7 +298,7 @@ func (g *gen) status() awsv1.EC2NodeClassStatus {
 	}
 	if g.coin() {
 		for n := 1 + g.r.IntN(3); n > 0; n-- {
-			st.AMIs = append(st.AMIs, awsv1.AMI{ID: "ami-" + g.word(), Name: g.word(), Requirements: g.requirements()})
+			st.AMIs = append(st.AMIs, awsv1.AMI{ID: "ami-" + g.word(), Name: g.word(), Requirements: g.requirements(), Deprecated: g.coin()})
 		}
 	}
 	return st
@@ -415,7 +415,7 @@ func (g *gen) V1beta1() *awsv1beta1.EC2NodeClass {
 		nc.Status.SecurityGroups = append(nc.Status.SecurityGroups, awsv1beta1.SecurityGroup{ID: sg.ID, Name: sg.Name})
 	}
 	for _, a := range st.AMIs {
-		nc.Status.AMIs = append(nc.Status.AMIs, awsv1beta1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements})
+		nc.Status.AMIs = append(nc.Status.AMIs, awsv1beta1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements, Deprecated: a.Deprecated})
 	}
 	return nc
 }

@@ -270,6 +270,9 @@ type AMI struct {
 	// Requirements an instance type must meet to boot this AMI.
 	// +required
 	Requirements []corev1.NodeSelectorRequirement `json:"requirements"`
+	// Deprecated is true when the AMI is past its EC2 deprecation time.
+	// +optional
+	Deprecated bool `json:"deprecated,omitempty"`
 }
 
 // EC2NodeClassStatus is what Karpenter resolved the selectors of the spec to.
