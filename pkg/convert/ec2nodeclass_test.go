@@ -392,3 +392,24 @@ func TestEC2NodeClassSSMParameterTermsTravelInAnnotation(t *testing.T) {
 		t.Errorf("got amiFamily %v terms %+v, want AL2023 with the ssmParameter term", back.Spec.AMIFamily, back.Spec.AMISelectorTerms)
 	}
 }
+
+// BenchmarkEC2NodeClassConversion measures one v1beta1 -> v1 -> v1beta1 round
+// trip, the work the conversion webhook does per object for a v1beta1 read.
+func BenchmarkEC2NodeClassConversion(b *testing.B) {
+	g := newGen(4)
+	objs := make([]*awsv1beta1.EC2NodeClass, 256)
+	for i := range objs {
+		objs[i] = g.V1beta1()
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		v1nc, err := convert.EC2NodeClassV1beta1ToV1(objs[i%len(objs)])
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := convert.EC2NodeClassV1ToV1beta1(v1nc); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
