@@ -120,6 +120,7 @@ func provisionerToNodePool(in *v1alpha5.Provisioner, opts Options, warn func(str
 		d.ConsolidationPolicy = v1beta1.ConsolidationPolicyWhenEmpty
 		never := v1.NeverDuration()
 		d.ConsolidateAfter = &never
+		warn("neither consolidation.enabled nor ttlSecondsAfterEmpty: written as consolidationPolicy WhenEmpty, consolidateAfter Never (the NodePool default would consolidate)")
 	}
 	if s.Limits != nil && len(s.Limits.Resources) > 0 {
 		out.Spec.Limits = v1beta1.Limits(s.Limits.Resources.DeepCopy())

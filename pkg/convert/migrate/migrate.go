@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"sort"
 	"strings"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
@@ -81,6 +82,7 @@ type entry struct {
 
 type converter struct {
 	opts    Options
+	order   map[Source]int // position of each input document
 	entries []*entry
 	notes   []Note
 	errs    Errors
@@ -96,10 +98,14 @@ func Convert(docs []Document, opts Options) (*Result, error) {
 	if opts.To != TargetV1 && opts.To != TargetV1beta1 {
 		return nil, fmt.Errorf("unknown target version %q (expected v1 or v1beta1)", opts.To)
 	}
-	c := &converter{opts: opts}
-	for _, d := range docs {
+	c := &converter{opts: opts, order: map[Source]int{}}
+	for i, d := range docs {
+		c.order[d.Source] = i
 		c.read(d)
 	}
+	// Notes are made in phases (reading, then the v1 migration); print them
+	// in input order so that each object's notes stay together.
+	sort.SliceStable(c.notes, func(i, j int) bool { return c.order[c.notes[i].Source] < c.order[c.notes[j].Source] })
 	if opts.To == TargetV1 && len(c.errs) == 0 {
 		c.toV1()
 	}
@@ -214,12 +220,14 @@ func (c *converter) read(d Document) {
 		failed(fmt.Errorf("%s %s is not a Karpenter kind this tool knows (Provisioner and AWSNodeTemplate (alpha), NodePool and EC2NodeClass (v1beta1, v1))", apiVersion, kind))
 		return
 	}
-	if c.opts.To == TargetV1beta1 && len(c.entries) > before {
+	if len(c.entries) > before {
 		last := c.entries[len(c.entries)-1]
 		switch {
-		case last.npV1 != nil || last.ncV1 != nil:
+		case c.opts.To == TargetV1 && (last.npV1 != nil || last.ncV1 != nil):
+			c.note(src, kind, name, "already v1, passed through")
+		case c.opts.To == TargetV1beta1 && (last.npV1 != nil || last.ncV1 != nil):
 			failed(fmt.Errorf("is already v1; karpenter-convert does not convert to an older version (--to v1beta1)"))
-		case !last.converted && (last.npBeta != nil || last.ncBeta != nil):
+		case c.opts.To == TargetV1beta1 && !last.converted && (last.npBeta != nil || last.ncBeta != nil):
 			c.note(src, kind, name, "already v1beta1, passed through")
 		}
 	}

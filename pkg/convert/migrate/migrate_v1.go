@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -229,7 +230,7 @@ func (c *converter) placeKubelets() {
 					class.converted = true
 				}
 				if u.kubelet != nil {
-					c.note(u.e.src, u.e.kind, u.e.name, "spec.template.spec.kubelet moved to EC2NodeClass %q", class.ncV1.Name)
+					c.note(u.e.src, u.e.kind, u.e.name, "kubelet settings moved to EC2NodeClass %q (spec.kubelet)", class.ncV1.Name)
 				}
 				continue
 			}
@@ -242,8 +243,12 @@ func (c *converter) placeKubelets() {
 				cp = &entry{src: class.src, kind: class.kind, name: class.name, ncV1: nc, converted: true, splitOf: class}
 				copies[i] = cp
 				c.insertAfter(class, cp)
-				c.note(class.src, class.kind, class.name, "split: NodePools that reference EC2NodeClass %q set different kubelets; new EC2NodeClass %q carries the kubelet of NodePool %q",
-					class.ncV1.Name, name, u.e.npV1.Name)
+				what := "the kubelet of NodePool " + strconv.Quote(u.e.npV1.Name)
+				if u.kubelet == nil {
+					what = "no kubelet, like NodePool " + strconv.Quote(u.e.npV1.Name)
+				}
+				c.note(class.src, class.kind, class.name, "split: NodePools that reference EC2NodeClass %q set different kubelets; new EC2NodeClass %q has %s",
+					class.ncV1.Name, name, what)
 			}
 			u.e.npV1.Spec.Template.Spec.NodeClassRef.Name = cp.ncV1.Name
 			c.note(u.e.src, u.e.kind, u.e.name, "nodeClassRef now points to EC2NodeClass %q (split off %q for this kubelet); its nodes drift and are replaced once applied",

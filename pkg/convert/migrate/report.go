@@ -305,12 +305,15 @@ func (r *reporter) gitops() {
 		}
 	case r.doc.Kind() == "Application" && group == "argoproj.io":
 		var sources []interface{}
+		var fields []string
 		if s, ok := lookup(o, "spec", "source"); ok {
-			sources = append(sources, s)
+			sources, fields = append(sources, s), append(fields, "spec.source.helm")
 		}
 		if s, ok := lookup(o, "spec", "sources"); ok {
 			if list, ok := s.([]interface{}); ok {
-				sources = append(sources, list...)
+				for i, item := range list {
+					sources, fields = append(sources, item), append(fields, fmt.Sprintf("spec.sources[%d].helm", i))
+				}
 			}
 		}
 		for i, s := range sources {
@@ -324,7 +327,7 @@ func (r *reporter) gitops() {
 				enabled = false
 			}
 			if !isFalse(enabled) {
-				r.add(RuleConversionWebhook, fmt.Sprintf("spec.sources[%d].helm (webhook.enabled)", i), changeWebhook, actionWebhook)
+				r.add(RuleConversionWebhook, fields[i]+" (webhook.enabled)", changeWebhook, actionWebhook)
 			}
 		}
 	case r.doc.Kind() == "CustomResourceDefinition":

@@ -78,7 +78,30 @@ func toUnstructured(obj interface{}) (map[string]interface{}, error) {
 		return nil, err
 	}
 	clean(m)
+	pruneEmptyMaps(m)
 	return m, nil
+}
+
+// pruneEmptyMaps drops empty objects from a rendered typed object: Go
+// structs without omitempty render as {} (resources: {}, metadata: {}),
+// which says nothing in a manifest. Empty lists are kept; they can matter
+// (requirements: [] is required by NodePool).
+func pruneEmptyMaps(m map[string]interface{}) {
+	for k, v := range m {
+		switch t := v.(type) {
+		case map[string]interface{}:
+			pruneEmptyMaps(t)
+			if len(t) == 0 {
+				delete(m, k)
+			}
+		case []interface{}:
+			for _, item := range t {
+				if im, ok := item.(map[string]interface{}); ok {
+					pruneEmptyMaps(im)
+				}
+			}
+		}
+	}
 }
 
 // clean drops what the API server writes, in place.
