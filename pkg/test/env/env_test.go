@@ -72,8 +72,17 @@ func TestNodeRoundTripAndStatus(t *testing.T) {
 	if err := e.Client.Get(ctx, key(node.Name), got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Spec.ProviderID != "kwok://node-a" || len(got.Spec.Taints) != 1 || got.Status.Capacity.Cpu().String() != "4" {
+	if got.Spec.ProviderID != "kwok://node-a" || got.Status.Capacity.Cpu().String() != "4" {
 		t.Fatalf("node read back wrong: %+v %+v", got.Spec, got.Status.Capacity)
+	}
+	// Our taint is kept, and the real API server's TaintNodesByCondition admission
+	// added node.kubernetes.io/not-ready, which no fake client would do.
+	taints := map[string]bool{}
+	for _, tn := range got.Spec.Taints {
+		taints[tn.Key] = true
+	}
+	if !taints["karpenter.sh/unregistered"] || !taints["node.kubernetes.io/not-ready"] {
+		t.Fatalf("expected the unregistered taint and the admission-added not-ready taint, got %v", got.Spec.Taints)
 	}
 	// The API server validates: an invalid taint effect is refused, naming the field.
 	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k", Effect: "Sometimes"}}}}
