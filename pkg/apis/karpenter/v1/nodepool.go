@@ -139,9 +139,11 @@ type Budget struct {
 	Nodes string `json:"nodes"`
 	// Schedule is a cron expression, evaluated in UTC, at which the budget
 	// becomes active; it stays active for Duration. Five fields (minute hour
-	// day-of-month month day-of-week) or one of @yearly, @annually, @monthly,
-	// @weekly, @daily, @midnight, @hourly. Must be set together with duration.
-	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|[0-9*,/-]+ [0-9*,/-]+ [0-9*,/?LW-]+ ([0-9*,/-]+|[0-9A-Za-z*,/-]+) [0-9A-Za-z*,/?L#-]+)$`
+	// day-of-month month day-of-week; numbers, names such as mon or jan, "*",
+	// ranges, lists and steps such as "0 9 * * mon-fri" or "*/30 * * * *") or
+	// one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly.
+	// Must be set together with duration.
+	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* (\*|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/[0-9]+)?(,(\*|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/[0-9]+)?)* ((\*|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/[0-9]+)?(,(\*|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/[0-9]+)?)*|\?) (\*|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[0-9]+)?(,(\*|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[0-9]+)?)* ((\*|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[0-9]+)?(,(\*|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[0-9]+)?)*|\?))$`
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Schedule *string `json:"schedule,omitempty" hash:"ignore"`
