@@ -9,10 +9,10 @@ type bitset []uint64
 
 func newBitset(n int) bitset { return make(bitset, (n+63)/64) }
 
-func (b bitset) set(i int)           { b[i/64] |= 1 << (uint(i) % 64) }
-func (b bitset) has(i int) bool      { return b[i/64]&(1<<(uint(i)%64)) != 0 }
-func (b bitset) clear(i int)         { b[i/64] &^= 1 << (uint(i) % 64) }
-func (b bitset) clone() bitset       { return append(bitset(nil), b...) }
+func (b bitset) set(i int)      { b[i/64] |= 1 << (uint(i) % 64) }
+func (b bitset) has(i int) bool { return b[i/64]&(1<<(uint(i)%64)) != 0 }
+func (b bitset) clear(i int)    { b[i/64] &^= 1 << (uint(i) % 64) }
+func (b bitset) clone() bitset  { return append(bitset(nil), b...) }
 
 func (b bitset) count() int {
 	n := 0
@@ -49,4 +49,16 @@ func (b bitset) forEach(f func(i int)) {
 			w &= w - 1
 		}
 	}
+}
+
+func equalBits(a, b bitset) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }

@@ -520,7 +520,9 @@ func names(prefix string, n int) []string {
 
 type storagev1StorageClass struct{ sc *storagev1.StorageClass }
 
-func (s *storagev1StorageClass) list() []*storagev1.StorageClass { return []*storagev1.StorageClass{s.sc} }
+func (s *storagev1StorageClass) list() []*storagev1.StorageClass {
+	return []*storagev1.StorageClass{s.sc}
+}
 
 func newStorageClass(name string, zones ...string) *storagev1StorageClass {
 	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: name}, Provisioner: "ebs.csi.aws.com"}

@@ -24,6 +24,7 @@ type podInfo struct {
 	preferNoScheduleTolerated bool
 	invalid                   error
 
+	compiled  *attempt     // constraints in force, compiled; reset by relax
 	matched   []*topoGroup // groups whose selector counts this pod
 	matchedTo int          // s.groups[:matchedTo] have been tested
 }
@@ -99,6 +100,7 @@ func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
 // first in each), ScheduleAnyway spread constraints, and finally starts tolerating
 // PreferNoSchedule taints. It reports whether anything changed.
 func (s *solver) relax(p *podInfo) bool {
+	p.compiled = nil
 	switch {
 	case len(p.terms) > 1:
 		p.terms = p.terms[1:]

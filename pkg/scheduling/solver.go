@@ -65,7 +65,8 @@ type poolState struct {
 	domains   map[string][]string
 	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is
 	// well-known or some instance type of the pool defines it (the node will carry it).
-	knownFn func(string) bool
+	knownFn   func(string) bool
+	baseAvail resVec // max allocatable over compatible types (unlimited pools)
 }
 
 type priced struct {
@@ -423,6 +424,11 @@ type ownGroup struct {
 }
 
 func (s *solver) compile(p *podInfo) (*attempt, error) {
+	if p.compiled != nil {
+		// Only the parts that depend on other pods' placements are refreshed.
+		s.refresh(p.compiled)
+		return p.compiled, nil
+	}
 	a := &attempt{p: p, reqs: p.terms[0]}
 	if len(p.prefNode) > 0 {
 		a.reqs = a.reqs.Intersect(p.prefNode[0])
@@ -470,18 +476,31 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 			return nil, err
 		}
 	}
-	a.counted = s.matchedGroups(p)
+	a.poolErr = make([]error, len(s.pools))
+	for i, pool := range s.pools {
+		a.poolErr[i] = ToleratesTaints(pod.Spec.Tolerations, pool.np.Taints, !p.preferNoScheduleTolerated)
+	}
+	s.refresh(a)
+	p.compiled = a
+	return a, nil
+}
+
+// refresh recomputes the groups that count the pod (new groups may have appeared) and the
+// anti-affinity groups whose owners now repel it.
+func (s *solver) refresh(a *attempt) {
+	if len(a.counted) != len(s.matchedGroups(a.p)) || a.keys == nil {
+		a.counted = a.p.matched
+		a.keys = s.topologyKeys(a)
+		if a.keys == nil {
+			a.keys = []string{}
+		}
+	}
+	a.inverse = a.inverse[:0]
 	for _, g := range a.counted {
 		if g.kind == kindAnti && (len(g.owners) > 0 || len(g.hostOwners) > 0) {
 			a.inverse = append(a.inverse, g)
 		}
 	}
-	a.keys = s.topologyKeys(a)
-	a.poolErr = make([]error, len(s.pools))
-	for i, pool := range s.pools {
-		a.poolErr[i] = ToleratesTaints(pod.Spec.Tolerations, pool.np.Taints, !p.preferNoScheduleTolerated)
-	}
-	return a, nil
 }
 
 func (s *solver) run() {
@@ -876,24 +895,15 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	t := &target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: make(resVec, len(s.ri.names))}
 	t.hostname = fmt.Sprintf("%s-placeholder-%d", p.np.Name, s.claimSeq)
 	t.ports = append(t.ports, p.dsPorts...)
-	all := s.compatible(p, p.baseID).clone()
-	if p.limited != nil {
-		within := false
-		all.forEach(func(i int) {
-			for r, lim := range p.limited {
-				if lim && p.capacity[i][r] > p.remaining[r] {
-					all.clear(i)
-					return
-				}
-			}
-			within = true
-		})
-		if !within {
-			return nil, plan{}, fmt.Errorf("exceeds nodepool limits (remaining %s)", FormatResources(s.remainingList(p)))
+	if p.limited == nil {
+		if p.baseAvail == nil {
+			p.baseAvail = s.maxAlloc(p, s.compatible(p, p.baseID))
 		}
+		t.its = s.compatible(p, p.baseID)
+		t.avail = p.baseAvail
+	} else if err := s.limitTypes(t, p); err != nil {
+		return nil, plan{}, err
 	}
-	t.its = all
-	t.avail = s.maxAlloc(p, all)
 	if a.hostReq != nil && !a.hostReq.Has(t.hostname) {
 		return nil, plan{}, fmt.Errorf("requires %s %s, which a new node cannot have", LabelHostname, a.hostReq.String())
 	}
@@ -920,6 +930,28 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	}
 	s.claimSeq++
 	return t, pl, nil
+}
+
+// limitTypes gives a new claim the pool's compatible types whose capacity fits the remaining
+// limits (the claim reserves its largest candidate, as upstream does).
+func (s *solver) limitTypes(t *target, p *poolState) error {
+	all := s.compatible(p, p.baseID).clone()
+	within := false
+	all.forEach(func(i int) {
+		for r, lim := range p.limited {
+			if lim && p.capacity[i][r] > p.remaining[r] {
+				all.clear(i)
+				return
+			}
+		}
+		within = true
+	})
+	if !within {
+		return fmt.Errorf("exceeds nodepool limits (remaining %s)", FormatResources(s.remainingList(p)))
+	}
+	t.its = all
+	t.avail = s.maxAlloc(p, all)
+	return nil
 }
 
 func (s *solver) remainingList(p *poolState) corev1.ResourceList {
@@ -981,7 +1013,10 @@ func (s *solver) pinTarget(t *target, key string, g *topoGroup) (string, bool) {
 
 // commit applies a successful attempt (a nil attempt only updates the claim's state).
 func (s *solver) commit(a *attempt, t *target, pl plan) {
-	if t.existing == nil {
+	if t.existing == nil && pl.its != nil && equalBits(pl.its, t.its) && (t.pool.limited == nil || t.reserved != nil) {
+		t.reqID = pl.reqID
+		t.reqs = s.reqByID[pl.reqID]
+	} else if t.existing == nil {
 		t.reqID = pl.reqID
 		t.reqs = s.reqByID[pl.reqID]
 		t.its = pl.its

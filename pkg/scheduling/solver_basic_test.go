@@ -36,8 +36,8 @@ func TestResources(t *testing.T) {
 		{name: "overflowing the largest type opens a second claim", pods: pods(5, "p", "7", "1Gi"),
 			expect: []expectation{claims(3), allScheduled()}},
 		{name: "extended resource selects the type that has it",
-			pools: []*scheduling.NodePool{pool("default", func(np *scheduling.NodePool) { np.InstanceTypes = append(np.InstanceTypes, gpuType) })},
-			pods:  pods(1, "p", "1", "1Gi", withResource("nvidia.com/gpu", "1")),
+			pools:  []*scheduling.NodePool{pool("default", func(np *scheduling.NodePool) { np.InstanceTypes = append(np.InstanceTypes, gpuType) })},
+			pods:   pods(1, "p", "1", "1Gi", withResource("nvidia.com/gpu", "1")),
 			expect: []expectation{types("p-0", "gpu")}},
 		{name: "extended resource nobody has is reported", pods: pods(1, "p", "1", "1Gi", withResource("example.com/fpga", "1")),
 			expect: []expectation{podErr("p-0", "example.com/fpga: 1")}},
@@ -170,8 +170,8 @@ func TestTaints(t *testing.T) {
 			pools: []*scheduling.NodePool{pool("a-soft", tainted(corev1.TaintEffectPreferNoSchedule), func(np *scheduling.NodePool) { np.Weight = 10 }), pool("b-plain")},
 			pods:  pods(1, "p", "1", "1Gi"), expect: []expectation{claimPool("p-0", "b-plain")}},
 		{name: "tainted heavier pool skipped for untolerating pods",
-			pools: []*scheduling.NodePool{pool("gpu", tainted(corev1.TaintEffectNoSchedule), func(np *scheduling.NodePool) { np.Weight = 100 }), pool("general")},
-			pods:  append(pods(1, "plain", "1", "1Gi"), pods(1, "tol", "2", "1Gi", withToleration("dedicated", "gpu", ""))...),
+			pools:  []*scheduling.NodePool{pool("gpu", tainted(corev1.TaintEffectNoSchedule), func(np *scheduling.NodePool) { np.Weight = 100 }), pool("general")},
+			pods:   append(pods(1, "plain", "1", "1Gi"), pods(1, "tol", "2", "1Gi", withToleration("dedicated", "gpu", ""))...),
 			expect: []expectation{claimPool("plain-0", "general"), claimPool("tol-0", "gpu")}},
 		{name: "tainted existing node skipped",
 			existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, func(n *scheduling.ExistingNode) {
@@ -205,14 +205,18 @@ func TestTaints(t *testing.T) {
 
 func TestNodePoolsAndLimits(t *testing.T) {
 	weight := func(w int32) func(*scheduling.NodePool) { return func(np *scheduling.NodePool) { np.Weight = w } }
-	limits := func(kv ...string) func(*scheduling.NodePool) { return func(np *scheduling.NodePool) { np.Remaining = rl(kv...) } }
+	limits := func(kv ...string) func(*scheduling.NodePool) {
+		return func(np *scheduling.NodePool) { np.Remaining = rl(kv...) }
+	}
 	runAll(t, []scenario{
 		{name: "heavier pool first", pools: []*scheduling.NodePool{pool("light", weight(1)), pool("heavy", weight(50))},
 			pods: pods(1, "p", "1", "1Gi"), expect: []expectation{claimPool("p-0", "heavy")}},
 		{name: "equal weights ordered by name", pools: []*scheduling.NodePool{pool("b"), pool("a")},
 			pods: pods(1, "p", "1", "1Gi"), expect: []expectation{claimPool("p-0", "a")}},
 		{name: "incompatible heavier pool falls through", pools: []*scheduling.NodePool{
-			pool("arm", weight(50), func(np *scheduling.NodePool) { np.Requirements = scheduling.NewRequirements(req(scheduling.LabelArch, in, "arm64")) }),
+			pool("arm", weight(50), func(np *scheduling.NodePool) {
+				np.Requirements = scheduling.NewRequirements(req(scheduling.LabelArch, in, "arm64"))
+			}),
 			pool("any", weight(1))},
 			pods: pods(1, "p", "1", "1Gi", withSelector(scheduling.LabelArch, "amd64")), expect: []expectation{claimPool("p-0", "any")}},
 		{name: "pool without instance types", pools: []*scheduling.NodePool{pool("empty", func(np *scheduling.NodePool) { np.InstanceTypes = nil })},
@@ -224,7 +228,7 @@ func TestNodePoolsAndLimits(t *testing.T) {
 		{name: "limit below every type", pools: []*scheduling.NodePool{pool("default", limits("cpu", "1"))},
 			pods: pods(1, "p", "500m", "1Gi"), expect: []expectation{podErr("p-0", "incompatible with nodepool default: exceeds nodepool limits (remaining cpu: 1)")}},
 		{name: "limit reserved at the largest candidate type", pools: []*scheduling.NodePool{pool("default", limits("cpu", "4"))},
-			pods: pods(2, "p", "1", "1Gi", withLabels("app", "x"), withPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
+			pods:   pods(2, "p", "1", "1Gi", withLabels("app", "x"), withPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
 			expect: []expectation{claims(1), podErr("p-1", "exceeds nodepool limits")}},
 		{name: "limit shared by claims", pools: []*scheduling.NodePool{pool("default", limits("cpu", "4"), func(np *scheduling.NodePool) { np.InstanceTypes = np.InstanceTypes[:1] })},
 			pods: pods(3, "p", "1500m", "1Gi"), expect: []expectation{claims(2), podErr("p-2", "exceeds nodepool limits (remaining cpu: 0)")}},
@@ -233,7 +237,7 @@ func TestNodePoolsAndLimits(t *testing.T) {
 		{name: "memory limit explained", pools: []*scheduling.NodePool{pool("default", limits("memory", "10Gi"))},
 			pods: pods(1, "p", "100m", "5Gi"), expect: []expectation{podErr("p-0", "larger instance types exceed the nodepool's remaining limits")}},
 		{name: "nodes limit", pools: []*scheduling.NodePool{pool("default", limits("nodes", "1"))},
-			pods: pods(2, "p", "1", "1Gi", withLabels("app", "x"), withPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
+			pods:   pods(2, "p", "1", "1Gi", withLabels("app", "x"), withPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
 			expect: []expectation{claims(1), podErr("p-1", "exceeds nodepool limits (nodes: 1)")}},
 		{name: "limited pool overflows into the next", pools: []*scheduling.NodePool{pool("first", weight(10), limits("cpu", "2")), pool("second")},
 			pods: pods(2, "p", "1500m", "1Gi"), expect: []expectation{claimPool("p-0", "first"), claimPool("p-1", "second")}},

@@ -110,11 +110,11 @@ func TestTopologySpread(t *testing.T) {
 			expect: []expectation{podErr("p-0", "topology spread constraint on rack")}},
 		{name: "existing pods count toward spread", existing: []*scheduling.ExistingNode{node("na", "us-west-2a", "small", 2, 4, 10,
 			boundPod(mkPod("old-1", "100m", "100Mi", app)), boundPod(mkPod("old-2", "1500m", "100Mi", app)))},
-			pods: pods(2, "p", "100m", "100Mi", app, withSpread(zoneKey, 1, dns, webSel)),
+			pods:   pods(2, "p", "100m", "100Mi", app, withSpread(zoneKey, 1, dns, webSel)),
 			expect: []expectation{zoneCountsAre(map[string]int{"us-west-2b": 1, "us-west-2c": 1}, "p-0", "p-1")}},
 		{name: "pods in other namespaces do not count", existing: []*scheduling.ExistingNode{node("na", "us-west-2a", "small", 2, 4, 10,
 			boundPod(mkPod("old-1", "100m", "100Mi", app, withNS("other"))))},
-			pods: pods(3, "p", "100m", "100Mi", app, withSpread(zoneKey, 1, dns, webSel)),
+			pods:   pods(3, "p", "100m", "100Mi", app, withSpread(zoneKey, 1, dns, webSel)),
 			expect: []expectation{distinctDomains(zoneKey, 3, names("p", 3)...)}},
 		{name: "matchLabelKeys spreads each version separately",
 			pods: append(pods(2, "v1", "100m", "100Mi", withLabels("app", "web", "version", "1"), withSpread(hostKey, 1, dns, webSel, matchLabelKeys("version"))),
@@ -122,7 +122,9 @@ func TestTopologySpread(t *testing.T) {
 			expect: []expectation{claims(2), apart("v1-0", "v1-1"), apart("v2-0", "v2-1")}},
 		{name: "nodeTaintsPolicy Honor ignores domains of untolerated pools",
 			pools: []*scheduling.NodePool{
-				pool("ab", func(np *scheduling.NodePool) { np.Requirements = scheduling.NewRequirements(req(zoneKey, in, "us-west-2a", "us-west-2b")) }),
+				pool("ab", func(np *scheduling.NodePool) {
+					np.Requirements = scheduling.NewRequirements(req(zoneKey, in, "us-west-2a", "us-west-2b"))
+				}),
 				pool("c", func(np *scheduling.NodePool) {
 					np.Requirements = scheduling.NewRequirements(req(zoneKey, in, "us-west-2c"))
 					np.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
@@ -131,7 +133,9 @@ func TestTopologySpread(t *testing.T) {
 			expect: []expectation{allScheduled(), zoneCountsAre(map[string]int{"us-west-2a": 2, "us-west-2b": 2}, names("p", 4)...)}},
 		{name: "nodeTaintsPolicy Ignore counts the untolerated zone at zero",
 			pools: []*scheduling.NodePool{
-				pool("ab", func(np *scheduling.NodePool) { np.Requirements = scheduling.NewRequirements(req(zoneKey, in, "us-west-2a", "us-west-2b")) }),
+				pool("ab", func(np *scheduling.NodePool) {
+					np.Requirements = scheduling.NewRequirements(req(zoneKey, in, "us-west-2a", "us-west-2b"))
+				}),
 				pool("c", func(np *scheduling.NodePool) {
 					np.Requirements = scheduling.NewRequirements(req(zoneKey, in, "us-west-2c"))
 					np.Taints = []corev1.Taint{{Key: "dedicated", Effect: corev1.TaintEffectNoSchedule}}
@@ -186,22 +190,22 @@ func TestPodAffinity(t *testing.T) {
 			mkPod("p", "2", "100Mi", withPodAffinity(affTerm(zoneKey, dbSel)))},
 			expect: []expectation{allScheduled(), label("p", zoneKey, "us-west-2c")}},
 		{name: "affinity namespaces list", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("other")))},
-			pods: pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, Namespaces: []string{"other"}})),
+			pods:   pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, Namespaces: []string{"other"}})),
 			expect: []expectation{onNode("p-0", "n1")}},
 		{name: "affinity namespaceSelector", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("other")))},
-			pods: pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: sel("team", "b")})),
+			pods:   pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: sel("team", "b")})),
 			expect: []expectation{onNode("p-0", "n1")}},
 		{name: "affinity defaults to the pod's namespace", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("other")))},
 			pods: pods(1, "p", "100m", "100Mi", withPodAffinity(affTerm(hostKey, dbSel))), expect: []expectation{podErr("p-0", "pod affinity")}},
 		{name: "empty namespaceSelector means all namespaces", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("third")))},
-			pods: pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: &metav1.LabelSelector{}})),
+			pods:   pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: &metav1.LabelSelector{}})),
 			expect: []expectation{onNode("p-0", "n1")}},
 		{name: "preferred affinity honoured", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("default"))), node("n0", "us-west-2a", "medium", 4, 16, 20)},
 			pods: pods(1, "p", "100m", "100Mi", withPreferredPodAffinity(10, affTerm(hostKey, dbSel))), expect: []expectation{onNode("p-0", "n1")}},
 		{name: "preferred affinity relaxed when impossible", pods: pods(1, "p", "100m", "100Mi", withPreferredPodAffinity(10, affTerm(hostKey, dbSel))),
 			expect: []expectation{allScheduled()}},
 		{name: "affinity and selector intersect", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("default")))},
-			pods: pods(1, "p", "100m", "100Mi", withSelector(zoneKey, "us-west-2b"), withPodAffinity(affTerm(zoneKey, dbSel))),
+			pods:   pods(1, "p", "100m", "100Mi", withSelector(zoneKey, "us-west-2b"), withPodAffinity(affTerm(zoneKey, dbSel))),
 			expect: []expectation{podErr("p-0", "pod affinity")}},
 	})
 }
@@ -242,7 +246,7 @@ func TestPodAntiAffinity(t *testing.T) {
 		{name: "anti-affinity in another namespace does not apply", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("old", "100m", "100Mi", web, withNS("other"))))},
 			pods: pods(1, "p", "100m", "100Mi", withPodAntiAffinity(affTerm(hostKey, webSel))), expect: []expectation{onNode("p-0", "n1")}},
 		{name: "anti-affinity with all namespaces applies", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("old", "100m", "100Mi", web, withNS("other"))))},
-			pods: pods(1, "p", "100m", "100Mi", withPodAntiAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: webSel, NamespaceSelector: &metav1.LabelSelector{}})),
+			pods:   pods(1, "p", "100m", "100Mi", withPodAntiAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: webSel, NamespaceSelector: &metav1.LabelSelector{}})),
 			expect: []expectation{onNewClaim("p-0")}},
 		{name: "preferred anti-affinity spreads when possible", pods: pods(2, "p", "100m", "100Mi", web, withPreferredAntiAffinity(5, affTerm(hostKey, webSel))),
 			expect: []expectation{apart("p-0", "p-1")}},
@@ -260,7 +264,7 @@ func TestRelaxationOrder(t *testing.T) {
 	webSel := sel("app", "web")
 	runAll(t, []scenario{
 		{name: "preferred pod affinity relaxed before preferred anti-affinity",
-			pods: pods(2, "p", "100m", "100Mi", web, withPreferredPodAffinity(10, affTerm(hostKey, sel("app", "nothing"))), withPreferredAntiAffinity(1, affTerm(hostKey, webSel))),
+			pods:   pods(2, "p", "100m", "100Mi", web, withPreferredPodAffinity(10, affTerm(hostKey, sel("app", "nothing"))), withPreferredAntiAffinity(1, affTerm(hostKey, webSel))),
 			expect: []expectation{apart("p-0", "p-1")}},
 		{name: "preferred anti-affinity relaxed before preferred node affinity",
 			pods: pods(4, "p", "100m", "100Mi", web, withPreferred(1, nodeTerm(expr(zoneKey, in, "us-west-2b"))), withPreferredAntiAffinity(1, affTerm(zoneKey, webSel))),
@@ -275,7 +279,7 @@ func TestRelaxationOrder(t *testing.T) {
 				withPreferred(1, nodeTerm(expr(zoneKey, in, "us-west-2b")))),
 			expect: []expectation{label("p-0", zoneKey, "us-west-2b")}},
 		{name: "ScheduleAnyway relaxed after node preference",
-			pods: pods(2, "p", "100m", "100Mi", web, withSpread(hostKey, 1, sa, webSel), withSelector(scheduling.LabelHostname, "x")),
+			pods:   pods(2, "p", "100m", "100Mi", web, withSpread(hostKey, 1, sa, webSel), withSelector(scheduling.LabelHostname, "x")),
 			expect: []expectation{podErr("p-0", "which a new node cannot have")}},
 		{name: "error reports the most relaxed attempt", pods: pods(1, "p", "100m", "100Mi", withPreferred(1, nodeTerm(expr(zoneKey, in, "us-west-2a"))), withSelector(scheduling.LabelArch, "s390x")),
 			expect: []expectation{podErr("p-0", "requires kubernetes.io/arch In [s390x]")}},
@@ -342,13 +346,13 @@ func TestOfferings(t *testing.T) {
 		{name: "price is the cheapest compatible offering", pools: withTypes(spotOnly, itype("ok", "amd64", 4, 8, 10)),
 			pods: pods(1, "p", "100m", "100Mi"), expect: []expectation{types("p-0", "spot-only", "ok"), totalPrice(0.01)}},
 		{name: "reserved offering needs its reservation requirement", pools: withTypes(reserved),
-			pods: pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved")),
+			pods:   pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved")),
 			expect: []expectation{totalPrice(0.001), label("p-0", scheduling.LabelCapacityType, "reserved")}},
 		{name: "pod requiring a different reservation", pools: withTypes(reserved),
-			pods: pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved"), withRequired(nodeTerm(expr("example.com/reservation-id", in, "r-2")))),
+			pods:   pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved"), withRequired(nodeTerm(expr("example.com/reservation-id", in, "r-2")))),
 			expect: []expectation{podErr("p-0", "no available offering matches")}},
 		{name: "capacity type with no offerings is explained", pools: withTypes(onlyA),
-			pods: pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved")),
+			pods:   pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved")),
 			expect: []expectation{podErr("p-0", "requires karpenter.sh/capacity-type In [reserved], but offerings are only in [on-demand,spot]")}},
 	})
 }

@@ -11,10 +11,10 @@ import (
 // that have not finished initializing, so that pods are not kept off capacity that is about to
 // become usable.
 var ephemeralTaintKeys = map[string]bool{
-	corev1.TaintNodeNotReady:                   true,
-	corev1.TaintNodeUnreachable:                true,
+	corev1.TaintNodeNotReady:                         true,
+	corev1.TaintNodeUnreachable:                      true,
 	"node.cloudprovider.kubernetes.io/uninitialized": true,
-	"karpenter.sh/unregistered":                true,
+	"karpenter.sh/unregistered":                      true,
 }
 
 // IsEphemeralTaint reports whether t is a boot-time taint (see ephemeralTaintKeys, plus any
