@@ -1,0 +1,13 @@
+// Package provisioning launches capacity for pods the kube-scheduler cannot place.
+//
+// The pod trigger (trigger.go) watches pods and signals the batcher for every pod
+// that is provisionable: PodScheduled=False with reason Unschedulable, not bound, not
+// nominated by a preemption, not owned by a DaemonSet or a Node. The batcher
+// (batcher.go) gathers triggers into one decision: a window opens with the first
+// trigger and closes after BATCH_IDLE_DURATION without a new pod, or after
+// BATCH_MAX_DURATION in any case, so a Deployment scaled to 500 replicas is solved
+// once rather than 500 times. The provisioner (provisioner.go) then waits for
+// cluster state to be synced, takes a snapshot, adapts NodePools and the cloud
+// provider's instance types into the pure solver's input, solves, and creates one
+// NodeClaim per new claim (nodeclaim.go), recording per-pod events.
+package provisioning

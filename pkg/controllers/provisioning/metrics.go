@@ -1,0 +1,55 @@
+package provisioning
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metric names are upstream Karpenter's.
+var (
+	// SchedulingDuration is karpenter_scheduler_scheduling_duration_seconds.
+	SchedulingDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "scheduler", Name: "scheduling_duration_seconds",
+		Help:    "Duration of scheduling simulations used for deprovisioning and provisioning in seconds.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120},
+	}, []string{"controller"})
+	// UnschedulablePods is karpenter_scheduler_unschedulable_pods_count.
+	UnschedulablePods = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "scheduler", Name: "unschedulable_pods_count",
+		Help: "The number of unschedulable pods in the last scheduling simulation.",
+	}, []string{"controller"})
+	// QueueDepth is karpenter_scheduler_queue_depth: pods in the current simulation.
+	QueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "scheduler", Name: "queue_depth",
+		Help: "The number of pods the scheduler is currently attempting to schedule.",
+	}, []string{"controller"})
+	// NodeClaimsCreated is karpenter_nodeclaims_created_total.
+	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "created_total",
+		Help: "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool.",
+	}, []string{"reason", "nodepool", "min_values_relaxed"})
+	// NodePoolUsage is karpenter_nodepools_usage.
+	NodePoolUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "usage",
+		Help: "The amount of resources that have been provisioned for a nodepool. Labeled by nodepool name and resource type.",
+	}, []string{"nodepool", "resource_type"})
+	// NodePoolLimit is karpenter_nodepools_limit.
+	NodePoolLimit = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "limit",
+		Help: "Limits specified on the nodepool that restrict the quantity of resources provisioned. Labeled by nodepool name and resource type.",
+	}, []string{"nodepool", "resource_type"})
+	// PodsState is karpenter_pods_state: one series per pod, value 1.
+	PodsState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "pods", Name: "state",
+		Help: "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
+	}, []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"})
+)
+
+// Reasons of NodeClaimsCreated.
+const (
+	ReasonProvisioning = "provisioning"
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, QueueDepth, NodeClaimsCreated, NodePoolUsage, NodePoolLimit, PodsState)
+}

@@ -1,0 +1,443 @@
+package provisioning
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/state"
+)
+
+// Event reasons (upstream's).
+const (
+	EventNominated        = "Nominated"
+	EventFailedScheduling = "FailedScheduling"
+)
+
+// Options of the provisioner.
+type Options struct {
+	BatchIdleDuration time.Duration
+	BatchMaxDuration  time.Duration
+	PreferencePolicy  scheduling.PreferencePolicy
+	MinValuesPolicy   scheduling.MinValuesPolicy
+	// SyncTimeout bounds how long one batch waits for cluster state to sync before
+	// giving up until the next trigger.
+	SyncTimeout time.Duration
+}
+
+// Provisioner turns batches of pending pods into NodeClaims.
+type Provisioner struct {
+	kube          client.Client
+	cloudProvider cloudprovider.CloudProvider
+	cluster       *state.Cluster
+	recorder      record.EventRecorder
+	clock         clock.Clock
+	opts          Options
+	batcher       *Batcher
+}
+
+// NewProvisioner wires the provisioner; its Batcher is shared with the pod trigger.
+func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster *state.Cluster, recorder record.EventRecorder, clk clock.Clock, opts Options) *Provisioner {
+	if opts.BatchIdleDuration == 0 {
+		opts.BatchIdleDuration = time.Second
+	}
+	if opts.BatchMaxDuration == 0 {
+		opts.BatchMaxDuration = 10 * time.Second
+	}
+	if opts.SyncTimeout == 0 {
+		opts.SyncTimeout = 30 * time.Second
+	}
+	return &Provisioner{
+		kube: kube, cloudProvider: cp, cluster: cluster, recorder: newDedupingRecorder(recorder, clk), clock: clk, opts: opts,
+		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
+	}
+}
+
+// Batcher is the provisioner's batcher, for triggers.
+func (p *Provisioner) Batcher() *Batcher { return p.batcher }
+
+// Trigger asks for a decision (e.g. after capacity was lost).
+func (p *Provisioner) Trigger(uid types.UID) { p.batcher.Trigger(uid) }
+
+// NeedLeaderElection: only the leader launches capacity.
+func (p *Provisioner) NeedLeaderElection() bool { return true }
+
+// Start runs batches until ctx ends (a manager Runnable).
+func (p *Provisioner) Start(ctx context.Context) error {
+	logger := log.FromContext(ctx).WithName("provisioner")
+	ctx = log.IntoContext(ctx, logger)
+	for p.batcher.Wait(ctx) {
+		if _, err := p.Schedule(ctx); err != nil {
+			logger.Error(err, "provisioning failed")
+		}
+	}
+	return nil
+}
+
+// Result of one provisioning decision.
+type Result struct {
+	Solve      *scheduling.Results
+	NodeClaims []*v1.NodeClaim
+	// SkippedNodePools maps a NodePool that launched nothing to why.
+	SkippedNodePools map[string]string
+}
+
+// Schedule makes one decision: pending pods (plus pods on capacity being deleted)
+// are solved against existing and in-flight capacity and the NodePools that may
+// launch, and a NodeClaim is created for every new claim.
+func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
+	logger := log.FromContext(ctx)
+	// No decision on a partial view: a NodeClaim missing from state would be launched again.
+	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.SyncTimeout, true, p.cluster.Synced); err != nil {
+		return nil, fmt.Errorf("waiting for cluster state to sync: %w", err)
+	}
+	pods, err := p.pendingPods(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(pods) == 0 {
+		return &Result{Solve: &scheduling.Results{}}, nil
+	}
+	in, err := p.cluster.Snapshot(ctx, pods)
+	if err != nil {
+		return nil, err
+	}
+	pools, skipped, err := p.nodePools(ctx)
+	if err != nil {
+		return nil, err
+	}
+	in.NodePools = pools
+	in.Options = scheduling.Options{
+		PreferencePolicy: p.opts.PreferencePolicy,
+		MinValuesPolicy:  p.opts.MinValuesPolicy,
+		WellKnownLabels:  wellKnownLabels(pools),
+	}
+	QueueDepth.WithLabelValues("provisioner").Set(float64(len(pods)))
+	start := time.Now()
+	results := scheduling.Solve(in)
+	SchedulingDuration.WithLabelValues("provisioner").Observe(time.Since(start).Seconds())
+	QueueDepth.WithLabelValues("provisioner").Set(0)
+	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(results.PodErrors)))
+	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "nodeclaims", len(results.NewClaims),
+		"existing", len(results.ExistingNodes), "unschedulable", len(results.PodErrors), "duration", time.Since(start).String())
+
+	npByName := map[string]*v1.NodePool{}
+	for _, np := range p.cluster.NodePools() {
+		npByName[np.Name] = np
+	}
+	created, err := p.create(ctx, npByName, results.NewClaims)
+	for _, placement := range results.ExistingNodes {
+		p.cluster.Nominate(placement.Node.Name)
+		kind := "node"
+		if placement.Node.InFlight {
+			kind = "nodeclaim"
+		}
+		for _, pod := range placement.Pods {
+			p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: %s/%s", kind, placement.Node.Name)
+		}
+	}
+	for pod, perr := range results.PodErrors {
+		p.recorder.Eventf(pod, corev1.EventTypeWarning, EventFailedScheduling, "Failed to schedule pod, %s", perr.Error())
+	}
+	p.exportNodePoolMetrics()
+	return &Result{Solve: results, NodeClaims: created, SkippedNodePools: skipped}, err
+}
+
+// pendingPods lists the pods to provision for, in a stable order.
+func (p *Provisioner) pendingPods(ctx context.Context) ([]*corev1.Pod, error) {
+	list := &corev1.PodList{}
+	if err := p.kube.List(ctx, list); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var out []*corev1.Pod
+	for i := range list.Items {
+		if IsProvisionable(&list.Items[i]) {
+			out = append(out, &list.Items[i])
+		}
+	}
+	out = append(out, p.cluster.PodsOnDeletingCapacity()...)
+	sort.SliceStable(out, func(i, j int) bool {
+		if !out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) {
+			return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp)
+		}
+		return out[i].UID < out[j].UID
+	})
+	return out, nil
+}
+
+// nodePools adapts the NodePools that may launch. A NodePool being deleted, marked
+// not Ready, or whose NodeClass is missing or not Ready launches nothing; the
+// reason is returned per NodePool.
+func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, map[string]string, error) {
+	logger := log.FromContext(ctx)
+	skipped := map[string]string{}
+	var out []*scheduling.NodePool
+	for _, np := range p.cluster.NodePools() {
+		if np.DeletionTimestamp != nil {
+			skipped[np.Name] = "nodepool is being deleted"
+			continue
+		}
+		if c := np.StatusConditions().Root(); c != nil && c.IsFalse() {
+			skipped[np.Name] = fmt.Sprintf("nodepool not ready: %s", c.Message)
+			continue
+		}
+		if reason, err := p.nodeClassNotReady(ctx, np); err != nil {
+			return nil, nil, err
+		} else if reason != "" {
+			skipped[np.Name] = reason
+			continue
+		}
+		its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			if cloudprovider.IsNodeClassNotReadyError(err) {
+				skipped[np.Name] = err.Error()
+				continue
+			}
+			return nil, nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
+		}
+		if len(its) == 0 {
+			skipped[np.Name] = "no instance types"
+			continue
+		}
+		out = append(out, adaptNodePool(np, its, p.remaining(np, its)))
+	}
+	for name, why := range skipped {
+		logger.V(1).Info("ignoring nodepool", "nodepool", name, "reason", why)
+	}
+	return out, skipped, nil
+}
+
+// nodeClassNotReady returns why the NodePool's NodeClass cannot be used, or "".
+func (p *Provisioner) nodeClassNotReady(ctx context.Context, np *v1.NodePool) (string, error) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil {
+		return "nodepool has no nodeClassRef", nil
+	}
+	for _, proto := range p.cloudProvider.GetSupportedNodeClasses() {
+		gvk, err := apiutil.GVKForObject(proto, p.kube.Scheme())
+		if err != nil {
+			return "", err
+		}
+		if gvk.Group != ref.Group || gvk.Kind != ref.Kind {
+			continue
+		}
+		nc := proto.DeepCopyObject().(client.Object)
+		if err := p.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
+			if apierrors.IsNotFound(err) {
+				return fmt.Sprintf("nodeclass %s/%s %s not found", ref.Group, ref.Kind, ref.Name), nil
+			}
+			return "", err
+		}
+		if so, ok := nc.(status.Object); ok && !so.StatusConditions().IsTrue(status.ConditionReady) {
+			return fmt.Sprintf("nodeclass %s %s not ready", ref.Kind, ref.Name), nil
+		}
+		return "", nil
+	}
+	return fmt.Sprintf("nodeclass kind %s/%s not supported by cloud provider %s", ref.Group, ref.Kind, p.cloudProvider.Name()), nil
+}
+
+// remaining is the NodePool's limits minus its usage; nil when it has no limits.
+// A NodeClaim not launched yet counts at the largest capacity among the instance
+// types it may still launch as, so two batches in a row cannot overshoot a limit.
+func (p *Provisioner) remaining(np *v1.NodePool, its []*scheduling.InstanceType) corev1.ResourceList {
+	if len(np.Spec.Limits) == 0 {
+		return nil
+	}
+	byName := make(map[string]*scheduling.InstanceType, len(its))
+	for _, it := range its {
+		byName[it.Name] = it
+	}
+	usage := p.cluster.NodePoolUsage(np.Name, func(sn *state.StateNode) corev1.ResourceList {
+		if sn.Node != nil || sn.NodeClaim == nil || len(sn.NodeClaim.Status.Capacity) > 0 {
+			return nil
+		}
+		return maxCapacity(sn.NodeClaim, byName)
+	})
+	out := corev1.ResourceList{}
+	for name, limit := range np.Spec.Limits {
+		r := limit.DeepCopy()
+		if u, ok := usage[name]; ok {
+			r.Sub(u)
+		}
+		if r.Sign() < 0 {
+			r = *resource.NewQuantity(0, r.Format)
+		}
+		out[name] = r
+	}
+	return out
+}
+
+func maxCapacity(nc *v1.NodeClaim, its map[string]*scheduling.InstanceType) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for _, r := range nc.Spec.Requirements {
+		if r.Key != corev1.LabelInstanceTypeStable || r.Operator != corev1.NodeSelectorOpIn {
+			continue
+		}
+		for _, name := range r.Values {
+			it, ok := its[name]
+			if !ok {
+				continue
+			}
+			for n, q := range it.Capacity {
+				if cur, ok := out[n]; !ok || q.Cmp(cur) > 0 {
+					out[n] = q.DeepCopy()
+				}
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// adaptNodePool renders a v1 NodePool in the solver's model.
+func adaptNodePool(np *v1.NodePool, its []*scheduling.InstanceType, remaining corev1.ResourceList) *scheduling.NodePool {
+	var reqs []scheduling.Requirement
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		req := scheduling.NewRequirement(r.Key, r.Operator, r.Values...)
+		req.MinValues = r.MinValues
+		reqs = append(reqs, req)
+	}
+	weight := int32(0)
+	if np.Spec.Weight != nil {
+		weight = *np.Spec.Weight
+	}
+	return &scheduling.NodePool{
+		Name:          np.Name,
+		Weight:        weight,
+		Requirements:  scheduling.NewRequirements(reqs...),
+		Labels:        np.Spec.Template.ObjectMeta.Labels,
+		Taints:        np.Spec.Template.Spec.Taints,
+		StartupTaints: np.Spec.Template.Spec.StartupTaints,
+		Remaining:     remaining,
+		InstanceTypes: its,
+	}
+}
+
+// wellKnownLabels: upstream's well-known keys plus every key an instance type
+// defines (a provider's own labels, e.g. karpenter.kwok.sh/instance-family), which
+// a pod may select although no NodePool mentions them.
+func wellKnownLabels(pools []*scheduling.NodePool) []string {
+	seen := map[string]bool{}
+	out := append([]string(nil), scheduling.DefaultWellKnownLabels...)
+	for _, k := range out {
+		seen[k] = true
+	}
+	for _, np := range pools {
+		for _, it := range np.InstanceTypes {
+			for _, k := range it.Requirements.Keys() {
+				if !seen[k] {
+					seen[k] = true
+					out = append(out, k)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// create writes the NodeClaims in parallel. Each is recorded in cluster state as
+// soon as the API server accepted it, so the next batch counts it as capacity even
+// before the watch delivers it.
+func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool, claims []*scheduling.NewClaim) ([]*v1.NodeClaim, error) {
+	var (
+		mu      sync.Mutex
+		created []*v1.NodeClaim
+		errs    []error
+		wg      sync.WaitGroup
+		sem     = make(chan struct{}, 10)
+	)
+	for _, c := range claims {
+		np, ok := pools[c.NodePool.Name]
+		if !ok {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(c *scheduling.NewClaim) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			nc := NewNodeClaim(np, c)
+			if err := p.kube.Create(ctx, nc); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err))
+				mu.Unlock()
+				for _, pod := range c.Pods {
+					p.recorder.Eventf(pod, corev1.EventTypeWarning, EventFailedScheduling, "Failed to schedule pod, creating nodeclaim: %s", err)
+				}
+				return
+			}
+			p.cluster.UpdateNodeClaim(nc)
+			p.cluster.Nominate(nc.Name)
+			NodeClaimsCreated.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
+			for _, pod := range c.Pods {
+				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
+			}
+			log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
+				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods))
+			mu.Lock()
+			created = append(created, nc)
+			mu.Unlock()
+		}(c)
+	}
+	wg.Wait()
+	sort.Slice(created, func(i, j int) bool { return created[i].Name < created[j].Name })
+	return created, errors.Join(errs...)
+}
+
+func instanceTypeSummary(c *scheduling.NewClaim) string {
+	n := len(c.InstanceTypes)
+	if n == 0 {
+		return ""
+	}
+	names := ""
+	for i, it := range c.InstanceTypes {
+		if i == 5 {
+			return fmt.Sprintf("%s and %d other(s)", names, n-5)
+		}
+		if i > 0 {
+			names += ", "
+		}
+		names += it.Name
+	}
+	return names
+}
+
+// exportNodePoolMetrics refreshes karpenter_nodepools_usage and _limit.
+func (p *Provisioner) exportNodePoolMetrics() {
+	ExportNodePoolMetrics(p.cluster)
+}
+
+// ExportNodePoolMetrics sets karpenter_nodepools_usage and _limit from cluster state.
+func ExportNodePoolMetrics(cluster *state.Cluster) {
+	NodePoolUsage.Reset()
+	NodePoolLimit.Reset()
+	for _, np := range cluster.NodePools() {
+		for name, q := range cluster.NodePoolUsage(np.Name, nil) {
+			NodePoolUsage.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
+		}
+		for name, q := range np.Spec.Limits {
+			NodePoolLimit.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
+		}
+	}
+}

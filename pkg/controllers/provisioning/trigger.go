@@ -1,0 +1,139 @@
+package provisioning
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// RetriggerPeriod: a provisionable pod asks for a decision again this often while
+// it stays pending (upstream's 10s), so capacity that failed to launch is retried.
+const RetriggerPeriod = 10 * time.Second
+
+// IsProvisionable reports whether Karpenter should find capacity for the pod: the
+// kube-scheduler marked it Unschedulable, it is not bound, no preemption nominated
+// a node for it, it is neither terminal nor terminating, and it is not owned by a
+// DaemonSet (those follow nodes) or a Node (static pods).
+func IsProvisionable(p *corev1.Pod) bool {
+	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		return false
+	}
+	for _, o := range p.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return false
+		}
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// PodTrigger reconciles pods: it triggers the batcher for provisionable ones and
+// keeps karpenter_pods_state current.
+type PodTrigger struct {
+	kube    client.Reader
+	batcher *Batcher
+
+	mu     sync.Mutex
+	series map[types.NamespacedName][]string // label values last exported per pod
+}
+
+// NewPodTrigger returns the pod trigger controller.
+func NewPodTrigger(kube client.Reader, b *Batcher) *PodTrigger {
+	return &PodTrigger{kube: kube, batcher: b, series: map[types.NamespacedName][]string{}}
+}
+
+// Reconcile handles one pod.
+func (t *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p := &corev1.Pod{}
+	if err := t.kube.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			t.forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	if err := t.export(ctx, p); err != nil {
+		return reconcile.Result{}, err
+	}
+	if !IsProvisionable(p) {
+		return reconcile.Result{}, nil
+	}
+	t.batcher.Trigger(p.UID)
+	return reconcile.Result{RequeueAfter: RetriggerPeriod}, nil
+}
+
+func (t *PodTrigger) export(ctx context.Context, p *corev1.Pod) error {
+	owner := ""
+	if len(p.OwnerReferences) > 0 {
+		owner = p.OwnerReferences[0].Kind + "/" + p.OwnerReferences[0].Name
+	}
+	var nodeLabels map[string]string
+	if p.Spec.NodeName != "" {
+		n := &corev1.Node{}
+		if err := t.kube.Get(ctx, types.NamespacedName{Name: p.Spec.NodeName}, n); err == nil {
+			nodeLabels = n.Labels
+		} else if !apierrors.IsNotFound(err) {
+			return err
+		}
+	}
+	values := []string{p.Name, p.Namespace, owner, p.Spec.NodeName,
+		nodeLabels[v1.NodePoolLabelKey], nodeLabels[corev1.LabelTopologyZone], nodeLabels[corev1.LabelArchStable],
+		nodeLabels[v1.CapacityTypeLabelKey], nodeLabels[corev1.LabelInstanceTypeStable], string(p.Status.Phase)}
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.series[key]; ok && !equal(old, values) {
+		PodsState.DeleteLabelValues(old...)
+	}
+	t.series[key] = values
+	PodsState.WithLabelValues(values...).Set(1)
+	return nil
+}
+
+func (t *PodTrigger) forget(key types.NamespacedName) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if old, ok := t.series[key]; ok {
+		PodsState.DeleteLabelValues(old...)
+		delete(t.series, key)
+	}
+}
+
+func equal(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Register watches pods.
+func (t *PodTrigger) Register(mgr manager.Manager, concurrency int) error {
+	return builder.ControllerManagedBy(mgr).
+		Named("provisioner.trigger.pod").
+		For(&corev1.Pod{}).
+		WithOptions(controller.Options{MaxConcurrentReconciles: concurrency}).
+		Complete(t)
+}
