@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs the scheduling benchmark (pkg/scheduling/benchmark_test.go) and prints a table next to
+# upstream Karpenter's figures measured on a 2-core machine (UPSTREAM-CORE.md §3.1).
+# BENCHTIME (default 3x) is passed to -benchtime; BENCH filters benchmarks (default all).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BENCHTIME=${BENCHTIME:-3x}
+BENCH=${BENCH:-.}
+out=$(mktemp)
+trap 'rm -f "$out"' EXIT
+go test ./pkg/scheduling/ -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 | tee "$out" >&2
+awk '
+BEGIN {
+  up["pods=1"]="1221 1 36.3KB"; up["pods=50"]="160.5 10 11.8MB"; up["pods=100"]="145.7 20 20.7MB"
+  up["pods=500"]="131.6 100 119MB"; up["pods=1000"]="130.7 200 269MB"; up["pods=2000"]="135.3 400 546MB"
+  up["pods=5000"]="133.0 1000 1.69GB"; up["pods=10000"]="112.4 2000 4.89GB"; up["pods=20000"]="88.98 4000 14.1GB"
+  up["respect"]="30.44 4000 24.4GB"; up["ignore"]="1171 21 231MB"
+  printf "%-26s %12s %12s %7s %10s %10s %11s | %10s %6s %8s %8s\n", "benchmark", "pods/sec", "pods/cpu-s", "nodes", "$/hour", "MB/op", "allocs/op", "upstream", "nodes", "B/op", "speedup"
+}
+/^Benchmark/ {
+  name=$1; sub(/-[0-9]+$/, "", name); key=name; sub(/.*\//, "", key)
+  for (i = 3; i < NF; i += 2) v[$(i+1)] = $i
+  split(up[key], u, " ")
+  speed = (u[1] > 0) ? sprintf("%.0fx", v["pods/sec"] / u[1]) : "-"
+  printf "%-26s %12.0f %12.0f %7d %10.2f %10.1f %11d | %10s %6s %8s %8s\n", name, v["pods/sec"], v["pods/cpu-sec"], v["nodes"], v["$/hour"], v["B/op"]/1e6, v["allocs/op"], u[1], u[2], u[3], speed
+}' "$out"

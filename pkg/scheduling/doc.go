@@ -1,0 +1,34 @@
+// Package scheduling is the pure core of provisioning and consolidation: given a snapshot of
+// pods, NodePools (with their instance types), existing and in-flight nodes, DaemonSets and
+// volumes, Solve decides which pods go to existing nodes and which new NodeClaims to create,
+// each with the price-ordered list of instance types still able to hold its pods.
+//
+// Solve makes no API calls, reads no clock and keeps no global state; the same Input gives
+// the same Results. Controllers gather the snapshot, call Solve and act on the result:
+//
+//   - provisioning adapts karpenter.sh/v1 NodePools into NodePool (Remaining = limits minus
+//     usage) and launches Results.NewClaims;
+//   - consolidation calls Solve with the candidate nodes left out of ExistingNodes and their
+//     reschedulable pods added to Pods, then compares the NewClaims' Price with the candidates'.
+//
+// Model. Requirements is an immutable, key-sorted conjunction of label requirements (In,
+// NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte, minValues). Compatible/Intersects report the
+// conflicting key with both sides, and those messages reach users through Results.PodErrors.
+//
+// Algorithm. Pods are sorted by cpu, then memory (descending), then age. Each pod tries, in
+// order, existing initialized nodes, in-flight nodes, claims opened earlier in this solve and
+// finally a new claim from each NodePool by weight. When nothing fits, one preference is
+// relaxed in upstream Karpenter's order (see relax) and the pod is tried again; pods that fail
+// are retried while passes make progress. The hot path is kept cheap by:
+//   - interning requirement sets into small integer IDs, so that the merge of a claim's and a
+//     pod's requirements and the set of instance types compatible with a requirement set
+//     (a bitset) are each computed once per distinct pair/set and then looked up;
+//   - keeping each claim's candidate instance types as a bitset plus the componentwise maximum
+//     of their allocatable resources, which rejects most claims without touching a type;
+//   - maintaining topology counts incrementally per group of identical constraints (hostname
+//     groups in arrays indexed by target), instead of recounting per pod.
+//
+// Topology. A claim's domain for a topology key (zone, capacity type, or any label with known
+// values) is decided ("pinned") as soon as a pod constrained by, or counted by, a group on
+// that key joins it, so counts are always exact; hostname domains are the claims themselves.
+package scheduling
