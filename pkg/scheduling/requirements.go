@@ -74,6 +74,21 @@ func NewRequirement(key string, op corev1.NodeSelectorOperator, values ...string
 	return r
 }
 
+// dedupSorted drops adjacent duplicates of an already sorted slice in place.
+func dedupSorted(values []string) []string {
+	if len(values) < 2 {
+		return values
+	}
+	j := 1
+	for i := 1; i < len(values); i++ {
+		if values[i] != values[j-1] {
+			values[j] = values[i]
+			j++
+		}
+	}
+	return values[:j]
+}
+
 func sortedUnique(values []string) []string {
 	if len(values) == 0 {
 		return nil
