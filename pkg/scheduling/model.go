@@ -173,7 +173,8 @@ type NewClaim struct {
 	// domains the solver pinned). Instance type and nodepool keys included.
 	Requirements Requirements
 	// InstanceTypes still compatible with every pod, cheapest first, truncated to
-	// Options.MaxInstanceTypes (extended where minValues needs more values).
+	// Options.MaxInstanceTypes (extended where minValues needs more values). Read-only: claims
+	// with the same candidates share the slice.
 	InstanceTypes []*InstanceType
 	Pods          []*corev1.Pod
 	// Requests sums the pods' requests; DaemonSetOverhead is the overhead on the cheapest type.

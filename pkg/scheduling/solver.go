@@ -109,6 +109,7 @@ type solver struct {
 
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error
+	claimTypes          map[string]*claimTypes
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -130,6 +131,7 @@ func newSolver(in *Input) *solver {
 		groupsByID: map[string]*topoGroup{},
 		ownedAnti:  map[*corev1.Pod][]string{},
 		errors:     map[*corev1.Pod]error{},
+		claimTypes: map[string]*claimTypes{},
 		volumes:    newVolumeIndex(in),
 	}
 	if s.opts.PreferencePolicy == "" {
@@ -1117,9 +1119,36 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	return out
 }
 
+// claimTypes is the instance-type part of a claim's result. Claims whose requirement set and
+// candidate types are equal share one (the slices are read-only).
+type claimTypes struct {
+	its      []*InstanceType
+	names    []string
+	price    float64
+	overhead corev1.ResourceList
+}
+
 func (s *solver) newClaim(t *target) *NewClaim {
 	c := &NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
 	c.Requests = s.ri.list(t.used)
+	var key strings.Builder
+	fmt.Fprintf(&key, "%d/%d", t.pool.idx, t.reqID)
+	for _, w := range t.its {
+		fmt.Fprintf(&key, "/%x", w)
+	}
+	ct, ok := s.claimTypes[key.String()]
+	if !ok {
+		ct = s.chooseTypes(t)
+		s.claimTypes[key.String()] = ct
+	}
+	c.InstanceTypes, c.Price, c.DaemonSetOverhead = ct.its, ct.price, ct.overhead
+	c.Requirements = t.reqs.With(Requirement{Key: LabelInstanceType, values: ct.names})
+	return c
+}
+
+// chooseTypes orders a claim's candidate types by price and keeps the first MaxInstanceTypes,
+// plus, past the cap, any type that brings a value minValues still lacks.
+func (s *solver) chooseTypes(t *target) *claimTypes {
 	var mins []Requirement
 	for _, r := range t.reqs.reqs {
 		if r.MinValues != nil {
@@ -1138,13 +1167,13 @@ func (s *solver) newClaim(t *target) *NewClaim {
 		}
 		return false
 	}
-	var chosen []priced
-	for _, pr := range s.ordered(t.pool, t.reqID) {
+	ordered := s.ordered(t.pool, t.reqID)
+	chosen := make([]priced, 0, min(len(ordered), s.opts.MaxInstanceTypes))
+	for _, pr := range ordered {
 		if !t.its.has(pr.i) {
 			continue
 		}
 		if len(chosen) >= s.opts.MaxInstanceTypes {
-			// Past the cap, only types that bring a value minValues still lacks are added.
 			adds := false
 			for mi, r := range mins {
 				if len(seen[mi]) >= *r.MinValues {
@@ -1169,25 +1198,26 @@ func (s *solver) newClaim(t *target) *NewClaim {
 			}
 		}
 	}
+	ct := &claimTypes{its: make([]*InstanceType, 0, len(chosen))}
 	for _, pr := range chosen {
-		c.InstanceTypes = append(c.InstanceTypes, t.pool.its[pr.i])
+		ct.its = append(ct.its, t.pool.its[pr.i])
 	}
 	if len(chosen) > 0 {
-		c.Price = chosen[0].price
-		c.DaemonSetOverhead = s.ri.list(t.pool.overhead[chosen[0].i])
+		ct.price = chosen[0].price
+		ct.overhead = s.ri.list(t.pool.overhead[chosen[0].i])
 	}
 	// The instance-type requirement lists names sorted; walking the pool's name order avoids a
-	// sort per claim (this used to be the largest cost of building results).
+	// sort per claim.
 	chosenBits := newBitset(len(t.pool.its))
 	for _, pr := range chosen {
 		chosenBits.set(pr.i)
 	}
-	names := make([]string, 0, len(chosen))
+	ct.names = make([]string, 0, len(chosen))
 	for _, i := range t.pool.nameOrder() {
 		if chosenBits.has(i) {
-			names = append(names, t.pool.its[i].Name)
+			ct.names = append(ct.names, t.pool.its[i].Name)
 		}
 	}
-	c.Requirements = t.reqs.With(Requirement{Key: LabelInstanceType, values: dedupSorted(names)})
-	return c
+	ct.names = dedupSorted(ct.names)
+	return ct
 }
