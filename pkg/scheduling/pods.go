@@ -31,7 +31,7 @@ type podInfo struct {
 
 func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
 	p := &podInfo{pod: pod, ports: podHostPorts(pod)}
-	p.requests = s.ri.vec(PodRequests(pod))
+	p.requests = s.ri.vec(podRequests(pod))
 	p.requests[resPods]++
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore

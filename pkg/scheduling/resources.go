@@ -15,6 +15,17 @@ import (
 // a limit but no request for a resource requests its limit, as API defaulting would.
 func PodRequests(pod *corev1.Pod) corev1.ResourceList {
 	out := corev1.ResourceList{}
+	addList(out, podRequests(pod))
+	return out
+}
+
+// podRequests is PodRequests without copying in the common case of a single container that
+// only sets requests; the result must not be modified.
+func podRequests(pod *corev1.Pod) corev1.ResourceList {
+	if len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && len(pod.Spec.Overhead) == 0 && len(pod.Spec.Containers[0].Resources.Limits) == 0 {
+		return pod.Spec.Containers[0].Resources.Requests
+	}
+	out := corev1.ResourceList{}
 	for i := range pod.Spec.Containers {
 		addList(out, containerRequests(&pod.Spec.Containers[i]))
 	}

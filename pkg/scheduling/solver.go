@@ -164,10 +164,10 @@ func newSolver(in *Input) *solver {
 		s.ri.register(n.Allocatable)
 	}
 	for _, p := range in.Pods {
-		s.ri.register(PodRequests(p))
+		s.ri.register(podRequests(p))
 	}
 	for _, p := range in.DaemonSetPods {
-		s.ri.register(PodRequests(p))
+		s.ri.register(podRequests(p))
 	}
 
 	nps := append([]*NodePool(nil), in.NodePools...)
@@ -221,7 +221,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		if ToleratesTaints(ds.Spec.Tolerations, np.Taints, false) != nil {
 			continue
 		}
-		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(PodRequests(ds)), ports: podHostPorts(ds)})
+		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), ports: podHostPorts(ds)})
 	}
 	itKeys := map[string]bool{}
 	for _, it := range p.its {
@@ -325,7 +325,7 @@ func (s *solver) addExisting(n *ExistingNode) {
 		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 			continue
 		}
-		t.used.add(s.ri.vec(PodRequests(p)))
+		t.used.add(s.ri.vec(podRequests(p)))
 		t.used[resPods]++
 		t.ports = append(t.ports, podHostPorts(p)...)
 		t.bound = append(t.bound, p)
