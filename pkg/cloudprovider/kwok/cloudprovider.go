@@ -313,14 +313,6 @@ func (c *CloudProvider) node(nc *v1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeC
 
 	capacity := it.Capacity.DeepCopy()
 	allocatable := it.Allocatable()
-	for name, q := range nc.Spec.Resources.Requests {
-		// Extended resources the pods need exist on the simulated node, so
-		// that initialization (which waits for them) can complete.
-		if _, ok := capacity[name]; !ok {
-			capacity[name] = q.DeepCopy()
-			allocatable[name] = q.DeepCopy()
-		}
-	}
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        nc.Name,

@@ -1,0 +1,219 @@
+package lifecycle
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+)
+
+// Name of the lifecycle controller.
+const Name = "nodeclaim.lifecycle"
+
+// step is one stage of the lifecycle. It mutates the NodeClaim in memory;
+// Controller writes the result back. A step that deletes the NodeClaim
+// reports it through deleted so later steps and the write-back are skipped.
+type step interface {
+	Reconcile(ctx context.Context, nc *v1.NodeClaim) (res reconcile.Result, deleted bool, err error)
+}
+
+// Controller runs launch, registration, initialization and liveness for
+// NodeClaims, and Finalize for deleting ones.
+type Controller struct {
+	kubeClient client.Client
+	clock      clock.Clock
+
+	Launch         *Launch
+	Registration   *Registration
+	Initialization *Initialization
+	Liveness       *Liveness
+	Terminator     *Terminator
+}
+
+// NewController wires the lifecycle steps. recorder may be nil.
+func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) *Controller {
+	if recorder == nil {
+		recorder = nopRecorder{}
+	}
+	return &Controller{
+		kubeClient:     kubeClient,
+		clock:          clk,
+		Launch:         &Launch{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk, recorder: recorder, cache: newLaunchCache()},
+		Registration:   &Registration{kubeClient: kubeClient, clock: clk, recorder: recorder},
+		Initialization: &Initialization{kubeClient: kubeClient, clock: clk},
+		Liveness:       &Liveness{kubeClient: kubeClient, clock: clk, recorder: recorder},
+		Terminator:     &Terminator{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk},
+	}
+}
+
+// Reconcile advances one NodeClaim.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = cpmetrics.WithController(ctx, Name)
+	nc := &v1.NodeClaim{}
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	if !nc.DeletionTimestamp.IsZero() {
+		res, err := c.Terminator.Finalize(ctx, nc)
+		if err == nil && !hasFinalizer(nc) {
+			c.Launch.cache.forget(nc.UID)
+		}
+		return res, err
+	}
+	// The finalizer goes on before anything is launched, so that an instance
+	// never exists for a NodeClaim that could vanish without cleaning it up.
+	if !hasFinalizer(nc) {
+		stored := nc.DeepCopy()
+		nc.Finalizers = append(nc.Finalizers, v1.TerminationFinalizer)
+		if err := c.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return conflictIsRequeue(client.IgnoreNotFound(err))
+		}
+	}
+
+	stored := nc.DeepCopy()
+	conditions(nc, c.clock).InitializeConditions()
+
+	var results []reconcile.Result
+	var errs []error
+	for _, s := range []step{c.Launch, c.Registration, c.Initialization, c.Liveness} {
+		res, deleted, err := s.Reconcile(ctx, nc)
+		if deleted {
+			return reconcile.Result{}, nil
+		}
+		results = append(results, res)
+		errs = append(errs, err)
+	}
+
+	// Labels and annotations (from launch) first, then status: if the status
+	// write is lost the next pass repeats the steps, which are idempotent.
+	if !equality.Semantic.DeepEqual(stored.ObjectMeta, nc.ObjectMeta) {
+		statusCopy := nc.Status.DeepCopy()
+		if err := c.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return conflictIsRequeue(client.IgnoreNotFound(err))
+		}
+		nc.Status = *statusCopy
+		stored.ResourceVersion = nc.ResourceVersion
+	}
+	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return conflictIsRequeue(client.IgnoreNotFound(err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return reconcile.Result{}, err
+	}
+	return soonest(results...), nil
+}
+
+// Register adds the controller, the Node-side trigger and the node termination
+// controller to the manager.
+func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
+	if err := IndexNodeProviderID(ctx, mgr.GetFieldIndexer()); err != nil {
+		// Another controller may have registered the same index already;
+		// lookups work either way.
+		mgr.GetLogger().V(1).Info("node providerID index not added", "error", err.Error())
+	}
+	err := builder.ControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1.NodeClaim{}).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 50}).
+		Complete(c)
+	if err != nil {
+		return err
+	}
+	return NewNodeTerminationController(c.kubeClient).Register(mgr)
+}
+
+// nodeToNodeClaims maps a Node event to the NodeClaim with the same provider ID.
+func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	node := o.(*corev1.Node)
+	// Registered nodes name their NodeClaim in an owner reference.
+	for _, ref := range node.OwnerReferences {
+		if ref.Kind == "NodeClaim" && ref.APIVersion == v1.SchemeGroupVersion.String() {
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
+		}
+	}
+	if node.Spec.ProviderID == "" {
+		return nil
+	}
+	return nodeClaimsForProviderID(ctx, c.kubeClient, node.Spec.ProviderID)
+}
+
+func nodeClaimsForProviderID(ctx context.Context, c client.Client, providerID string) []reconcile.Request {
+	list := &v1.NodeClaimList{}
+	if err := c.List(ctx, list); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		if list.Items[i].Status.ProviderID == providerID {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}
+
+// conditions returns the NodeClaim's condition accessor stamping transitions
+// with clk, so that tests on a fake clock see fake times.
+func conditions(nc *v1.NodeClaim, clk clock.PassiveClock) status.ConditionSet {
+	cs := nc.StatusConditions()
+	cs.Now = clk.Now
+	return cs
+}
+
+func hasFinalizer(o client.Object) bool {
+	for _, f := range o.GetFinalizers() {
+		if f == v1.TerminationFinalizer {
+			return true
+		}
+	}
+	return false
+}
+
+func removeFinalizer(o client.Object) {
+	var out []string
+	for _, f := range o.GetFinalizers() {
+		if f != v1.TerminationFinalizer {
+			out = append(out, f)
+		}
+	}
+	o.SetFinalizers(out)
+}
+
+// conflictIsRequeue turns an optimistic-lock conflict into an immediate,
+// quiet retry: someone else wrote the object and we start over from it.
+func conflictIsRequeue(err error) (reconcile.Result, error) {
+	if apierrors.IsConflict(err) {
+		return reconcile.Result{RequeueAfter: 10 * time.Millisecond}, nil
+	}
+	return reconcile.Result{}, err
+}
+
+// soonest combines step results: the shortest positive RequeueAfter wins.
+func soonest(results ...reconcile.Result) reconcile.Result {
+	var out reconcile.Result
+	for _, r := range results {
+		if r.RequeueAfter > 0 && (out.RequeueAfter == 0 || r.RequeueAfter < out.RequeueAfter) {
+			out.RequeueAfter = r.RequeueAfter
+		}
+	}
+	return out
+}

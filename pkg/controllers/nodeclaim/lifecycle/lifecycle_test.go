@@ -1,0 +1,303 @@
+package lifecycle_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+func TestLaunchRegisterInitialize(t *testing.T) {
+	f := setup(t)
+	nc := nodeClaim("claim-1", "default")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	createdBefore := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default"))
+
+	// Launch; the KWOK node is written at once (no registration delay), so the
+	// same pass registers it too.
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	nc = ExpectExists(f.ctx, t, e.Client, nc)
+	if !condition(nc, v1.ConditionTypeLaunched).IsTrue() {
+		t.Fatalf("Launched: %+v", condition(nc, v1.ConditionTypeLaunched))
+	}
+	if !strings.HasPrefix(nc.Status.ProviderID, "kwok://") || nc.Status.Capacity.Cpu().Value() < 2 || nc.Status.Allocatable.Cpu().IsZero() {
+		t.Fatalf("launch did not populate status: %+v", nc.Status)
+	}
+	if nc.Labels[corev1.LabelInstanceTypeStable] == "" || nc.Labels[corev1.LabelTopologyZone] == "" || nc.Labels[v1.CapacityTypeLabelKey] == "" || nc.Labels["team"] != "a" {
+		t.Fatalf("launch did not resolve labels: %v", nc.Labels)
+	}
+	if !condition(nc, v1.ConditionTypeLaunched).LastTransitionTime.Time.Equal(f.clk.Now().Truncate(time.Second)) {
+		t.Fatalf("conditions must be stamped with the controller's clock: %v vs %v", condition(nc, v1.ConditionTypeLaunched).LastTransitionTime, f.clk.Now())
+	}
+	if len(nc.Finalizers) != 1 || nc.Finalizers[0] != v1.TerminationFinalizer {
+		t.Fatalf("finalizers %v", nc.Finalizers)
+	}
+
+	// Registration.
+	if !condition(nc, v1.ConditionTypeRegistered).IsTrue() || nc.Status.NodeName != nc.Name {
+		t.Fatalf("Registered: %+v nodeName %q", condition(nc, v1.ConditionTypeRegistered), nc.Status.NodeName)
+	}
+	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
+	if node.Labels[v1.NodeRegisteredLabelKey] != "true" || node.Labels["team"] != "a" || node.Labels[v1.NodePoolLabelKey] != "default" {
+		t.Fatalf("node labels %v", node.Labels)
+	}
+	if node.Annotations["example.com/owner"] != "me" {
+		t.Fatalf("node annotations %v", node.Annotations)
+	}
+	if hasTaintKey(node, v1.UnregisteredTaintKey) || !hasTaintKey(node, "dedicated") || !hasTaintKey(node, "example.com/booting") {
+		t.Fatalf("node taints %v", node.Spec.Taints)
+	}
+	if len(node.Finalizers) != 1 || node.Finalizers[0] != v1.TerminationFinalizer {
+		t.Fatalf("node finalizers %v", node.Finalizers)
+	}
+	if len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != nc.UID {
+		t.Fatalf("node owner references %v", node.OwnerReferences)
+	}
+	if got := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default")); got != createdBefore+1 {
+		t.Fatalf("karpenter_nodes_created_total went from %v to %v", createdBefore, got)
+	}
+
+	// Initialization waits for Ready...
+	if c := condition(nc, v1.ConditionTypeInitialized); !c.IsUnknown() || c.Reason != "NodeNotReady" {
+		t.Fatalf("Initialized before Ready: %+v", c)
+	}
+	makeReady(f, t, node)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	nc = ExpectExists(f.ctx, t, e.Client, nc)
+	// ... and for the startup taint to go.
+	if c := condition(nc, v1.ConditionTypeInitialized); !c.IsUnknown() || c.Reason != "StartupTaintsExist" {
+		t.Fatalf("Initialized with a startup taint: %+v", c)
+	}
+	removeTaint(f, t, node, "example.com/booting")
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	nc = ExpectExists(f.ctx, t, e.Client, nc)
+	if !condition(nc, v1.ConditionTypeInitialized).IsTrue() || !nc.StatusConditions().Root().IsTrue() {
+		t.Fatalf("Initialized %+v Ready %+v", condition(nc, v1.ConditionTypeInitialized), nc.StatusConditions().Root())
+	}
+	if ExpectExists(f.ctx, t, e.Client, node).Labels[v1.NodeInitializedLabelKey] != "true" {
+		t.Fatal("node not labelled initialized")
+	}
+	// Once Ready, further passes write nothing.
+	rv := nc.ResourceVersion
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if ExpectExists(f.ctx, t, e.Client, nc).ResourceVersion != rv {
+		t.Fatal("a settled NodeClaim was written again")
+	}
+}
+
+func TestInitializationWaitsForEphemeralTaintsAndExtendedResources(t *testing.T) {
+	f := setup(t)
+	nc := nodeClaim("claim-gpu", "default")
+	nc.Spec.StartupTaints = nil
+	nc.Spec.Resources.Requests["example.com/gpu"] = resource.MustParse("1")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if it := ExpectExists(f.ctx, t, e.Client, nc).Labels[corev1.LabelInstanceTypeStable]; it != "g-4x-amd64-linux" {
+		t.Fatalf("expected the GPU type, got %q", it)
+	}
+	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
+	// Ready, but the boot-time not-ready taint is still there.
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+	ExpectStatusUpdated(f.ctx, t, e.Client, node)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeInitialized); c.Reason != "KnownEphemeralTaintsExist" {
+		t.Fatalf("expected to wait for the not-ready taint: %+v", c)
+	}
+	removeTaint(f, t, node, corev1.TaintNodeNotReady)
+	// The device plugin has not registered the GPU yet.
+	node = ExpectExists(f.ctx, t, e.Client, node)
+	delete(node.Status.Allocatable, "example.com/gpu")
+	ExpectStatusUpdated(f.ctx, t, e.Client, node)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeInitialized); c.Reason != "ResourceNotRegistered" {
+		t.Fatalf("expected to wait for the extended resource: %+v", c)
+	}
+	node = ExpectExists(f.ctx, t, e.Client, node)
+	node.Status.Allocatable["example.com/gpu"] = resource.MustParse("1")
+	ExpectStatusUpdated(f.ctx, t, e.Client, node)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeInitialized); !c.IsTrue() {
+		t.Fatalf("expected Initialized: %+v", c)
+	}
+}
+
+func TestInsufficientCapacityDeletesTheNodeClaim(t *testing.T) {
+	f := setup(t)
+	nc := nodeClaim("claim-ice", "default", v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"s390x"}})
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	before := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInsufficientCapacity, "default", ""))
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	// Deleted, held only by our finalizer; the next pass finalizes it (nothing was launched).
+	if nc = ExpectExists(f.ctx, t, e.Client, nc); nc.DeletionTimestamp.IsZero() {
+		t.Fatal("NodeClaim not deleted after insufficient capacity")
+	}
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectNotFound(f.ctx, t, e.Client, nc)
+	if got := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInsufficientCapacity, "default", "")); got != before+1 {
+		t.Fatalf("disrupted_total{reason=insufficient_capacity}: %v -> %v", before, got)
+	}
+	if !drained(f, "InsufficientCapacityError") {
+		t.Fatal("no InsufficientCapacityError event")
+	}
+}
+
+func TestNodeClassNotReadyRetriesThenLaunches(t *testing.T) {
+	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodeClass("later", 0, false))
+	nc := nodeClaim("claim-wait", "later")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	res := ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	nc = ExpectExists(f.ctx, t, e.Client, nc)
+	if c := condition(nc, v1.ConditionTypeLaunched); !c.IsFalse() || c.Reason != "NodeClassNotReady" {
+		t.Fatalf("Launched: %+v", c)
+	}
+	if res.RequeueAfter != lifecycle.NodeClassNotReadyRetry {
+		t.Fatalf("expected a retry after %v, got %+v", lifecycle.NodeClassNotReadyRetry, res)
+	}
+	ExpectApplied(f.ctx, t, e.Client, nodeClass("later", 0, true))
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if !condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeLaunched).IsTrue() {
+		t.Fatal("not launched once the NodeClass became ready")
+	}
+}
+
+func TestCreateErrorSetsLaunchedFalseWithReason(t *testing.T) {
+	f := setup(t)
+	nc := nodeClaim("claim-foreign", "default")
+	nc.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconcileFailed(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeLaunched); !c.IsFalse() || c.Reason != "UnsupportedNodeClass" {
+		t.Fatalf("Launched: %+v", c)
+	}
+}
+
+func TestLaunchTimeout(t *testing.T) {
+	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodeClass("never", 0, false))
+	nc := nodeClaim("claim-never", "never")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	f.clk.Step(4 * time.Minute)
+	res := ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if nc = ExpectExists(f.ctx, t, e.Client, nc); !nc.DeletionTimestamp.IsZero() {
+		t.Fatal("deleted before the launch timeout")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > lifecycle.NodeClassNotReadyRetry {
+		t.Fatalf("requeue %v", res.RequeueAfter)
+	}
+	f.clk.Step(time.Minute + time.Second)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectNotFound(f.ctx, t, e.Client, nc)
+}
+
+func TestRegistrationTimeoutDeletesClaimAndInstance(t *testing.T) {
+	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodeClass("slow", time.Hour, true))
+	nc := nodeClaim("claim-slow", "slow")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	nc = ExpectExists(f.ctx, t, e.Client, nc)
+	if !condition(nc, v1.ConditionTypeLaunched).IsTrue() || condition(nc, v1.ConditionTypeRegistered).Reason != "NodeNotFound" {
+		t.Fatalf("expected launched and waiting for its node: %v", nc.Status.Conditions)
+	}
+	f.clk.Step(14 * time.Minute)
+	res := ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if ExpectExists(f.ctx, t, e.Client, nc).DeletionTimestamp != nil {
+		t.Fatal("deleted before the registration timeout")
+	}
+	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute+time.Second {
+		t.Fatalf("expected to be called back by the timeout, got %v", res.RequeueAfter)
+	}
+	f.clk.Step(time.Minute + time.Second)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc) // finalize: the pending instance is cancelled
+	ExpectNotFound(f.ctx, t, e.Client, nc)
+	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
+		t.Fatalf("instance survived its NodeClaim: %d", len(list))
+	}
+	// Even once the registration delay has passed, no node appears.
+	f.clk.Step(time.Hour)
+	ExpectNotFound(f.ctx, t, e.Client, nodeOf(nc))
+}
+
+func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
+	f := setup(t)
+	nc := nodeClaim("claim-del", "default")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
+	before := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", ExpectExists(f.ctx, t, e.Client, nc).Labels[v1.CapacityTypeLabelKey]))
+
+	ExpectDeleted(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectNotFound(f.ctx, t, e.Client, nc, node)
+	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
+		t.Fatalf("instances left: %d", len(list))
+	}
+	after := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", nc.Labels[v1.CapacityTypeLabelKey]))
+	if after != before+1 {
+		t.Fatalf("nodeclaims_terminated_total %v -> %v", before, after)
+	}
+}
+
+func TestDeletingTheNodeDeletesItsNodeClaim(t *testing.T) {
+	f := setup(t)
+	nc := nodeClaim("claim-node-del", "default")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
+
+	ExpectDeleted(f.ctx, t, e.Client, node) // kubectl delete node
+	if ExpectExists(f.ctx, t, e.Client, node).DeletionTimestamp.IsZero() {
+		t.Fatal("node should be held by Karpenter's finalizer")
+	}
+	nodeTermination := lifecycle.NewNodeTerminationController(e.Client)
+	ExpectReconciled(f.ctx, t, nodeTermination, node)
+	if ExpectExists(f.ctx, t, e.Client, nc).DeletionTimestamp.IsZero() {
+		t.Fatal("NodeClaim not deleted with its node")
+	}
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectNotFound(f.ctx, t, e.Client, nc, node)
+}
+
+func TestMultipleNodesForOneProviderID(t *testing.T) {
+	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodeClass("slow", time.Hour, true))
+	nc := nodeClaim("claim-multi", "slow")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	nc = ExpectExists(f.ctx, t, e.Client, nc)
+	for _, name := range []string{"impostor-1", "impostor-2"} {
+		ExpectApplied(f.ctx, t, e.Client, &corev1.Node{ObjectMeta: metav1ObjectMeta(name), Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID}})
+	}
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeRegistered); !c.IsFalse() || c.Reason != "MultipleNodesFound" {
+		t.Fatalf("Registered: %+v", c)
+	}
+	_ = kwok.ProviderIDPrefix
+}
+
+// drained reports whether an event with the reason was recorded.
+func drained(f *fixture, reason string) bool {
+	for {
+		select {
+		case ev := <-f.recorder.Events:
+			if strings.Contains(ev, reason) {
+				return true
+			}
+		default:
+			return false
+		}
+	}
+}
