@@ -7,6 +7,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -31,9 +34,22 @@ func kubectl(t *testing.T, args ...string) string {
 	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
+	home := t.TempDir()
+	run := func() ([]byte, error) {
+		cmd := exec.Command(filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home)
+		return cmd.CombinedOutput()
+	}
+	out, err := run()
+	// The apiserver publishes a new CRD's OpenAPI (used by explain) shortly
+	// after the CRD is established; wait for it rather than fail on the lag.
+	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		if err == nil {
+			return true, nil
+		}
+		out, err = run()
+		return err == nil, nil
+	})
 	if err != nil {
 		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
