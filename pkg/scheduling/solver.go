@@ -68,6 +68,8 @@ type poolState struct {
 	knownFn   func(string) bool
 	baseAvail resVec // max allocatable over compatible types (unlimited pools)
 	byName    []int
+	// maxCapacity is the componentwise max capacity over the pool's compatible types.
+	maxCapacity resVec
 }
 
 type priced struct {
@@ -559,7 +561,7 @@ func (s *solver) place(p *podInfo) error {
 }
 
 func (s *solver) placeAttempt(a *attempt) error {
-	for _, t := range s.targets {
+	for _, t := range s.targets[s.scanStart(a):] {
 		if plan, ok := s.tryTarget(a, t); ok {
 			s.commit(a, t, plan)
 			return nil
@@ -580,6 +582,42 @@ func (s *solver) placeAttempt(a *attempt) error {
 		return fmt.Errorf("no nodepool or existing node can hold the pod")
 	}
 	return &PodError{Reasons: errs}
+}
+
+// scanStart skips targets that a hostname-keyed group rejects for good. Counts never decrease
+// during a solve, so a target with a pod matching the pod's hostname anti-affinity (or one at
+// the hostname spread limit) stays unusable; each group remembers how far that prefix reaches.
+// This turns the quadratic scan of one-pod-per-node workloads into an amortised linear one.
+func (s *solver) scanStart(a *attempt) int {
+	start := 0
+	for _, og := range a.own {
+		g := og.g
+		if !g.hostname {
+			continue
+		}
+		var limit int32
+		switch {
+		case g.kind == kindAnti:
+			limit = 0
+		case g.kind == kindSpread && og.self && len(s.pools) > 0:
+			limit = g.maxSkew - 1
+		default:
+			continue
+		}
+		// g.full[limit] is the length of the prefix of targets whose count exceeds limit.
+		if g.full == nil {
+			g.full = map[int32]int{}
+		}
+		i := g.full[limit]
+		for i < len(s.targets) && getIdx(g.hostCounts, i) > limit {
+			i++
+		}
+		g.full[limit] = i
+		if i > start {
+			start = i
+		}
+	}
+	return start
 }
 
 // PodError lists, per NodePool, why a pod could not be placed.
@@ -898,7 +936,7 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	t := &target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: make(resVec, len(s.ri.names))}
 	t.hostname = fmt.Sprintf("%s-placeholder-%d", p.np.Name, s.claimSeq)
 	t.ports = append(t.ports, p.dsPorts...)
-	if p.limited == nil {
+	if p.limited == nil || s.limitsCannotBind(p) {
 		if p.baseAvail == nil {
 			p.baseAvail = s.maxAlloc(p, s.compatible(p, p.baseID))
 		}
@@ -945,6 +983,27 @@ func (p *poolState) nameOrder() []int {
 		sort.SliceStable(p.byName, func(a, b int) bool { return p.its[p.byName[a]].Name < p.its[p.byName[b]].Name })
 	}
 	return p.byName
+}
+
+// limitsCannotBind reports whether even the largest compatible type fits the remaining limits,
+// in which case the limit filter would keep every type.
+func (s *solver) limitsCannotBind(p *poolState) bool {
+	if p.maxCapacity == nil {
+		p.maxCapacity = make(resVec, len(s.ri.names))
+		s.compatible(p, p.baseID).forEach(func(i int) {
+			for r, v := range p.capacity[i] {
+				if v > p.maxCapacity[r] {
+					p.maxCapacity[r] = v
+				}
+			}
+		})
+	}
+	for r, lim := range p.limited {
+		if lim && p.maxCapacity[r] > p.remaining[r] {
+			return false
+		}
+	}
+	return true
 }
 
 // limitTypes gives a new claim the pool's compatible types whose capacity fits the remaining

@@ -59,7 +59,8 @@ type topoGroup struct {
 	owners     map[string]int32
 	hostOwners []int32
 	total      int32
-	universe   []string // known domains (non-hostname), sorted
+	universe   []string      // known domains (non-hostname), sorted
+	full       map[int32]int // hostname groups: prefix of targets whose count exceeds a limit
 }
 
 func (g *topoGroup) matches(pod *corev1.Pod) bool {
@@ -232,12 +233,38 @@ func affinitySelector(pod *corev1.Pod, term *corev1.PodAffinityTerm) (labels.Sel
 	return s, nil
 }
 
+// selectorKey renders a label selector (plus the pod's values for matchLabelKeys and
+// mismatchLabelKeys) canonically without parsing it; parsing and validating happen once per
+// group, not once per pod.
+func selectorKey(pod *corev1.Pod, ls *metav1.LabelSelector, matchKeys, mismatchKeys []string) string {
+	if ls == nil {
+		return "<none>"
+	}
+	parts := make([]string, 0, len(ls.MatchLabels)+len(ls.MatchExpressions)+len(matchKeys)+len(mismatchKeys))
+	for k, v := range ls.MatchLabels {
+		parts = append(parts, k+"="+v)
+	}
+	for _, e := range ls.MatchExpressions {
+		vals := append([]string(nil), e.Values...)
+		sort.Strings(vals)
+		parts = append(parts, e.Key+" "+string(e.Operator)+" ("+strings.Join(vals, ",")+")")
+	}
+	for _, k := range matchKeys {
+		if v, ok := pod.Labels[k]; ok {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	for _, k := range mismatchKeys {
+		if v, ok := pod.Labels[k]; ok {
+			parts = append(parts, k+"!="+v)
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ";")
+}
+
 // spreadGroup returns (creating on first use) the group of a topology spread constraint.
 func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstraint, podReqs Requirements, tolerations []corev1.Toleration) (*topoGroup, error) {
-	sel, err := selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
-	if err != nil {
-		return nil, err
-	}
 	minDom := int32(1)
 	if tsc.MinDomains != nil {
 		minDom = *tsc.MinDomains
@@ -256,33 +283,38 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstrai
 		}
 		fid = f.reqs.String() + "|" + fmt.Sprint(honorTaints, tolerations)
 	}
-	id := fmt.Sprintf("spread|%s|%s|%s|%d|%d|%s", tsc.TopologyKey, pod.Namespace, sel.String(), tsc.MaxSkew, minDom, fid)
-	return s.group(id, func() *topoGroup {
-		return &topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}
+	id := "spread|" + tsc.TopologyKey + "|" + pod.Namespace + "|" + selectorKey(pod, tsc.LabelSelector, tsc.MatchLabelKeys, nil) + "|" +
+		strconv.Itoa(int(tsc.MaxSkew)) + "|" + strconv.Itoa(int(minDom)) + "|" + fid
+	return s.group(id, func() (*topoGroup, error) {
+		sel, err := selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
+		if err != nil {
+			return nil, err
+		}
+		return &topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}, nil
 	})
 }
 
 // affinityGroup returns the group of a pod (anti-)affinity term.
 func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (*topoGroup, error) {
-	id, all, set, sel, err := s.affinityIdentity(pod, term, kind)
+	id, all, set, err := s.affinityIdentity(pod, term, kind)
 	if err != nil {
 		return nil, err
 	}
-	return s.group(id, func() *topoGroup {
-		return &topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set, selector: sel}
+	return s.group(id, func() (*topoGroup, error) {
+		sel, err := affinitySelector(pod, term)
+		if err != nil {
+			return nil, err
+		}
+		return &topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set, selector: sel}, nil
 	})
 }
 
-func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (string, bool, map[string]bool, labels.Selector, error) {
-	sel, err := affinitySelector(pod, term)
-	if err != nil {
-		return "", false, nil, nil, err
-	}
+func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (string, bool, map[string]bool, error) {
 	all, set, err := namespaceSet(pod, term, s.in.Namespaces)
 	if err != nil {
-		return "", false, nil, nil, err
+		return "", false, nil, err
 	}
-	return fmt.Sprintf("%d|%s|%s|%s", kind, term.TopologyKey, nsIdentity(all, set), sel.String()), all, set, sel, nil
+	return strconv.Itoa(int(kind)) + "|" + term.TopologyKey + "|" + nsIdentity(all, set) + "|" + selectorKey(pod, term.LabelSelector, term.MatchLabelKeys, term.MismatchLabelKeys), all, set, nil
 }
 
 // ownedAntiIdentities lists the identities of a pod's required anti-affinity terms: the groups
@@ -294,7 +326,7 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 	var ids []string
 	if pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil {
 		for i := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			id, _, _, _, err := s.affinityIdentity(pod, &pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAnti)
+			id, _, _, err := s.affinityIdentity(pod, &pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAnti)
 			if err == nil {
 				ids = append(ids, id)
 			}
@@ -306,11 +338,14 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 
 // group finds or creates a group. A new group is counted over every pod already on a target
 // (bound or placed earlier in this solve), so groups can appear lazily, e.g. after relaxation.
-func (s *solver) group(id string, mk func() *topoGroup) (*topoGroup, error) {
+func (s *solver) group(id string, mk func() (*topoGroup, error)) (*topoGroup, error) {
 	if g, ok := s.groupsByID[id]; ok {
 		return g, nil
 	}
-	g := mk()
+	g, err := mk()
+	if err != nil {
+		return nil, err
+	}
 	g.id = len(s.groups)
 	g.identity = id
 	g.hostname = g.key == LabelHostname
