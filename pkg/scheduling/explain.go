@@ -18,7 +18,7 @@ func (s *solver) explainTypes(t *target, id int32, req resVec) error {
 		var firstErr = map[string]error{}
 		offeringsOnly := 0
 		t.its.forEach(func(i int) {
-			if err := p.itReqs[i].Intersects(reqs); err != nil {
+			if err := s.itRequirements(p, i).Intersects(reqs); err != nil {
 				k := err.(*IncompatibleError).Key
 				byKey[k]++
 				if firstErr[k] == nil {

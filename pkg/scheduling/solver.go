@@ -51,7 +51,6 @@ type poolState struct {
 	np        *NodePool
 	idx       int
 	its       []*InstanceType
-	itReqs    []Requirements
 	alloc     []resVec // allocatable minus daemonset overhead
 	overhead  []resVec // daemonset overhead per instance type
 	capacity  []resVec
@@ -237,22 +236,38 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		}
 	}
 	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
-	for _, it := range p.its {
-		itReqs := it.Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, it.Name))
-		p.itReqs = append(p.itReqs, itReqs)
-		node := p.baseReqs.Intersect(itReqs)
-		alloc := s.ri.vec(it.Allocatable())
-		over := make(resVec, len(alloc))
-		for _, d := range dsPods {
-			if daemonCompatible(d.pod, node, s.wellKnownFn) {
-				over.add(d.requests)
-				over[resPods]++
+	// One slab backs every per-type vector: a pool of 400 types costs three allocations here.
+	n := len(s.ri.names)
+	slab := make(resVec, 3*n*len(p.its))
+	p.alloc = make([]resVec, len(p.its))
+	p.overhead = make([]resVec, len(p.its))
+	p.capacity = make([]resVec, len(p.its))
+	for i, it := range p.its {
+		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
+		for name, q := range it.Capacity {
+			if pos, ok := s.ri.pos[name]; ok {
+				capv[pos] = quantityValue(name, q)
 			}
 		}
-		alloc.sub(over)
-		p.alloc = append(p.alloc, alloc)
-		p.overhead = append(p.overhead, over)
-		p.capacity = append(p.capacity, s.ri.vec(it.Capacity))
+		copy(alloc, capv)
+		for name, q := range it.Overhead {
+			if pos, ok := s.ri.pos[name]; ok && it.Capacity != nil {
+				if _, has := it.Capacity[name]; has {
+					alloc[pos] -= quantityValue(name, q)
+				}
+			}
+		}
+		if len(dsPods) > 0 {
+			node := p.baseReqs.Intersect(s.itRequirements(p, i))
+			for _, d := range dsPods {
+				if daemonCompatible(d.pod, node, s.wellKnownFn) {
+					over.add(d.requests)
+					over[resPods]++
+				}
+			}
+			alloc.sub(over)
+		}
+		p.alloc[i], p.overhead[i], p.capacity[i] = alloc, over, capv
 	}
 	for _, d := range dsPods {
 		if daemonCompatible(d.pod, p.baseReqs, s.wellKnownFn) {
@@ -363,7 +378,7 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
 	for i, it := range p.its {
-		if p.itReqs[i].Intersects(reqs) != nil {
+		if !reqs.Has(LabelInstanceType, it.Name) || it.Requirements.Intersects(reqs) != nil {
 			continue
 		}
 		for oi := range it.Offerings {
@@ -919,7 +934,10 @@ func (s *solver) valuesOf(p *poolState, i int, key string) []string {
 		}
 		return out
 	}
-	if r, ok := p.itReqs[i].Get(key); ok && !r.complement {
+	if key == LabelInstanceType {
+		return []string{it.Name}
+	}
+	if r, ok := it.Requirements.Get(key); ok && !r.complement {
 		return r.values
 	}
 	return nil
@@ -971,6 +989,11 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	}
 	s.claimSeq++
 	return t, pl, nil
+}
+
+// itRequirements is instance type i's labels including its name.
+func (s *solver) itRequirements(p *poolState, i int) Requirements {
+	return p.its[i].Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, p.its[i].Name))
 }
 
 // nameOrder lists the pool's instance type positions sorted by name.
