@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -79,8 +80,12 @@ func checkConvert(t *testing.T, docs []migrate.Document, opts migrate.Options) {
 			if !errors.As(e, &oe) {
 				t.Fatalf("to %s: error does not name its object: %v", opts.To, e)
 			}
-			if oe.Kind == "" || !strings.Contains(e.Error(), oe.Kind+" ") || !strings.Contains(e.Error(), oe.Source.String()) {
-				t.Fatalf("to %s: error message does not name kind and document: %v", opts.To, e)
+			// The document always; kind and name whenever the object has them.
+			msg := e.Error()
+			if !strings.Contains(msg, oe.Source.String()) ||
+				(oe.Kind != "" && !strings.Contains(msg, oe.Kind+" ")) ||
+				(oe.Name != "" && !strings.Contains(msg, strconv.Quote(oe.Name))) {
+				t.Fatalf("to %s: error message does not name kind, name and document: %v", opts.To, e)
 			}
 		}
 		return

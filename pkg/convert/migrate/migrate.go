@@ -103,15 +103,15 @@ func Convert(docs []Document, opts Options) (*Result, error) {
 		c.order[d.Source] = i
 		c.read(d)
 	}
-	// Notes are made in phases (reading, then the v1 migration); print them
-	// in input order so that each object's notes stay together.
-	sort.SliceStable(c.notes, func(i, j int) bool { return c.order[c.notes[i].Source] < c.order[c.notes[j].Source] })
 	if opts.To == TargetV1 && len(c.errs) == 0 {
 		c.toV1()
 	}
 	if len(c.errs) > 0 {
 		return nil, c.errs
 	}
+	// Notes are made in phases (reading, then the v1 migration); print them
+	// in input order so that each object's notes stay together.
+	sort.SliceStable(c.notes, func(i, j int) bool { return c.order[c.notes[i].Source] < c.order[c.notes[j].Source] })
 	res := &Result{Notes: c.notes}
 	for _, e := range c.entries {
 		obj, err := e.render()
@@ -217,7 +217,7 @@ func (c *converter) read(d Document) {
 		c.note(src, kind, name, "already current, passed through")
 		c.entries = append(c.entries, &entry{src: src, kind: kind, name: name, raw: d.Object})
 	default:
-		failed(fmt.Errorf("%s %s is not a Karpenter kind this tool knows (Provisioner and AWSNodeTemplate (alpha), NodePool and EC2NodeClass (v1beta1, v1))", apiVersion, kind))
+		failed(fmt.Errorf("apiVersion %q, kind %q is not a Karpenter kind this tool knows (Provisioner and AWSNodeTemplate (alpha), NodePool and EC2NodeClass (v1beta1, v1))", apiVersion, kind))
 		return
 	}
 	if len(c.entries) > before {

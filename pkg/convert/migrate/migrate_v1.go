@@ -251,8 +251,12 @@ func (c *converter) placeKubelets() {
 					class.ncV1.Name, name, what)
 			}
 			u.e.npV1.Spec.Template.Spec.NodeClassRef.Name = cp.ncV1.Name
-			c.note(u.e.src, u.e.kind, u.e.name, "nodeClassRef now points to EC2NodeClass %q (split off %q for this kubelet); its nodes drift and are replaced once applied",
-				cp.ncV1.Name, class.ncV1.Name)
+			drift := ""
+			if u.e.kind == "NodePool" {
+				drift = "; its nodes drift and are replaced once applied"
+			}
+			c.note(u.e.src, u.e.kind, u.e.name, "nodeClassRef now points to EC2NodeClass %q (split off %q for this kubelet)%s",
+				cp.ncV1.Name, class.ncV1.Name, drift)
 		}
 	}
 }

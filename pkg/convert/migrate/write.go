@@ -27,6 +27,13 @@ var serverPopulatedMetadata = []string{
 	"selfLink", "deletionTimestamp", "deletionGracePeriodSeconds",
 }
 
+// controllerAnnotations are written by Karpenter's controllers onto its own
+// objects (drift hashes); a manifest that carries them would pin stale values.
+var controllerAnnotations = []string{
+	"karpenter.sh/nodepool-hash", "karpenter.sh/nodepool-hash-version",
+	"karpenter.k8s.aws/ec2nodeclass-hash", "karpenter.k8s.aws/ec2nodeclass-hash-version",
+}
+
 // Write prints objects in order, as YAML documents separated by "---" or as
 // JSON (one object, or a v1 List when there are several). Keys are sorted, so
 // the same input always gives the same bytes.
@@ -104,7 +111,10 @@ func pruneEmptyMaps(m map[string]interface{}) {
 	}
 }
 
-// clean drops what the API server writes, in place.
+// clean drops what the API server and Karpenter's controllers write onto a
+// Karpenter object, in place: server metadata, status, the last-applied
+// annotation, drift-hash annotations and finalizers (Karpenter adds its
+// termination finalizer itself; one in a manifest would fight a GitOps tool).
 func clean(m map[string]interface{}) {
 	delete(m, "status")
 	md, ok := m["metadata"].(map[string]interface{})
@@ -114,8 +124,12 @@ func clean(m map[string]interface{}) {
 	for _, k := range serverPopulatedMetadata {
 		delete(md, k)
 	}
+	delete(md, "finalizers")
 	if ann, ok := md["annotations"].(map[string]interface{}); ok {
 		delete(ann, lastAppliedAnnotation)
+		for _, k := range controllerAnnotations {
+			delete(ann, k)
+		}
 		if len(ann) == 0 {
 			delete(md, "annotations")
 		}
