@@ -93,6 +93,47 @@ func cMatchTerm(lbls map[string]string, t corev1.NodeSelectorTerm) bool {
 	return true
 }
 
+// cVolumeZones returns, per volume of the pod, the zones it can be reached from (nil: any).
+func cVolumeZones(in *scheduling.Input, p *corev1.Pod) [][]string {
+	var out [][]string
+	for _, v := range p.Spec.Volumes {
+		if v.PersistentVolumeClaim == nil {
+			continue
+		}
+		for _, c := range in.PersistentVolumeClaims {
+			if c.Namespace != p.Namespace || c.Name != v.PersistentVolumeClaim.ClaimName {
+				continue
+			}
+			if c.Spec.VolumeName != "" {
+				for _, pv := range in.PersistentVolumes {
+					if pv.Name == c.Spec.VolumeName && pv.Spec.NodeAffinity != nil {
+						for _, t := range pv.Spec.NodeAffinity.Required.NodeSelectorTerms {
+							for _, e := range t.MatchExpressions {
+								if e.Key == scheduling.LabelZone {
+									out = append(out, e.Values)
+								}
+							}
+						}
+					}
+				}
+			} else if c.Spec.StorageClassName != nil {
+				for _, sc := range in.StorageClasses {
+					if sc.Name == *c.Spec.StorageClassName {
+						for _, t := range sc.AllowedTopologies {
+							for _, e := range t.MatchLabelExpressions {
+								if e.Key == scheduling.LabelZone {
+									out = append(out, e.Values)
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
 // cPodFitsLabels: node selector and required node affinity (any term).
 func cPodFitsLabels(p *corev1.Pod, lbls map[string]string) error {
 	for k, v := range p.Spec.NodeSelector {
@@ -331,6 +372,11 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 				if err := cPodFitsLabels(p, lbls); err != nil {
 					fail("pod %s on claim %s as %s: %v", p.Name, c.Hostname, it.Name, err)
 				}
+				for _, zones := range cVolumeZones(in, p) {
+					if !contains(zones, lbls[scheduling.LabelZone]) {
+						fail("pod %s on claim %s in zone %s cannot reach its volume in %v", p.Name, c.Hostname, lbls[scheduling.LabelZone], zones)
+					}
+				}
 			}
 		}
 		if primary == nil {
@@ -393,6 +439,11 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 				if newPods[p] {
 					if err := cPodFitsLabels(p, cn.labels); err != nil {
 						fail("pod %s on node %s: %v", p.Name, cn.name, err)
+					}
+					for _, zones := range cVolumeZones(in, p) {
+						if !contains(zones, cn.labels[scheduling.LabelZone]) {
+							fail("pod %s on node %s cannot reach its volume in %v", p.Name, cn.name, zones)
+						}
 					}
 				}
 			}

@@ -15,11 +15,13 @@ type podInfo struct {
 	ports    []hostPort
 	// terms are the required alternatives (nodeSelector ∧ one node affinity term ∧ one volume
 	// alternative); only terms[0] is in force, relaxation drops it while others remain.
-	terms    []Requirements
-	prefNode []Requirements // heaviest first; prefNode[0] is in force
-	prefAff  []corev1.PodAffinityTerm
-	prefAnti []corev1.PodAffinityTerm
-	tscs     []corev1.TopologySpreadConstraint
+	terms []Requirements
+	// affinityTerms[i] is terms[i] without volume requirements.
+	affinityTerms []Requirements
+	prefNode      []Requirements // heaviest first; prefNode[0] is in force
+	prefAff       []corev1.PodAffinityTerm
+	prefAnti      []corev1.PodAffinityTerm
+	tscs          []corev1.TopologySpreadConstraint
 	// preferNoScheduleTolerated: PreferNoSchedule taints no longer act as hard taints.
 	preferNoScheduleTolerated bool
 	invalid                   error
@@ -67,6 +69,17 @@ func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
 		p.invalid = err
 	}
 	p.terms = crossRequirements(terms, vol)
+	// Spread constraints' nodeAffinityPolicy considers the pod's node selector and affinity,
+	// not its volumes' topology: keep that part of each alternative aside.
+	if vol == nil {
+		p.affinityTerms = p.terms
+	} else {
+		for _, t := range terms {
+			for range vol {
+				p.affinityTerms = append(p.affinityTerms, t)
+			}
+		}
+	}
 
 	if a := pod.Spec.Affinity; a != nil && !ignore {
 		if a.PodAffinity != nil {
@@ -104,6 +117,7 @@ func (s *solver) relax(p *podInfo) bool {
 	switch {
 	case len(p.terms) > 1:
 		p.terms = p.terms[1:]
+		p.affinityTerms = p.affinityTerms[1:]
 	case len(p.prefAff) > 0:
 		p.prefAff = p.prefAff[1:]
 	case len(p.prefAnti) > 0:

@@ -3,11 +3,13 @@ package scheduling_test
 import (
 	"fmt"
 	"math/rand"
+	"os"
 	"sort"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ktypes "k8s.io/apimachinery/pkg/types"
@@ -274,6 +276,39 @@ func genInput(seed int64) *scheduling.Input {
 	if r.Intn(4) == 0 {
 		in.Options.PreferencePolicy = scheduling.PreferencePolicyIgnore
 	}
+	// Some pods mount a volume bound to a zone, or an unbound claim whose class allows two zones.
+	for i, p := range in.Pods {
+		if r.Intn(8) != 0 {
+			continue
+		}
+		name := fmt.Sprintf("vol-%d", i)
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "v", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
+		claim := &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: p.Namespace, Name: name}}
+		if r.Intn(2) == 0 {
+			claim.Spec.VolumeName = "pv-" + name
+			in.PersistentVolumes = append(in.PersistentVolumes, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "pv-" + name}, Spec: corev1.PersistentVolumeSpec{
+				NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+					{Key: scheduling.LabelZone, Operator: corev1.NodeSelectorOpIn, Values: []string{pick(r, genZones...)}}}}}}}}})
+		} else {
+			class := "two-zones"
+			claim.Spec.StorageClassName = &class
+		}
+		in.PersistentVolumeClaims = append(in.PersistentVolumeClaims, claim)
+	}
+	in.StorageClasses = []*storagev1.StorageClass{{ObjectMeta: metav1.ObjectMeta{Name: "two-zones"}, AllowedTopologies: []corev1.TopologySelectorTerm{{
+		MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: scheduling.LabelZone, Values: genZones[1:]}}}}}}
+	// Some pools insist on a choice of instance types.
+	for _, np := range in.NodePools {
+		if r.Intn(5) == 0 {
+			mv := 1 + r.Intn(3)
+			req := scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpExists)
+			req.MinValues = &mv
+			np.Requirements = np.Requirements.With(req)
+		}
+	}
+	if r.Intn(4) == 0 {
+		in.Options.MinValuesPolicy = scheduling.MinValuesPolicyBestEffort
+	}
 	return in
 }
 
@@ -310,8 +345,15 @@ func TestRandomSnapshots(t *testing.T) {
 	if testing.Short() {
 		n = 300
 	}
+	// SCHEDULING_PROPERTY_SEEDS=<first>:<count> explores other seeds (e.g. in a soak run).
+	first := int64(0)
+	if v := os.Getenv("SCHEDULING_PROPERTY_SEEDS"); v != "" {
+		if _, err := fmt.Sscanf(v, "%d:%d", &first, &n); err != nil {
+			t.Fatalf("SCHEDULING_PROPERTY_SEEDS=%q: %v", v, err)
+		}
+	}
 	total, placed, claims := 0, 0, 0
-	for seed := int64(0); seed < int64(n); seed++ {
+	for seed := first; seed < first+int64(n); seed++ {
 		in := genInput(seed)
 		res := scheduling.Solve(in)
 		if errs := check(in, res); len(errs) > 0 {

@@ -465,8 +465,11 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
 		return nil
 	}
+	// The kube-scheduler's nodeAffinityPolicy looks at required node affinity and node
+	// selector only (not preferences, not volumes).
+	filterReqs := p.affinityTerms[0]
 	for i := range p.tscs {
-		if err := addOwn(s.spreadGroup(pod, &p.tscs[i], a.reqs, pod.Spec.Tolerations)); err != nil {
+		if err := addOwn(s.spreadGroup(pod, &p.tscs[i], filterReqs, pod.Spec.Tolerations)); err != nil {
 			return nil, err
 		}
 	}
