@@ -61,8 +61,8 @@ Examples:
   # A Provisioner and its AWSNodeTemplate to v1beta1, without the old implicit requirements:
   karpenter-convert -f provisioner.yaml -f nodetemplate.yaml --to v1beta1 --ignore-defaults
 
-  # What is in the cluster now, converted to v1 (placeholder role left for envsubst):
-  kubectl get nodepools.v1beta1.karpenter.sh,ec2nodeclasses.v1beta1.karpenter.k8s.aws -o yaml \
+  # The alpha objects in a cluster, converted to v1 (role placeholder filled by envsubst):
+  kubectl get provisioners,awsnodetemplates -o yaml \
     | karpenter-convert -f - | KARPENTER_NODE_ROLE=my-node-role envsubst
 
   # The breaking changes of v1 that touch a repository (workloads included):
