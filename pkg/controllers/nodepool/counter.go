@@ -1,0 +1,80 @@
+package nodepool
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// ResourceNodes is the key under which status.resources (and limits) count nodes.
+const ResourceNodes corev1.ResourceName = "nodes"
+
+// Counter keeps status.resources of NodePools.
+type Counter struct {
+	kubeClient client.Client
+	clock      clock.Clock
+}
+
+// NewCounter returns the counter controller.
+func NewCounter(kubeClient client.Client, clk clock.Clock) *Counter {
+	return &Counter{kubeClient: kubeClient, clock: clk}
+}
+
+// Reconcile recomputes one NodePool's resources from its NodeClaims. Every
+// NodeClaim counts, including ones being deleted (their nodes still run) and
+// ones not launched yet (they count as a node, with no capacity known yet).
+func (c *Counter) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	np := &v1.NodePool{}
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, np); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	claims := &v1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+		return reconcile.Result{}, err
+	}
+	stored := np.DeepCopy()
+	np.Status.Resources = Usage(claims.Items)
+	return patchStatus(ctx, c.kubeClient, stored, np)
+}
+
+// Usage sums the capacity of the NodeClaims and counts them under "nodes".
+func Usage(claims []v1.NodeClaim) corev1.ResourceList {
+	total := corev1.ResourceList{}
+	for i := range claims {
+		for name, q := range claims[i].Status.Capacity {
+			sum := total[name]
+			sum.Add(q)
+			total[name] = sum
+		}
+	}
+	// Quantities built by Add keep the format of the first operand; the
+	// standard resources are kept at least at zero so that the printer
+	// columns show a value for an empty NodePool.
+	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage, corev1.ResourcePods} {
+		if _, ok := total[name]; !ok {
+			total[name] = resource.MustParse("0")
+		}
+	}
+	total[ResourceNodes] = *resource.NewQuantity(int64(len(claims)), resource.DecimalSI)
+	return total
+}
+
+func equalStatus(a, b *v1.NodePool) bool { return equality.Semantic.DeepEqual(a.Status, b.Status) }
+
+// Register adds the controller to the manager.
+func (c *Counter) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).Named("nodepool.counter").
+		For(&v1.NodePool{}).
+		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolRequest)).
+		Complete(c)
+}

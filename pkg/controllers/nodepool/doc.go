@@ -1,0 +1,17 @@
+// Package nodepool holds the controllers that maintain a NodePool's status and
+// annotations:
+//
+//   - Counter: status.resources, the summed capacity of the NodePool's
+//     NodeClaims plus their number under "nodes" (what limits are checked
+//     against and what `kubectl get nodepools` shows).
+//   - Readiness: the NodeClassReady condition, mirrored from the Ready
+//     condition of the NodeClass the NodePool references.
+//   - Validation: the ValidationSucceeded condition, for rules the CRD schema
+//     cannot express.
+//   - Hash: the karpenter.sh/nodepool-hash and -hash-version annotations that
+//     the provisioner copies onto new NodeClaims and drift compares against.
+//
+// NodeClassReady and ValidationSucceeded roll up into Ready (see
+// v1.NodePool.StatusConditions); the provisioner launches nothing for a
+// NodePool that is not Ready.
+package nodepool

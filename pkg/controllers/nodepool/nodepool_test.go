@@ -1,0 +1,198 @@
+package nodepool_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+func TestCounterSumsCapacityOfTheNodePoolsNodeClaims(t *testing.T) {
+	ctx, clk := setup(t)
+	np := nodePool("default", "default")
+	ExpectApplied(ctx, t, e.Client, np, nodePool("other", "default"))
+	a := nodeClaim("a", "default", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2"), corev1.ResourceMemory: resource.MustParse("4Gi"), corev1.ResourcePods: resource.MustParse("32")})
+	b := nodeClaim("b", "default", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi"), "example.com/gpu": resource.MustParse("1")})
+	pending := nodeClaim("c", "default", nil)
+	foreign := nodeClaim("d", "other", corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("64")})
+	ExpectApplied(ctx, t, e.Client, a, b, pending, foreign)
+
+	counter := nodepool.NewCounter(e.Client, clk)
+	ExpectReconciled(ctx, t, counter, np)
+	got := ExpectExists(ctx, t, e.Client, np).Status.Resources
+	want := map[corev1.ResourceName]string{corev1.ResourceCPU: "2500m", corev1.ResourceMemory: "5Gi", corev1.ResourcePods: "32", "example.com/gpu": "1", "nodes": "3", corev1.ResourceEphemeralStorage: "0"}
+	for name, q := range want {
+		g := got[name]
+		if g.Cmp(resource.MustParse(q)) != 0 {
+			t.Errorf("status.resources[%s] = %s, want %s", name, g.String(), q)
+		}
+	}
+
+	ExpectFinalizersRemoved(ctx, t, e.Client, a)
+	ExpectDeleted(ctx, t, e.Client, a, b)
+	ExpectReconciled(ctx, t, counter, np)
+	got = ExpectExists(ctx, t, e.Client, np).Status.Resources
+	if n := got["nodes"]; n.Value() != 1 {
+		t.Fatalf("nodes after deletions: %s", n.String())
+	}
+	if _, ok := got["example.com/gpu"]; ok {
+		t.Fatalf("a resource no NodeClaim has any more must be dropped: %v", got)
+	}
+	if c := got[corev1.ResourceCPU]; !c.IsZero() {
+		t.Fatalf("cpu after deletions: %s", c.String())
+	}
+}
+
+func TestReadinessMirrorsTheNodeClass(t *testing.T) {
+	ctx, clk := setup(t)
+	catalog, _ := kwok.LoadInstanceTypes("")
+	cp := kwok.New(ctx, e.Client, clk, catalog)
+	readiness := nodepool.NewReadiness(e.Client, cp, clk)
+	validation := nodepool.NewValidation(e.Client, clk)
+	np := nodePool("default", "default")
+	ExpectApplied(ctx, t, e.Client, np)
+	ExpectReconciled(ctx, t, validation, np)
+
+	ExpectReconciled(ctx, t, readiness, np)
+	np = ExpectExists(ctx, t, e.Client, np)
+	if c := np.StatusConditions().Get(v1.ConditionTypeNodeClassReady); !c.IsFalse() || c.Reason != "NodeClassNotFound" {
+		t.Fatalf("missing NodeClass: %+v", c)
+	}
+	if np.StatusConditions().Root().IsTrue() {
+		t.Fatal("Ready with a missing NodeClass")
+	}
+
+	ExpectApplied(ctx, t, e.Client, kwokNodeClass("default", false))
+	ExpectReconciled(ctx, t, readiness, np)
+	np = ExpectExists(ctx, t, e.Client, np)
+	if c := np.StatusConditions().Get(v1.ConditionTypeNodeClassReady); !c.IsFalse() || c.Reason != "NodeClassNotReady" || c.Message != "not ready for a test" {
+		t.Fatalf("not ready NodeClass: %+v", c)
+	}
+
+	ExpectApplied(ctx, t, e.Client, kwokNodeClass("default", true))
+	clk.Step(time.Minute)
+	ExpectReconciled(ctx, t, readiness, np)
+	np = ExpectExists(ctx, t, e.Client, np)
+	c := np.StatusConditions().Get(v1.ConditionTypeNodeClassReady)
+	if !c.IsTrue() || !np.StatusConditions().Root().IsTrue() {
+		t.Fatalf("NodeClassReady %+v Ready %+v", c, np.StatusConditions().Root())
+	}
+	if !c.LastTransitionTime.Time.Equal(clk.Now().Truncate(time.Second)) {
+		t.Fatalf("transition not stamped with the controller clock: %v vs %v", c.LastTransitionTime, clk.Now())
+	}
+
+	// A NodeClass kind the provider does not support.
+	aws := nodePool("aws", "default")
+	aws.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}
+	ExpectApplied(ctx, t, e.Client, aws)
+	ExpectReconciled(ctx, t, readiness, aws)
+	if c := ExpectExists(ctx, t, e.Client, aws).StatusConditions().Get(v1.ConditionTypeNodeClassReady); !c.IsFalse() || !strings.Contains(c.Message, "not supported") {
+		t.Fatalf("unsupported kind: %+v", c)
+	}
+}
+
+func TestValidationCondition(t *testing.T) {
+	ctx, clk := setup(t)
+	validation := nodepool.NewValidation(e.Client, clk)
+	good := nodePool("good", "default")
+	// The schema does not check taint values; runtime validation does.
+	bad := nodePool("bad", "default")
+	bad.Spec.Template.Spec.Taints = append(bad.Spec.Template.Spec.Taints, corev1.Taint{Key: "x", Value: "not a label value!", Effect: corev1.TaintEffectNoSchedule})
+	ExpectApplied(ctx, t, e.Client, good, bad)
+	ExpectReconciled(ctx, t, validation, good)
+	ExpectReconciled(ctx, t, validation, bad)
+	if c := ExpectExists(ctx, t, e.Client, good).StatusConditions().Get(v1.ConditionTypeValidationSucceeded); !c.IsTrue() {
+		t.Fatalf("good: %+v", c)
+	}
+	bad = ExpectExists(ctx, t, e.Client, bad)
+	if c := bad.StatusConditions().Get(v1.ConditionTypeValidationSucceeded); !c.IsFalse() || !strings.Contains(c.Message, "taint value") {
+		t.Fatalf("bad: %+v", c)
+	}
+	if bad.StatusConditions().Root().IsTrue() {
+		t.Fatal("an invalid NodePool must not be Ready")
+	}
+}
+
+func TestRuntimeValidate(t *testing.T) {
+	for name, mutate := range map[string]func(*v1.NodePool){
+		"restricted label":     func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels["kubernetes.io/hostname"] = "x" },
+		"restricted domain":    func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels["karpenter.sh/custom"] = "x" },
+		"bad label value":      func(np *v1.NodePool) { np.Spec.Template.ObjectMeta.Labels["team"] = "a b" },
+		"nodepool requirement": func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Key = v1.NodePoolLabelKey },
+		"In without values":    func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Values = nil },
+		"Gt with a word": func(np *v1.NodePool) {
+			np.Spec.Template.Spec.Requirements[0].Operator, np.Spec.Template.Spec.Requirements[0].Values = corev1.NodeSelectorOpGt, []string{"many"}
+		},
+		"unknown operator":       func(np *v1.NodePool) { np.Spec.Template.Spec.Requirements[0].Operator = "Near" },
+		"bad taint effect":       func(np *v1.NodePool) { np.Spec.Template.Spec.Taints[0].Effect = "Sometimes" },
+		"duplicate taint":        func(np *v1.NodePool) { np.Spec.Template.Spec.StartupTaints = np.Spec.Template.Spec.Taints[:1] },
+		"missing nodeClassRef":   func(np *v1.NodePool) { np.Spec.Template.Spec.NodeClassRef = nil },
+		"minValues above values": func(np *v1.NodePool) { two := 2; np.Spec.Template.Spec.Requirements[0].MinValues = &two },
+	} {
+		np := nodePool("x", "default")
+		if err := nodepool.RuntimeValidate(np); err != nil {
+			t.Fatalf("base NodePool invalid: %v", err)
+		}
+		mutate(np)
+		if err := nodepool.RuntimeValidate(np); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+	np := nodePool("x", "default")
+	np.Spec.Template.ObjectMeta.Labels[corev1.LabelTopologyZone] = "test-zone-a"
+	np.Spec.Template.ObjectMeta.Labels["node.kubernetes.io/role"] = "worker"
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}})
+	if err := nodepool.RuntimeValidate(np); err != nil {
+		t.Errorf("well-known labels and exception domains must be allowed: %v", err)
+	}
+}
+
+func TestHash(t *testing.T) {
+	a := nodePool("a", "default")
+	b := nodePool("b", "default")
+	b.Spec.Template.Spec.Taints = []corev1.Taint{a.Spec.Template.Spec.Taints[1], a.Spec.Template.Spec.Taints[0]}
+	b.Spec.Template.Spec.Requirements = nil
+	if nodepool.Hash(a) != nodepool.Hash(b) {
+		t.Fatal("taint order and requirements must not change the hash")
+	}
+	b.Spec.Template.ObjectMeta.Labels["team"] = "b"
+	if nodepool.Hash(a) == nodepool.Hash(b) {
+		t.Fatal("a label change must change the hash")
+	}
+	c := nodePool("c", "other")
+	if nodepool.Hash(a) == nodepool.Hash(c) {
+		t.Fatal("a NodeClass change must change the hash")
+	}
+}
+
+func TestHashControllerAnnotatesNodePoolAndRestampsOldClaims(t *testing.T) {
+	ctx, _ := setup(t)
+	np := nodePool("default", "default")
+	ExpectApplied(ctx, t, e.Client, np)
+	old := nodeClaim("old", "default", nil)
+	old.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "123", v1.NodePoolHashVersionAnnotationKey: "v3"}
+	current := nodeClaim("current", "default", nil)
+	current.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "stale-but-same-version", v1.NodePoolHashVersionAnnotationKey: nodepool.HashVersion}
+	ExpectApplied(ctx, t, e.Client, old, current)
+
+	ExpectReconciled(ctx, t, nodepool.NewHashController(e.Client), np)
+	np = ExpectExists(ctx, t, e.Client, np)
+	want := nodepool.Hash(np)
+	if np.Annotations[v1.NodePoolHashAnnotationKey] != want || np.Annotations[v1.NodePoolHashVersionAnnotationKey] != nodepool.HashVersion {
+		t.Fatalf("nodepool annotations %v", np.Annotations)
+	}
+	if got := ExpectExists(ctx, t, e.Client, old).Annotations; got[v1.NodePoolHashAnnotationKey] != want || got[v1.NodePoolHashVersionAnnotationKey] != nodepool.HashVersion {
+		t.Fatalf("claim of another hash version not re-stamped: %v", got)
+	}
+	// Same version, different hash: that is drift, and must be left for the drift check to see.
+	if got := ExpectExists(ctx, t, e.Client, current).Annotations[v1.NodePoolHashAnnotationKey]; got != "stale-but-same-version" {
+		t.Fatalf("drifted claim re-stamped: %s", got)
+	}
+}
