@@ -1,10 +1,14 @@
 package aws_test
 
 import (
+	"context"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -15,6 +19,32 @@ import (
 // kubectl runs the kubectl built with the control plane against the test
 // API server.
 func kubectl(t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := tryKubectl(t, args...)
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
+// explain runs kubectl explain, waiting for the API server to publish the
+// CRD's OpenAPI schema: it is rebuilt asynchronously after every CRD change
+// (TestMain just switched v1beta1 on), and explain reads only that schema.
+func explain(t *testing.T, field string) string {
+	t.Helper()
+	var out string
+	var lastErr error
+	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		out, lastErr = tryKubectl(t, "explain", field)
+		return lastErr == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("kubectl explain %s: %v\n%s", field, lastErr, out)
+	}
+	return out
+}
+
+func tryKubectl(t *testing.T, args ...string) (string, error) {
 	t.Helper()
 	bin, err := env.BinaryAssets(e.Root)
 	if err != nil {
@@ -29,27 +59,24 @@ func kubectl(t *testing.T, args ...string) string {
 	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
 		t.Fatal(err)
 	}
-	out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", path}, args...)...).CombinedOutput()
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", path, "--cache-dir", filepath.Join(filepath.Dir(path), "cache")}, args...)...).CombinedOutput()
+	return string(out), err
 }
 
 // TestKubectlExplain: the doc comments reach users through kubectl explain,
 // under the short name too.
 func TestKubectlExplain(t *testing.T) {
-	out := kubectl(t, "explain", "ec2nc.spec.metadataOptions")
+	out := explain(t, "ec2nc.spec.metadataOptions")
 	for _, want := range []string{"httpPutResponseHopLimit", "httpTokens", "instance metadata service", "pods (one hop further away)"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("kubectl explain ec2nc.spec.metadataOptions lacks %q:\n%s", want, out)
 		}
 	}
-	out = kubectl(t, "explain", "ec2nodeclass.spec.amiSelectorTerms.alias")
+	out = explain(t, "ec2nodeclass.spec.amiSelectorTerms.alias")
 	if !strings.Contains(out, "family@version") {
 		t.Errorf("kubectl explain of alias lacks its format:\n%s", out)
 	}
-	out = kubectl(t, "explain", "awsnodetemplates.spec.amiSelector")
+	out = explain(t, "awsnodetemplates.spec.amiSelector")
 	if !strings.Contains(out, "aws::owners") {
 		t.Errorf("kubectl explain of AWSNodeTemplate amiSelector lacks the reserved keys:\n%s", out)
 	}
