@@ -112,9 +112,12 @@ func makePreferencePods(count int) []*corev1.Pod {
 	return pods
 }
 
-func runBench(b *testing.B, pods []*corev1.Pod, policy scheduling.PreferencePolicy) {
+func runBench(b *testing.B, pods []*corev1.Pod, policy scheduling.PreferencePolicy, cache *scheduling.Cache) {
 	pool := benchPool()
-	in := &scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{pool}, Options: scheduling.Options{PreferencePolicy: policy}}
+	in := &scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{pool}, Options: scheduling.Options{PreferencePolicy: policy}, Cache: cache}
+	if cache != nil {
+		scheduling.Solve(in) // warm the cache: measures steady-state solves against unchanged pools
+	}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuSeconds()
@@ -143,14 +146,25 @@ func runBench(b *testing.B, pods []*corev1.Pod, policy scheduling.PreferencePoli
 func BenchmarkScheduling(b *testing.B) {
 	for _, n := range []int{1, 50, 100, 500, 1000, 2000, 5000, 10000, 20000} {
 		pods := makeDiversePods(n)
-		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) { runBench(b, pods, scheduling.PreferencePolicyRespect) })
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) { runBench(b, pods, scheduling.PreferencePolicyRespect, nil) })
+	}
+}
+
+// BenchmarkSchedulingCached repeats the small sizes with a warm Cache, the situation of a
+// provisioner or consolidation loop solving repeatedly against unchanged NodePools.
+func BenchmarkSchedulingCached(b *testing.B) {
+	for _, n := range []int{1, 50, 100, 1000} {
+		pods := makeDiversePods(n)
+		b.Run(fmt.Sprintf("pods=%d", n), func(b *testing.B) {
+			runBench(b, pods, scheduling.PreferencePolicyRespect, scheduling.NewCache())
+		})
 	}
 }
 
 func BenchmarkPreferences(b *testing.B) {
 	pods := makePreferencePods(4000)
-	b.Run("respect", func(b *testing.B) { runBench(b, pods, scheduling.PreferencePolicyRespect) })
-	b.Run("ignore", func(b *testing.B) { runBench(b, pods, scheduling.PreferencePolicyIgnore) })
+	b.Run("respect", func(b *testing.B) { runBench(b, pods, scheduling.PreferencePolicyRespect, nil) })
+	b.Run("ignore", func(b *testing.B) { runBench(b, pods, scheduling.PreferencePolicyIgnore, nil) })
 }
 
 func cpuSeconds() float64 {

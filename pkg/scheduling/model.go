@@ -156,6 +156,8 @@ type Input struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
 	Options                Options
+	// Cache, when set, carries pod-independent NodePool preparation across solves.
+	Cache *Cache
 }
 
 // ExistingPlacement is a pod placed on an existing or in-flight node.

@@ -157,6 +157,14 @@ func newSolver(in *Input) *solver {
 	// Every resource name that appears anywhere gets a vector position.
 	for _, np := range in.NodePools {
 		s.ri.register(np.Remaining)
+		if in.Cache != nil {
+			if names := in.Cache.resourceNames(np.InstanceTypes); names != nil {
+				for _, n := range names {
+					s.ri.add(n)
+				}
+				continue
+			}
+		}
 		for _, it := range np.InstanceTypes {
 			s.ri.register(it.Capacity)
 		}
@@ -215,8 +223,58 @@ func newSolver(in *Input) *solver {
 
 func (s *solver) newPool(idx int, np *NodePool) *poolState {
 	p := &poolState{np: np, idx: idx, its: np.InstanceTypes, compat: map[int32]bitset{}, ordered: map[int32][]priced{}, domains: map[string][]string{}}
-	p.baseReqs = np.Requirements.Intersect(FromLabels(np.Labels)).With(NewRequirement(LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
-	p.baseID = s.intern(p.baseReqs)
+	var pp *preparedPool
+	key := ""
+	if s.in.Cache != nil {
+		key = s.prepKey(np)
+		pp = s.in.Cache.get(key)
+	}
+	if pp != nil {
+		// Cached entries are read-only: they may be in use by concurrent solves.
+		p.baseReqs = pp.baseReqs
+		p.baseID = s.intern(p.baseReqs)
+		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
+		p.compat[p.baseID] = pp.baseCompat
+		p.ordered[p.baseID] = pp.baseOrdered
+		p.byName = pp.byName
+	} else {
+		pp = s.prepare(np)
+		p.baseReqs = pp.baseReqs
+		p.baseID = s.intern(p.baseReqs)
+		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
+		pp.baseCompat = s.compatible(p, p.baseID)
+		pp.baseOrdered = s.ordered(p, p.baseID)
+		pp.byName = p.nameOrder()
+		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
+		if s.in.Cache != nil {
+			s.in.Cache.put(key, pp)
+		}
+	}
+	itKeys := pp.itKeys
+	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
+	p.baseAvail = pp.baseAvail
+	if np.Remaining != nil {
+		p.limited = make([]bool, len(s.ri.names))
+		p.remaining = make(resVec, len(s.ri.names))
+		for n, q := range np.Remaining {
+			if n == "nodes" {
+				continue
+			}
+			pos := s.ri.pos[n]
+			p.limited[pos] = true
+			p.remaining[pos] = quantityValue(n, q)
+		}
+	}
+	return p
+}
+
+// prepare computes what a NodePool contributes independently of the pods: per-type resource
+// vectors (allocatable net of daemonset overhead), daemonset host ports and the label keys
+// its types define.
+func (s *solver) prepare(np *NodePool) *preparedPool {
+	pp := &preparedPool{itKeys: map[string]bool{}}
+	pp.baseReqs = np.Requirements.Intersect(FromLabels(np.Labels)).With(NewRequirement(LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
+	its := np.InstanceTypes
 	var dsPods []*podInfo
 	for _, ds := range s.in.DaemonSetPods {
 		if ToleratesTaints(ds.Spec.Tolerations, np.Taints, false) != nil {
@@ -224,25 +282,23 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		}
 		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), ports: podHostPorts(ds)})
 	}
-	itKeys := map[string]bool{}
-	for _, it := range p.its {
+	for _, it := range its {
 		for _, r := range it.Requirements.All() {
-			itKeys[r.Key] = true
+			pp.itKeys[r.Key] = true
 		}
 		for _, o := range it.Offerings {
 			for _, r := range o.Requirements.All() {
-				itKeys[r.Key] = true
+				pp.itKeys[r.Key] = true
 			}
 		}
 	}
-	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
 	// One slab backs every per-type vector: a pool of 400 types costs three allocations here.
 	n := len(s.ri.names)
-	slab := make(resVec, 3*n*len(p.its))
-	p.alloc = make([]resVec, len(p.its))
-	p.overhead = make([]resVec, len(p.its))
-	p.capacity = make([]resVec, len(p.its))
-	for i, it := range p.its {
+	slab := make(resVec, 3*n*len(its))
+	pp.alloc = make([]resVec, len(its))
+	pp.overhead = make([]resVec, len(its))
+	pp.capacity = make([]resVec, len(its))
+	for i, it := range its {
 		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
 		for name, q := range it.Capacity {
 			if pos, ok := s.ri.pos[name]; ok {
@@ -258,7 +314,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 			}
 		}
 		if len(dsPods) > 0 {
-			node := p.baseReqs.Intersect(s.itRequirements(p, i))
+			node := pp.baseReqs.Intersect(its[i].Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, its[i].Name)))
 			for _, d := range dsPods {
 				if daemonCompatible(d.pod, node, s.wellKnownFn) {
 					over.add(d.requests)
@@ -267,26 +323,14 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 			}
 			alloc.sub(over)
 		}
-		p.alloc[i], p.overhead[i], p.capacity[i] = alloc, over, capv
+		pp.alloc[i], pp.overhead[i], pp.capacity[i] = alloc, over, capv
 	}
 	for _, d := range dsPods {
-		if daemonCompatible(d.pod, p.baseReqs, s.wellKnownFn) {
-			p.dsPorts = append(p.dsPorts, d.ports...)
+		if daemonCompatible(d.pod, pp.baseReqs, s.wellKnownFn) {
+			pp.dsPorts = append(pp.dsPorts, d.ports...)
 		}
 	}
-	if np.Remaining != nil {
-		p.limited = make([]bool, len(s.ri.names))
-		p.remaining = make(resVec, len(s.ri.names))
-		for n, q := range np.Remaining {
-			if n == "nodes" {
-				continue
-			}
-			pos := s.ri.pos[n]
-			p.limited[pos] = true
-			p.remaining[pos] = quantityValue(n, q)
-		}
-	}
-	return p
+	return pp
 }
 
 // daemonCompatible reports whether a DaemonSet pod would run on a node with these labels:

@@ -1,0 +1,154 @@
+package scheduling
+
+import (
+	"hash/fnv"
+	"math"
+	"reflect"
+	"sort"
+	"strconv"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Cache keeps, across Solve calls, what a NodePool contributes independently of the pods:
+// per-instance-type resource vectors net of DaemonSet overhead, the instance types compatible
+// with the pool's own requirements ordered by price, and so on. The provisioner and, above all,
+// consolidation (which solves many small "do these pods fit elsewhere" questions against the
+// same pools) call Solve repeatedly with unchanged instance types; with a Cache that
+// preparation is done once instead of per call.
+//
+// Entries are keyed by the content that matters (pool name, requirements, labels, taints,
+// instance type identities with their offerings' availability and prices, DaemonSet pods,
+// resource names), so a changed pool simply misses. Instance types must be treated as
+// immutable apart from offering availability and price. A Cache is safe for concurrent use;
+// cached entries are read-only. It holds at most MaxEntries entries (oldest dropped first).
+type Cache struct {
+	mu      sync.Mutex
+	entries map[string]*preparedPool
+	order   []string
+	names   map[string][]corev1.ResourceName
+}
+
+// MaxCacheEntries bounds a Cache.
+const MaxCacheEntries = 256
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache {
+	return &Cache{entries: map[string]*preparedPool{}, names: map[string][]corev1.ResourceName{}}
+}
+
+type preparedPool struct {
+	baseReqs    Requirements
+	itKeys      map[string]bool
+	alloc       []resVec
+	overhead    []resVec
+	capacity    []resVec
+	dsPorts     []hostPort
+	baseCompat  bitset
+	baseOrdered []priced
+	byName      []int
+	baseAvail   resVec
+}
+
+func (c *Cache) get(key string) *preparedPool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.entries[key]
+}
+
+func (c *Cache) put(key string, pp *preparedPool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[key]; ok {
+		return
+	}
+	if len(c.order) >= MaxCacheEntries {
+		delete(c.entries, c.order[0])
+		c.order = c.order[1:]
+	}
+	c.entries[key] = pp
+	c.order = append(c.order, key)
+}
+
+// resourceNames returns (and remembers) the resource names the instance types' capacities use.
+func (c *Cache) resourceNames(its []*InstanceType) []corev1.ResourceName {
+	k := typesIdentity(its)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n, ok := c.names[k]; ok {
+		return n
+	}
+	set := map[corev1.ResourceName]bool{}
+	for _, it := range its {
+		for n := range it.Capacity {
+			set[n] = true
+		}
+	}
+	out := make([]corev1.ResourceName, 0, len(set))
+	for n := range set {
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	if len(c.names) >= MaxCacheEntries {
+		c.names = map[string][]corev1.ResourceName{}
+	}
+	c.names[k] = out
+	return out
+}
+
+// typesIdentity hashes the identity of the instance types and their offerings' availability
+// and prices.
+func typesIdentity(its []*InstanceType) string {
+	h := fnv.New64a()
+	var buf [8]byte
+	put := func(v uint64) {
+		for i := range buf {
+			buf[i] = byte(v >> (8 * i))
+		}
+		_, _ = h.Write(buf[:])
+	}
+	for _, it := range its {
+		put(uint64(reflect.ValueOf(it).Pointer()))
+		for i := range it.Offerings {
+			o := &it.Offerings[i]
+			put(math.Float64bits(o.Price))
+			if o.Available {
+				put(1)
+			} else {
+				put(0)
+			}
+		}
+	}
+	return strconv.FormatUint(h.Sum64(), 16) + "/" + strconv.Itoa(len(its))
+}
+
+// prepKey identifies everything prepare depends on.
+func (s *solver) prepKey(np *NodePool) string {
+	h := fnv.New64a()
+	w := func(str string) { _, _ = h.Write([]byte(str)); _, _ = h.Write([]byte{0}) }
+	w(np.Name)
+	w(np.Requirements.String())
+	w(FromLabels(np.Labels).String())
+	for _, t := range np.Taints {
+		w(t.Key + "=" + t.Value + ":" + string(t.Effect))
+	}
+	w("|")
+	for _, n := range s.ri.names {
+		w(string(n))
+	}
+	w("|")
+	for _, ds := range s.in.DaemonSetPods {
+		w(strconv.FormatUint(uint64(reflect.ValueOf(ds).Pointer()), 16))
+	}
+	w("|")
+	keys := make([]string, 0, len(s.wellKnown))
+	for k := range s.wellKnown {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		w(k)
+	}
+	return strconv.FormatUint(h.Sum64(), 16) + "/" + typesIdentity(np.InstanceTypes)
+}
