@@ -72,8 +72,7 @@ func (c *Cache) put(key string, pp *preparedPool) {
 }
 
 // resourceNames returns (and remembers) the resource names the instance types' capacities use.
-func (c *Cache) resourceNames(its []*InstanceType) []corev1.ResourceName {
-	k := typesIdentity(its)
+func (c *Cache) resourceNames(k string, its []*InstanceType) []corev1.ResourceName {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n, ok := c.names[k]; ok {
@@ -98,29 +97,24 @@ func (c *Cache) resourceNames(its []*InstanceType) []corev1.ResourceName {
 }
 
 // typesIdentity hashes the identity of the instance types and their offerings' availability
-// and prices.
+// and prices (FNV-1a over 64-bit words, inlined: this runs on every cached solve).
 func typesIdentity(its []*InstanceType) string {
-	h := fnv.New64a()
-	var buf [8]byte
-	put := func(v uint64) {
-		for i := range buf {
-			buf[i] = byte(v >> (8 * i))
-		}
-		_, _ = h.Write(buf[:])
-	}
+	const prime = 1099511628211
+	h := uint64(14695981039346656037)
+	mix := func(v uint64) { h = (h ^ v) * prime }
 	for _, it := range its {
-		put(uint64(reflect.ValueOf(it).Pointer()))
+		mix(uint64(reflect.ValueOf(it).Pointer()))
 		for i := range it.Offerings {
 			o := &it.Offerings[i]
-			put(math.Float64bits(o.Price))
+			mix(math.Float64bits(o.Price))
 			if o.Available {
-				put(1)
+				mix(1)
 			} else {
-				put(0)
+				mix(2)
 			}
 		}
 	}
-	return strconv.FormatUint(h.Sum64(), 16) + "/" + strconv.Itoa(len(its))
+	return strconv.FormatUint(h, 16) + "/" + strconv.Itoa(len(its))
 }
 
 // prepKey identifies everything prepare depends on.
@@ -150,5 +144,15 @@ func (s *solver) prepKey(np *NodePool) string {
 	for _, k := range keys {
 		w(k)
 	}
-	return strconv.FormatUint(h.Sum64(), 16) + "/" + typesIdentity(np.InstanceTypes)
+	return strconv.FormatUint(h.Sum64(), 16) + "/" + s.typesID(np)
+}
+
+// typesID memoizes typesIdentity per NodePool within one solve.
+func (s *solver) typesID(np *NodePool) string {
+	if id, ok := s.typeIDs[np]; ok {
+		return id
+	}
+	id := typesIdentity(np.InstanceTypes)
+	s.typeIDs[np] = id
+	return id
 }

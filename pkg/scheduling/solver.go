@@ -111,6 +111,7 @@ type solver struct {
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
+	typeIDs             map[*NodePool]string
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -133,6 +134,7 @@ func newSolver(in *Input) *solver {
 		ownedAnti:  map[*corev1.Pod][]string{},
 		errors:     map[*corev1.Pod]error{},
 		claimTypes: map[string]*claimTypes{},
+		typeIDs:    map[*NodePool]string{},
 		volumes:    newVolumeIndex(in),
 	}
 	if s.opts.PreferencePolicy == "" {
@@ -158,7 +160,7 @@ func newSolver(in *Input) *solver {
 	for _, np := range in.NodePools {
 		s.ri.register(np.Remaining)
 		if in.Cache != nil {
-			if names := in.Cache.resourceNames(np.InstanceTypes); names != nil {
+			if names := in.Cache.resourceNames(s.typesID(np), np.InstanceTypes); names != nil {
 				for _, n := range names {
 					s.ri.add(n)
 				}
