@@ -104,6 +104,8 @@ type ExistingNode struct {
 	Allocatable   corev1.ResourceList
 	// Pods bound to the node; they consume resources and host ports and count for topology.
 	Pods        []*corev1.Pod
+	// Initialized is false while the node starts; such a node (and an InFlight one) also has
+	// the DaemonSet pods that will land on it, but are not bound yet, reserved.
 	Initialized bool
 	// InFlight marks a NodeClaim without a Node yet.
 	InFlight bool

@@ -393,7 +393,46 @@ func (s *solver) addExisting(n *ExistingNode) {
 		t.ports = append(t.ports, podHostPorts(p)...)
 		t.bound = append(t.bound, p)
 	}
+	if !n.Initialized || n.InFlight {
+		s.pendingDaemonSets(t)
+	}
 	s.targets = append(s.targets, t)
+}
+
+// pendingDaemonSets reserves, on a node that is still starting, the DaemonSet pods that will
+// land on it but are not bound yet: the DaemonSets compatible with the node, minus the
+// DaemonSet-owned pods already bound (never below zero).
+func (s *solver) pendingDaemonSets(t *target) {
+	if len(s.in.DaemonSetPods) == 0 {
+		return
+	}
+	want := make(resVec, len(s.ri.names))
+	var ports []hostPort
+	for _, ds := range s.in.DaemonSetPods {
+		if ToleratesTaints(ds.Spec.Tolerations, t.taints, false) != nil || !daemonCompatible(ds, t.reqs, nil) {
+			continue
+		}
+		want.add(s.ri.vec(podRequests(ds)))
+		want[resPods]++
+		ports = append(ports, podHostPorts(ds)...)
+	}
+	for _, p := range t.bound {
+		for _, o := range p.OwnerReferences {
+			if o.Kind == "DaemonSet" {
+				want.sub(s.ri.vec(podRequests(p)))
+				want[resPods]--
+				break
+			}
+		}
+	}
+	for i, v := range want {
+		if v > 0 {
+			t.used[i] += v
+		}
+	}
+	if len(t.bound) == 0 {
+		t.ports = append(t.ports, ports...)
+	}
 }
 
 // intern gives equal requirement sets the same small ID, the key of every cache.

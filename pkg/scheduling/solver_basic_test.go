@@ -5,6 +5,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -322,6 +323,20 @@ func TestExistingNodes(t *testing.T) {
 			pods: pods(1, "p", "1", "1Gi"), expect: []expectation{claims(0), onNode("p-0", "inflight")}},
 		{name: "existing nodes in name order", existing: []*scheduling.ExistingNode{node("n2", "us-west-2a", "medium", 4, 16, 20), node("n1", "us-west-2a", "medium", 4, 16, 20)},
 			pods: pods(1, "p", "1", "1Gi"), expect: []expectation{onNode("p-0", "n1")}},
+		{name: "pending daemonsets reserved on an in-flight node", ds: []*corev1.Pod{mkPod("ds", "2", "100Mi")},
+			existing: []*scheduling.ExistingNode{node("inflight", "us-west-2a", "medium", 4, 16, 20, func(n *scheduling.ExistingNode) { n.InFlight = true; n.Initialized = false })},
+			pods:     pods(1, "p", "3", "1Gi"), expect: []expectation{onNewClaim("p-0")}},
+		{name: "daemonsets already bound are not reserved twice", ds: []*corev1.Pod{mkPod("ds", "2", "100Mi")},
+			existing: []*scheduling.ExistingNode{node("starting", "us-west-2a", "medium", 6, 16, 20, func(n *scheduling.ExistingNode) { n.Initialized = false },
+				boundPod(func() *corev1.Pod {
+					p := mkPod("ds-abc", "2", "100Mi")
+					p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds"}}
+					return p
+				}()))},
+			pods: pods(1, "p", "3", "1Gi"), expect: []expectation{onNode("p-0", "starting")}},
+		{name: "initialized nodes get no daemonset reservation", ds: []*corev1.Pod{mkPod("ds", "2", "100Mi")},
+			existing: []*scheduling.ExistingNode{node("ready", "us-west-2a", "medium", 4, 16, 20)},
+			pods:     pods(1, "p", "3", "1Gi"), expect: []expectation{onNode("p-0", "ready")}},
 		{name: "node pods allocatable respected", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 2)},
 			pods: pods(3, "p", "10m", "10Mi"), expect: []expectation{claims(1), onNode("p-0", "n1"), onNode("p-1", "n1"), onNewClaim("p-2")}},
 	})
