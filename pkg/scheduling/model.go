@@ -103,7 +103,7 @@ type ExistingNode struct {
 	StartupTaints []corev1.Taint
 	Allocatable   corev1.ResourceList
 	// Pods bound to the node; they consume resources and host ports and count for topology.
-	Pods        []*corev1.Pod
+	Pods []*corev1.Pod
 	// Initialized is false while the node starts; such a node (and an InFlight one) also has
 	// the DaemonSet pods that will land on it, but are not bound yet, reserved.
 	Initialized bool
