@@ -804,8 +804,8 @@ func (s *solver) domainAllowed(a *attempt, og ownGroup, t *target, d string) boo
 func (s *solver) topologyAndTypes(a *attempt, t *target, merged int32) (plan, error) {
 	for _, key := range a.keys {
 		if d, ok := s.domainOf(t, key); ok || t.existing != nil {
-			if !s.fixedDomainOK(a, t, key, d, ok) {
-				return plan{}, fmt.Errorf("topology")
+			if err := s.fixedDomainErr(a, t, key, d, ok); err != nil {
+				return plan{}, err
 			}
 			continue
 		}
@@ -867,6 +867,12 @@ func (s *solver) topologyKeys(a *attempt) []string {
 }
 
 func (s *solver) fixedDomainOK(a *attempt, t *target, key, d string, has bool) bool {
+	return s.fixedDomainErr(a, t, key, d, has) == nil
+}
+
+// fixedDomainErr checks the pod's groups on key against a decided domain d (has=false: the
+// node lacks the key) and names the group that rejects it.
+func (s *solver) fixedDomainErr(a *attempt, t *target, key, d string, has bool) error {
 	for _, og := range a.own {
 		if og.g.key != key {
 			continue
@@ -874,22 +880,32 @@ func (s *solver) fixedDomainOK(a *attempt, t *target, key, d string, has bool) b
 		if !has {
 			// A node without the key: spread and affinity cannot be met there, anti-affinity is.
 			if og.g.kind != kindAnti {
-				return false
+				return &topologyError{g: og.g}
 			}
 			continue
 		}
 		if !s.domainAllowed(a, og, t, d) {
-			return false
+			return &topologyError{g: og.g}
 		}
 	}
 	if has {
 		for _, g := range a.inverse {
 			if g.key == key && g.ownersAt(t, d) > 0 {
-				return false
+				return &inverseError{g: g, domain: d}
 			}
 		}
 	}
-	return true
+	return nil
+}
+
+// inverseError: a pod already in the domain has required anti-affinity against this pod.
+type inverseError struct {
+	g      *topoGroup
+	domain string
+}
+
+func (e *inverseError) Error() string {
+	return "pods in " + e.g.key + "=" + e.domain + " have anti-affinity to this pod (selector " + e.g.selector.String() + ")"
 }
 
 // candidates orders the domains an undecided claim could be pinned to for key. nil means the

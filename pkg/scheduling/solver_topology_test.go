@@ -106,6 +106,12 @@ func TestTopologySpread(t *testing.T) {
 			})},
 			pods:   pods(2, "p", "100m", "100Mi", app, withSpread("rack", 1, dns, webSel)),
 			expect: []expectation{distinctDomains("rack", 2, "p-0", "p-1")}},
+		{name: "spread in a pool pinned to one zone explains the constraint", pools: []*scheduling.NodePool{pool("default", func(np *scheduling.NodePool) {
+			np.Requirements = scheduling.NewRequirements(req(zoneKey, in, "us-west-2a"))
+		})},
+			existing: []*scheduling.ExistingNode{node("nb", "us-west-2b", "small", 2, 4, 10, boundPod(mkPod("other", "1500m", "100Mi", withLabels("app", "other"))))},
+			pods:     pods(2, "p", "1", "100Mi", app, withSpread(zoneKey, 1, dns, webSel, ignoreAffinity)),
+			expect:   []expectation{scheduled("p-0"), podErr("p-1", "incompatible with nodepool default: would violate topology spread constraint on topology.kubernetes.io/zone (maxSkew 1, selector app=web)")}},
 		{name: "spread over a label without known domains is unschedulable", pods: pods(1, "p", "100m", "100Mi", app, withSpread("rack", 1, dns, webSel)),
 			expect: []expectation{podErr("p-0", "topology spread constraint on rack")}},
 		{name: "existing pods count toward spread", existing: []*scheduling.ExistingNode{node("na", "us-west-2a", "small", 2, 4, 10,
