@@ -138,8 +138,14 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 		// Nothing to wait for: write now, so the caller sees the Node at once.
 		if err := c.kubeClient.Create(ctx, node); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				// A concurrent Create for the same NodeClaim won: report its instance.
-				return c.existing(ctx, nc.Name)
+				// A concurrent Create for the same NodeClaim won: report its
+				// instance, or ask to be retried while a cached client has not
+				// seen it yet.
+				existing, err := c.existing(ctx, nc.Name)
+				if err == nil && existing == nil {
+					err = fmt.Errorf("node %s exists but is not readable yet", nc.Name)
+				}
+				return existing, err
 			}
 			return nil, cloudprovider.NewCreateError(err, "NodeCreationFailed", fmt.Sprintf("creating node %s: %v", node.Name, err))
 		}

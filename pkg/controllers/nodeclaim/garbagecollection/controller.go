@@ -10,7 +10,9 @@
 //   - A NodeClaim whose launched instance vanished (the cloud provider's Get
 //     answers NodeClaimNotFound) is deleted, so its pods are provisioned again.
 //     Get, not the List snapshot, decides, so a launch that completed after
-//     List was taken is never mistaken for a vanished one.
+//     List was taken is never mistaken for a vanished one; and launches younger
+//     than the grace period are left alone, since a cached client may not show
+//     their instance yet.
 package garbagecollection
 
 import (
@@ -53,7 +55,8 @@ type Controller struct {
 	// Interval between passes.
 	Interval time.Duration
 	// InstanceGracePeriod is the minimum age of an instance without a
-	// NodeClaim before it is deleted.
+	// NodeClaim before it is deleted, and of a launch before its instance is
+	// checked for having vanished.
 	InstanceGracePeriod time.Duration
 }
 
@@ -115,7 +118,13 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 		if nc.Status.ProviderID == "" || listed[nc.Status.ProviderID] || !nc.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if !nc.StatusConditions().Get(v1.ConditionTypeLaunched).IsTrue() {
+		launched := nc.StatusConditions().Get(v1.ConditionTypeLaunched)
+		if !launched.IsTrue() {
+			continue
+		}
+		// A launch younger than the grace period may have an instance that a
+		// cached client cannot see yet; it is looked at in a later pass.
+		if c.clock.Since(launched.LastTransitionTime.Time) < c.InstanceGracePeriod {
 			continue
 		}
 		deleted, err := c.deleteVanished(ctx, nc)

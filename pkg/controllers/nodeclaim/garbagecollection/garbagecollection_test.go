@@ -74,7 +74,16 @@ func TestNodeClaimWhoseInstanceVanishedIsDeleted(t *testing.T) {
 	ExpectDeleted(ctx, t, e.Client, node)
 	ExpectNotFound(ctx, t, e.Client, node)
 
+	// A launch younger than the grace period is not judged yet.
 	res, err := p.gc.Reconcile(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.DeletedNodeClaims) != 0 {
+		t.Fatalf("a fresh launch was collected: %+v", res)
+	}
+	clk.Step(garbagecollection.DefaultInstanceGracePeriod)
+	res, err = p.gc.Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +95,7 @@ func TestNodeClaimWhoseInstanceVanishedIsDeleted(t *testing.T) {
 }
 
 func TestPendingLaunchIsNotMistakenForVanished(t *testing.T) {
-	ctx, clk := setup(t, time.Minute)
+	ctx, clk := setup(t, 10*time.Minute)
 	p := start(t, clk)
 	nc := nodeClaim("pending")
 	ExpectApplied(ctx, t, e.Client, nc)
@@ -94,6 +103,9 @@ func TestPendingLaunchIsNotMistakenForVanished(t *testing.T) {
 	if !ExpectExists(ctx, t, e.Client, nc).StatusConditions().Get(v1.ConditionTypeLaunched).IsTrue() {
 		t.Fatal("not launched")
 	}
+	// Past the grace period, but still within the registration delay: the
+	// provider's Get knows the pending instance.
+	clk.Step(garbagecollection.DefaultInstanceGracePeriod + time.Second)
 	res, err := p.gc.Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -173,6 +185,7 @@ func TestCrashMidLaunchLeaksNothingAndLaunchesNoDuplicate(t *testing.T) {
 		// with the old process: garbage collection deletes the claim so that
 		// the provisioner replaces it, and nothing is left behind.
 		second := start(t, clk)
+		clk.Step(garbagecollection.DefaultInstanceGracePeriod)
 		res, err := second.gc.Reconcile(ctx)
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,30 @@
+// Package nodeclaim groups the controllers that own NodeClaims once the
+// provisioner created them: lifecycle (launch, registration, initialization,
+// liveness and the finalizer) and garbagecollection (cloud instances against
+// NodeClaims). Register wires both into a manager; metrics holds the NodeClaim
+// and Node metrics they record.
+package nodeclaim
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
+)
+
+// Register adds the lifecycle controller (with its Node termination trigger
+// and the Node providerID index) and the garbage collector to mgr. Pass the
+// cloud provider already wrapped by the metrics decorator
+// (pkg/cloudprovider/metrics.Decorate) so that their calls are measured.
+func Register(ctx context.Context, mgr manager.Manager, kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) error {
+	if err := lifecycle.NewController(kubeClient, cloudProvider, clk, recorder).Register(ctx, mgr); err != nil {
+		return err
+	}
+	return garbagecollection.NewController(kubeClient, cloudProvider, clk, recorder).Register(mgr)
+}
