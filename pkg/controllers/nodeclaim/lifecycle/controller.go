@@ -125,10 +125,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // Register adds the controller, the Node-side trigger and the node termination
 // controller to the manager.
 func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
-	if err := IndexNodeProviderID(ctx, mgr.GetFieldIndexer()); err != nil {
-		// Another controller may have registered the same index already;
-		// lookups work either way.
-		mgr.GetLogger().V(1).Info("node providerID index not added", "error", err.Error())
+	for _, index := range []func(context.Context, client.FieldIndexer) error{IndexNodeProviderID, IndexNodeClaimProviderID} {
+		if err := index(ctx, mgr.GetFieldIndexer()); err != nil {
+			// Another controller may have registered the same index already;
+			// lookups work either way (they fall back to filtering a list).
+			mgr.GetLogger().V(1).Info("field index not added", "error", err.Error())
+		}
 	}
 	err := builder.ControllerManagedBy(mgr).
 		Named(Name).
@@ -159,8 +161,10 @@ func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []re
 
 func nodeClaimsForProviderID(ctx context.Context, c client.Client, providerID string) []reconcile.Request {
 	list := &v1.NodeClaimList{}
-	if err := c.List(ctx, list); err != nil {
-		return nil
+	if err := c.List(ctx, list, client.MatchingFields{NodeClaimProviderIDIndex: providerID}); err != nil {
+		if err := c.List(ctx, list); err != nil {
+			return nil
+		}
 	}
 	var out []reconcile.Request
 	for i := range list.Items {

@@ -62,6 +62,9 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if len(node.OwnerReferences) != 1 || node.OwnerReferences[0].UID != nc.UID {
 		t.Fatalf("node owner references %v", node.OwnerReferences)
 	}
+	if c := ExpectExists(f.ctx, t, e.Client, nodePool("default")).StatusConditions().Get(v1.ConditionTypeNodeRegistrationHealthy); !c.IsTrue() {
+		t.Fatalf("NodePool NodeRegistrationHealthy after a registration: %+v", c)
+	}
 	if got := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default")); got != createdBefore+1 {
 		t.Fatalf("karpenter_nodes_created_total went from %v to %v", createdBefore, got)
 	}
@@ -221,6 +224,9 @@ func TestRegistrationTimeoutDeletesClaimAndInstance(t *testing.T) {
 	}
 	f.clk.Step(time.Minute + time.Second)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := ExpectExists(f.ctx, t, e.Client, nodePool("default")).StatusConditions().Get(v1.ConditionTypeNodeRegistrationHealthy); !c.IsFalse() || !strings.Contains(c.Message, "claim-slow") {
+		t.Fatalf("NodePool NodeRegistrationHealthy after a registration timeout: %+v", c)
+	}
 	ExpectReconciled(f.ctx, t, f.ctrl, nc) // finalize: the pending instance is cancelled
 	ExpectNotFound(f.ctx, t, e.Client, nc)
 	if list, _ := f.cp.List(f.ctx); len(list) != 0 {

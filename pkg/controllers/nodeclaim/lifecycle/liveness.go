@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"context"
+	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -47,6 +48,10 @@ func (l *Liveness) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	}
 	if err := l.kubeClient.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 		return reconcile.Result{}, false, err
+	}
+	if what == "registration" {
+		setNodeRegistrationHealthy(ctx, l.kubeClient, l.clock, nodePoolOf(nc), false,
+			fmt.Sprintf("NodeClaim %s launched but its node did not register within %s", nc.Name, timeout))
 	}
 	l.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonLivenessTimeout, "NodeClaim %s did not complete %s within %s, deleting", nc.Name, what, timeout)
 	metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonLiveness, nodePoolOf(nc), nc.Labels[v1.CapacityTypeLabelKey]).Inc()

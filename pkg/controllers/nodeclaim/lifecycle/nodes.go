@@ -26,6 +26,23 @@ func IndexNodeProviderID(ctx context.Context, indexer client.FieldIndexer) error
 	})
 }
 
+// NodeClaimProviderIDIndex is the field index name for NodeClaim
+// status.providerID, used to map Node events to NodeClaims without listing
+// every NodeClaim.
+const NodeClaimProviderIDIndex = "status.providerID"
+
+// IndexNodeClaimProviderID registers NodeClaimProviderIDIndex on a cache's
+// field indexer.
+func IndexNodeClaimProviderID(ctx context.Context, indexer client.FieldIndexer) error {
+	return indexer.IndexField(ctx, &v1.NodeClaim{}, NodeClaimProviderIDIndex, func(o client.Object) []string {
+		id := o.(*v1.NodeClaim).Status.ProviderID
+		if id == "" {
+			return nil
+		}
+		return []string{id}
+	})
+}
+
 // nodesForProviderID returns the Nodes with the provider ID. It uses the field
 // index when the client has one and otherwise filters a full list (a direct
 // API client cannot select Nodes by spec.providerID).

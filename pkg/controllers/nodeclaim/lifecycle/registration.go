@@ -58,6 +58,7 @@ func (r *Registration) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconci
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
 	metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
+	setNodeRegistrationHealthy(ctx, r.kubeClient, r.clock, nodePoolOf(nc), true, "")
 	log.FromContext(ctx).V(1).Info("registered nodeclaim", "NodeClaim", nc.Name, "Node", node.Name)
 	return reconcile.Result{}, false, nil
 }

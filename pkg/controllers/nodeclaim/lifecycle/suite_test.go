@@ -62,7 +62,8 @@ func setup(t *testing.T) *fixture {
 	clk := clocktesting.NewFakeClock(time.Now())
 	cp := kwok.New(ctx, e.Client, clk, catalog)
 	rec := record.NewFakeRecorder(100)
-	ExpectApplied(ctx, t, e.Client, nodeClass("default", 0, true))
+	ExpectCleanedUp(ctx, t, e.Client, &v1.NodePoolList{})
+	ExpectApplied(ctx, t, e.Client, nodeClass("default", 0, true), nodePool("default"))
 	return &fixture{ctx: ctx, clk: clk, cp: cp, ctrl: lifecycle.NewController(e.Client, cp, clk, rec), recorder: rec}
 }
 
@@ -168,6 +169,16 @@ func gpuInstanceType() kwok.InstanceTypeOptions {
 		Offerings: []kwok.OfferingOptions{{Price: 1, Available: true, Requirements: []corev1.NodeSelectorRequirement{
 			{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
 			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-a"}},
+		}}},
+	}
+}
+
+func nodePool(name string) *v1.NodePool {
+	return &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
 		}}},
 	}
 }
