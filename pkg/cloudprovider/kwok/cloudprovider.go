@@ -50,6 +50,8 @@ type CloudProvider struct {
 	clock         clock.Clock
 	instanceTypes []*scheduling.InstanceType
 	byName        map[string]*scheduling.InstanceType
+	// allocatable per instance type name, computed once.
+	allocatable map[string]corev1.ResourceList
 	// ctx outlives single calls: delayed Node writes run under it.
 	ctx context.Context
 
@@ -72,17 +74,19 @@ var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 // when ctx is done.
 func New(ctx context.Context, kubeClient client.Client, clk clock.Clock, catalog []InstanceTypeOptions) *CloudProvider {
 	cp := &CloudProvider{
-		kubeClient: kubeClient,
-		clock:      clk,
-		byName:     map[string]*scheduling.InstanceType{},
-		ctx:        ctx,
-		pending:    map[string]*pendingLaunch{},
-		rand:       rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6b776f6b)),
+		kubeClient:  kubeClient,
+		clock:       clk,
+		byName:      map[string]*scheduling.InstanceType{},
+		allocatable: map[string]corev1.ResourceList{},
+		ctx:         ctx,
+		pending:     map[string]*pendingLaunch{},
+		rand:        rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0x6b776f6b)),
 	}
 	for _, o := range catalog {
 		it := toSchedulingInstanceType(o)
 		cp.instanceTypes = append(cp.instanceTypes, it)
 		cp.byName[it.Name] = it
+		cp.allocatable[it.Name] = it.Allocatable()
 	}
 	return cp
 }
@@ -228,10 +232,15 @@ func (c *CloudProvider) cheapest(reqs scheduling.Requirements, requests corev1.R
 	}
 	var best []choice
 	for _, it := range c.instanceTypes {
+		// The NodeClaim usually lists its candidate types; checking the name
+		// first skips the full comparison (which formats an error) for the rest.
+		if !reqs.Has(corev1.LabelInstanceTypeStable, it.Name) {
+			continue
+		}
 		if err := reqs.Intersects(it.Requirements); err != nil {
 			continue
 		}
-		if !fits(requests, it.Allocatable()) {
+		if !fits(requests, c.allocatable[it.Name]) {
 			continue
 		}
 		for _, o := range it.Offerings {
@@ -318,7 +327,7 @@ func (c *CloudProvider) node(nc *v1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeC
 	taints = append(taints, nc.Spec.StartupTaints...)
 
 	capacity := it.Capacity.DeepCopy()
-	allocatable := it.Allocatable()
+	allocatable := c.allocatable[it.Name].DeepCopy()
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        nc.Name,

@@ -49,7 +49,9 @@ type fixture struct {
 // setup empties the cluster, creates a Ready KWOKNodeClass "default" with no
 // registration delay, and returns the lifecycle controller over the KWOK
 // provider on a fake clock.
-func setup(t *testing.T) *fixture {
+func setup(t *testing.T) *fixture { return setupB(t) }
+
+func setupB(t testing.TB) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
