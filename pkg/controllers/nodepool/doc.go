@@ -8,8 +8,10 @@
 //     condition of the NodeClass the NodePool references.
 //   - Validation: the ValidationSucceeded condition, for rules the CRD schema
 //     cannot express.
-//   - Hash: the karpenter.sh/nodepool-hash and -hash-version annotations that
-//     the provisioner copies onto new NodeClaims and drift compares against.
+//   - Hash: the karpenter.sh/nodepool-hash and -hash-version annotations
+//     (computed by the provisioner's NodePoolHash, which stamps new NodeClaims
+//     the same way) that drift compares against; NodeClaims stamped under
+//     another hash version are re-stamped rather than treated as drifted.
 //
 // NodeClassReady and ValidationSucceeded roll up into Ready (see
 // v1.NodePool.StatusConditions); the provisioner launches nothing for a

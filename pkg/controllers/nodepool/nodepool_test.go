@@ -154,7 +154,7 @@ func TestRuntimeValidate(t *testing.T) {
 	}
 }
 
-func TestHash(t *testing.T) {
+func TestHashIsTheProvisionersAndIgnoresRequirementsAndTaintOrder(t *testing.T) {
 	a := nodePool("a", "default")
 	b := nodePool("b", "default")
 	b.Spec.Template.Spec.Taints = []corev1.Taint{a.Spec.Template.Spec.Taints[1], a.Spec.Template.Spec.Taints[0]}
@@ -177,7 +177,7 @@ func TestHashControllerAnnotatesNodePoolAndRestampsOldClaims(t *testing.T) {
 	np := nodePool("default", "default")
 	ExpectApplied(ctx, t, e.Client, np)
 	old := nodeClaim("old", "default", nil)
-	old.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "123", v1.NodePoolHashVersionAnnotationKey: "v3"}
+	old.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "123", v1.NodePoolHashVersionAnnotationKey: "v2"}
 	current := nodeClaim("current", "default", nil)
 	current.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "stale-but-same-version", v1.NodePoolHashVersionAnnotationKey: nodepool.HashVersion}
 	ExpectApplied(ctx, t, e.Client, old, current)
