@@ -1,8 +1,14 @@
 package provisioning
 
 import (
+	"context"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/karpenter-go/karpenter/pkg/state"
 )
 
 // Metric names are upstream Karpenter's.
@@ -52,4 +58,29 @@ const (
 
 func init() {
 	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, QueueDepth, NodeClaimsCreated, NodePoolUsage, NodePoolLimit, PodsState)
+}
+
+// MetricsExporter refreshes the NodePool and cluster state gauges every Period, so
+// they stay current between provisioning decisions.
+type MetricsExporter struct {
+	Cluster *state.Cluster
+	Clock   clock.Clock
+	Period  time.Duration
+}
+
+// Start runs until ctx ends (a manager Runnable; every replica exports).
+func (m *MetricsExporter) Start(ctx context.Context) error {
+	period := m.Period
+	if period == 0 {
+		period = 10 * time.Second
+	}
+	for {
+		ExportNodePoolMetrics(m.Cluster)
+		m.Cluster.ExportMetrics(ctx)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-m.Clock.After(period):
+		}
+	}
 }

@@ -1,0 +1,269 @@
+// Package operator builds the controller process around the controllers: options,
+// JSON logging, the controller-runtime manager with Lease leader election, health
+// and readiness probes, and the Prometheus registry (controller-runtime's, served on
+// METRICS_PORT). It installs nothing in the cluster: CRDs come from pkg/apis/crds.
+package operator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/pprof"
+	"os"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/karpenter-go/karpenter/pkg/apis"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
+)
+
+// Version is set at build time (-ldflags -X).
+var Version = "dev"
+
+var buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Namespace: "karpenter", Name: "build_info",
+	Help: "A metric with a constant '1' value labeled by version from which karpenter was built.",
+}, []string{"version", "goversion", "commit"})
+
+func init() {
+	crmetrics.Registry.MustRegister(buildInfo)
+}
+
+// Operator is a configured, not yet started, controller process.
+type Operator struct {
+	Options  *options.Options
+	Manager  manager.Manager
+	Client   client.Client
+	Clock    clock.Clock
+	Recorder record.EventRecorder
+	Logger   logr.Logger
+	Config   *rest.Config
+}
+
+// NewScheme registers client-go's kinds and every project API.
+func NewScheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := apis.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds the manager for cfg (the cluster to manage) with the options' client
+// limits, ports, leader election and logging.
+func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operator, error) {
+	logger, err := NewLogger(opts.LogLevel, opts.LogOutputPaths)
+	if err != nil {
+		return nil, err
+	}
+	log.SetLogger(logger)
+	klog.SetLogger(logger.WithName("klog"))
+	if opts.MemoryLimit > 0 {
+		// Leave 10% for what the Go runtime does not account for.
+		debug.SetMemoryLimit(opts.MemoryLimit / 10 * 9)
+	}
+	buildInfo.WithLabelValues(Version, strings.TrimPrefix(goVersion(), "go"), commit()).Set(1)
+
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst = float32(opts.KubeClientQPS), opts.KubeClientBurst
+	cfg.UserAgent = "karpenter/" + Version
+	scheme, err := NewScheme()
+	if err != nil {
+		return nil, err
+	}
+	// Lease renewals get their own client, so a burst of provisioning requests
+	// throttled client-side cannot starve them and cost the leadership.
+	leaderCfg := rest.CopyConfig(cfg)
+	leaderCfg.QPS, leaderCfg.Burst = 5, 10
+	metricsOpts := metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort)}
+	if opts.EnableProfiling {
+		metricsOpts.ExtraHandlers = map[string]http.Handler{
+			"/debug/pprof/":        http.HandlerFunc(pprof.Index),
+			"/debug/pprof/cmdline": http.HandlerFunc(pprof.Cmdline),
+			"/debug/pprof/profile": http.HandlerFunc(pprof.Profile),
+			"/debug/pprof/symbol":  http.HandlerFunc(pprof.Symbol),
+			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
+		}
+	}
+	mgr, err := manager.New(cfg, manager.Options{
+		Scheme:                        scheme,
+		Logger:                        logger,
+		Metrics:                       metricsOpts,
+		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),
+		LeaderElection:                !opts.DisableLeaderElection,
+		LeaderElectionID:              opts.LeaderElectionName,
+		LeaderElectionNamespace:       leaderElectionNamespace(opts.LeaderElectionNamespace),
+		LeaderElectionResourceLock:    "leases",
+		LeaderElectionReleaseOnCancel: true,
+		LeaderElectionConfig:          leaderCfg,
+		BaseContext:                   func() context.Context { return log.IntoContext(ctx, logger) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("crds", crdCheck(mgr)); err != nil {
+		return nil, err
+	}
+	if err := mgr.AddReadyzCheck("cache", cacheCheck(mgr)); err != nil {
+		return nil, err
+	}
+	return &Operator{
+		Options:  opts,
+		Manager:  mgr,
+		Client:   mgr.GetClient(),
+		Clock:    clock.RealClock{},
+		Recorder: mgr.GetEventRecorderFor("karpenter"), //nolint:staticcheck // record.EventRecorder is what the controllers take
+		Logger:   logger,
+		Config:   cfg,
+	}, nil
+}
+
+// Start runs the manager until ctx ends.
+func (o *Operator) Start(ctx context.Context) error {
+	o.Logger.Info("starting karpenter", "version", Version, "cloud-provider", o.Options.CloudProvider,
+		"leader-election", !o.Options.DisableLeaderElection)
+	return o.Manager.Start(ctx)
+}
+
+func bindAddress(port int) string {
+	if port == 0 {
+		return "0" // disabled
+	}
+	return fmt.Sprintf(":%d", port)
+}
+
+// leaderElectionNamespace: the flag, else the namespace the pod runs in, else
+// kube-system (running outside a cluster, e.g. `make run`).
+func leaderElectionNamespace(ns string) string {
+	if ns != "" {
+		return ns
+	}
+	if b, err := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/namespace"); err == nil && len(b) > 0 {
+		return strings.TrimSpace(string(b))
+	}
+	if ns := os.Getenv("SYSTEM_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return "kube-system"
+}
+
+// crdCheck: ready only once the API server serves NodePools and NodeClaims.
+func crdCheck(mgr manager.Manager) healthz.Checker {
+	return func(*http.Request) error {
+		for _, kind := range []string{"NodePool", "NodeClaim"} {
+			if _, err := mgr.GetRESTMapper().RESTMapping(v1.SchemeGroupVersion.WithKind(kind).GroupKind(), v1.SchemeGroupVersion.Version); err != nil {
+				return fmt.Errorf("%s not served: %w", kind, err)
+			}
+		}
+		return nil
+	}
+}
+
+// cacheCheck: ready once the informers the controllers started have synced.
+func cacheCheck(mgr manager.Manager) healthz.Checker {
+	return func(r *http.Request) error {
+		ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+		defer cancel()
+		if !mgr.GetCache().WaitForCacheSync(ctx) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}
+}
+
+// NewLogger returns a JSON logger at level (debug, info, error) writing to the
+// first of outputs (stdout, stderr or a file path). Field names follow upstream's
+// zap configuration: level, time, logger, message.
+func NewLogger(level, outputs string) (logr.Logger, error) {
+	var lvl slog.Level
+	switch level {
+	case "debug":
+		lvl = slog.LevelDebug
+	case "info", "":
+		lvl = slog.LevelInfo
+	case "error":
+		lvl = slog.LevelError
+	default:
+		return logr.Logger{}, fmt.Errorf("unknown log level %q", level)
+	}
+	var w io.Writer = os.Stdout
+	switch out := strings.TrimSpace(strings.Split(outputs, ",")[0]); out {
+	case "", "stdout":
+	case "stderr":
+		w = os.Stderr
+	default:
+		f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			return logr.Logger{}, err
+		}
+		w = f
+	}
+	return NewJSONLogger(w, lvl), nil
+}
+
+// NewJSONLogger writes JSON lines to w.
+func NewJSONLogger(w io.Writer, lvl slog.Level) logr.Logger {
+	h := slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level: lvl,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.MessageKey:
+				a.Key = "message"
+			case slog.LevelKey:
+				a.Value = slog.StringValue(strings.ToUpper(a.Value.String()))
+			}
+			return a
+		},
+	})
+	return logr.FromSlogHandler(h)
+}
+
+func goVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.GoVersion
+	}
+	return ""
+}
+
+func commit() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" {
+				return s.Value
+			}
+		}
+	}
+	return ""
+}
