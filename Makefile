@@ -26,8 +26,9 @@ cluster: cluster-bins
 cluster-down: $(CLUSTER)
 	@$(CLUSTER) down --state-dir $(CURDIR)/.local
 
-## run: the main job
-run: cluster
+## run: the main job — local cluster, Karpenter on KWOK, demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything
+run: cluster-bins
+	@go run ./cmd/demo
 
 ## generate: regenerate deepcopy functions and CRDs
 generate:

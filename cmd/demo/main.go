@@ -1,0 +1,320 @@
+// Command demo is `make run`: it brings up the local cluster (etcd, kube-apiserver,
+// controller-manager, scheduler and KWOK), installs the CRDs, a default
+// KWOKNodeClass and NodePool, starts Karpenter on the KWOK provider, scales a demo
+// Deployment 0 → 50 → 0 while printing a live view, and then leaves the cluster
+// running until Ctrl-C. Ctrl-C at any point stops Karpenter and the cluster.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpenter-go/karpenter/cmd/demo/kit"
+	"github.com/karpenter-go/karpenter/pkg/operator"
+)
+
+func main() {
+	replicas := flag.Int("replicas", 50, "replicas to scale the demo Deployment to")
+	maxCPU := flag.Int("max-cpu", 16, "largest instance (vCPUs) the default NodePool may launch")
+	delay := flag.Duration("node-registration-delay", 3*time.Second, "KWOKNodeClass nodeRegistrationDelay (simulated boot time)")
+	exitAfter := flag.Bool("exit", false, "stop everything after the scale-down instead of waiting for Ctrl-C")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, int32(*replicas), *maxCPU, *delay, *exitAfter); err != nil && !errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+type demo struct {
+	root, state string
+	client      client.Client
+	kubeconfig  string
+	karpenter   *kit.Process
+	cluster     *exec.Cmd
+	clusterDone chan error
+	tty         bool
+	start       time.Time
+}
+
+func run(ctx context.Context, replicas int32, maxCPU int, delay time.Duration, exitAfter bool) (err error) {
+	root, err := kit.RepoRoot()
+	if err != nil {
+		return err
+	}
+	d := &demo{root: root, state: filepath.Join(root, ".local", "run"), start: time.Now()}
+	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
+		d.tty = true
+	}
+	defer d.shutdown()
+
+	step("starting the local cluster (etcd, kube-apiserver, controller-manager, scheduler, KWOK)")
+	if err := d.startCluster(ctx); err != nil {
+		return err
+	}
+	step("installing CRDs")
+	if err := kit.InstallCRDs(ctx, d.client); err != nil {
+		return err
+	}
+	step("building and starting Karpenter (--cloud-provider=kwok); log: " + rel(root, filepath.Join(d.state, "karpenter.log")))
+	bin := filepath.Join(root, "bin", "karpenter")
+	if err := kit.Build(root, bin); err != nil {
+		return err
+	}
+	if d.karpenter, err = kit.Start(bin, d.kubeconfig, filepath.Join(d.state, "karpenter.log"), "CLUSTER_NAME=demo"); err != nil {
+		return err
+	}
+	if err := d.karpenter.Ready(ctx, 2*time.Minute); err != nil {
+		return err
+	}
+	step(fmt.Sprintf("creating KWOKNodeClass default (nodeRegistrationDelay %s) and NodePool default (linux/amd64, ≤%d vCPU, spot or on-demand)", delay, maxCPU))
+	if err := d.client.Create(ctx, kit.DefaultNodeClass(delay)); err != nil {
+		return err
+	}
+	if err := d.client.Create(ctx, kit.DefaultNodePool("default", "default", maxCPU)); err != nil {
+		return err
+	}
+	if err := kit.NodeClassReady(ctx, d.client, "default", time.Minute); err != nil {
+		return fmt.Errorf("KWOKNodeClass default never became Ready: %w", err)
+	}
+	dep := kit.Deployment("default", "demo", 0, "1", "1Gi", true)
+	if err := d.client.Create(ctx, dep); err != nil {
+		return err
+	}
+
+	phaseStart := time.Now()
+	if err := d.scale(ctx, replicas); err != nil {
+		return err
+	}
+	if err := d.watch(ctx, fmt.Sprintf("scale up 0 → %d", replicas), 10*time.Minute, func(c *kit.Counts) bool {
+		return c.Running == int(replicas) && c.Pods == int(replicas)
+	}); err != nil {
+		return err
+	}
+	up := time.Since(phaseStart)
+	if err := d.scale(ctx, 0); err != nil {
+		return err
+	}
+	if err := d.watch(ctx, fmt.Sprintf("scale down %d → 0", replicas), 5*time.Minute, func(c *kit.Counts) bool { return c.Pods == 0 }); err != nil {
+		return err
+	}
+	// Removing the now empty nodes is disruption's job (emptiness). Watch for it for
+	// a while; when it does not happen, say so rather than delete nodes here.
+	nodesGone := d.watch(ctx, "waiting for empty nodes to be removed", 45*time.Second, func(c *kit.Counts) bool { return c.Nodes == 0 }) == nil
+	c, err := kit.Count(ctx, d.client, "default")
+	if err != nil {
+		return err
+	}
+	fmt.Println()
+	fmt.Printf("All %d pods were Running %s after the scale-up.\n", replicas, up.Round(100*time.Millisecond))
+	if nodesGone {
+		fmt.Println("The empty nodes were removed after the scale-down.")
+	} else {
+		fmt.Printf("%d node(s) remain after the scale-down: removing empty nodes is disruption (emptiness), which comes with issue 7.\n", c.Nodes)
+	}
+	kubectl := rel(d.root, filepath.Join(d.root, "bin", "kubectl"))
+	fmt.Printf(`
+The cluster keeps running:
+  export KUBECONFIG=%s
+  %s get nodepools,nodeclaims,nodes
+  %s scale deployment demo --replicas=20
+Karpenter log: %s   metrics: http://127.0.0.1:%d/metrics
+Ctrl-C stops Karpenter and the cluster.
+`, d.kubeconfig, kubectl, kubectl, rel(d.root, d.karpenter.LogPath), d.karpenter.MetricsPort)
+	if exitAfter {
+		return nil
+	}
+	select {
+	case <-ctx.Done():
+		fmt.Println("\nstopping Karpenter and the local cluster")
+		return nil
+	case err := <-d.clusterDone:
+		return fmt.Errorf("local cluster exited: %v", err)
+	}
+}
+
+func step(msg string) { fmt.Printf("==> %s\n", msg) }
+
+func rel(root, p string) string {
+	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
+		return r
+	}
+	return p
+}
+
+func (d *demo) startCluster(ctx context.Context) error {
+	tool := filepath.Join(d.root, "bin", "cluster")
+	if _, err := os.Stat(tool); err != nil {
+		return fmt.Errorf("%s not found: run `make cluster-bins` first", tool)
+	}
+	// A previous run killed without clean-up may have left processes behind.
+	_ = exec.Command(tool, "down", "--state-dir", d.state).Run()
+	if err := os.RemoveAll(d.state); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(d.state, 0o755); err != nil {
+		return err
+	}
+	ready := filepath.Join(d.state, "ready")
+	logf, err := os.Create(filepath.Join(d.state, "cluster.log"))
+	if err != nil {
+		return err
+	}
+	d.cluster = exec.Command(tool, "up", "--bin-dir", filepath.Join(d.root, "bin"), "--state-dir", d.state, "--ready-file", ready)
+	d.cluster.Stdout, d.cluster.Stderr = logf, logf
+	d.cluster.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := d.cluster.Start(); err != nil {
+		return err
+	}
+	d.clusterDone = make(chan error, 1)
+	go func() { d.clusterDone <- d.cluster.Wait(); logf.Close() }()
+	for {
+		if _, err := os.Stat(ready); err == nil {
+			break
+		}
+		select {
+		case err := <-d.clusterDone:
+			d.clusterDone <- err
+			log, _ := os.ReadFile(filepath.Join(d.state, "cluster.log"))
+			return fmt.Errorf("local cluster exited before it was ready (%v):\n%s", err, log)
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	d.kubeconfig = filepath.Join(d.state, "kubeconfig")
+	cfg, err := clientcmd.BuildConfigFromFlags("", d.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	scheme, err := operator.NewScheme()
+	if err != nil {
+		return err
+	}
+	if err := addAPIExtensions(scheme); err != nil {
+		return err
+	}
+	d.client, err = client.New(cfg, client.Options{Scheme: scheme})
+	return err
+}
+
+// shutdown stops Karpenter first (so it does not react to the cluster going
+// away), then the cluster tool, which stops its own children.
+func (d *demo) shutdown() {
+	if d.karpenter != nil {
+		if err := d.karpenter.Stop(30 * time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
+	if d.cluster != nil && d.cluster.Process != nil {
+		select {
+		case err := <-d.clusterDone:
+			d.clusterDone <- err
+			return
+		default:
+		}
+		_ = d.cluster.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-d.clusterDone:
+		case <-time.After(60 * time.Second):
+			_ = d.cluster.Process.Kill()
+			fmt.Fprintln(os.Stderr, "local cluster did not stop within 60s; killed")
+		}
+	}
+}
+
+func (d *demo) scale(ctx context.Context, replicas int32) error {
+	dep := &appsv1.Deployment{}
+	if err := d.client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "demo"}, dep); err != nil {
+		return err
+	}
+	patch := client.MergeFrom(dep.DeepCopy())
+	dep.Spec.Replicas = &replicas
+	return d.client.Patch(ctx, dep, patch)
+}
+
+// watch redraws the live view every second until done or timeout.
+func (d *demo) watch(ctx context.Context, phase string, timeout time.Duration, done func(*kit.Counts) bool) error {
+	start := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	lastPlain := time.Time{}
+	for {
+		c, err := kit.Count(ctx, d.client, "default")
+		if err != nil {
+			return err
+		}
+		finished := done(c)
+		if d.tty {
+			fmt.Print("\033[H\033[2J")
+			render(os.Stdout, phase, time.Since(start), c)
+		} else if finished || time.Since(lastPlain) >= 5*time.Second {
+			lastPlain = time.Now()
+			renderLine(os.Stdout, phase, time.Since(start), c)
+		}
+		if finished {
+			if d.tty {
+				fmt.Printf("\n%s: done in %s\n", phase, time.Since(start).Round(100*time.Millisecond))
+			}
+			return nil
+		}
+		if time.Since(start) > timeout {
+			return fmt.Errorf("%s: not done after %s", phase, timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-d.clusterDone:
+			d.clusterDone <- err
+			return fmt.Errorf("local cluster exited: %v", err)
+		case <-tick.C:
+		}
+	}
+}
+
+func render(w io.Writer, phase string, elapsed time.Duration, c *kit.Counts) {
+	fmt.Fprintf(w, "Karpenter demo — %s  (%s)\n\n", phase, elapsed.Round(time.Second))
+	fmt.Fprintf(w, "Pods        %4d total   %4d pending   %4d running\n", c.Pods, c.Pending, c.Running)
+	fmt.Fprintf(w, "NodeClaims  %4d total  ", c.NodeClaimsAll)
+	for _, s := range []string{"Pending", "Launched", "Registered", "Ready", "Deleting"} {
+		fmt.Fprintf(w, " %s %d ", s, c.NodeClaims[s])
+	}
+	fmt.Fprintf(w, "\nNodes       %4d total   %4d ready\n", c.Nodes, c.ReadyNodes)
+	fmt.Fprintf(w, "Cost        $%.4f per hour\n\n", c.CostPerHour)
+	if len(c.NodesByType) > 0 {
+		fmt.Fprintf(w, "  %-24s %-14s %-10s %s\n", "INSTANCE TYPE", "ZONE", "CAPACITY", "NODES")
+		for _, k := range kit.SortedKeys(c.NodesByType) {
+			f := strings.Fields(k + " - - -")
+			fmt.Fprintf(w, "  %-24s %-14s %-10s %d\n", f[0], f[1], f[2], c.NodesByType[k])
+		}
+	}
+	if !strings.HasPrefix(phase, "scale up") {
+		fmt.Fprintln(w, "\nScale-down of empty nodes comes with disruption (issue 7): until then the nodes stay.")
+	}
+}
+
+func renderLine(w io.Writer, phase string, elapsed time.Duration, c *kit.Counts) {
+	var types []string
+	for _, k := range kit.SortedKeys(c.NodesByType) {
+		types = append(types, fmt.Sprintf("%s×%d", strings.ReplaceAll(k, " ", "/"), c.NodesByType[k]))
+	}
+	fmt.Fprintf(w, "[%s %5s] pods %d (pending %d, running %d) | nodeclaims %d %v | nodes %d (ready %d) $%.4f/h | %s\n",
+		phase, elapsed.Round(time.Second), c.Pods, c.Pending, c.Running, c.NodeClaimsAll, c.NodeClaims, c.Nodes, c.ReadyNodes, c.CostPerHour, strings.Join(types, " "))
+}
