@@ -184,6 +184,9 @@ func TestProvisioningSurvivesKillMidLaunch(t *testing.T) {
 			gone++
 		}
 	}
+	if gone == 0 {
+		t.Errorf("none of the %d nodeclaims whose instance died with the controller was garbage collected", len(launched))
+	}
 	t.Logf("after restart: %d nodeclaims (%d of the %d launched before the kill were garbage collected), %d nodes, %d pods running; %s",
 		len(ncs), gone, len(launched), len(nodes), c.Running, fmt.Sprint(c.NodesByType))
 }
