@@ -15,6 +15,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
@@ -507,5 +508,84 @@ func TestHashIgnoresRequirementsAndTaintOrder(t *testing.T) {
 	b.Spec.Template.ObjectMeta.Labels["team"] = "red"
 	if provisioning.NodePoolHash(a) == provisioning.NodePoolHash(b) {
 		t.Error("a label change did not change the hash")
+	}
+}
+
+// The running provisioner turns a trigger into a decision once the batch window
+// closes on the clock: nothing before the idle duration, a NodeClaim after it.
+func TestStartedProvisionerLaunchesWhenTheBatchCloses(t *testing.T) {
+	f := newFixture(t)
+	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), nodePool("default", "default"), pendingPod("p", "1"))
+	f.sync(t)
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- f.provisioner.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	f.provisioner.Trigger("p")
+	Eventually(t, 5*time.Second, func() error {
+		if !f.clock.HasWaiters() {
+			return fmt.Errorf("batch window not open")
+		}
+		return nil
+	})
+	count := func() int {
+		l := &v1.NodeClaimList{}
+		if err := testEnv.Client.List(f.ctx, l); err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	f.clock.Step(500 * time.Millisecond)
+	if n := count(); n != 0 {
+		t.Fatalf("%d nodeclaims before the batch closed", n)
+	}
+	f.clock.Step(500 * time.Millisecond)
+	Eventually(t, 10*time.Second, func() error {
+		if n := count(); n != 1 {
+			return fmt.Errorf("%d nodeclaims", n)
+		}
+		return nil
+	})
+}
+
+func TestPodsStateMetricFollowsThePod(t *testing.T) {
+	f := newFixture(t)
+	trigger := provisioning.NewPodTrigger(testEnv.Client, provisioning.NewBatcher(f.clock, time.Second, 10*time.Second))
+	p := pendingPod("metered", "1")
+	ExpectApplied(f.ctx, t, testEnv.Client, p)
+	ExpectReconciled(f.ctx, t, trigger, p)
+	series := func() int {
+		n := 0
+		mfs, err := crmetrics.Registry.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() != "karpenter_pods_state" {
+				continue
+			}
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "name" && l.GetValue() == "metered" {
+						n++
+					}
+				}
+			}
+		}
+		return n
+	}
+	if got := series(); got != 1 {
+		t.Fatalf("%d karpenter_pods_state series for the pod, want 1", got)
+	}
+	_ = testEnv.Client.Delete(f.ctx, p, client.GracePeriodSeconds(0))
+	Eventually(t, 10*time.Second, func() error {
+		if err := testEnv.Client.Get(f.ctx, client.ObjectKeyFromObject(p), &corev1.Pod{}); err == nil {
+			return fmt.Errorf("pod still exists")
+		}
+		return nil
+	})
+	ExpectReconciled(f.ctx, t, trigger, p)
+	if got := series(); got != 0 {
+		t.Fatalf("%d series left after the pod was deleted", got)
 	}
 }
