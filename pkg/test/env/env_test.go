@@ -87,8 +87,8 @@ func TestNodeRoundTripAndStatus(t *testing.T) {
 	// The API server validates: an invalid taint effect is refused, naming the field.
 	bad := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "bad"}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{{Key: "k", Effect: "Sometimes"}}}}
 	err := e.Client.Create(ctx, bad)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "spec.taints[0].effect") {
-		t.Fatalf("expected an Invalid error naming spec.taints[0].effect, got %v", err)
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "taints[0].effect") {
+		t.Fatalf("expected an Invalid error naming taints[0].effect, got %v", err)
 	}
 	if err := e.Client.Delete(ctx, got); err != nil {
 		t.Fatal(err)
