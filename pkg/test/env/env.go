@@ -92,6 +92,9 @@ func Start(opts ...Option) (*Environment, error) {
 	}
 	cfg, err := te.Start()
 	if err != nil {
+		// envtest may have started etcd and kube-apiserver before failing (e.g. on a
+		// bad CRD); stop them so no process outlives the test.
+		_ = te.Stop()
 		return nil, fmt.Errorf("starting envtest (etcd + kube-apiserver from %s): %w", assets, err)
 	}
 	// Tests create many objects quickly; the default client-side limit (5 qps) would
