@@ -1,0 +1,65 @@
+// Package orchestration carries out disruption decisions. The disruption
+// controller decides (pure core in pkg/disruption) and hands a Command to the
+// Queue; the Queue taints the candidates karpenter.sh/disrupted:NoSchedule,
+// records the DisruptionReason condition, creates the replacement NodeClaims,
+// marks the candidates for deletion in cluster state, waits until every
+// replacement is Initialized, and only then deletes the candidates, whose
+// termination finalizer drains them. When a replacement fails (deleted, e.g.
+// for insufficient capacity, or not initialized before the timeout) the
+// candidates are un-tainted and un-marked, and the reason is recorded.
+//
+// Replacement-before-drain is the point: a node is cordoned when the decision
+// is taken but keeps serving its pods until the capacity that takes them over
+// is ready.
+package orchestration
+
+import (
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// Method names the disruption method that produced a command. The values are
+// the `method` label of upstream's disruption metrics.
+type Method string
+
+const (
+	MethodEmptiness               Method = "emptiness"
+	MethodDrift                   Method = "drift"
+	MethodMultiNodeConsolidation  Method = "multi_node_consolidation"
+	MethodSingleNodeConsolidation Method = "single_node_consolidation"
+)
+
+// Decision is what a command does to its candidates: delete them, or replace
+// them with the command's Replacements.
+type Decision string
+
+const (
+	DecisionDelete  Decision = "delete"
+	DecisionReplace Decision = "replace"
+)
+
+// Command is one disruption decision, ready to act on.
+type Command struct {
+	Method   Method
+	Reason   v1.DisruptionReason
+	Decision Decision
+	// Candidates are the NodeClaims to disrupt (as read when the decision was taken).
+	Candidates []*v1.NodeClaim
+	// Replacements are NodeClaims to create before any candidate is deleted. They
+	// are complete objects (labels, annotations, owner NodePool, finalizer,
+	// requirements), built like the provisioner builds its NodeClaims, not yet
+	// created. Empty for DecisionDelete.
+	Replacements []*v1.NodeClaim
+	// Explanation says, for a person, why this command was chosen (e.g. "node
+	// kwok-abc is empty", "replace 3 nodes (0.51/h) with 1 c-4x-amd64-linux
+	// (0.17/h)"). It goes into events and the DisruptionReason condition.
+	Explanation string
+}
+
+// CandidateNames lists the candidates' names, in order.
+func (c *Command) CandidateNames() []string {
+	out := make([]string, len(c.Candidates))
+	for i, nc := range c.Candidates {
+		out[i] = nc.Name
+	}
+	return out
+}
