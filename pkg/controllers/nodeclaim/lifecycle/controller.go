@@ -22,6 +22,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 )
 
 // Name of the lifecycle controller.
@@ -114,6 +115,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
 		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return conflictIsRequeue(client.IgnoreNotFound(err))
+		}
+		// Counted once the Registered transition is stored: a pass whose write
+		// lost a conflict registers the node again and must not count it twice.
+		if !stored.StatusConditions().IsTrue(v1.ConditionTypeRegistered) && nc.StatusConditions().IsTrue(v1.ConditionTypeRegistered) {
+			metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

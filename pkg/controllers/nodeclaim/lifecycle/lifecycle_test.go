@@ -95,6 +95,9 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if ExpectExists(f.ctx, t, e.Client, nc).ResourceVersion != rv {
 		t.Fatal("a settled NodeClaim was written again")
 	}
+	if got := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default")); got != createdBefore+1 {
+		t.Fatalf("karpenter_nodes_created_total counts one registration, got %v more", got-createdBefore)
+	}
 }
 
 func TestInitializationWaitsForEphemeralTaintsAndExtendedResources(t *testing.T) {
