@@ -102,6 +102,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if err := c.kubeClient.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s: %w", nc.Name, err)
 			}
+			// Continue from the deleted object: its conditions are written
+			// below under an optimistic lock.
+			if err := c.kubeClient.Get(ctx, client.ObjectKeyFromObject(nc), nc); err != nil {
+				if !apierrors.IsNotFound(err) {
+					return reconcile.Result{}, err
+				}
+				nc = nil
+			}
 		}
 	}
 

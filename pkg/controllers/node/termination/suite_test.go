@@ -389,3 +389,5 @@ func (f *fixture) instanceListed(t *testing.T, providerID string) bool {
 	}
 	return false
 }
+
+func keyOf(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
