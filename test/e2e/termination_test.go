@@ -41,6 +41,10 @@ func TestTerminationKubectlDeleteNode(t *testing.T) {
 	e.expectTerminated(t, victim, claim)
 	e.expectWorkloadMoved(t, "web", replicas, victim)
 	w.expectAtLeast(t, replicas-1)
+	// Pods were evicted through the Eviction API, and the PDB refused some
+	// evictions along the way (more than one pod shared the node).
+	expectKarpenterEvent(t, e, "Evicted")
+	expectKarpenterEvent(t, e, "FailedDraining")
 	t.Logf("drained and replaced in %s; fewest healthy web pods seen: %d of %d", time.Since(start).Round(100*time.Millisecond), w.min(), replicas)
 }
 
@@ -226,9 +230,11 @@ func watchHealthy(t *testing.T, e *provisioningEnv, app string) *healthWatcher {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The list is one moment: record it whole before counting.
 	for i := range list.Items {
-		w.observe(&list.Items[i], false)
+		w.record(&list.Items[i], false)
 	}
+	w.count()
 	rv := list.ResourceVersion
 	go func() {
 		defer close(w.done)
@@ -246,7 +252,7 @@ func watchHealthy(t *testing.T, e *provisioningEnv, app string) *healthWatcher {
 			for ev := range wi.ResultChan() {
 				p, ok := ev.Object.(*corev1.Pod)
 				if !ok {
-					if ev.Type == watch.Error {
+					if ev.Type == watch.Error && ctx.Err() == nil {
 						w.fail(fmt.Errorf("watch error: %v", ev.Object))
 						wi.Stop()
 						return
@@ -262,7 +268,13 @@ func watchHealthy(t *testing.T, e *provisioningEnv, app string) *healthWatcher {
 	return w
 }
 
+// observe records one change and counts the healthy pods after it.
 func (w *healthWatcher) observe(p *corev1.Pod, deleted bool) {
+	w.record(p, deleted)
+	w.count()
+}
+
+func (w *healthWatcher) record(p *corev1.Pod, deleted bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	ready := false
@@ -276,6 +288,11 @@ func (w *healthWatcher) observe(p *corev1.Pod, deleted bool) {
 	} else {
 		w.healthy[p.Name] = ready && p.DeletionTimestamp == nil
 	}
+}
+
+func (w *healthWatcher) count() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	n := 0
 	for _, h := range w.healthy {
 		if h {

@@ -82,7 +82,6 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 //  6. only then the finalizer is removed.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	ctx = cpmetrics.WithController(ctx, Name)
-	ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("Node", req.Name))
 	node := &corev1.Node{}
 	if err := c.kubeClient.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

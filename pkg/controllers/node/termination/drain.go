@@ -181,6 +181,8 @@ func (d *Drainer) deleteBeforeDeadline(ctx context.Context, pods []*corev1.Pod, 
 		if err != nil {
 			return fmt.Errorf("deleting pod %s/%s before the termination deadline: %w", p.Namespace, p.Name, err)
 		}
+		// Deleted, not evicted: the queue must not count it as drained.
+		d.queue.Remove(p)
 		if d.recorder != nil {
 			d.recorder.Eventf(p, corev1.EventTypeNormal, ReasonDisrupted,
 				"Deleting the pod to accommodate the terminationTime %s of the node. The pod was granted %d seconds of grace-period of its %d terminationGracePeriodSeconds. This bypasses the PDB of the pod and the do-not-disrupt annotation.",

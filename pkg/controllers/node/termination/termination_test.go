@@ -339,6 +339,9 @@ func TestDeadlineDeletesPDBBlockedPodsEarlyEnough(t *testing.T) {
 	if g := *got.DeletionGracePeriodSeconds; g < 100 || g > 110 {
 		t.Fatalf("grace period %ds, want the 110s left before the deadline", g)
 	}
+	if f.ctrl.Queue.Has(slow) {
+		t.Fatal("a pod deleted at the deadline is still queued for eviction")
+	}
 	f.kubelet(t)
 	f.pass(t, node)
 	ExpectNotFound(f.ctx, t, e.Client, node)

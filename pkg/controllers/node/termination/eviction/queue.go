@@ -116,6 +116,14 @@ func (q *Queue) Add(node *corev1.Node, reason string, pods ...*corev1.Pod) {
 	}
 }
 
+// Remove drops the pod from the queue, e.g. once it was deleted directly.
+func (q *Queue) Remove(pod *corev1.Pod) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	delete(q.items, pod.UID)
+	QueueDepth.Set(float64(len(q.items)))
+}
+
 // Has reports whether the pod waits in the queue.
 func (q *Queue) Has(pod *corev1.Pod) bool {
 	q.mu.Lock()
