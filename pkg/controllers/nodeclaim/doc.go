@@ -1,8 +1,9 @@
 // Package nodeclaim groups the controllers that own NodeClaims once the
 // provisioner created them: lifecycle (launch, registration, initialization,
 // liveness and the finalizer) and garbagecollection (cloud instances against
-// NodeClaims). Register wires both into a manager; metrics holds the NodeClaim
-// and Node metrics they record.
+// NodeClaims). Register wires both into a manager, with the Node termination
+// controller (pkg/controllers/node/termination) that drains deleted Nodes;
+// metrics holds the NodeClaim and Node metrics they record.
 package nodeclaim
 
 import (
@@ -14,16 +15,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 )
 
-// Register adds the lifecycle controller (with its Node termination trigger
-// and the Node providerID index) and the garbage collector to mgr. Pass the
-// cloud provider already wrapped by the metrics decorator
-// (pkg/cloudprovider/metrics.Decorate) so that their calls are measured.
+// Register adds the lifecycle controller (with the Node providerID index),
+// the Node termination controller (with its eviction queue) and the garbage
+// collector to mgr. Pass the cloud provider already wrapped by the metrics
+// decorator (pkg/cloudprovider/metrics.Decorate) so that their calls are
+// measured.
 func Register(ctx context.Context, mgr manager.Manager, kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) error {
 	if err := lifecycle.NewController(kubeClient, cloudProvider, clk, recorder).Register(ctx, mgr); err != nil {
+		return err
+	}
+	if err := termination.NewController(kubeClient, cloudProvider, clk, recorder).Register(ctx, mgr); err != nil {
 		return err
 	}
 	return garbagecollection.NewController(kubeClient, cloudProvider, clk, recorder).Register(mgr)

@@ -60,7 +60,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 		Registration:   &Registration{kubeClient: kubeClient, clock: clk, recorder: recorder},
 		Initialization: &Initialization{kubeClient: kubeClient, clock: clk},
 		Liveness:       &Liveness{kubeClient: kubeClient, clock: clk, recorder: recorder},
-		Terminator:     &Terminator{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk},
+		Terminator:     &Terminator{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk, recorder: recorder},
 	}
 }
 
@@ -128,8 +128,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return soonest(results...), nil
 }
 
-// Register adds the controller, the Node-side trigger and the node termination
-// controller to the manager.
+// Register adds the controller and its Node-side trigger to the manager.
+// Deleted Nodes are finalized by pkg/controllers/node/termination.
 func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	for _, index := range []func(context.Context, client.FieldIndexer) error{IndexNodeProviderID, IndexNodeClaimProviderID} {
 		if err := index(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -138,16 +138,12 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 			mgr.GetLogger().V(1).Info("field index not added", "error", err.Error())
 		}
 	}
-	err := builder.ControllerManagedBy(mgr).
+	return builder.ControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 50}).
 		Complete(c)
-	if err != nil {
-		return err
-	}
-	return NewNodeTerminationController(c.kubeClient).Register(mgr)
 }
 
 // nodeToNodeClaims maps a Node event to the NodeClaim with the same provider ID.

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -240,6 +241,8 @@ func TestRegistrationTimeoutDeletesClaimAndInstance(t *testing.T) {
 	ExpectNotFound(f.ctx, t, e.Client, nodeOf(nc))
 }
 
+// Deleting a NodeClaim deletes its Node, whose own finalizer (the node
+// termination controller) lets it go; only then is the NodeClaim finalized.
 func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	f := setup(t)
 	nc := nodeClaim("claim-del", "default")
@@ -250,7 +253,16 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 
 	ExpectDeleted(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
-	ExpectNotFound(f.ctx, t, e.Client, nc, node)
+	if ExpectExists(f.ctx, t, e.Client, node).DeletionTimestamp.IsZero() {
+		t.Fatal("node not deleted with its NodeClaim")
+	}
+	if ExpectExists(f.ctx, t, e.Client, nc).DeletionTimestamp.IsZero() {
+		t.Fatal("NodeClaim finalized before its node was gone")
+	}
+	ExpectReconciled(f.ctx, t, termination.NewController(e.Client, f.cp, f.clk, f.recorder), node)
+	ExpectNotFound(f.ctx, t, e.Client, node)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectNotFound(f.ctx, t, e.Client, nc)
 	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
 		t.Fatalf("instances left: %d", len(list))
 	}
@@ -271,8 +283,7 @@ func TestDeletingTheNodeDeletesItsNodeClaim(t *testing.T) {
 	if ExpectExists(f.ctx, t, e.Client, node).DeletionTimestamp.IsZero() {
 		t.Fatal("node should be held by Karpenter's finalizer")
 	}
-	nodeTermination := lifecycle.NewNodeTerminationController(e.Client)
-	ExpectReconciled(f.ctx, t, nodeTermination, node)
+	ExpectReconciled(f.ctx, t, termination.NewController(e.Client, f.cp, f.clk, f.recorder), node)
 	if ExpectExists(f.ctx, t, e.Client, nc).DeletionTimestamp.IsZero() {
 		t.Fatal("NodeClaim not deleted with its node")
 	}
