@@ -409,3 +409,25 @@ func TestConcurrentCommands(t *testing.T) {
 		t.Errorf("%d commands left", f.queue.Len())
 	}
 }
+
+// A candidate that someone else deleted while its command waited (e.g. it
+// expired) is not counted as disrupted by the command; the other candidate is.
+func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
+	f := setup(t)
+	a, b := f.candidate(t, "elsewhere-a"), f.candidate(t, "elsewhere-b")
+	r := replacement()
+	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand))
+	if err := f.queue.StartCommand(f.ctx, &Command{Method: MethodMultiNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized,
+		Decision: DecisionReplace, Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r}}); err != nil {
+		t.Fatal(err)
+	}
+	ExpectDeleted(f.ctx, t, e.Client, a) // held by its finalizer
+	f.initialize(t, r)
+	f.reconcile(t, a.Name)
+	if !deleting(t, f.ctx, b) || f.queue.Len() != 0 {
+		t.Fatal("command did not finish")
+	}
+	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand)); got != before+1 {
+		t.Errorf("karpenter_nodeclaims_disrupted_total = %v, want %v (only the candidate the queue deleted)", got, before+1)
+	}
+}
