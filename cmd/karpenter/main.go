@@ -19,6 +19,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -97,6 +98,11 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		return err
 	}
 	if err := nodepool.Register(mgr, kube, cp, clk); err != nil {
+		return err
+	}
+	// The disruption orchestration queue (the disruption controller hands it its commands).
+	disruptionQueue := orchestration.NewQueue(kube, cluster, op.Recorder, clk)
+	if err := disruptionQueue.Register(mgr); err != nil {
 		return err
 	}
 	return op.Start(ctx)
