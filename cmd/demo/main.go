@@ -58,7 +58,7 @@ func run(ctx context.Context, replicas int32, maxCPU int, delay time.Duration, e
 	if err != nil {
 		return err
 	}
-	d := &demo{root: root, state: filepath.Join(root, ".local", "run"), start: time.Now()}
+	d := &demo{root: root, state: filepath.Join(root, ".local"), start: time.Now()}
 	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		d.tty = true
 	}
