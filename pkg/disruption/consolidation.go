@@ -27,17 +27,17 @@ func (p *pass) consolidate(cands []*node, multi bool) (*Decision, string) {
 		subject = fmt.Sprintf("the pods of %d nodes", len(cands))
 	}
 	spotBlocked := allSpot && !p.in.Options.SpotToSpotConsolidation && p.everyPoolAllowsSpot()
-	sim, why := p.simulate(cands, func(need vec, left []*podReq) string {
+	sim, why := p.simulate(cands, func(left []*podReq) string {
 		if spotBlocked {
 			return fmt.Sprintf("%s do not all fit on other nodes, and SpotToSpotConsolidation is disabled, so a spot node cannot be replaced with a spot node", subject)
 		}
-		o, ok := p.cheapestFitting(need)
+		o, ok, why := p.replacementBound(left)
 		if !ok {
-			return fmt.Sprintf("%s do not all fit on other nodes and need {%s}, more than any instance type offers", subject, scheduling.FormatResources(p.packer().ri.list(need)))
+			return fmt.Sprintf("%s do not all fit on other nodes and %s", subject, why)
 		}
 		if o.price >= price {
-			return fmt.Sprintf("no cheaper replacement: cheapest compatible costs %s vs %s (%s, for {%s} that does not fit on other nodes)",
-				FormatPrice(o.price), FormatPrice(price), o.name, scheduling.FormatResources(p.packer().ri.list(need)))
+			return fmt.Sprintf("no cheaper replacement: cheapest compatible costs %s vs %s (%s, for what does not fit on other nodes)",
+				FormatPrice(o.price), FormatPrice(price), o.name)
 		}
 		return ""
 	})
@@ -337,20 +337,16 @@ func (p *pass) multiNode() *Decision {
 			reqs = append(reqs, pk.pod(pod))
 		}
 		packed := pk.pack(excluded, reqs)
-		need := make(vec, len(pk.ri.names))
-		leftover := false
+		var left []*podReq
 		for _, u := range packed.unplaced {
 			if isMoving[u.pod] {
-				leftover = true
-				for d, x := range u.req {
-					need[d] += x
-				}
+				left = append(left, u)
 			}
 		}
-		if !leftover {
+		if len(left) == 0 {
 			return true
 		}
-		o, ok := p.cheapestFitting(need)
+		o, ok, _ := p.replacementBound(left)
 		return ok && o.price < price
 	}
 	lo, hi, best := 2, len(allowed), 0

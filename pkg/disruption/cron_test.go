@@ -44,7 +44,7 @@ func TestScheduleMatches(t *testing.T) {
 		{"0 0 1 * mon", at(2026, 3, 1, 0, 0), true}, // the 1st, a Sunday
 		{"0 0 1 * mon", at(2026, 3, 3, 0, 0), false},
 		// A stepped star restricts: */2 day-of-week with day-of-month 1 is an OR.
-		{"0 0 1 * */2", at(2026, 3, 3, 0, 0), true}, // a Tuesday (2)
+		{"0 0 1 * */2", at(2026, 3, 3, 0, 0), true},  // a Tuesday (2)
 		{"0 0 1 * */2", at(2026, 3, 4, 0, 0), false}, // a Wednesday (3), not the 1st
 		{"@yearly", at(2026, 1, 1, 0, 0), true},
 		{"@annually", at(2026, 1, 2, 0, 0), false},

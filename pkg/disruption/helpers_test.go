@@ -79,7 +79,9 @@ func whenEmpty(np *v1.NodePool) {
 	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
 }
 
-func never(np *v1.NodePool) { np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never") }
+func never(np *v1.NodePool) {
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+}
 
 func budgetsOf(bs ...v1.Budget) poolOpt {
 	return func(np *v1.NodePool) { np.Spec.Disruption.Budgets = bs }

@@ -30,8 +30,9 @@ type pass struct {
 	// its node, so every simulation must see every node.
 	clusterSensitive bool
 
-	pk      *packer
-	options []launchOption
+	pk        *packer
+	options   []launchOption
+	poolMasks map[int]uint64
 
 	res       *Result
 	explained map[*node]bool
@@ -65,6 +66,7 @@ func (p *pass) init(in *Input) {
 		p.cache = scheduling.NewCache()
 	}
 	p.byName = map[string]*node{}
+	p.poolMasks = map[int]uint64{}
 	for _, n := range in.Nodes {
 		nn := newNode(p, n)
 		p.nodes = append(p.nodes, nn)

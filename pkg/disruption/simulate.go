@@ -152,13 +152,24 @@ type packer struct {
 	sigs    map[string]int
 	shapes  map[string]int
 	compat  map[[2]int]bool
-	// members caches, per pod signature, the targets compatible with it.
-	members map[int][]int
+	// free is every target's free capacity as the current packing leaves it;
+	// between packings it equals the targets' own free capacity.
+	free []vec
+	// groups, per pod signature, index the targets compatible with it; they
+	// live for the pass and follow free.
+	groups map[int]*group
+	// memberOf lists, per target, the groups holding it and its position there.
+	memberOf [][]membership
+}
+
+type membership struct {
+	g   *group
+	pos int
 }
 
 func newPacker(p *pass) *packer {
 	pk := &packer{ri: newResIndex(), byNode: map[*node]int{}, podReqs: map[*corev1.Pod]*podReq{},
-		sigs: map[string]int{}, shapes: map[string]int{}, compat: map[[2]int]bool{}, members: map[int][]int{}}
+		sigs: map[string]int{}, shapes: map[string]int{}, compat: map[[2]int]bool{}, groups: map[int]*group{}}
 	var ts []*target
 	for _, n := range p.nodes {
 		if n.Existing == nil || n.Existing.InFlight || !n.Existing.Initialized || n.Deleting || n.MarkedForDeletion {
@@ -189,6 +200,11 @@ func newPacker(p *pass) *packer {
 		pk.byNode[t.n] = i
 	}
 	pk.targets = ts
+	pk.free = make([]vec, len(ts))
+	pk.memberOf = make([][]membership, len(ts))
+	for i, t := range ts {
+		pk.free[i] = append(vec(nil), t.free...)
+	}
 	return pk
 }
 
@@ -330,20 +346,20 @@ type group struct {
 	tree [3][]int64
 }
 
-func (pk *packer) newGroup(pr *podReq, free []vec) *group {
-	idx, ok := pk.members[pr.sig]
-	if !ok || pr.sig < 0 {
-		idx = nil
-		for i, t := range pk.targets {
-			if pk.compatible(pr, t) {
-				idx = append(idx, i)
-			}
-		}
-		if pr.sig >= 0 {
-			pk.members[pr.sig] = idx
+// group returns the pass-long group of the pod's signature, building it from
+// the current free capacity the first time. Pods naming a hostname get a
+// throwaway group (persist false).
+func (pk *packer) group(pr *podReq) (g *group, persist bool) {
+	if g, ok := pk.groups[pr.sig]; ok && pr.sig >= 0 {
+		return g, true
+	}
+	var idx []int
+	for i, t := range pk.targets {
+		if pk.compatible(pr, t) {
+			idx = append(idx, i)
 		}
 	}
-	g := &group{idx: idx, size: 1}
+	g = &group{idx: idx, size: 1}
 	for g.size < len(idx) {
 		g.size *= 2
 	}
@@ -353,13 +369,20 @@ func (pk *packer) newGroup(pr *podReq, free []vec) *group {
 			g.tree[d][i] = -1
 		}
 		for j, ti := range idx {
-			g.tree[d][g.size+j] = get(free[ti], d)
+			g.tree[d][g.size+j] = get(pk.free[ti], d)
 		}
 		for i := g.size - 1; i >= 1; i-- {
 			g.tree[d][i] = max(g.tree[d][2*i], g.tree[d][2*i+1])
 		}
 	}
-	return g
+	if pr.sig < 0 {
+		return g, false
+	}
+	pk.groups[pr.sig] = g
+	for j, ti := range idx {
+		pk.memberOf[ti] = append(pk.memberOf[ti], membership{g, j})
+	}
+	return g, true
 }
 
 func (g *group) update(j int, free vec) {
@@ -406,55 +429,63 @@ type packing struct {
 }
 
 // pack places pods, in the solver's order, on the first compatible target with
-// room, skipping the excluded nodes.
+// room, skipping the excluded nodes. It works on the pass-long free capacity
+// and group trees and restores them before returning, so that a run costs in
+// proportion to the pods it places, not to the size of the cluster.
 func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
-	free := make([]vec, len(pk.targets))
-	width := len(pk.ri.names)
-	slab := make(vec, width*len(pk.targets))
-	for i, t := range pk.targets {
-		f := slab[i*width : (i+1)*width : (i+1)*width]
-		copy(f, t.free)
-		if excluded[t.n] {
-			f[rCPU], f[rMemory], f[rPods] = -1, -1, -1
+	saved := map[int]vec{}
+	var throwaway []*group
+	set := func(ti int, f vec) {
+		if _, ok := saved[ti]; !ok {
+			saved[ti] = append(vec(nil), pk.free[ti]...)
 		}
-		free[i] = f
+		pk.free[ti] = f
+		for _, m := range pk.memberOf[ti] {
+			m.g.update(m.pos, f)
+		}
+		for _, g := range throwaway {
+			if p, ok := g.position(ti); ok {
+				g.update(p, f)
+			}
+		}
+	}
+	for n := range excluded {
+		if ti, ok := pk.byNode[n]; ok {
+			f := append(vec(nil), pk.free[ti]...)
+			f[rCPU], f[rMemory], f[rPods] = -1, -1, -1
+			set(ti, f)
+		}
 	}
 	ordered := append([]*podReq(nil), pods...)
 	sort.SliceStable(ordered, func(i, j int) bool { return podLess(ordered[i], ordered[j]) })
-	groups := map[int]*group{}
-	var pinned []*group
 	used := map[int]bool{}
 	out := &packing{}
 	for _, pr := range ordered {
-		g := groups[pr.sig]
-		if g == nil || pr.sig < 0 {
-			g = pk.newGroup(pr, free)
-			if pr.sig >= 0 {
-				groups[pr.sig] = g
-			} else {
-				pinned = append(pinned, g)
-			}
+		g, persist := pk.group(pr)
+		if !persist {
+			throwaway = append(throwaway, g)
 		}
-		j := g.first(pr.req, free)
+		j := g.first(pr.req, pk.free)
 		if j < 0 {
 			out.unplaced = append(out.unplaced, pr)
 			continue
 		}
 		ti := g.idx[j]
+		f := append(vec(nil), pk.free[ti]...)
+		for len(f) < len(pr.req) {
+			f = append(f, 0)
+		}
 		for d, x := range pr.req {
-			free[ti][d] -= x
+			f[d] -= x
 		}
 		used[ti] = true
-		// Every group holding the target sees its new free capacity.
-		for _, og := range groups {
-			if p, ok := og.position(ti); ok {
-				og.update(p, free[ti])
-			}
-		}
-		for _, og := range pinned {
-			if p, ok := og.position(ti); ok {
-				og.update(p, free[ti])
-			}
+		set(ti, f)
+	}
+	throwaway = nil
+	for ti, f := range saved {
+		pk.free[ti] = f
+		for _, m := range pk.memberOf[ti] {
+			m.g.update(m.pos, f)
 		}
 	}
 	for ti := range used {
@@ -495,21 +526,23 @@ func podLess(a, b *podReq) bool {
 // lower bound on a replacement's price.
 type launchOption struct {
 	name  string
+	pool  int // position in Input.Scheduling.NodePools
 	alloc vec
 	price float64
 }
 
 // launchOptions lists, cheapest first, every instance type of every pool that
-// may launch, with its allocatable (capacity minus overhead) and the price of
-// its cheapest available offering the pool's requirements allow.
+// may launch and whose labels the pool's requirements allow, with its
+// allocatable (capacity minus overhead) and the price of its cheapest
+// available offering the pool's requirements allow.
 func (p *pass) launchOptions() []launchOption {
 	if p.options != nil {
 		return p.options
 	}
 	p.options = []launchOption{}
-	for _, np := range p.in.Scheduling.NodePools {
+	for pi, np := range p.in.Scheduling.NodePools {
 		for _, it := range np.InstanceTypes {
-			if !np.Requirements.Has(scheduling.LabelInstanceType, it.Name) {
+			if !np.Requirements.Has(scheduling.LabelInstanceType, it.Name) || np.Requirements.Intersects(it.Requirements) != nil {
 				continue
 			}
 			best := math.Inf(1)
@@ -521,23 +554,67 @@ func (p *pass) launchOptions() []launchOption {
 			if math.IsInf(best, 1) {
 				continue
 			}
-			p.options = append(p.options, launchOption{name: it.Name, alloc: p.packer().ri.vec(it.Allocatable()), price: best})
+			p.options = append(p.options, launchOption{name: it.Name, pool: pi, alloc: p.packer().ri.vec(it.Allocatable()), price: best})
 		}
 	}
 	sort.SliceStable(p.options, func(i, j int) bool { return p.options[i].price < p.options[j].price })
 	return p.options
 }
 
-// cheapestFitting is the lowest price of a launchable instance type whose
-// allocatable holds need (DaemonSet overhead and compatibility ignored: a
-// lower bound).
-func (p *pass) cheapestFitting(need vec) (launchOption, bool) {
-	for _, o := range p.launchOptions() {
-		if fits(need, o.alloc) {
-			return o, true
+// poolsFor is the set of launchable pools (bit i: Input.Scheduling.NodePools[i];
+// pools past the 64th are always in) whose taints the pod tolerates and whose
+// requirements its own do not contradict. Keys a pool leaves open are assumed
+// satisfiable: the set is a superset, as a lower bound needs.
+func (p *pass) poolsFor(pr *podReq) uint64 {
+	if m, ok := p.poolMasks[pr.sig]; ok && pr.sig >= 0 {
+		return m
+	}
+	anyKey := func(string) bool { return true }
+	var m uint64
+	for i, np := range p.in.Scheduling.NodePools {
+		if i >= 64 {
+			break
+		}
+		if scheduling.ToleratesTaints(pr.pod.Spec.Tolerations, np.Taints, false) != nil {
+			continue
+		}
+		base := np.Requirements.Intersect(scheduling.FromLabels(np.Labels)).With(scheduling.NewRequirement(scheduling.LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
+		for _, term := range pr.terms {
+			if base.Compatible(term.Without(scheduling.LabelHostname), anyKey) == nil {
+				m |= 1 << uint(i)
+				break
+			}
 		}
 	}
-	return launchOption{}, false
+	if pr.sig >= 0 {
+		p.poolMasks[pr.sig] = m
+	}
+	return m
+}
+
+// replacementBound is the cheapest instance type one new node could use to
+// hold all the given pods: a type of a pool every pod may use, whose
+// allocatable holds their sum (DaemonSet overhead ignored). It is a lower
+// bound on what the solver would find; ok is false, with a reason, when no
+// single node can take them.
+func (p *pass) replacementBound(pods []*podReq) (launchOption, bool, string) {
+	mask := ^uint64(0)
+	need := make(vec, len(p.packer().ri.names))
+	for _, pr := range pods {
+		mask &= p.poolsFor(pr)
+		for d, x := range pr.req {
+			need[d] += x
+		}
+	}
+	if mask == 0 {
+		return launchOption{}, false, "no single nodepool may run all of them on one new node"
+	}
+	for _, o := range p.launchOptions() {
+		if (o.pool >= 64 || mask&(1<<uint(o.pool)) != 0) && fits(need, o.alloc) {
+			return o, true, ""
+		}
+	}
+	return launchOption{}, false, fmt.Sprintf("together they need {%s}, more than any instance type offers", scheduling.FormatResources(p.packer().ri.list(need)))
 }
 
 // simulation is the answer to one "what if these nodes went away" question.
@@ -551,9 +628,9 @@ type simulation struct {
 }
 
 // prune, when set, lets simulate answer no without solving: it receives the
-// resources the candidates' pods that fit nowhere else need, and returns why
-// no acceptable replacement could hold them ("" to go on).
-type prune func(need vec, pods []*podReq) string
+// candidates' pods that the packer could not place on other nodes and returns
+// why no acceptable replacement could hold them ("" to go on).
+type prune func(pods []*podReq) string
 
 // simulate asks the solver where the candidates' pods go when the candidates
 // are gone (pending pods compete for the same room). It returns nil and a
@@ -585,18 +662,14 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	}
 	packed := pk.pack(excluded, reqs)
 	if pr != nil {
-		need := make(vec, len(pk.ri.names))
 		var left []*podReq
 		for _, u := range packed.unplaced {
 			if isMoving[u.pod] {
 				left = append(left, u)
-				for d, x := range u.req {
-					need[d] += x
-				}
 			}
 		}
 		if len(left) > 0 {
-			if why := pr(need, left); why != "" {
+			if why := pr(left); why != "" {
 				return nil, why
 			}
 		}
@@ -618,7 +691,11 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	in.ExistingNodes = existing
 	in.Cache = p.cache
 	p.res.Simulations++
-	p.res.SimulationWork += len(existing) + len(in.Pods)
+	work := len(in.Pods)
+	for _, e := range existing {
+		work += 1 + len(e.Pods)
+	}
+	p.res.SimulationWork += work
 	results := scheduling.Solve(&in)
 	sim := &simulation{ok: true}
 	for _, pod := range moving {

@@ -87,7 +87,8 @@ type Options struct {
 	// SpotToSpotConsolidation is the feature gate of that name.
 	SpotToSpotConsolidation bool
 	// MaxSimulationWork bounds the scheduling simulation of a pass, counted as the
-	// sum over simulations of existing nodes plus pods handed to the solver. A
+	// sum over simulations of existing nodes, their pods and the pods to place
+	// handed to the solver (roughly what a solve costs). A
 	// pass that reaches it stops considering candidates and reports a timeout.
 	// The bound is in work, not wall time, so that a pass stays deterministic.
 	// 0 means DefaultMaxSimulationWork.
