@@ -30,6 +30,9 @@ type Cluster struct {
 	nodePools  map[string]*v1.NodePool
 	// nominations: node or NodeClaim name -> until when a pod was nominated to it.
 	nominations map[string]time.Time
+	// marked: NodeClaims the disruption queue is about to delete (their
+	// replacements exist), by name. See MarkForDeletion.
+	marked map[string]bool
 	// generation increases on every change, so callers can tell whether anything moved.
 	generation uint64
 }
@@ -47,6 +50,7 @@ func NewCluster(clk clock.Clock, kube client.Reader) *Cluster {
 		daemonSets:  map[types.NamespacedName]*appsv1.DaemonSet{},
 		nodePools:   map[string]*v1.NodePool{},
 		nominations: map[string]time.Time{},
+		marked:      map[string]bool{},
 	}
 }
 
@@ -92,6 +96,32 @@ func (c *Cluster) DeleteNodeClaim(name string) {
 	defer c.mu.Unlock()
 	delete(c.nodeClaims, name)
 	delete(c.nominations, name)
+	delete(c.marked, name)
+	c.generation++
+}
+
+// MarkForDeletion records that the NodeClaims with these names are going away
+// although the API server does not show it yet: the disruption queue marks its
+// candidates once their replacements exist. Marked capacity is left out of
+// provisioning snapshots and its pods are provisioned for (onto the
+// replacements), exactly as for capacity being deleted. The mark lasts until
+// UnmarkForDeletion or until the NodeClaim is forgotten.
+func (c *Cluster) MarkForDeletion(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		c.marked[n] = true
+	}
+	c.generation++
+}
+
+// UnmarkForDeletion undoes MarkForDeletion (a disruption that failed).
+func (c *Cluster) UnmarkForDeletion(names ...string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range names {
+		delete(c.marked, n)
+	}
 	c.generation++
 }
 

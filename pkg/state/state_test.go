@@ -360,6 +360,66 @@ func TestNominationExpiresWithTheClock(t *testing.T) {
 	}
 }
 
+// A NodeClaim marked for deletion (the disruption queue created its
+// replacement) is left out of snapshots like capacity being deleted, its pods
+// are provisioned for, and unmarking or forgetting it ends that.
+func TestMarkForDeletionHidesCapacityUntilUnmarked(t *testing.T) {
+	f := newFixture(t)
+	nc := nodeClaim("nc-marked")
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	nc.Status.ProviderID, nc.Status.NodeName = "kwok://nc-marked", "nc-marked"
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
+	n := node("nc-marked", "kwok://nc-marked", map[string]string{v1.NodePoolLabelKey: "default"})
+	p := pod("on-marked", "nc-marked")
+	ExpectApplied(f.ctx, t, testEnv.Client, n, p)
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	ExpectReconciled(f.ctx, t, f.nodes, n)
+	ExpectReconciled(f.ctx, t, f.pods, p)
+
+	existing := func() []string {
+		in, err := f.cluster.Snapshot(f.ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, en := range in.ExistingNodes {
+			out = append(out, en.Name)
+		}
+		return out
+	}
+	if got := existing(); len(got) != 1 || len(f.cluster.PodsOnDeletingCapacity()) != 0 {
+		t.Fatalf("before marking: existing %v, pods to reschedule %d; want the node and none", got, len(f.cluster.PodsOnDeletingCapacity()))
+	}
+	gen := f.cluster.Generation()
+	f.cluster.MarkForDeletion("nc-marked")
+	if f.cluster.Generation() == gen {
+		t.Error("marking did not change the state's generation")
+	}
+	if !f.cluster.Nodes()[0].MarkedForDeletion() {
+		t.Fatal("marked NodeClaim's state node is not MarkedForDeletion")
+	}
+	if got := existing(); len(got) != 0 {
+		t.Fatalf("marked capacity still in the snapshot: %v", got)
+	}
+	if got := f.cluster.PodsOnDeletingCapacity(); len(got) != 1 || got[0].Name != "on-marked" {
+		t.Fatalf("pods on marked capacity = %v, want on-marked", got)
+	}
+
+	f.cluster.UnmarkForDeletion("nc-marked")
+	if f.cluster.Nodes()[0].MarkedForDeletion() || len(existing()) != 1 {
+		t.Fatal("unmarked NodeClaim still treated as going away")
+	}
+
+	// A mark ends with the NodeClaim: a new NodeClaim of the same name is not marked.
+	f.cluster.MarkForDeletion("nc-marked")
+	f.cluster.DeleteNodeClaim("nc-marked")
+	f.cluster.DeleteNode("nc-marked")
+	f.cluster.UpdateNodeClaim(nc)
+	if f.cluster.Nodes()[0].MarkedForDeletion() {
+		t.Fatal("mark outlived the NodeClaim it was set on")
+	}
+}
+
 // The informer controllers, run by a manager, keep state in step with the API
 // server without anyone calling Reconcile.
 func TestManagerFedState(t *testing.T) {

@@ -15,6 +15,10 @@ type StateNode struct {
 	Node      *corev1.Node
 	NodeClaim *v1.NodeClaim
 	Pods      []*corev1.Pod
+
+	// marked: the NodeClaim was marked for deletion in the cluster state
+	// (Cluster.MarkForDeletion) when this view was taken.
+	marked bool
 }
 
 // Name is the Node's name, or the NodeClaim's while no Node exists.
@@ -81,9 +85,10 @@ func (n *StateNode) Initialized() bool {
 	return false
 }
 
-// MarkedForDeletion: the Node or NodeClaim is being deleted; its capacity is going away.
+// MarkedForDeletion: the Node or NodeClaim is being deleted, or the disruption
+// queue marked the NodeClaim for deletion; its capacity is going away.
 func (n *StateNode) MarkedForDeletion() bool {
-	return (n.Node != nil && n.Node.DeletionTimestamp != nil) || (n.NodeClaim != nil && n.NodeClaim.DeletionTimestamp != nil)
+	return n.marked || (n.Node != nil && n.Node.DeletionTimestamp != nil) || (n.NodeClaim != nil && n.NodeClaim.DeletionTimestamp != nil)
 }
 
 // Labels: the Node's labels once it exists; before that the NodeClaim's labels plus
@@ -178,6 +183,7 @@ func (c *Cluster) Nodes() []*StateNode {
 		}
 		if sn.NodeClaim != nil {
 			joined[sn.NodeClaim.Name] = true
+			sn.marked = c.marked[sn.NodeClaim.Name]
 		}
 		sn.Pods = c.podsOn(node.Name)
 		out = append(out, sn)
@@ -188,7 +194,7 @@ func (c *Cluster) Nodes() []*StateNode {
 		}
 		// The kube-scheduler may bind to a node before the watch shows it; pods bound
 		// to the claim's future node name are counted against it.
-		sn := &StateNode{NodeClaim: nc}
+		sn := &StateNode{NodeClaim: nc, marked: c.marked[name]}
 		if nc.Status.NodeName != "" {
 			sn.Pods = c.podsOn(nc.Status.NodeName)
 		}

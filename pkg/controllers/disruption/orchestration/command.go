@@ -1,16 +1,3 @@
-// Package orchestration carries out disruption decisions. The disruption
-// controller decides (pure core in pkg/disruption) and hands a Command to the
-// Queue; the Queue taints the candidates karpenter.sh/disrupted:NoSchedule,
-// records the DisruptionReason condition, creates the replacement NodeClaims,
-// marks the candidates for deletion in cluster state, waits until every
-// replacement is Initialized, and only then deletes the candidates, whose
-// termination finalizer drains them. When a replacement fails (deleted, e.g.
-// for insufficient capacity, or not initialized before the timeout) the
-// candidates are un-tainted and un-marked, and the reason is recorded.
-//
-// Replacement-before-drain is the point: a node is cordoned when the decision
-// is taken but keeps serving its pods until the capacity that takes them over
-// is ready.
 package orchestration
 
 import (
