@@ -19,6 +19,8 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -92,6 +94,15 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		if err := mgr.Add(&provisioning.MetricsExporter{Cluster: cluster, Clock: clk}); err != nil {
 			return err
 		}
+	}
+	queue := orchestration.NewQueue(kube, cluster, op.Recorder, clk)
+	if err := queue.Register(mgr); err != nil {
+		return err
+	}
+	if err := mgr.Add(disruption.NewController(kube, cluster, prov, cp, queue, op.Recorder, clk, disruption.Options{
+		SpotToSpotConsolidation: opts.FeatureGate(options.FeatureSpotToSpotConsolidation),
+	})); err != nil {
+		return err
 	}
 	if err := nodeclaim.Register(ctx, mgr, kube, cp, clk, op.Recorder); err != nil {
 		return err

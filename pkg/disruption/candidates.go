@@ -212,7 +212,9 @@ func (p *pass) block(n *node, m Method) *block {
 var silent = &block{}
 
 func (p *pass) computeBlock(n *node, graceful bool) *block {
-	if n.NodeClaim == nil || n.Node.Node == nil || n.Deleting || n.MarkedForDeletion {
+	// Without the solver's view of the node (Existing) its pods are unknown: it
+	// might look empty. It is left for a later pass.
+	if n.NodeClaim == nil || n.Node.Node == nil || n.Existing == nil || n.Deleting || n.MarkedForDeletion {
 		return silent
 	}
 	if !n.Initialized {

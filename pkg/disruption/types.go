@@ -103,7 +103,7 @@ type Node struct {
 	NodeClaim *v1.NodeClaim
 	// Existing is the solver's view (labels, taints, allocatable, bound pods);
 	// nil for capacity the solver must not count (e.g. being deleted). Its Pods
-	// are the pods bound to the node.
+	// are the pods bound to the node. A node without it is never a candidate.
 	Existing *scheduling.ExistingNode
 	// NodePool is the karpenter.sh/nodepool label, "" when unmanaged.
 	NodePool string
