@@ -852,3 +852,57 @@ func TestTopologySpreadSeesWholeCluster(t *testing.T) {
 func metav1LabelSelector(k, v string) *metav1.LabelSelector {
 	return &metav1.LabelSelector{MatchLabels: map[string]string{k: v}}
 }
+
+func TestZonalAntiAffinityOwnerElsewhereCounts(t *testing.T) {
+	// An "owner" pod in zone-a (on a node the packer never uses: it is full)
+	// repels app=web from the whole zone. The candidate's web pod fits on the
+	// roomy node, also in zone-a, as far as resources go; only a solve that sees
+	// the owner knows it may not go there.
+	w := newWorld(t)
+	w.pool("default", standardTypes(), onDemandOnly)
+	// Named to sort last: the roomy node, of the same shape, represents it.
+	owner := w.node("z-owner", "default", "l", notConsolidatable)
+	w.pod(owner, "guard", "7800m", func(p *corev1.Pod) {
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
+			TopologyKey: corev1.LabelTopologyZone, LabelSelector: metav1LabelSelector("app", "web")}}}}
+	})
+	w.node("roomy", "default", "l", notConsolidatable)
+	a := w.node("a", "default", "m")
+	w.pod(a, "web-1", "500m", labeled("app", "web"))
+	r := w.run()
+	if r.Decision != nil {
+		t.Fatalf("web may not move within zone-a, and no pool launches elsewhere:\n%s", describe(r))
+	}
+	if x := explanation(r, "a"); x == nil || !strings.Contains(x.Message, "cannot all be rescheduled") {
+		t.Fatalf("got:\n%s", describe(r))
+	}
+}
+
+func TestZoneSpreadCountsPodsOnNodesThePackerSkips(t *testing.T) {
+	// web spreads over zones (maxSkew 1). zone-a already runs two web pods (on a
+	// full node), zone-b none: the candidate's web pod, in zone-b, may not move
+	// to the roomy zone-a node, though it fits there.
+	w := newWorld(t)
+	its := standardTypes()
+	for _, it := range its {
+		it.Offerings = append(it.Offerings, scheduling.Offering{Zone: "zone-b", CapacityType: scheduling.CapacityTypeOnDemand, Price: it.Offerings[0].Price, Available: true})
+	}
+	w.pool("default", its, onDemandOnly)
+	spread := func(p *corev1.Pod) {
+		p.Labels = map[string]string{"app": "web"}
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: metav1LabelSelector("app", "web")}}
+	}
+	full := w.node("z-full", "default", "l", notConsolidatable)
+	w.pod(full, "web-1", "3900m", spread)
+	w.pod(full, "web-2", "3900m", spread)
+	w.node("roomy", "default", "l", notConsolidatable)
+	b := w.node("b", "default", "m")
+	b.Node.Labels[corev1.LabelTopologyZone] = "zone-b"
+	w.pod(b, "web-3", "500m", spread)
+	b.Node.Labels[corev1.LabelTopologyZone] = "zone-b"
+	r := w.run()
+	if r.Decision != nil && r.Decision.Action() == "delete" {
+		t.Fatalf("moving web-3 to zone-a would make the skew 3:\n%s", describe(r))
+	}
+}

@@ -26,9 +26,11 @@ type pass struct {
 	budgets map[string]map[v1.DisruptionReason]*BudgetStatus
 	pending []*corev1.Pod
 	cache   *scheduling.Cache
-	// clusterSensitive: some bound pod's required anti-affinity spans more than
-	// its node, so every simulation must see every node.
-	clusterSensitive bool
+	// zonalOwners host pods whose required anti-affinity spans more than their
+	// own node: every simulation must count them.
+	zonalOwners []*node
+	// matching caches, per label selector, the nodes hosting pods it selects.
+	matching map[string][]*node
 
 	pk        *packer
 	options   []launchOption
@@ -67,13 +69,15 @@ func (p *pass) init(in *Input) {
 	}
 	p.byName = map[string]*node{}
 	p.poolMasks = map[int]uint64{}
+	p.matching = map[string][]*node{}
 	for _, n := range in.Nodes {
 		nn := newNode(p, n)
 		p.nodes = append(p.nodes, nn)
 		p.byName[n.Name] = nn
 		for _, pod := range n.Pods() {
-			if !p.clusterSensitive && active(pod) && spansNodes(pod) {
-				p.clusterSensitive = true
+			if active(pod) && spansNodes(pod) {
+				p.zonalOwners = append(p.zonalOwners, nn)
+				break
 			}
 		}
 	}

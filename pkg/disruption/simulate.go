@@ -8,6 +8,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -15,20 +17,26 @@ import (
 // The simulation answers "where would these pods go if these nodes went away?"
 // with the solver the provisioner uses (scheduling.Solve), so consolidation
 // never assumes a placement provisioning would not make. Solving against every
-// node of a large cluster costs tens of milliseconds, and a pass may ask the
-// question for thousands of candidates, so each question is first answered by
-// a packer: the solver's own first-fit order (pods by cpu, then memory, then
-// age; nodes by name) over resource vectors, node labels and taints, with a
-// segment tree finding the first node with room in logarithmic time. The packer
-// then picks the nodes the solver needs to see:
+// node of a large cluster costs tens to hundreds of milliseconds, and a pass may
+// ask the question for thousands of candidates, so each question is first
+// answered by a packer: the solver's own first-fit order (pods by cpu, then
+// memory, then age; nodes by name) over resource vectors, node labels and
+// taints, with segment trees finding the first node with room in logarithmic
+// time. The packer then picks the nodes the solver needs to see:
 //
-//   - Pods without topology constraints (and a cluster without pods whose
-//     required anti-affinity spans more than their own node) land, in the
-//     solver, on the first node in name order that fits them. Those nodes are
-//     exactly the ones the packer used, so the solver runs on those alone and
-//     its answer is the one it would give on the whole cluster.
-//   - Pods with required affinity, anti-affinity or DoNotSchedule spread count
-//     pods across the cluster; the solver then sees every node.
+//   - Pods without topology constraints land, in the solver, on the first node
+//     in name order that fits them. Those nodes are exactly the ones the packer
+//     used, so the solver runs on those alone and its answer is the one it
+//     would give on the whole cluster.
+//   - Pods with required affinity, anti-affinity or DoNotSchedule spread depend
+//     on pods elsewhere. The solver then also sees every node hosting a pod one
+//     of their selectors matches (the counts), one node of every label-and-taint
+//     shape (so every topology domain stays known), and every node hosting a
+//     pod whose required anti-affinity spans more than its own node (it repels
+//     pods from a whole zone). Nodes left out hold no pod any of these
+//     constraints counts; the solver's skew minimum for hostname spread is zero
+//     whenever a NodePool can launch, so hosts left out change no count it
+//     reads. Without a launchable NodePool every node is used.
 //
 // The packer also prunes: when even its optimistic placement leaves pods that
 // no instance type cheaper than the candidates could hold, no solve is needed
@@ -648,7 +656,7 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	}
 	isMoving := make(map[*corev1.Pod]bool, len(moving))
 	reqs := make([]*podReq, 0, len(moving)+len(p.pending))
-	sens := p.clusterSensitive
+	sens := len(p.zonalOwners) > 0
 	for _, pod := range moving {
 		isMoving[pod] = true
 		r := pk.pod(pod)
@@ -676,11 +684,7 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	}
 	var existing []*scheduling.ExistingNode
 	if sens {
-		for _, n := range p.nodes {
-			if n.Existing != nil && !excluded[n] && !n.Deleting && !n.MarkedForDeletion {
-				existing = append(existing, n.Existing)
-			}
-		}
+		existing = p.relevant(excluded, packed.used, reqs)
 	} else {
 		for _, ti := range packed.used {
 			existing = append(existing, pk.targets[ti].n.Existing)
@@ -726,4 +730,112 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 		}
 	}
 	return sim, ""
+}
+
+// relevant lists the nodes a simulation of sensitive pods must show the solver
+// (see the top of this file), in name order.
+func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*scheduling.ExistingNode {
+	pk := p.packer()
+	in := map[*node]bool{}
+	add := func(n *node) {
+		if n.Existing != nil && !excluded[n] && !n.Deleting && !n.MarkedForDeletion {
+			in[n] = true
+		}
+	}
+	all := len(p.in.Scheduling.NodePools) == 0
+	for _, pr := range pods {
+		if !pr.sensitive {
+			continue
+		}
+		for _, c := range pr.pod.Spec.TopologySpreadConstraints {
+			if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+				continue
+			}
+			if c.TopologyKey == scheduling.LabelHostname && len(p.in.Scheduling.NodePools) == 0 {
+				all = true
+			}
+			for _, n := range p.matchingNodes(c.LabelSelector) {
+				add(n)
+			}
+		}
+		if a := pr.pod.Spec.Affinity; a != nil {
+			var terms []corev1.PodAffinityTerm
+			if a.PodAffinity != nil {
+				terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+			}
+			if a.PodAntiAffinity != nil {
+				terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
+			}
+			for i := range terms {
+				for _, n := range p.matchingNodes(terms[i].LabelSelector) {
+					add(n)
+				}
+			}
+		}
+	}
+	var out []*scheduling.ExistingNode
+	if all {
+		for _, n := range p.nodes {
+			add(n)
+		}
+	} else {
+		for _, ti := range used {
+			add(pk.targets[ti].n)
+		}
+		for _, n := range p.zonalOwners {
+			add(n)
+		}
+		// One node of every shape keeps every domain known, and capacity that
+		// is not a packer target (starting, in flight) is few and shown as is.
+		seen := map[int]bool{}
+		for _, n := range p.nodes {
+			ti, ok := pk.byNode[n]
+			if !ok {
+				add(n)
+				continue
+			}
+			if excluded[n] {
+				continue
+			}
+			t := pk.targets[ti]
+			pk.ensure(t)
+			if !seen[t.shape] {
+				seen[t.shape] = true
+				add(n)
+			}
+		}
+	}
+	for _, n := range p.nodes {
+		if in[n] {
+			out = append(out, n.Existing)
+		}
+	}
+	return out
+}
+
+// matchingNodes lists the nodes hosting an active pod the selector selects (in
+// any namespace: a superset of what the constraint counts). A nil or invalid
+// selector selects nothing; an empty one everything.
+func (p *pass) matchingNodes(ls *metav1.LabelSelector) []*node {
+	if ls == nil {
+		return nil
+	}
+	key := ls.String()
+	if ns, ok := p.matching[key]; ok {
+		return ns
+	}
+	var out []*node
+	sel, err := metav1.LabelSelectorAsSelector(ls)
+	if err == nil {
+		for _, n := range p.nodes {
+			for _, pod := range n.Pods() {
+				if active(pod) && sel.Matches(labels.Set(pod.Labels)) {
+					out = append(out, n)
+					break
+				}
+			}
+		}
+	}
+	p.matching[key] = out
+	return out
 }
