@@ -906,3 +906,20 @@ func TestZoneSpreadCountsPodsOnNodesThePackerSkips(t *testing.T) {
 		t.Fatalf("moving web-3 to zone-a would make the skew 3:\n%s", describe(r))
 	}
 }
+
+func TestSimulationWorkIsBounded(t *testing.T) {
+	w := newWorld(t)
+	w.in.Options.MaxSimulationWork = 1
+	w.pool("default", standardTypes())
+	for _, n := range []string{"a", "b"} {
+		x := w.node(n, "default", "m", notConsolidatable, drifted(now.Add(-time.Hour)))
+		w.pod(x, "gpu-"+n, "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"example.com/gpu": "true"} })
+	}
+	r := w.run()
+	if r.Decision != nil || !reflect.DeepEqual(r.TimedOut, []disruption.Method{disruption.MethodDrift}) || r.Simulations != 1 {
+		t.Fatalf("want drift to stop after one simulation, got %d simulations, timed out %v:\n%s", r.Simulations, r.TimedOut, describe(r))
+	}
+	if explanation(r, "a") == nil || explanation(r, "b") != nil {
+		t.Fatalf("only the node evaluated is explained:\n%s", describe(r))
+	}
+}

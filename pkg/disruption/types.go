@@ -61,7 +61,7 @@ const MinInstanceTypesForSpotToSpotConsolidation = 15
 
 // DefaultMaxSimulationWork bounds the scheduling simulation of one pass (see
 // Options.MaxSimulationWork).
-const DefaultMaxSimulationWork = 3_000_000
+const DefaultMaxSimulationWork = 1_000_000
 
 // Input is the snapshot a pass decides over. Nothing in it is modified.
 type Input struct {

@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"context"
+	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -36,6 +37,16 @@ const (
 
 // conditionWriters bounds the status writes a pass makes at once.
 const conditionWriters = 10
+
+// maxMessage is the NodeClaim CRD's limit on a condition message.
+const maxMessage = 32768
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessage-3], "") + "..."
+}
 
 // explain publishes what the pass found: an event on the Node and NodeClaim of
 // every node a method wanted but left alone, the DisruptionBlocked condition
@@ -88,7 +99,7 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 		}
 		cur := nc.StatusConditions().Get(ConditionTypeDisruptionBlocked)
 		if e, ok := want[nc.Name]; ok && !chosen[nc.Name] {
-			if cur == nil || !cur.IsTrue() || cur.Reason != string(e.Code) || cur.Message != e.Message {
+			if cur == nil || !cur.IsTrue() || cur.Reason != string(e.Code) || cur.Message != truncate(e.Message) {
 				writes = append(writes, write{nc, e})
 			}
 			continue
@@ -127,7 +138,7 @@ func (c *Controller) writeCondition(ctx context.Context, name string, e *disrupt
 	if e == nil {
 		changed = cs.Clear(ConditionTypeDisruptionBlocked)
 	} else {
-		changed = cs.Set(status.Condition{Type: ConditionTypeDisruptionBlocked, Status: metav1.ConditionTrue, Reason: string(e.Code), Message: e.Message})
+		changed = cs.Set(status.Condition{Type: ConditionTypeDisruptionBlocked, Status: metav1.ConditionTrue, Reason: string(e.Code), Message: truncate(e.Message)})
 	}
 	if !changed {
 		return nil
