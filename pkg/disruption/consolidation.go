@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -72,7 +73,7 @@ func (p *pass) consolidate(cands []*node, multi bool) (*Decision, string) {
 	if multi {
 		d.Explanation = fmt.Sprintf("replacing %d nodes (%s, %s) with %s", len(cands), joinNames(cands), FormatPrice(price), describeClaim(claim))
 	} else {
-		d.Explanation = fmt.Sprintf("replacing node %s (%s) with a cheaper %s", cands[0].Name, FormatPrice(price), describeClaim(claim))
+		d.Explanation = fmt.Sprintf("replacing node %s (%s) with a cheaper %s", cands[0].Name, FormatPrice(price), strings.TrimPrefix(describeClaim(claim), "1 "))
 	}
 	return d, ""
 }

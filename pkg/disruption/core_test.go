@@ -382,7 +382,7 @@ func TestSingleNodeConsolidation(t *testing.T) {
 			if d.ReplacementsPrice >= d.CandidatesPrice {
 				t.Fatalf("replacement %.2f not cheaper than %.2f", d.ReplacementsPrice, d.CandidatesPrice)
 			}
-			if !strings.Contains(d.Explanation, "replacing node a (0.68/h) with a cheaper 1 node of nodepool default (s or 1 other type(s), from 0.17/h)") {
+			if !strings.Contains(d.Explanation, "replacing node a (0.68/h) with a cheaper node of nodepool default (s or 1 other type(s), from 0.17/h)") {
 				t.Fatalf("explanation %q", d.Explanation)
 			}
 		}}},
