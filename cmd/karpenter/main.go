@@ -95,19 +95,21 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 			return err
 		}
 	}
-	queue := orchestration.NewQueue(kube, cluster, op.Recorder, clk)
-	if err := queue.Register(mgr); err != nil {
-		return err
-	}
-	if err := mgr.Add(disruption.NewController(kube, cluster, prov, cp, queue, op.Recorder, clk, disruption.Options{
-		SpotToSpotConsolidation: opts.FeatureGate(options.FeatureSpotToSpotConsolidation),
-	})); err != nil {
-		return err
-	}
 	if err := nodeclaim.Register(ctx, mgr, kube, cp, clk, op.Recorder); err != nil {
 		return err
 	}
 	if err := nodepool.Register(mgr, kube, cp, clk); err != nil {
+		return err
+	}
+	// The disruption orchestration queue (the disruption controller hands it its commands).
+	disruptionQueue := orchestration.NewQueue(kube, cluster, op.Recorder, clk)
+	if err := disruptionQueue.Register(mgr); err != nil {
+		return err
+	}
+	// The disruption controller: a pass every 10 s, commands to the queue.
+	if err := mgr.Add(disruption.NewController(kube, cluster, prov, cp, disruptionQueue, op.Recorder, clk, disruption.Options{
+		SpotToSpotConsolidation: opts.FeatureGate(options.FeatureSpotToSpotConsolidation),
+	})); err != nil {
 		return err
 	}
 	return op.Start(ctx)

@@ -345,6 +345,12 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 		if c.deleted[nc.Name] {
 			continue
 		}
+		// One deleted by someone else meanwhile (e.g. expired) is not ours to count.
+		cur := &v1.NodeClaim{}
+		if err := q.kube.Get(ctx, types.NamespacedName{Name: nc.Name}, cur); err == nil && cur.UID == nc.UID && cur.DeletionTimestamp != nil {
+			c.deleted[nc.Name] = true
+			continue
+		}
 		var opts []client.DeleteOption
 		if nc.UID != "" {
 			opts = append(opts, client.Preconditions{UID: &nc.UID})
