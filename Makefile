@@ -7,7 +7,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test cluster cluster-bins cluster-down generate verify vet bench-scheduling
+.PHONY: all run test cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption
 
 all: test
 
@@ -50,3 +50,7 @@ test: cluster-bins verify vet
 ## bench-scheduling: the scheduling benchmark table
 bench-scheduling:
 	@hack/bench-scheduling.sh
+
+## bench-disruption: the disruption pass benchmark table (100, 1,000, 5,000 nodes)
+bench-disruption:
+	@hack/bench-disruption.sh

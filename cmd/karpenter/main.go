@@ -19,6 +19,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
@@ -103,6 +104,12 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	// The disruption orchestration queue (the disruption controller hands it its commands).
 	disruptionQueue := orchestration.NewQueue(kube, cluster, op.Recorder, clk)
 	if err := disruptionQueue.Register(mgr); err != nil {
+		return err
+	}
+	// The disruption controller: a pass every 10 s, commands to the queue.
+	if err := mgr.Add(disruption.NewController(kube, cluster, prov, cp, disruptionQueue, op.Recorder, clk, disruption.Options{
+		SpotToSpotConsolidation: opts.FeatureGate(options.FeatureSpotToSpotConsolidation),
+	})); err != nil {
 		return err
 	}
 	return op.Start(ctx)

@@ -24,7 +24,9 @@ type dedupingRecorder struct {
 	last  map[string]time.Time
 }
 
-func newDedupingRecorder(r record.EventRecorder, clk clock.Clock) record.EventRecorder {
+// NewDedupingRecorder wraps r so that an identical event (same object, reason
+// and message) is recorded at most once per EventDedupeWindow. nil stays nil.
+func NewDedupingRecorder(r record.EventRecorder, clk clock.Clock) record.EventRecorder {
 	if r == nil {
 		return nil
 	}

@@ -67,7 +67,7 @@ func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster 
 		opts.SyncTimeout = 30 * time.Second
 	}
 	return &Provisioner{
-		kube: kube, cloudProvider: cp, cluster: cluster, recorder: newDedupingRecorder(recorder, clk), clock: clk, opts: opts,
+		kube: kube, cloudProvider: cp, cluster: cluster, recorder: NewDedupingRecorder(recorder, clk), clock: clk, opts: opts,
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
 	}
 }
@@ -110,26 +110,16 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.SyncTimeout, true, p.cluster.Synced); err != nil {
 		return nil, fmt.Errorf("waiting for cluster state to sync: %w", err)
 	}
-	pods, err := p.pendingPods(ctx)
+	pods, err := p.PendingPods(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if len(pods) == 0 {
 		return &Result{Solve: &scheduling.Results{}}, nil
 	}
-	in, err := p.cluster.Snapshot(ctx, pods)
+	in, skipped, err := p.SolverInput(ctx, pods)
 	if err != nil {
 		return nil, err
-	}
-	pools, skipped, err := p.nodePools(ctx)
-	if err != nil {
-		return nil, err
-	}
-	in.NodePools = pools
-	in.Options = scheduling.Options{
-		PreferencePolicy: p.opts.PreferencePolicy,
-		MinValuesPolicy:  p.opts.MinValuesPolicy,
-		WellKnownLabels:  wellKnownLabels(pools),
 	}
 	QueueDepth.WithLabelValues("provisioner").Set(float64(len(pods)))
 	start := time.Now()
@@ -162,8 +152,33 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	return &Result{Solve: results, NodeClaims: created, SkippedNodePools: skipped}, err
 }
 
-// pendingPods lists the pods to provision for, in a stable order.
-func (p *Provisioner) pendingPods(ctx context.Context) ([]*corev1.Pod, error) {
+// SolverInput is the solver's input for placing pods: the cluster state
+// snapshot (existing and in-flight capacity, DaemonSets, namespaces, volumes),
+// the NodePools that may launch and the solver options. It also returns, per
+// NodePool that may not launch, why. The disruption controller simulates with
+// the same input, so that it never counts on a placement provisioning would
+// not make.
+func (p *Provisioner) SolverInput(ctx context.Context, pods []*corev1.Pod) (*scheduling.Input, map[string]string, error) {
+	in, err := p.cluster.Snapshot(ctx, pods)
+	if err != nil {
+		return nil, nil, err
+	}
+	pools, skipped, err := p.nodePools(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	in.NodePools = pools
+	in.Options = scheduling.Options{
+		PreferencePolicy: p.opts.PreferencePolicy,
+		MinValuesPolicy:  p.opts.MinValuesPolicy,
+		WellKnownLabels:  wellKnownLabels(pools),
+	}
+	return in, skipped, nil
+}
+
+// PendingPods lists the pods to provision for, in a stable order: pods the
+// kube-scheduler could not place and pods on capacity being deleted.
+func (p *Provisioner) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
 	if err := p.kube.List(ctx, list); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)

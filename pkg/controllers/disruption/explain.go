@@ -1,0 +1,151 @@
+package disruption
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
+)
+
+// ConditionTypeDisruptionBlocked is the NodeClaim condition saying why a node
+// that a disruption method wants is not being disrupted: True, with the
+// reason's code (PodDisruptionBudget, DoNotDisrupt, DisruptionBudget,
+// Unconsolidatable, ...) and the explanation as message. It is removed when
+// nothing holds the node back any more (no method wants it, or it is being
+// disrupted, when the queue's DisruptionReason condition takes over).
+// Upstream has no such condition; the type is new and collides with none of
+// upstream's.
+const ConditionTypeDisruptionBlocked = "DisruptionBlocked"
+
+// Event reasons (upstream's).
+const (
+	// EventDisruptionBlocked: a rule or a budget keeps the node.
+	EventDisruptionBlocked = "DisruptionBlocked"
+	// EventUnconsolidatable: consolidation found nothing better for the node.
+	EventUnconsolidatable = "Unconsolidatable"
+)
+
+// conditionWriters bounds the status writes a pass makes at once.
+const conditionWriters = 10
+
+// maxMessage is the NodeClaim CRD's limit on a condition message.
+const maxMessage = 32768
+
+func truncate(s string) string {
+	if len(s) <= maxMessage {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxMessage-3], "") + "..."
+}
+
+// explain publishes what the pass found: an event on the Node and NodeClaim of
+// every node a method wanted but left alone, the DisruptionBlocked condition
+// on those NodeClaims, an event on each NodePool whose budget allows nothing.
+// Events are deduplicated by the recorder; conditions are written only when
+// they change. Stale conditions are removed only after a pass that looked at
+// every node (no decision, no timeout), so a node a shortened pass did not
+// reach keeps its last explanation.
+func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.Result) {
+	for _, b := range res.Budgets {
+		if b.Allowed == 0 && b.Message != "" {
+			if np, ok := s.nodePools[b.NodePool]; ok {
+				c.recorder.Eventf(np, corev1.EventTypeNormal, EventDisruptionBlocked, "%s", b.Message)
+			}
+		}
+	}
+	want := map[string]*disruption.Explanation{}
+	for _, e := range res.Explanations {
+		if e.Node.NodeClaim == nil {
+			continue
+		}
+		reason := EventUnconsolidatable
+		if e.Blocking() {
+			reason = EventDisruptionBlocked
+		}
+		if e.Node.Node != nil {
+			c.recorder.Eventf(e.Node.Node, corev1.EventTypeNormal, reason, "%s", e.Message)
+		}
+		c.recorder.Eventf(e.Node.NodeClaim, corev1.EventTypeNormal, reason, "%s", e.Message)
+		want[e.Node.NodeClaim.Name] = e
+	}
+	chosen := map[string]bool{}
+	if d := res.Decision; d != nil {
+		for _, n := range d.Candidates {
+			if n.NodeClaim != nil {
+				chosen[n.NodeClaim.Name] = true
+			}
+		}
+	}
+	complete := res.Decision == nil && len(res.TimedOut) == 0
+	type write struct {
+		nc *v1.NodeClaim
+		e  *disruption.Explanation // nil: remove the condition
+	}
+	var writes []write
+	for _, n := range s.in.Nodes {
+		nc := n.NodeClaim
+		if nc == nil || nc.DeletionTimestamp != nil {
+			continue
+		}
+		cur := nc.StatusConditions().Get(ConditionTypeDisruptionBlocked)
+		if e, ok := want[nc.Name]; ok && !chosen[nc.Name] {
+			if cur == nil || !cur.IsTrue() || cur.Reason != string(e.Code) || cur.Message != truncate(e.Message) {
+				writes = append(writes, write{nc, e})
+			}
+			continue
+		}
+		if cur != nil && (chosen[nc.Name] || complete) {
+			writes = append(writes, write{nc, nil})
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, conditionWriters)
+	for _, w := range writes {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func(w write) {
+			defer wg.Done()
+			defer func() { <-sem }()
+			if err := c.writeCondition(ctx, w.nc.Name, w.e); err != nil {
+				log.FromContext(ctx).Error(err, "recording why a node is not disrupted", "nodeclaim", w.nc.Name)
+			}
+		}(w)
+	}
+	wg.Wait()
+}
+
+// writeCondition sets (or, for a nil explanation, removes) the condition on
+// the NodeClaim as stored now. A conflict is left for the next pass.
+func (c *Controller) writeCondition(ctx context.Context, name string, e *disruption.Explanation) error {
+	nc := &v1.NodeClaim{}
+	if err := c.kube.Get(ctx, types.NamespacedName{Name: name}, nc); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	stored := nc.DeepCopy()
+	cs := nc.StatusConditions()
+	cs.Now = c.clock.Now
+	changed := false
+	if e == nil {
+		changed = cs.Clear(ConditionTypeDisruptionBlocked)
+	} else {
+		changed = cs.Set(status.Condition{Type: ConditionTypeDisruptionBlocked, Status: metav1.ConditionTrue, Reason: string(e.Code), Message: truncate(e.Message)})
+	}
+	if !changed {
+		return nil
+	}
+	err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,55 @@
+package disruption
+
+import (
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// Metrics (upstream's names and labels).
+var (
+	// DecisionsTotal counts commands handed to the orchestration queue.
+	DecisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
+		Help: "Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.",
+	}, []string{"decision", "reason", "consolidation_type"})
+	// EligibleNodes is, per reason, how many nodes passed every rule in the last pass.
+	EligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
+		Help: "Number of nodes eligible for disruption by Karpenter. Labeled by disruption reason.",
+	}, []string{"reason"})
+	// EvaluationDuration times each method of a pass.
+	EvaluationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decision_evaluation_duration_seconds",
+		Help:    "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+	}, []string{"method", "consolidation_type"})
+	// ConsolidationTimeoutsTotal counts passes that stopped at the simulation bound.
+	ConsolidationTimeoutsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "consolidation_timeouts_total",
+		Help: "Number of times the Consolidation algorithm has reached a timeout. Labeled by consolidation type.",
+	}, []string{"consolidation_type"})
+	// FailedValidationsTotal counts decisions dropped by validation.
+	FailedValidationsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "failed_validations_total",
+		Help: "Number of candidates that were selected for disruption but failed validation. Labeled by consolidation type.",
+	}, []string{"consolidation_type"})
+	// NodePoolAllowedDisruptions is each NodePool's budget per reason.
+	NodePoolAllowedDisruptions = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "allowed_disruptions",
+		Help: "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point.",
+	}, []string{"nodepool", "reason"})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(DecisionsTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions)
+	for _, t := range []string{"multi", "single"} {
+		ConsolidationTimeoutsTotal.WithLabelValues(t).Add(0)
+	}
+}
+
+// metricReason spells a reason as upstream's metrics do ("Underutilized" -> "underutilized").
+func metricReason(r v1.DisruptionReason) string { return strings.ToLower(string(r)) }

@@ -1,0 +1,314 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/state"
+	"github.com/karpenter-go/karpenter/pkg/state/informer"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+var testEnv *env.Environment
+
+func TestMain(m *testing.M) {
+	e, err := env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	testEnv = e
+	code := m.Run()
+	_ = e.Stop()
+	os.Exit(code)
+}
+
+type fixture struct {
+	ctx       context.Context
+	clock     *clocktesting.FakeClock
+	cluster   *state.Cluster
+	informers []*informer.Controller
+	recorder  *record.FakeRecorder
+	cp        *kwok.CloudProvider
+	queue     *orchestration.Queue
+	ctrl      *disruption.Controller
+	types     map[string]*scheduling.InstanceType
+}
+
+// newFixture starts from an empty cluster with a Ready KWOKNodeClass and a
+// NodePool "default" (on-demand amd64 linux, consolidateAfter 0s,
+// WhenEmptyOrUnderutilized, budget 100% unless budgets are given).
+func newFixture(t *testing.T, budgets ...v1.Budget) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cleanup := func() {
+		c := context.Background()
+		ncs := &v1.NodeClaimList{}
+		_ = testEnv.Client.List(c, ncs)
+		for i := range ncs.Items {
+			ExpectFinalizersRemoved(c, t, testEnv.Client, &ncs.Items[i])
+		}
+		_ = testEnv.Client.DeleteAllOf(c, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+		_ = testEnv.Client.DeleteAllOf(c, &policyv1.PodDisruptionBudget{}, client.InNamespace("default"))
+		ExpectCleanedUp(c, t, testEnv.Client, &v1.NodeClaimList{}, &corev1.NodeList{}, &v1.NodePoolList{}, &kwokv1alpha1.KWOKNodeClassList{}, &corev1.PodList{}, &policyv1.PodDisruptionBudgetList{})
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+	f := &fixture{ctx: ctx, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), recorder: record.NewFakeRecorder(10000), types: map[string]*scheduling.InstanceType{}}
+	catalog, err := kwok.LoadInstanceTypes("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.cp = kwok.New(ctx, testEnv.Client, f.clock, catalog)
+	its, _ := f.cp.GetInstanceTypes(ctx, nil)
+	for _, it := range its {
+		f.types[it.Name] = it
+	}
+	f.cluster = state.NewCluster(f.clock, testEnv.Client)
+	f.informers = informer.All(testEnv.Client, f.cluster)
+	prov := provisioning.NewProvisioner(testEnv.Client, f.cp, f.cluster, f.recorder, f.clock, provisioning.Options{SyncTimeout: 2 * time.Second})
+	f.queue = orchestration.NewQueue(testEnv.Client, f.cluster, f.recorder, f.clock)
+	f.ctrl = disruption.NewController(testEnv.Client, f.cluster, prov, f.cp, f.queue, f.recorder, f.clock, disruption.Options{})
+
+	nc := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	nc.StatusConditions().SetTrue(status.ConditionReady)
+	if len(budgets) == 0 {
+		budgets = []v1.Budget{{Nodes: "100%"}}
+	}
+	np := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1.NodePoolSpec{
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{
+					{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+					{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+				},
+			}},
+			Disruption: v1.Disruption{
+				ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
+				ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+				Budgets:             budgets,
+			},
+		},
+	}
+	ExpectApplied(ctx, t, testEnv.Client, nc, np)
+	return f
+}
+
+// node creates a registered, initialized, Ready, Consolidatable on-demand node
+// of the instance type, with its NodeClaim.
+func (f *fixture) node(t *testing.T, name, itName string, opts ...func(*v1.NodeClaim)) (*corev1.Node, *v1.NodeClaim) {
+	t.Helper()
+	it, ok := f.types[itName]
+	if !ok {
+		t.Fatalf("unknown instance type %s", itName)
+	}
+	lbls := map[string]string{
+		v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: itName, corev1.LabelTopologyZone: kwok.Zones[0],
+		v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+		corev1.LabelHostname: name, v1.NodeInitializedLabelKey: "true", v1.NodeRegisteredLabelKey: "true",
+	}
+	providerID := kwok.ProviderIDPrefix + name
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+		Spec: v1.NodeClaimSpec{
+			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{itName}}},
+		},
+		Status: v1.NodeClaimStatus{NodeName: name, ProviderID: providerID, Capacity: it.Capacity, Allocatable: it.Allocatable()},
+	}
+	cs := nc.StatusConditions()
+	cs.Now = f.clock.Now
+	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeConsolidatable} {
+		cs.SetTrue(c)
+	}
+	for _, o := range opts {
+		o(nc)
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+		Spec:       corev1.NodeSpec{ProviderID: providerID},
+		Status: corev1.NodeStatus{
+			Capacity: it.Capacity, Allocatable: it.Allocatable(),
+			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
+		},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, nc, node)
+	// The API server's admission taints new nodes not-ready; a Ready node's
+	// taint is gone.
+	node.Spec.Taints = nil
+	if err := testEnv.Client.Update(f.ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	return node, nc
+}
+
+func notConsolidatable(nc *v1.NodeClaim) { nc.StatusConditions().Clear(v1.ConditionTypeConsolidatable) }
+
+func driftedCondition(nc *v1.NodeClaim) {
+	nc.StatusConditions().SetTrueWithReason(v1.ConditionTypeDrifted, "NodePoolDrifted", "the nodepool's template changed")
+}
+
+// pod creates a running pod bound to the node.
+func (f *fixture) pod(t *testing.T, name, node, cpu string, lbls map[string]string) *corev1.Pod {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: lbls},
+		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, p)
+	return p
+}
+
+func (f *fixture) pdb(t *testing.T, name string, allowed int32, lbls map[string]string) {
+	t.Helper()
+	one := intstr.FromInt32(1)
+	p := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: lbls}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, ExpectedPods: 1, CurrentHealthy: 1, DesiredHealthy: 1},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, p)
+}
+
+// sync feeds every object of the API into cluster state, as the informers would.
+func (f *fixture) sync(t *testing.T) {
+	t.Helper()
+	lists := []client.ObjectList{&v1.NodePoolList{}, &v1.NodeClaimList{}, &corev1.NodeList{}, &corev1.PodList{}}
+	for _, l := range lists {
+		if err := testEnv.Client.List(f.ctx, l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range lists[0].(*v1.NodePoolList).Items {
+		ExpectReconciled(f.ctx, t, f.informers[4], &lists[0].(*v1.NodePoolList).Items[i])
+	}
+	for i := range lists[1].(*v1.NodeClaimList).Items {
+		ExpectReconciled(f.ctx, t, f.informers[1], &lists[1].(*v1.NodeClaimList).Items[i])
+	}
+	for i := range lists[2].(*corev1.NodeList).Items {
+		ExpectReconciled(f.ctx, t, f.informers[0], &lists[2].(*corev1.NodeList).Items[i])
+	}
+	for i := range lists[3].(*corev1.PodList).Items {
+		ExpectReconciled(f.ctx, t, f.informers[2], &lists[3].(*corev1.PodList).Items[i])
+	}
+}
+
+type passResult struct {
+	acted bool
+	err   error
+}
+
+// startPass runs one pass in the background.
+func (f *fixture) startPass(t *testing.T) <-chan passResult {
+	t.Helper()
+	f.sync(t)
+	done := make(chan passResult, 1)
+	go func() {
+		acted, err := f.ctrl.Reconcile(f.ctx)
+		done <- passResult{acted, err}
+	}()
+	return done
+}
+
+// awaitValidation waits until the pass sleeps on the clock before validating.
+func (f *fixture) awaitValidation(t *testing.T, done <-chan passResult) {
+	t.Helper()
+	Eventually(t, 20*time.Second, func() error {
+		select {
+		case r := <-done:
+			t.Fatalf("the pass ended (acted %v, err %v) instead of waiting to validate", r.acted, r.err)
+		default:
+		}
+		if !f.clock.HasWaiters() {
+			return fmt.Errorf("the pass is not waiting on the clock yet")
+		}
+		return nil
+	})
+}
+
+func (f *fixture) finish(t *testing.T, done <-chan passResult) passResult {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(30 * time.Second):
+		t.Fatal("the pass did not finish")
+	}
+	return passResult{}
+}
+
+// pass runs a pass to the end, stepping the clock past the validation delay
+// when the pass waits for it.
+func (f *fixture) pass(t *testing.T) passResult {
+	t.Helper()
+	done := f.startPass(t)
+	for {
+		select {
+		case r := <-done:
+			return r
+		case <-time.After(10 * time.Millisecond):
+			if f.clock.HasWaiters() {
+				f.clock.Step(disruption.ValidationDelay)
+			}
+		}
+	}
+}
+
+// events drains the recorder.
+func (f *fixture) events() []string {
+	var out []string
+	for {
+		select {
+		case e := <-f.recorder.Events:
+			out = append(out, e)
+		default:
+			return out
+		}
+	}
+}
+
+func containsEvent(events []string, sub string) bool {
+	for _, e := range events {
+		if strings.Contains(e, sub) {
+			return true
+		}
+	}
+	return false
+}
+
+func hasTaint(n *corev1.Node, key string) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == key {
+			return true
+		}
+	}
+	return false
+}

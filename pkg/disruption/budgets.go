@@ -1,0 +1,165 @@
+package disruption
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// Reasons budgets are kept for (expiration is forceful and never budgeted).
+var Reasons = []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}
+
+// BudgetLimit is the number of a NodePool's nodes that may be disrupting for
+// reason at now, given total nodes: the minimum over the active budgets whose
+// reasons include it (a budget without reasons applies to all), a percentage
+// rounded up. -1 means no budget applies. A budget whose schedule does not
+// parse allows nothing (an error says why). until is when the limit's
+// scheduled window closes; zero when an unscheduled budget sets the limit.
+func BudgetLimit(np *v1.NodePool, reason v1.DisruptionReason, total int, now time.Time) (limit int, until time.Time, err error) {
+	limit = -1
+	open := false // a budget setting the current minimum has no end
+	for i := range np.Spec.Disruption.Budgets {
+		b := &np.Spec.Disruption.Budgets[i]
+		if len(b.Reasons) > 0 && !containsReason(b.Reasons, reason) {
+			continue
+		}
+		var end time.Time
+		if b.Schedule != nil {
+			sched, perr := ParseSchedule(*b.Schedule)
+			if perr != nil {
+				return 0, time.Time{}, fmt.Errorf("budget schedule %q is invalid: %v", *b.Schedule, perr)
+			}
+			if b.Duration == nil {
+				return 0, time.Time{}, fmt.Errorf("budget schedule %q has no duration", *b.Schedule)
+			}
+			active, e := sched.ActiveWindow(now, b.Duration.Duration)
+			if !active {
+				continue
+			}
+			end = e
+		}
+		v, perr := budgetNodes(b.Nodes, total)
+		if perr != nil {
+			return 0, time.Time{}, perr
+		}
+		switch {
+		case limit == -1 || v < limit:
+			limit, until, open = v, end, end.IsZero()
+		case v == limit:
+			if end.IsZero() {
+				open = true
+			} else if end.After(until) {
+				until = end
+			}
+		}
+	}
+	if open {
+		until = time.Time{}
+	}
+	return limit, until, nil
+}
+
+// budgetNodes resolves "5" or "20%" (rounded up) against total.
+func budgetNodes(s string, total int) (int, error) {
+	s = strings.TrimSpace(s)
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		pct, err := strconv.Atoi(p)
+		if err != nil || pct < 0 || pct > 100 {
+			return 0, fmt.Errorf("budget nodes %q is not a percentage", s)
+		}
+		return int(math.Ceil(float64(total) * float64(pct) / 100)), nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0, fmt.Errorf("budget nodes %q is not a count or percentage", s)
+	}
+	return n, nil
+}
+
+func containsReason(rs []v1.DisruptionReason, r v1.DisruptionReason) bool {
+	for _, x := range rs {
+		if x == r {
+			return true
+		}
+	}
+	return false
+}
+
+// budgets computes every NodePool's BudgetStatus per reason. A pool's total is
+// its managed, initialized nodes whose instance is not already terminating;
+// those NotReady, being deleted or held by a disruption command consume the
+// budget.
+func budgets(in *Input) map[string]map[v1.DisruptionReason]*BudgetStatus {
+	total := map[string]int{}
+	disrupting := map[string]int{}
+	for _, n := range in.Nodes {
+		if n.NodeClaim == nil || n.NodePool == "" || !n.Initialized {
+			continue
+		}
+		if n.NodeClaim.StatusConditions().Get(v1.ConditionTypeInstanceTerminating).IsTrue() {
+			continue
+		}
+		total[n.NodePool]++
+		if n.Deleting || n.MarkedForDeletion || !nodeReady(n.Node) {
+			disrupting[n.NodePool]++
+		}
+	}
+	out := map[string]map[v1.DisruptionReason]*BudgetStatus{}
+	for _, p := range in.NodePools {
+		np := p.NodePool
+		m := map[v1.DisruptionReason]*BudgetStatus{}
+		for _, reason := range Reasons {
+			st := &BudgetStatus{NodePool: np.Name, Reason: reason, Disrupting: disrupting[np.Name]}
+			limit, until, err := BudgetLimit(np, reason, total[np.Name], in.Now)
+			st.Limit = limit
+			switch {
+			case err != nil:
+				st.Allowed = 0
+				st.Message = fmt.Sprintf("nodepool %s: %v, allowing 0 %s disruptions", np.Name, err, reason)
+			case limit == -1:
+				st.Allowed = math.MaxInt32
+			default:
+				st.Allowed = max(0, limit-st.Disrupting)
+				if st.Allowed == 0 {
+					if limit == 0 {
+						st.Message = fmt.Sprintf("nodepool %s: budget allows 0 %s disruptions", np.Name, reason)
+						if !until.IsZero() {
+							st.Message += " until " + formatUntil(until, in.Now)
+						}
+					} else {
+						st.Message = fmt.Sprintf("nodepool %s: budget allows %d %s disruption(s) and %d node(s) are already disrupting", np.Name, limit, reason, st.Disrupting)
+					}
+				}
+			}
+			m[reason] = st
+		}
+		out[np.Name] = m
+	}
+	return out
+}
+
+func formatUntil(t, now time.Time) string {
+	t, now = t.UTC(), now.UTC()
+	if t.Year() == now.Year() && t.YearDay() == now.YearDay() {
+		return t.Format("15:04 UTC")
+	}
+	return t.Format("2006-01-02 15:04 UTC")
+}
+
+func nodeReady(n *corev1.Node) bool {
+	if n == nil {
+		return false
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

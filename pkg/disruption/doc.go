@@ -1,0 +1,56 @@
+// Package disruption is the pure core of voluntary disruption: given a snapshot
+// of the cluster (nodes and their NodeClaims, bound and pending pods, NodePools
+// with budgets and instance types, PodDisruptionBudgets, "now"), it decides at
+// most one disruption command per pass and says, for every node a method wanted
+// but left alone, why. It makes no API calls and reads no clock; the same Input
+// gives the same Result. The controller in pkg/controllers/disruption gathers
+// the snapshot, calls Run, validates and hands the decision to the
+// orchestration queue; tests and benchmarks call Run directly.
+//
+// Methods run in upstream Karpenter's order and the first with a decision wins:
+//
+//  1. Emptiness (reason Empty): Consolidatable nodes without reschedulable pods
+//     (DaemonSet, mirror, finished and terminating pods do not count), all that
+//     the budgets allow, deleted in one command, whatever the consolidation
+//     policy.
+//  2. Drift (reason Drifted): nodes with the Drifted condition, empty ones
+//     first, then those drifted longest; one per command, replaced by as many
+//     new nodes as its pods need.
+//  3. Multi-node consolidation (reason Underutilized, policy
+//     WhenEmptyOrUnderutilized): the longest prefix of the candidates, ordered
+//     by disruption cost per dollar, whose pods fit on the remaining nodes plus
+//     at most one new node cheaper than all of them and not of one of their
+//     instance types. There is no fixed cap on the prefix (upstream stops at
+//     100): a packer answers each probe of the binary search in milliseconds and
+//     only the answer is confirmed by the solver.
+//  4. Single-node consolidation: each candidate alone, NodePools interleaved:
+//     deleted when its pods fit elsewhere, replaced by one cheaper node, or
+//     explained ("no cheaper replacement: cheapest compatible costs 0.19/h vs
+//     0.17/h").
+//
+// Spot: an on-demand node may be replaced by spot or on-demand capacity; when
+// both are allowed the replacement is forced to spot (the price comparison
+// assumed spot). Spot to spot needs the SpotToSpotConsolidation feature gate
+// and, for a single node, at least 15 cheaper instance types, of which the
+// replacement keeps the cheapest 15 (or what minValues needs).
+//
+// Never disrupted: nodes not initialized, being deleted, held by a command or
+// nominated for pending pods; nodes (or NodeClaims) annotated
+// karpenter.sh/do-not-disrupt=true; nodes with a pod annotated
+// karpenter.sh/do-not-disrupt "true" (or a duration not yet elapsed since the
+// pod started); nodes with a pod a PodDisruptionBudget would not let go. Drift
+// of a NodeClaim with a terminationGracePeriod ignores blocking pods, as
+// upstream does: the grace period bounds how long they can hold the node.
+//
+// Budgets, per NodePool and reason: the minimum over the active budgets that
+// name the reason (or none), a percentage of the pool's initialized nodes
+// rounded up, minus the pool's nodes already disrupting or NotReady. A budget
+// with a schedule is active for its duration after each hit of its 5-field
+// cron expression, in UTC (ParseSchedule). An unparseable schedule allows
+// nothing.
+//
+// Simulation uses pkg/scheduling's Solve, narrowed to the nodes that matter;
+// see simulate.go for why that gives the whole-cluster answer. Its work per
+// pass is bounded (Options.MaxSimulationWork), in units of solver input rather
+// than wall time so that passes stay deterministic.
+package disruption

@@ -1,0 +1,331 @@
+package disruption_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// now is the fixed time every table case evaluates at: a Wednesday, 10:30 UTC.
+var now = time.Date(2026, 3, 4, 10, 30, 0, 0, time.UTC)
+
+const zone = "zone-a"
+
+// itype builds an amd64/linux instance type offered in zone-a at the given
+// on-demand and spot prices (a price <= 0 leaves that capacity type out).
+func itype(name string, cpu, memGi int64, od, spot float64) *scheduling.InstanceType {
+	var offerings []scheduling.Offering
+	if od > 0 {
+		offerings = append(offerings, scheduling.Offering{Zone: zone, CapacityType: scheduling.CapacityTypeOnDemand, Price: od, Available: true})
+	}
+	if spot > 0 {
+		offerings = append(offerings, scheduling.Offering{Zone: zone, CapacityType: scheduling.CapacityTypeSpot, Price: spot, Available: true})
+	}
+	return &scheduling.InstanceType{
+		Name: name,
+		Requirements: scheduling.NewRequirements(
+			scheduling.NewRequirement(scheduling.LabelInstanceType, corev1.NodeSelectorOpIn, name),
+			scheduling.NewRequirement(scheduling.LabelArch, corev1.NodeSelectorOpIn, "amd64"),
+			scheduling.NewRequirement(scheduling.LabelOS, corev1.NodeSelectorOpIn, "linux"),
+		),
+		Offerings: offerings,
+		Capacity: corev1.ResourceList{
+			corev1.ResourceCPU:    *resource.NewQuantity(cpu, resource.DecimalSI),
+			corev1.ResourceMemory: *resource.NewQuantity(memGi<<30, resource.BinarySI),
+			corev1.ResourcePods:   *resource.NewQuantity(110, resource.DecimalSI),
+		},
+		Overhead: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("100Mi")},
+	}
+}
+
+// standardTypes: s (2 cpu, 0.17/h), m (4 cpu, 0.34/h), l (8 cpu, 0.68/h),
+// spot at half price.
+func standardTypes() []*scheduling.InstanceType {
+	return []*scheduling.InstanceType{
+		itype("s", 2, 8, 0.17, 0.085),
+		itype("m", 4, 16, 0.34, 0.17),
+		itype("l", 8, 32, 0.68, 0.34),
+	}
+}
+
+// world builds an Input step by step.
+type world struct {
+	t     *testing.T
+	in    *disruption.Input
+	pools map[string]*disruption.NodePool
+	types map[string]*scheduling.InstanceType
+}
+
+func newWorld(t *testing.T) *world {
+	return &world{t: t, in: &disruption.Input{Now: now, Scheduling: &scheduling.Input{}}, pools: map[string]*disruption.NodePool{}, types: map[string]*scheduling.InstanceType{}}
+}
+
+type poolOpt func(*v1.NodePool)
+
+func whenEmpty(np *v1.NodePool) {
+	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+}
+
+func never(np *v1.NodePool) {
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+}
+
+func budgetsOf(bs ...v1.Budget) poolOpt {
+	return func(np *v1.NodePool) { np.Spec.Disruption.Budgets = bs }
+}
+
+func onDemandOnly(np *v1.NodePool) {
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
+		Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}})
+}
+
+func nodes(n string, reasons ...v1.DisruptionReason) v1.Budget {
+	return v1.Budget{Nodes: n, Reasons: reasons}
+}
+
+func scheduled(n, schedule string, d time.Duration, reasons ...v1.DisruptionReason) v1.Budget {
+	return v1.Budget{Nodes: n, Reasons: reasons, Schedule: &schedule, Duration: &metav1.Duration{Duration: d}}
+}
+
+// pool adds a NodePool (consolidateAfter 0s, WhenEmptyOrUnderutilized, budget
+// 100%, on-demand and spot) that launches from its.
+func (w *world) pool(name string, its []*scheduling.InstanceType, opts ...poolOpt) *v1.NodePool {
+	np := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
+		Spec: v1.NodePoolSpec{
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{
+					{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand, v1.CapacityTypeSpot}},
+				},
+			}},
+			Disruption: v1.Disruption{
+				ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
+				ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
+				Budgets:             []v1.Budget{{Nodes: "100%"}},
+			},
+		},
+	}
+	for _, o := range opts {
+		o(np)
+	}
+	for _, it := range its {
+		w.types[it.Name] = it
+	}
+	dp := &disruption.NodePool{NodePool: np, InstanceTypes: its}
+	w.pools[name] = dp
+	w.in.NodePools = append(w.in.NodePools, dp)
+	var reqs []scheduling.Requirement
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		req := scheduling.NewRequirement(r.Key, r.Operator, r.Values...)
+		req.MinValues = r.MinValues
+		reqs = append(reqs, req)
+	}
+	w.in.Scheduling.NodePools = append(w.in.Scheduling.NodePools, &scheduling.NodePool{
+		Name: name, Requirements: scheduling.NewRequirements(reqs...), Labels: np.Spec.Template.ObjectMeta.Labels,
+		Taints: np.Spec.Template.Spec.Taints, InstanceTypes: its,
+	})
+	return np
+}
+
+type nodeOpt func(*disruption.Node)
+
+func notConsolidatable(n *disruption.Node) {
+	n.NodeClaim.StatusConditions().Clear(v1.ConditionTypeConsolidatable)
+}
+
+func drifted(at time.Time) nodeOpt {
+	return func(n *disruption.Node) {
+		n.NodeClaim.Status.Conditions = append(n.NodeClaim.Status.Conditions, status.Condition{
+			Type: v1.ConditionTypeDrifted, Status: metav1.ConditionTrue, Reason: "NodePoolDrifted", LastTransitionTime: metav1.NewTime(at)})
+	}
+}
+
+func spot(n *disruption.Node) {
+	n.Node.Labels[v1.CapacityTypeLabelKey] = v1.CapacityTypeSpot
+	n.NodeClaim.Labels[v1.CapacityTypeLabelKey] = v1.CapacityTypeSpot
+}
+
+func uninitialized(n *disruption.Node) {
+	n.Initialized = false
+	n.Existing.Initialized = false
+}
+
+func annotated(k, v string) nodeOpt {
+	return func(n *disruption.Node) { n.Node.Annotations = map[string]string{k: v} }
+}
+
+func claimAnnotated(k, v string) nodeOpt {
+	return func(n *disruption.Node) { n.NodeClaim.Annotations = map[string]string{k: v} }
+}
+
+func tgp(d time.Duration) nodeOpt {
+	return func(n *disruption.Node) { n.NodeClaim.Spec.TerminationGracePeriod = &metav1.Duration{Duration: d} }
+}
+
+func notReady(n *disruption.Node) {
+	n.Node.Status.Conditions[0].Status = corev1.ConditionFalse
+}
+
+// node adds an initialized, Ready, Consolidatable node of the pool, of the
+// given instance type, on-demand in zone-a.
+func (w *world) node(name, pool, it string, opts ...nodeOpt) *disruption.Node {
+	t, ok := w.types[it]
+	if !ok {
+		w.t.Fatalf("unknown instance type %s", it)
+	}
+	lbls := func() map[string]string {
+		return map[string]string{
+			v1.NodePoolLabelKey:            pool,
+			corev1.LabelInstanceTypeStable: it,
+			corev1.LabelTopologyZone:       zone,
+			v1.CapacityTypeLabelKey:        v1.CapacityTypeOnDemand,
+			corev1.LabelArchStable:         "amd64",
+			corev1.LabelOSStable:           "linux",
+			corev1.LabelHostname:           name,
+		}
+	}
+	k := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("node-" + name), Labels: lbls()},
+		Spec:       corev1.NodeSpec{ProviderID: "kwok://" + name},
+		Status: corev1.NodeStatus{
+			Allocatable: t.Allocatable(),
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("nc-" + name), Labels: lbls(), CreationTimestamp: metav1.NewTime(now.Add(-24 * time.Hour))},
+		Status:     v1.NodeClaimStatus{NodeName: name, ProviderID: "kwok://" + name},
+	}
+	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
+	nc.StatusConditions().SetTrue(v1.ConditionTypeConsolidatable)
+	n := &disruption.Node{Name: name, Node: k, NodeClaim: nc, NodePool: pool, Initialized: true}
+	n.Existing = &scheduling.ExistingNode{
+		Name: name, Labels: k.Labels, Taints: k.Spec.Taints, Allocatable: k.Status.Allocatable,
+		Initialized: true, NodePool: pool,
+	}
+	for _, o := range opts {
+		o(n)
+	}
+	w.in.Nodes = append(w.in.Nodes, n)
+	return n
+}
+
+type podOpt func(*corev1.Pod)
+
+func podAnnotated(k, v string) podOpt {
+	return func(p *corev1.Pod) { p.Annotations = map[string]string{k: v} }
+}
+
+func started(ago time.Duration) podOpt {
+	return func(p *corev1.Pod) {
+		t := metav1.NewTime(now.Add(-ago))
+		p.Status.StartTime = &t
+	}
+}
+
+func daemonSetPod(p *corev1.Pod) {
+	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1"}}
+}
+
+func mirrorPod(p *corev1.Pod) {
+	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
+}
+
+func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
+
+func labeled(k, v string) podOpt {
+	return func(p *corev1.Pod) {
+		if p.Labels == nil {
+			p.Labels = map[string]string{}
+		}
+		p.Labels[k] = v
+	}
+}
+
+func podOf(ns, name, cpu string, opts ...podOpt) *corev1.Pod {
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// pod binds a new pod requesting cpu to the node.
+func (w *world) pod(n *disruption.Node, name, cpu string, opts ...podOpt) *corev1.Pod {
+	p := podOf("default", name, cpu, opts...)
+	p.Spec.NodeName = n.Name
+	n.Existing.Pods = append(n.Existing.Pods, p)
+	return p
+}
+
+// pending adds a pending pod.
+func (w *world) pending(name, cpu string, opts ...podOpt) *corev1.Pod {
+	p := podOf("default", name, cpu, opts...)
+	p.Status.Phase = corev1.PodPending
+	w.in.Scheduling.Pods = append(w.in.Scheduling.Pods, p)
+	return p
+}
+
+func (w *world) pdb(name string, allowed int32, selector map[string]string) {
+	w.in.PDBs = append(w.in.PDBs, &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntStr(1), Selector: &metav1.LabelSelector{MatchLabels: selector}},
+		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
+	})
+}
+
+func ptrIntStr(i int) *intstr.IntOrString { v := intstr.FromInt32(int32(i)); return &v }
+
+func (w *world) run() *disruption.Result {
+	w.t.Helper()
+	return disruption.Run(w.in)
+}
+
+// describe renders a result for failure messages and comparisons.
+func describe(r *disruption.Result) string {
+	var b strings.Builder
+	if d := r.Decision; d != nil {
+		fmt.Fprintf(&b, "decision %s/%s %s %v", d.Method, d.Reason, d.Action(), d.CandidateNames())
+		for _, c := range d.Replacements {
+			names := make([]string, len(c.InstanceTypes))
+			for i, it := range c.InstanceTypes {
+				names[i] = it.Name
+			}
+			fmt.Fprintf(&b, " -> %s%v@%.3f", c.NodePool.Name, names, c.Price)
+		}
+		fmt.Fprintf(&b, " (%s)\n", d.Explanation)
+	} else {
+		b.WriteString("no decision\n")
+	}
+	for _, e := range r.Explanations {
+		fmt.Fprintf(&b, "%s: %s %s: %s\n", e.Node.Name, e.Method, e.Code, e.Message)
+	}
+	return b.String()
+}
+
+func explanation(r *disruption.Result, node string) *disruption.Explanation {
+	for _, e := range r.Explanations {
+		if e.Node.Name == node {
+			return e
+		}
+	}
+	return nil
+}
