@@ -1,8 +1,10 @@
 // Package nodeclaim groups the controllers that own NodeClaims once the
 // provisioner created them: lifecycle (launch, registration, initialization,
-// liveness and the finalizer) and garbagecollection (cloud instances against
-// NodeClaims). Register wires both into a manager; metrics holds the NodeClaim
-// and Node metrics they record.
+// liveness and the finalizer), garbagecollection (cloud instances against
+// NodeClaims), podevents (status.lastPodEventTime), disruption (the
+// Consolidatable and Drifted conditions) and expiration (expireAfter).
+// Register wires them into a manager; metrics holds the NodeClaim and Node
+// metrics they record.
 package nodeclaim
 
 import (
@@ -14,16 +16,29 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
 )
 
 // Register adds the lifecycle controller (with its Node termination trigger
-// and the Node providerID index) and the garbage collector to mgr. Pass the
+// and the Node providerID index), the pod events, disruption conditions and
+// expiration controllers, and the garbage collector to mgr. Pass the
 // cloud provider already wrapped by the metrics decorator
 // (pkg/cloudprovider/metrics.Decorate) so that their calls are measured.
 func Register(ctx context.Context, mgr manager.Manager, kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) error {
 	if err := lifecycle.NewController(kubeClient, cloudProvider, clk, recorder).Register(ctx, mgr); err != nil {
+		return err
+	}
+	if err := podevents.NewController(kubeClient, clk).Register(ctx, mgr); err != nil {
+		return err
+	}
+	if err := disruption.NewController(kubeClient, cloudProvider, clk).Register(mgr); err != nil {
+		return err
+	}
+	if err := expiration.NewController(kubeClient, clk, recorder).Register(mgr); err != nil {
 		return err
 	}
 	return garbagecollection.NewController(kubeClient, cloudProvider, clk, recorder).Register(mgr)
