@@ -94,20 +94,28 @@ func TestExpiration(t *testing.T) {
 		expiredCount++
 	}
 
-	// The Deployment runs again, on the stable pool's nodes.
-	e.waitRunning(t, replicas, 3*time.Minute)
-	pods := &corev1.PodList{}
-	if err := e.Client.List(e.ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		node := &corev1.Node{}
-		if err := e.Client.Get(e.ctx, client.ObjectKey{Name: p.Spec.NodeName}, node); err != nil {
-			t.Fatalf("pod %s on node %s: %v", p.Name, p.Spec.NodeName, err)
+	// The Deployment runs again, every pod on a node of the stable pool.
+	var last string
+	if err := poll(e.ctx, 3*time.Minute, func() (bool, error) {
+		pods := &corev1.PodList{}
+		if err := e.Client.List(e.ctx, pods, client.InNamespace("default"), client.MatchingLabels{"app": "web"}); err != nil {
+			return false, err
 		}
-		if pool := node.Labels[v1.NodePoolLabelKey]; pool != "stable" {
-			t.Errorf("pod %s runs on node %s of NodePool %q after expiration, want stable", p.Name, node.Name, pool)
+		onStable := 0
+		for _, p := range pods.Items {
+			node := &corev1.Node{}
+			if p.Status.Phase != corev1.PodRunning || !p.DeletionTimestamp.IsZero() ||
+				e.Client.Get(e.ctx, client.ObjectKey{Name: p.Spec.NodeName}, node) != nil {
+				continue
+			}
+			if node.Labels[v1.NodePoolLabelKey] == "stable" {
+				onStable++
+			}
 		}
+		last = fmt.Sprintf("%d pods, %d Running on nodes of NodePool stable", len(pods.Items), onStable)
+		return len(pods.Items) == replicas && onStable == replicas, nil
+	}); err != nil {
+		t.Fatalf("Deployment not back to %d Running pods on replacement nodes: %s; karpenter log %s", replicas, last, e.karpenter.LogPath)
 	}
 	e.expectNodesMatchNodeClaims(t)
 

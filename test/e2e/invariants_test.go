@@ -30,12 +30,11 @@ import (
 // workloads:
 //
 //  1. A PodDisruptionBudget is never pushed below its desired healthy count by
-//     a pod Karpenter removed: when a pod that was Running and Ready leaves
-//     because of Karpenter, the PDB's remaining Running+Ready, non-terminating
+//     a pod Karpenter removed: when a pod that was Running and Ready (on a node
+//     that exists) leaves because of Karpenter, the PDB's remaining healthy
 //     pods must still meet minAvailable (or expected - maxUnavailable).
 //  2. A pod annotated karpenter.sh/do-not-disrupt=true is not removed by
-//     Karpenter from a node whose NodeClaim is not expired and whose
-//     terminationGracePeriod has not run out.
+//     Karpenter from a node whose NodeClaim is not expired.
 //  3. The NodePool's nodes tainted karpenter.sh/disrupted at one time (expired
 //     ones aside: expiration is not budgeted) never exceed the NodePool's
 //     budgets: in total against the budgets for every reason, and per reason
@@ -43,11 +42,18 @@ import (
 //     Budgets with a schedule are not checked; "N" and "N%" (of the NodePool's
 //     current nodes, rounded up) are.
 //
-// A pod left "because of Karpenter" when the API server marked it with a
+// Pods removed after their NodeClaim's terminationGracePeriod ran out
+// (karpenter.sh/nodeclaim-termination-timestamp passed) are exempt from 1 and
+// 2: there PDBs and do-not-disrupt yield by design.
+//
+// A pod leaves "because of Karpenter" when the API server marked it with a
 // DisruptionTarget condition for an eviction (EvictionByEvictionAPI) or for
 // losing its node (DeletionByPodGC, DeletionByTaintManager), or when its node
-// was already deleted or being deleted. A ReplicaSet scaling down deletes
-// without such a mark and is not Karpenter's doing.
+// is deleted or being deleted. A pod leaves when it starts terminating,
+// finishes (the pod garbage collector fails pods of a vanished node), is
+// deleted outright, or when its node object is deleted under it (it serves
+// nothing from then on). A ReplicaSet scaling down deletes without such a mark
+// on a live node and is not Karpenter's doing.
 //
 // The watcher keeps its own view of the objects (filled by informer events),
 // so the checks are plain functions of that view and are unit-tested below
@@ -195,8 +201,8 @@ func (w *invariantWatcher) podChanged(old, cur *corev1.Pod) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.pods[client.ObjectKeyFromObject(cur)] = cur
-	if old != nil && old.DeletionTimestamp.IsZero() && !cur.DeletionTimestamp.IsZero() {
-		w.departure(cur, healthy(old))
+	if old != nil && !gone(old) && gone(cur) && !w.departed[cur.UID] {
+		w.departure(cur, w.healthy(old))
 	}
 }
 
@@ -216,8 +222,14 @@ func (w *invariantWatcher) podDeleted(last *corev1.Pod) {
 	}
 }
 
-// departure judges a pod that stopped counting: it started terminating, or
-// was deleted outright. wasHealthy is whether it counted for PDBs just before.
+// gone: the pod no longer runs, or is on its way out.
+func gone(p *corev1.Pod) bool {
+	return !p.DeletionTimestamp.IsZero() || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+}
+
+// departure judges a pod that stopped counting: it started terminating,
+// finished, was deleted outright, or lost its node. wasHealthy is whether it
+// counted for PDBs just before. Each pod is judged once.
 func (w *invariantWatcher) departure(p *corev1.Pod, wasHealthy bool) {
 	w.departed[p.UID] = true
 	cause := w.karpenterCause(p)
@@ -225,10 +237,22 @@ func (w *invariantWatcher) departure(p *corev1.Pod, wasHealthy bool) {
 		return
 	}
 	w.karpenterRemovals++
+	nc := w.claimOfNode(p.Spec.NodeName)
+	if nc != nil && graceElapsed(nc, w.now()) {
+		return // past terminationGracePeriod, PDBs and do-not-disrupt yield by design
+	}
 	if wasHealthy {
 		w.checkPDBs(p, cause)
 	}
-	w.checkDoNotDisrupt(p, cause)
+	if nc == nil || !expired(nc, w.now()) {
+		w.checkDoNotDisrupt(p, cause) // expiration is forceful for do-not-disrupt pods
+	}
+}
+
+// graceElapsed: the NodeClaim's terminationGracePeriod has run out.
+func graceElapsed(nc *v1.NodeClaim, now time.Time) bool {
+	ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey])
+	return err == nil && !now.Before(ts)
 }
 
 // karpenterCause says why a departing pod's removal is Karpenter's doing, or "".
@@ -269,10 +293,10 @@ func (w *invariantWatcher) checkPDBs(p *corev1.Pod, cause string) {
 			if o.Namespace != p.Namespace || o.UID == p.UID || !sel.Matches(labels.Set(o.Labels)) {
 				continue
 			}
-			if o.DeletionTimestamp.IsZero() && o.Status.Phase != corev1.PodSucceeded && o.Status.Phase != corev1.PodFailed {
+			if !gone(o) {
 				live++
 			}
-			if healthy(o) {
+			if w.healthy(o) {
 				healthyNow++
 			}
 		}
@@ -282,7 +306,9 @@ func (w *invariantWatcher) checkPDBs(p *corev1.Pod, cause string) {
 		}
 		desired, ok := desiredHealthy(pdb, expected)
 		if ok && healthyNow < desired {
-			w.violate("pdb/"+string(p.UID), "PDB %s/%s: pod %s removed (%s) leaving %d healthy pods, below the %d it requires",
+			// Keyed by the shortfall: pods that leave together (a node
+			// deleted under them) make one report, not one per pod.
+			w.violate(fmt.Sprintf("pdb/%s/%s/%d/%d", pdb.Namespace, pdb.Name, healthyNow, desired), "PDB %s/%s: pod %s removed (%s) leaving %d healthy pods, below the %d it requires",
 				pdb.Namespace, pdb.Name, p.Name, cause, healthyNow, desired)
 		}
 	}
@@ -305,15 +331,6 @@ func desiredHealthy(pdb *policyv1.PodDisruptionBudget, expected int) (int, bool)
 func (w *invariantWatcher) checkDoNotDisrupt(p *corev1.Pod, cause string) {
 	if p.Annotations[v1.DoNotDisruptAnnotationKey] != "true" {
 		return
-	}
-	nc := w.claimOfNode(p.Spec.NodeName)
-	if nc != nil {
-		if expired(nc, w.now()) {
-			return // expiration is forceful
-		}
-		if ts, err := time.Parse(time.RFC3339, nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey]); err == nil && !w.now().Before(ts) {
-			return // terminationGracePeriod ran out
-		}
 	}
 	w.violate("dnd/"+string(p.UID), "do-not-disrupt pod %s/%s removed (%s) from node %s before its NodeClaim expired or its terminationGracePeriod ran out",
 		p.Namespace, p.Name, cause, p.Spec.NodeName)
@@ -356,6 +373,16 @@ func (w *invariantWatcher) nodeChanged(n *corev1.Node, deleted bool) {
 		delete(w.nodes, n.Name)
 	} else {
 		w.nodes[n.Name] = n
+	}
+	if deleted {
+		// The pods still on a node that is gone stop serving now, not when
+		// the pod garbage collector gets to them. (A node that is only
+		// being deleted is draining: its pods still serve.)
+		for _, p := range w.pods {
+			if p.Spec.NodeName == n.Name && !w.departed[p.UID] && !gone(p) {
+				w.departure(p, p.Status.Phase == corev1.PodRunning && isReady(p))
+			}
+		}
 	}
 	w.checkBudget()
 }
@@ -482,8 +509,15 @@ func hasDisruptedTaint(n *corev1.Node) bool {
 	return false
 }
 
-func healthy(p *corev1.Pod) bool {
-	return p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning && isReady(p)
+// healthy: counted by a PDB — Running, Ready, not terminating, and on a node
+// that still exists (a pod whose node was deleted serves nothing, whatever
+// its last reported status says).
+func (w *invariantWatcher) healthy(p *corev1.Pod) bool {
+	if !p.DeletionTimestamp.IsZero() || p.Status.Phase != corev1.PodRunning || !isReady(p) {
+		return false
+	}
+	_, ok := w.nodes[p.Spec.NodeName]
+	return ok
 }
 
 func isReady(p *corev1.Pod) bool {

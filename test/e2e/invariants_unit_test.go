@@ -204,3 +204,57 @@ func TestWatcherBudgetPercent(t *testing.T) {
 
 func ptrIntStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
 func ptrString(s string) *string                         { return &s }
+
+// TestWatcherDrainAndGrace: a draining node (deletionTimestamp set, object
+// still there) keeps its pods healthy; a node deleted under running pods
+// removes them all at once; pods the pod garbage collector fails count as
+// removed; and after terminationGracePeriod nothing is held against Karpenter.
+func TestWatcherDrainAndGrace(t *testing.T) {
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrIntStr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{ExpectedPods: 3},
+	}
+	setup := func() (*invariantWatcher, []*corev1.Pod) {
+		w := testWatcher()
+		w.pdbChanged(pdb, false)
+		draining := kwokNode("n1", true)
+		ts := metav1.NewTime(watcherNow)
+		draining.DeletionTimestamp = &ts
+		w.nodeChanged(draining, false)
+		w.nodeClaimChanged(claimFor("n1", watcherNow.Add(-time.Hour), "720h"))
+		var pods []*corev1.Pod
+		for _, n := range []string{"a", "b", "c"} {
+			p := runningPod(n, "n1", nil)
+			w.podChanged(nil, p)
+			pods = append(pods, p)
+		}
+		return w, pods
+	}
+
+	w, pods := setup()
+	w.podChanged(pods[0], evicted(pods[0]))
+	expectViolations(t, w, 0)
+
+	w, _ = setup()
+	w.nodeChanged(kwokNode("n1", true), true)
+	expectViolations(t, w, 1, "node n1 deleted")
+
+	w, pods = setup()
+	gc := pods[0].DeepCopy()
+	gc.Status.Phase = corev1.PodFailed
+	gc.Status.Conditions = append(gc.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC"})
+	w.podChanged(pods[1], evicted(pods[1]))
+	w.podChanged(pods[0], gc)
+	expectViolations(t, w, 1, "pod a removed (DeletionByPodGC)")
+	if w.karpenterRemovals != 2 {
+		t.Errorf("karpenterRemovals = %d, want 2", w.karpenterRemovals)
+	}
+
+	w, pods = setup()
+	nc := claimFor("n1", watcherNow.Add(-time.Hour), "720h")
+	nc.Annotations = map[string]string{v1.NodeClaimTerminationTimestampAnnotationKey: watcherNow.Format(time.RFC3339)}
+	w.nodeClaimChanged(nc)
+	w.nodeChanged(kwokNode("n1", true), true)
+	expectViolations(t, w, 0)
+}
