@@ -3,8 +3,9 @@
 // liveness and the finalizer), garbagecollection (cloud instances against
 // NodeClaims), podevents (status.lastPodEventTime), disruption (the
 // Consolidatable and Drifted conditions) and expiration (expireAfter).
-// Register wires them into a manager; metrics holds the NodeClaim and Node
-// metrics they record.
+// Register wires them into a manager, with the Node termination controller
+// (pkg/controllers/node/termination) that drains deleted Nodes; metrics holds
+// the NodeClaim and Node metrics they record.
 package nodeclaim
 
 import (
@@ -16,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
@@ -23,13 +25,16 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
 )
 
-// Register adds the lifecycle controller (with its Node termination trigger
-// and the Node providerID index), the pod events, disruption conditions and
-// expiration controllers, and the garbage collector to mgr. Pass the
-// cloud provider already wrapped by the metrics decorator
+// Register adds the lifecycle controller (with the Node providerID index),
+// the Node termination controller (with its eviction queue), the pod events,
+// disruption conditions and expiration controllers, and the garbage collector
+// to mgr. Pass the cloud provider already wrapped by the metrics decorator
 // (pkg/cloudprovider/metrics.Decorate) so that their calls are measured.
 func Register(ctx context.Context, mgr manager.Manager, kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) error {
 	if err := lifecycle.NewController(kubeClient, cloudProvider, clk, recorder).Register(ctx, mgr); err != nil {
+		return err
+	}
+	if err := termination.NewController(kubeClient, cloudProvider, clk, recorder).Register(ctx, mgr); err != nil {
 		return err
 	}
 	if err := podevents.NewController(kubeClient, clk).Register(ctx, mgr); err != nil {

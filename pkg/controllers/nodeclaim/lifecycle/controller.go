@@ -22,6 +22,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 )
 
 // Name of the lifecycle controller.
@@ -59,7 +60,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 		Registration:   &Registration{kubeClient: kubeClient, clock: clk, recorder: recorder},
 		Initialization: &Initialization{kubeClient: kubeClient, clock: clk},
 		Liveness:       &Liveness{kubeClient: kubeClient, clock: clk, recorder: recorder},
-		Terminator:     &Terminator{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk},
+		Terminator:     &Terminator{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk, recorder: recorder},
 	}
 }
 
@@ -115,6 +116,11 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 			return conflictIsRequeue(client.IgnoreNotFound(err))
 		}
+		// Counted once the Registered transition is stored: a pass whose write
+		// lost a conflict registers the node again and must not count it twice.
+		if !stored.StatusConditions().IsTrue(v1.ConditionTypeRegistered) && nc.StatusConditions().IsTrue(v1.ConditionTypeRegistered) {
+			metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
@@ -122,8 +128,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	return soonest(results...), nil
 }
 
-// Register adds the controller, the Node-side trigger and the node termination
-// controller to the manager.
+// Register adds the controller and its Node-side trigger to the manager.
+// Deleted Nodes are finalized by pkg/controllers/node/termination.
 func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	for _, index := range []func(context.Context, client.FieldIndexer) error{IndexNodeProviderID, IndexNodeClaimProviderID} {
 		if err := index(ctx, mgr.GetFieldIndexer()); err != nil {
@@ -132,16 +138,12 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 			mgr.GetLogger().V(1).Info("field index not added", "error", err.Error())
 		}
 	}
-	err := builder.ControllerManagedBy(mgr).
+	return builder.ControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1.NodeClaim{}).
 		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(c.nodeToNodeClaims)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 50}).
 		Complete(c)
-	if err != nil {
-		return err
-	}
-	return NewNodeTerminationController(c.kubeClient).Register(mgr)
 }
 
 // nodeToNodeClaims maps a Node event to the NodeClaim with the same provider ID.

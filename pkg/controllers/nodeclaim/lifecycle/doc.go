@@ -7,10 +7,10 @@
 // own small type with one concern; Controller runs them in order and writes the
 // NodeClaim back once.
 //
-// Deletion is handled by Terminator: for now it deletes the instance until the
-// cloud provider reports it gone, then removes the Node and the finalizers.
-// Graceful draining (taint, evict, wait for volumes) belongs in front of it and
-// is added by the termination work that follows; Terminator.Finalize is the
-// place it hooks into. NodeTerminationController turns the deletion of a Node
-// into the deletion of its NodeClaim, so both paths end in Finalize.
+// Deletion is handled by Terminator: it records the termination deadline
+// (terminationGracePeriod), deletes the NodeClaim's Node and waits for the
+// Node's own finalizer (pkg/controllers/node/termination), which drains the
+// node and deletes the instance; then it makes sure the instance is gone and
+// removes the NodeClaim's finalizer. A Node deleted directly deletes its
+// NodeClaim from that controller, so both paths meet.
 package lifecycle

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -94,6 +95,9 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	if ExpectExists(f.ctx, t, e.Client, nc).ResourceVersion != rv {
 		t.Fatal("a settled NodeClaim was written again")
+	}
+	if got := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default")); got != createdBefore+1 {
+		t.Fatalf("karpenter_nodes_created_total counts one registration, got %v more", got-createdBefore)
 	}
 }
 
@@ -237,6 +241,8 @@ func TestRegistrationTimeoutDeletesClaimAndInstance(t *testing.T) {
 	ExpectNotFound(f.ctx, t, e.Client, nodeOf(nc))
 }
 
+// Deleting a NodeClaim deletes its Node, whose own finalizer (the node
+// termination controller) lets it go; only then is the NodeClaim finalized.
 func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	f := setup(t)
 	nc := nodeClaim("claim-del", "default")
@@ -247,7 +253,16 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 
 	ExpectDeleted(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
-	ExpectNotFound(f.ctx, t, e.Client, nc, node)
+	if ExpectExists(f.ctx, t, e.Client, node).DeletionTimestamp.IsZero() {
+		t.Fatal("node not deleted with its NodeClaim")
+	}
+	if ExpectExists(f.ctx, t, e.Client, nc).DeletionTimestamp.IsZero() {
+		t.Fatal("NodeClaim finalized before its node was gone")
+	}
+	ExpectReconciled(f.ctx, t, termination.NewController(e.Client, f.cp, f.clk, f.recorder), node)
+	ExpectNotFound(f.ctx, t, e.Client, node)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectNotFound(f.ctx, t, e.Client, nc)
 	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
 		t.Fatalf("instances left: %d", len(list))
 	}
@@ -268,8 +283,7 @@ func TestDeletingTheNodeDeletesItsNodeClaim(t *testing.T) {
 	if ExpectExists(f.ctx, t, e.Client, node).DeletionTimestamp.IsZero() {
 		t.Fatal("node should be held by Karpenter's finalizer")
 	}
-	nodeTermination := lifecycle.NewNodeTerminationController(e.Client)
-	ExpectReconciled(f.ctx, t, nodeTermination, node)
+	ExpectReconciled(f.ctx, t, termination.NewController(e.Client, f.cp, f.clk, f.recorder), node)
 	if ExpectExists(f.ctx, t, e.Client, nc).DeletionTimestamp.IsZero() {
 		t.Fatal("NodeClaim not deleted with its node")
 	}

@@ -16,7 +16,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 )
 
 // Registration links a launched NodeClaim to the Node its instance joined as.
@@ -57,7 +56,6 @@ func (r *Registration) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconci
 	}
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
-	metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
 	setNodeRegistrationHealthy(ctx, r.kubeClient, r.clock, nodePoolOf(nc), true, "")
 	log.FromContext(ctx).V(1).Info("registered nodeclaim", "NodeClaim", nc.Name, "Node", node.Name)
 	return reconcile.Result{}, false, nil
