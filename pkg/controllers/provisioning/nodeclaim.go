@@ -14,9 +14,13 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
-// NodePoolHashVersion is the version of the hashing scheme (upstream's current "v3").
-// Hashes are only compared between objects carrying the same version.
-const NodePoolHashVersion = "v3"
+// NodePoolHashVersion is the version of the hashing scheme. Hashes are only
+// compared between objects carrying the same version. It is deliberately not
+// upstream's "v3": our hash is computed differently, so a NodeClaim stamped by
+// upstream Karpenter must read as "another version" (and be re-stamped by the
+// NodePool hash controller) rather than as drifted, which would replace every
+// node of a cluster that switches over.
+const NodePoolHashVersion = "kgo-v1"
 
 // NodePoolHash hashes the parts of a NodePool's template that, when changed, make
 // existing NodeClaims stale (static drift): labels, annotations, taints, startup

@@ -1,0 +1,156 @@
+package disruption
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+)
+
+// Name of the controller.
+const Name = "nodeclaim.disruption"
+
+// Controller keeps Consolidatable and Drifted current on NodeClaims.
+type Controller struct {
+	kubeClient    client.Client
+	cloudProvider cloudprovider.CloudProvider
+	clock         clock.Clock
+
+	Consolidation *Consolidation
+	Drift         *Drift
+}
+
+// NewController returns the NodeClaim disruption conditions controller.
+func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, clk clock.Clock) *Controller {
+	return &Controller{
+		kubeClient:    kubeClient,
+		cloudProvider: cloudProvider,
+		clock:         clk,
+		Consolidation: &Consolidation{clock: clk},
+		Drift:         &Drift{cloudProvider: cloudProvider, clock: clk},
+	}
+}
+
+// Reconcile computes both conditions for one NodeClaim and writes its status
+// once.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	ctx = cpmetrics.WithController(ctx, Name)
+	nc := &v1.NodeClaim{}
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, nc); err != nil {
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// A deleting NodeClaim is on its way out; its conditions no longer matter.
+	if !nc.DeletionTimestamp.IsZero() {
+		return reconcile.Result{}, nil
+	}
+	poolName := nc.Labels[v1.NodePoolLabelKey]
+	if poolName == "" {
+		return reconcile.Result{}, nil
+	}
+	np := &v1.NodePool{}
+	if err := c.kubeClient.Get(ctx, types.NamespacedName{Name: poolName}, np); err != nil {
+		// Without its NodePool there is nothing to compare with; the
+		// NodePool watch brings the NodeClaim back if it appears.
+		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	stored := nc.DeepCopy()
+	consolidation := c.Consolidation.Reconcile(np, nc)
+	drift, driftErr := c.Drift.Reconcile(ctx, np, nc)
+	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+		// The conditions list is replaced as a whole by a merge patch, so
+		// the write is conditional on the version read: a concurrent write
+		// (lifecycle setting Initialized) is never overwritten.
+		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			if apierrors.IsConflict(err) {
+				return reconcile.Result{RequeueAfter: 10 * time.Millisecond}, nil
+			}
+			return reconcile.Result{}, errors.Join(client.IgnoreNotFound(err), driftErr)
+		}
+	}
+	if driftErr != nil {
+		return reconcile.Result{}, driftErr
+	}
+	return soonest(consolidation, drift), nil
+}
+
+// Register adds the controller to the manager. Besides NodeClaims it watches
+// NodePools (a template, requirement or consolidateAfter change affects all
+// their NodeClaims at once) and the provider's NodeClasses (the provider's
+// drift usually follows a NodeClass change).
+func (c *Controller) Register(mgr manager.Manager) error {
+	b := builder.ControllerManagedBy(mgr).
+		Named(Name).
+		For(&v1.NodeClaim{}).
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.nodePoolToNodeClaims)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: 10})
+	for _, nc := range c.cloudProvider.GetSupportedNodeClasses() {
+		b = b.Watches(nc, handler.EnqueueRequestsFromMapFunc(c.nodeClassToNodeClaims))
+	}
+	return b.Complete(c)
+}
+
+func (c *Controller) nodePoolToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, list, client.MatchingLabels{v1.NodePoolLabelKey: o.GetName()}); err != nil {
+		return nil
+	}
+	return requests(list, func(*v1.NodeClaim) bool { return true })
+}
+
+func (c *Controller) nodeClassToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	list := &v1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, list); err != nil {
+		return nil
+	}
+	gvk, err := c.kubeClient.GroupVersionKindFor(o)
+	if err != nil {
+		return nil
+	}
+	return requests(list, func(nc *v1.NodeClaim) bool {
+		ref := nc.Spec.NodeClassRef
+		return ref != nil && ref.Name == o.GetName() && ref.Kind == gvk.Kind && ref.Group == gvk.Group
+	})
+}
+
+func requests(list *v1.NodeClaimList, keep func(*v1.NodeClaim) bool) []reconcile.Request {
+	var out []reconcile.Request
+	for i := range list.Items {
+		if keep(&list.Items[i]) {
+			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
+		}
+	}
+	return out
+}
+
+// conditions returns nc's condition accessor stamping transitions with clk.
+func conditions(nc *v1.NodeClaim, clk clock.PassiveClock) status.ConditionSet {
+	cs := nc.StatusConditions()
+	cs.Now = clk.Now
+	return cs
+}
+
+// soonest: the shortest positive RequeueAfter wins.
+func soonest(results ...reconcile.Result) reconcile.Result {
+	var out reconcile.Result
+	for _, r := range results {
+		if r.RequeueAfter > 0 && (out.RequeueAfter == 0 || r.RequeueAfter < out.RequeueAfter) {
+			out.RequeueAfter = r.RequeueAfter
+		}
+	}
+	return out
+}

@@ -1,0 +1,179 @@
+package disruption_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+var e *env.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	e, err = env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}
+
+// driftingCloud is the KWOK provider with IsDrifted overridden: the KWOK
+// provider never reports drift, a real cloud's would (e.g. a new image).
+type driftingCloud struct {
+	cloudprovider.CloudProvider
+	reason cloudprovider.DriftReason
+	err    error
+}
+
+func (d *driftingCloud) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+	return d.reason, d.err
+}
+
+type fixture struct {
+	ctx   context.Context
+	clk   *clocktesting.FakeClock
+	cloud *driftingCloud
+	ctrl  *disruption.Controller
+}
+
+// setup empties the cluster and returns the controller on a fake clock that
+// starts on a whole second (the API stores condition times in seconds) over
+// the KWOK provider, whose drift answer the test can set.
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ExpectCleanedUp(ctx, t, e.Client, &v1.NodeClaimList{}, &v1.NodePoolList{}, &corev1.NodeList{})
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	catalog, err := kwok.LoadInstanceTypes("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cloud := &driftingCloud{CloudProvider: kwok.New(ctx, e.Client, clk, catalog)}
+	return &fixture{ctx: ctx, clk: clk, cloud: cloud, ctrl: disruption.NewController(e.Client, cloud, clk)}
+}
+
+func nodePool(name string, consolidateAfter string) *v1.NodePool {
+	return &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: v1.NodePoolSpec{
+			Template: v1.NodeClaimTemplate{
+				ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "a"}},
+				Spec: v1.NodeClaimTemplateSpec{
+					Requirements: []v1.NodeSelectorRequirementWithMinValues{
+						{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+						{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
+					},
+					NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+				},
+			},
+			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration(consolidateAfter)},
+		},
+	}
+}
+
+// launched creates a NodeClaim of np as the provisioner and the lifecycle
+// controller leave it: stamped with the NodePool's current hash, labelled with
+// what the instance resolved, and Launched, Registered and (when initialized)
+// Initialized at the clock's current time.
+func launched(f *fixture, t *testing.T, np *v1.NodePool, name string, initialized bool) *v1.NodeClaim {
+	t.Helper()
+	np = ExpectExists(f.ctx, t, e.Client, np.DeepCopy()) // as stored, with defaults
+	labels := map[string]string{
+		v1.NodePoolLabelKey:            np.Name,
+		v1.CapacityTypeLabelKey:        v1.CapacityTypeOnDemand,
+		corev1.LabelOSStable:           "linux",
+		corev1.LabelInstanceTypeStable: "c-2x-amd64-linux",
+		corev1.LabelTopologyZone:       "test-zone-a",
+	}
+	for k, v := range np.Spec.Template.ObjectMeta.Labels {
+		labels[k] = v
+	}
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:   name,
+			Labels: labels,
+			Annotations: map[string]string{
+				v1.NodePoolHashAnnotationKey:        provisioning.NodePoolHash(np),
+				v1.NodePoolHashVersionAnnotationKey: provisioning.NodePoolHashVersion,
+			},
+		},
+		Spec: v1.NodeClaimSpec{
+			Requirements: np.Spec.Template.Spec.Requirements,
+			Taints:       np.Spec.Template.Spec.Taints,
+			NodeClassRef: np.Spec.Template.Spec.NodeClassRef,
+		},
+	}
+	conds := nc.StatusConditions()
+	conds.Now = f.clk.Now
+	conds.SetTrue(v1.ConditionTypeLaunched)
+	conds.SetTrue(v1.ConditionTypeRegistered)
+	if initialized {
+		conds.SetTrue(v1.ConditionTypeInitialized)
+	} else {
+		conds.SetUnknown(v1.ConditionTypeInitialized, "NodeNotReady", "Node status is NotReady")
+	}
+	nc.Status.ProviderID = "kwok://" + name
+	nc.Status.NodeName = name
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	return nc
+}
+
+func (f *fixture) reconcile(t *testing.T, nc *v1.NodeClaim) (time.Duration, *v1.NodeClaim) {
+	t.Helper()
+	res := ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	return res.RequeueAfter, ExpectExists(f.ctx, t, e.Client, nc.DeepCopy())
+}
+
+// update applies mutate to the stored NodePool.
+func update(f *fixture, t *testing.T, np *v1.NodePool, mutate func(*v1.NodePool)) {
+	t.Helper()
+	cur := ExpectExists(f.ctx, t, e.Client, np.DeepCopy())
+	mutate(cur)
+	if err := e.Client.Update(f.ctx, cur); err != nil {
+		t.Fatalf("updating NodePool %s: %v", np.Name, err)
+	}
+}
+
+func cond(nc *v1.NodeClaim, typ string) *status.Condition { return nc.StatusConditions().Get(typ) }
+
+func statusTrue(typ string, at time.Time) status.Condition {
+	return status.Condition{Type: typ, Status: metav1.ConditionTrue, Reason: typ, LastTransitionTime: metav1.NewTime(at)}
+}
+
+// nodeFor creates the Node of a launched NodeClaim (owned by it, as after
+// registration).
+func nodeFor(f *fixture, t *testing.T, nc *v1.NodeClaim) *corev1.Node {
+	t.Helper()
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            nc.Status.NodeName,
+			Labels:          nc.Labels,
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID}},
+		},
+		Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
+	}
+	ExpectApplied(f.ctx, t, e.Client, node)
+	return node
+}

@@ -1,0 +1,82 @@
+package expiration_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+var e *env.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	e, err = env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}
+
+type fixture struct {
+	ctx      context.Context
+	clk      *clocktesting.FakeClock
+	recorder *record.FakeRecorder
+	ctrl     *expiration.Controller
+}
+
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ExpectCleanedUp(ctx, t, e.Client, &v1.NodeClaimList{}, &corev1.NodeList{})
+	clk := clocktesting.NewFakeClock(time.Now())
+	rec := record.NewFakeRecorder(10)
+	return &fixture{ctx: ctx, clk: clk, recorder: rec, ctrl: expiration.NewController(e.Client, clk, rec)}
+}
+
+// nodeClaim creates a launched NodeClaim of NodePool "default" with the
+// termination finalizer (so a deleted one stays visible, deleting) and the
+// given expireAfter ("" leaves the API default).
+func nodeClaim(f *fixture, t *testing.T, name, expireAfter string) *v1.NodeClaim {
+	t.Helper()
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:       name,
+			Labels:     map[string]string{v1.NodePoolLabelKey: "default", v1.CapacityTypeLabelKey: v1.CapacityTypeSpot},
+			Finalizers: []string{v1.TerminationFinalizer},
+		},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+		},
+	}
+	if expireAfter != "" {
+		nc.Spec.ExpireAfter = v1.MustParseNillableDuration(expireAfter)
+	}
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	t.Cleanup(func() { ExpectFinalizersRemoved(context.Background(), t, e.Client, nc) })
+	return nc
+}
+
+func deleting(f *fixture, t *testing.T, nc *v1.NodeClaim) bool {
+	t.Helper()
+	return !ExpectExists(f.ctx, t, e.Client, nc.DeepCopy()).DeletionTimestamp.IsZero()
+}

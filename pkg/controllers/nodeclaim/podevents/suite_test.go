@@ -1,0 +1,111 @@
+package podevents_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+var e *env.Environment
+
+func TestMain(m *testing.M) {
+	var err error
+	e, err = env.Start()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}
+
+type fixture struct {
+	ctx  context.Context
+	clk  *clocktesting.FakeClock
+	ctrl *podevents.Controller
+}
+
+// setup empties the cluster and returns the controller on a fake clock that
+// starts on a whole second (the API stores times in seconds).
+func setup(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	ExpectCleanedUp(ctx, t, e.Client, &corev1.PodList{}, &v1.NodeClaimList{}, &corev1.NodeList{})
+	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
+	return &fixture{ctx: ctx, clk: clk, ctrl: podevents.NewController(e.Client, clk)}
+}
+
+// launched creates a NodeClaim and its Node (linked by provider ID, and by an
+// owner reference when owned) as the lifecycle controller leaves them.
+func launched(f *fixture, t *testing.T, name string, owned bool) (*v1.NodeClaim, *corev1.Node) {
+	t.Helper()
+	nc := &v1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
+		Spec: v1.NodeClaimSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+		},
+	}
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc.Status.ProviderID = "kwok://" + name
+	nc.Status.NodeName = name
+	ExpectStatusUpdated(f.ctx, t, e.Client, nc)
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec:       corev1.NodeSpec{ProviderID: "kwok://" + name},
+	}
+	if owned {
+		node.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID}}
+	}
+	ExpectApplied(f.ctx, t, e.Client, node)
+	return ExpectExists(f.ctx, t, e.Client, nc), node
+}
+
+func pod(name, nodeName string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{
+			NodeName:                      nodeName,
+			TerminationGracePeriodSeconds: ptr.To[int64](0),
+			Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
+			}}},
+		},
+	}
+}
+
+// bind plays the kube-scheduler: it binds the pod through the binding
+// subresource, as a real scheduler does.
+func bind(f *fixture, t *testing.T, p *corev1.Pod, nodeName string) {
+	t.Helper()
+	b := &corev1.Binding{
+		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace},
+		Target:     corev1.ObjectReference{Kind: "Node", Name: nodeName},
+	}
+	if err := e.Client.SubResource("binding").Create(f.ctx, p, b); err != nil {
+		t.Fatalf("binding pod %s to %s: %v", p.Name, nodeName, err)
+	}
+}
+
+func lastPodEvent(f *fixture, t *testing.T, nc *v1.NodeClaim) time.Time {
+	t.Helper()
+	return ExpectExists(f.ctx, t, e.Client, nc.DeepCopy()).Status.LastPodEventTime.Time
+}

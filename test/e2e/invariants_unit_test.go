@@ -1,0 +1,260 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// These tests feed the invariant watcher synthetic events (no cluster) to
+// show that each check catches what it is meant to catch, and lets the
+// legitimate cases pass.
+
+var watcherNow = time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
+
+func testWatcher() *invariantWatcher {
+	return newInvariantWatcher("default", func() time.Time { return watcherNow })
+}
+
+func runningPod(name, node string, ann map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), Labels: map[string]string{"app": "web"}, Annotations: ann},
+		Spec:       corev1.PodSpec{NodeName: node},
+		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+		}},
+	}
+}
+
+// evicted is p as the API server leaves it after an Eviction: marked with a
+// DisruptionTarget condition and terminating.
+func evicted(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "EvictionByEvictionAPI"})
+	ts := metav1.NewTime(watcherNow)
+	p.DeletionTimestamp = &ts
+	return p
+}
+
+func scaledDown(p *corev1.Pod) *corev1.Pod {
+	p = p.DeepCopy()
+	ts := metav1.NewTime(watcherNow)
+	p.DeletionTimestamp = &ts
+	return p
+}
+
+func kwokNode(name string, disrupted bool) *corev1.Node {
+	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}}}
+	if disrupted {
+		n.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+	}
+	return n
+}
+
+func claimFor(node string, created time.Time, expireAfter string) *v1.NodeClaim {
+	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + node, CreationTimestamp: metav1.NewTime(created)}}
+	nc.Spec.ExpireAfter = v1.MustParseNillableDuration(expireAfter)
+	nc.Status.NodeName = node
+	return nc
+}
+
+func expectViolations(t *testing.T, w *invariantWatcher, want int, mentions ...string) {
+	t.Helper()
+	if len(w.violations) != want {
+		t.Fatalf("%d violations %q, want %d", len(w.violations), w.violations, want)
+	}
+	for _, m := range mentions {
+		if !strings.Contains(strings.Join(w.violations, "\n"), m) {
+			t.Errorf("violations %q do not mention %q", w.violations, m)
+		}
+	}
+}
+
+func TestWatcherPDB(t *testing.T) {
+	w := testWatcher()
+	w.nodeChanged(kwokNode("n1", true), false)
+	w.pdbChanged(&policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntStr(intstr.FromInt32(2)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}, false)
+	pods := []*corev1.Pod{runningPod("a", "n1", nil), runningPod("b", "n1", nil), runningPod("c", "n1", nil), runningPod("d", "n1", nil)}
+	for _, p := range pods {
+		w.podChanged(nil, p)
+	}
+	// A scale-down below the PDB is the owner's doing, not Karpenter's.
+	w.podChanged(pods[3], scaledDown(pods[3]))
+	w.podDeleted(scaledDown(pods[3]))
+	expectViolations(t, w, 0)
+	// 3 healthy, minAvailable 2: one eviction is fine.
+	w.podChanged(pods[0], evicted(pods[0]))
+	expectViolations(t, w, 0)
+	// A second one leaves 1.
+	w.podChanged(pods[1], evicted(pods[1]))
+	expectViolations(t, w, 1, "PDB default/web", "EvictionByEvictionAPI", "leaving 1 healthy pods, below the 2")
+	// A pod deleted outright (grace period 0) because its node went away counts too.
+	w.nodeChanged(kwokNode("n1", true), true)
+	w.podDeleted(pods[2])
+	expectViolations(t, w, 2, "node n1 deleted")
+	if w.karpenterRemovals != 3 {
+		t.Errorf("karpenterRemovals = %d, want 3", w.karpenterRemovals)
+	}
+}
+
+func TestWatcherDesiredHealthy(t *testing.T) {
+	for _, tc := range []struct {
+		min, max *intstr.IntOrString
+		expected int
+		want     int
+	}{
+		{min: ptrIntStr(intstr.FromInt32(3)), expected: 10, want: 3},
+		{min: ptrIntStr(intstr.FromString("50%")), expected: 5, want: 3},
+		{max: ptrIntStr(intstr.FromInt32(1)), expected: 6, want: 5},
+		{max: ptrIntStr(intstr.FromString("25%")), expected: 6, want: 4},
+	} {
+		pdb := &policyv1.PodDisruptionBudget{Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: tc.min, MaxUnavailable: tc.max}}
+		if got, ok := desiredHealthy(pdb, tc.expected); !ok || got != tc.want {
+			t.Errorf("desiredHealthy(min %v, max %v, expected %d) = %d, want %d", tc.min, tc.max, tc.expected, got, tc.want)
+		}
+	}
+}
+
+func TestWatcherDoNotDisrupt(t *testing.T) {
+	dnd := map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	w := testWatcher()
+	for _, n := range []string{"fresh", "old", "grace"} {
+		w.nodeChanged(kwokNode(n, true), false)
+	}
+	w.nodeClaimChanged(claimFor("fresh", watcherNow.Add(-time.Hour), "720h"))
+	w.nodeClaimChanged(claimFor("old", watcherNow.Add(-time.Hour), "30m"))
+	grace := claimFor("grace", watcherNow.Add(-time.Hour), "720h")
+	grace.Annotations = map[string]string{v1.NodeClaimTerminationTimestampAnnotationKey: watcherNow.Add(-time.Second).Format(time.RFC3339)}
+	w.nodeClaimChanged(grace)
+
+	// Expired node, and terminationGracePeriod over: allowed.
+	for _, n := range []string{"old", "grace"} {
+		p := runningPod("dnd-"+n, n, dnd)
+		w.podChanged(nil, p)
+		w.podChanged(p, evicted(p))
+	}
+	// A pod without the annotation on the fresh node: allowed.
+	plain := runningPod("plain", "fresh", nil)
+	w.podChanged(nil, plain)
+	w.podChanged(plain, evicted(plain))
+	expectViolations(t, w, 0)
+
+	p := runningPod("dnd-fresh", "fresh", dnd)
+	w.podChanged(nil, p)
+	w.podChanged(p, evicted(p))
+	expectViolations(t, w, 1, "do-not-disrupt pod default/dnd-fresh", "node fresh")
+}
+
+func TestWatcherBudget(t *testing.T) {
+	w := testWatcher()
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}, {Nodes: "0", Reasons: []v1.DisruptionReason{v1.DisruptionReasonDrifted}}}
+	w.nodePoolChanged(np)
+	for _, n := range []string{"n1", "n2", "n3", "n4"} {
+		w.nodeChanged(kwokNode(n, false), false)
+		w.nodeClaimChanged(claimFor(n, watcherNow.Add(-time.Hour), "720h"))
+	}
+	// Expired nodes do not count: expiration is not budgeted.
+	w.nodeClaimChanged(claimFor("n4", watcherNow.Add(-time.Hour), "1m"))
+	w.nodeChanged(kwokNode("n4", true), false)
+	w.nodeChanged(kwokNode("n1", true), false)
+	w.nodeChanged(kwokNode("n2", true), false)
+	expectViolations(t, w, 0)
+	w.nodeChanged(kwokNode("n3", true), false)
+	expectViolations(t, w, 1, "3 nodes disrupting at once [n1 n2 n3], budget allows 2")
+	if w.maxDisrupting != 3 {
+		t.Errorf("maxDisrupting = %d, want 3", w.maxDisrupting)
+	}
+
+	// Per reason: no Drifted disruption is allowed.
+	w.nodeChanged(kwokNode("n3", false), false)
+	drifted := claimFor("n2", watcherNow.Add(-time.Hour), "720h")
+	drifted.StatusConditions().SetTrueWithReason(v1.ConditionTypeDisruptionReason, string(v1.DisruptionReasonDrifted), "drifted")
+	w.nodeClaimChanged(drifted)
+	expectViolations(t, w, 2, "1 nodes disrupting for Drifted at once, budget allows 0")
+}
+
+func TestWatcherBudgetPercent(t *testing.T) {
+	for _, tc := range []struct {
+		nodes string
+		total int
+		want  int
+	}{{"10%", 11, 2}, {"10%", 10, 1}, {"0%", 10, 0}, {"100%", 3, 3}, {"3", 100, 3}} {
+		if got, ok := budgetNodes(tc.nodes, tc.total); !ok || got != tc.want {
+			t.Errorf("budgetNodes(%q, %d) = %d, want %d", tc.nodes, tc.total, got, tc.want)
+		}
+	}
+	np := &v1.NodePool{}
+	np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "0", Schedule: ptrString("@daily"), Duration: &metav1.Duration{Duration: time.Hour}}}
+	if all, _ := budgetLimits(np, 10); all != -1 {
+		t.Errorf("scheduled budgets are not checked, got limit %d", all)
+	}
+}
+
+func ptrIntStr(v intstr.IntOrString) *intstr.IntOrString { return &v }
+func ptrString(s string) *string                         { return &s }
+
+// TestWatcherDrainAndGrace: a draining node (deletionTimestamp set, object
+// still there) keeps its pods healthy; a node deleted under running pods
+// removes them all at once; pods the pod garbage collector fails count as
+// removed; and after terminationGracePeriod nothing is held against Karpenter.
+func TestWatcherDrainAndGrace(t *testing.T) {
+	pdb := &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrIntStr(intstr.FromInt32(1)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		Status:     policyv1.PodDisruptionBudgetStatus{ExpectedPods: 3},
+	}
+	setup := func() (*invariantWatcher, []*corev1.Pod) {
+		w := testWatcher()
+		w.pdbChanged(pdb, false)
+		draining := kwokNode("n1", true)
+		ts := metav1.NewTime(watcherNow)
+		draining.DeletionTimestamp = &ts
+		w.nodeChanged(draining, false)
+		w.nodeClaimChanged(claimFor("n1", watcherNow.Add(-time.Hour), "720h"))
+		var pods []*corev1.Pod
+		for _, n := range []string{"a", "b", "c"} {
+			p := runningPod(n, "n1", nil)
+			w.podChanged(nil, p)
+			pods = append(pods, p)
+		}
+		return w, pods
+	}
+
+	w, pods := setup()
+	w.podChanged(pods[0], evicted(pods[0]))
+	expectViolations(t, w, 0)
+
+	w, _ = setup()
+	w.nodeChanged(kwokNode("n1", true), true)
+	expectViolations(t, w, 1, "node n1 deleted")
+
+	w, pods = setup()
+	gc := pods[0].DeepCopy()
+	gc.Status.Phase = corev1.PodFailed
+	gc.Status.Conditions = append(gc.Status.Conditions, corev1.PodCondition{Type: corev1.DisruptionTarget, Status: corev1.ConditionTrue, Reason: "DeletionByPodGC"})
+	w.podChanged(pods[1], evicted(pods[1]))
+	w.podChanged(pods[0], gc)
+	expectViolations(t, w, 1, "pod a removed (DeletionByPodGC)")
+	if w.karpenterRemovals != 2 {
+		t.Errorf("karpenterRemovals = %d, want 2", w.karpenterRemovals)
+	}
+
+	w, pods = setup()
+	nc := claimFor("n1", watcherNow.Add(-time.Hour), "720h")
+	nc.Annotations = map[string]string{v1.NodeClaimTerminationTimestampAnnotationKey: watcherNow.Format(time.RFC3339)}
+	w.nodeClaimChanged(nc)
+	w.nodeChanged(kwokNode("n1", true), true)
+	expectViolations(t, w, 0)
+}
