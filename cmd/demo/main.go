@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpenter-go/karpenter/cmd/demo/kit"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/operator"
 )
 
@@ -87,7 +88,9 @@ func run(ctx context.Context, replicas int32, maxCPU int, delay time.Duration, e
 	if err := d.client.Create(ctx, kit.DefaultNodeClass(delay)); err != nil {
 		return err
 	}
-	if err := d.client.Create(ctx, kit.DefaultNodePool("default", "default", maxCPU)); err != nil {
+	np := kit.DefaultNodePool("default", "default", maxCPU)
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s") // upstream's default: consolidate at once
+	if err := d.client.Create(ctx, np); err != nil {
 		return err
 	}
 	if err := kit.NodeClassReady(ctx, d.client, "default", time.Minute); err != nil {
@@ -108,15 +111,17 @@ func run(ctx context.Context, replicas int32, maxCPU int, delay time.Duration, e
 		return err
 	}
 	up := time.Since(phaseStart)
+	downStart := time.Now()
 	if err := d.scale(ctx, 0); err != nil {
 		return err
 	}
 	if err := d.watch(ctx, fmt.Sprintf("scale down %d → 0", replicas), 5*time.Minute, func(c *kit.Counts) bool { return c.Pods == 0 }); err != nil {
 		return err
 	}
-	// Removing the now empty nodes is disruption's job (emptiness). Watch for it for
-	// a while; when it does not happen, say so rather than delete nodes here.
-	nodesGone := d.watch(ctx, "waiting for empty nodes to be removed", 45*time.Second, func(c *kit.Counts) bool { return c.Nodes == 0 }) == nil
+	// Removing the now empty nodes is disruption's job (emptiness): every 10 s pass
+	// may delete as many empty nodes as the NodePool's budget allows (the default
+	// budget is 10% of its nodes, rounded up), each decision re-validated after 15 s.
+	nodesGone := d.watch(ctx, "disruption removes the empty nodes", 5*time.Minute, func(c *kit.Counts) bool { return c.Nodes == 0 }) == nil
 	c, err := kit.Count(ctx, d.client, "default")
 	if err != nil {
 		return err
@@ -124,9 +129,9 @@ func run(ctx context.Context, replicas int32, maxCPU int, delay time.Duration, e
 	fmt.Println()
 	fmt.Printf("All %d pods were Running %s after the scale-up.\n", replicas, up.Round(100*time.Millisecond))
 	if nodesGone {
-		fmt.Println("The empty nodes were removed after the scale-down.")
+		fmt.Printf("The empty nodes were removed %s after the scale-down, within the NodePool's disruption budget.\n", time.Since(downStart).Round(time.Second))
 	} else {
-		fmt.Printf("%d node(s) remain after the scale-down: removing empty nodes is disruption (emptiness), which comes with issue 7.\n", c.Nodes)
+		fmt.Printf("%d node(s) remain 5 minutes after the scale-down; see the NodeClaims' DisruptionBlocked condition and events (bin/kubectl describe nodeclaims) for why.\n", c.Nodes)
 	}
 	kubectl := rel(d.root, filepath.Join(d.root, "bin", "kubectl"))
 	fmt.Printf(`
@@ -304,9 +309,6 @@ func render(w io.Writer, phase string, elapsed time.Duration, c *kit.Counts) {
 			f := strings.Fields(k + " - - -")
 			fmt.Fprintf(w, "  %-24s %-14s %-10s %d\n", f[0], f[1], f[2], c.NodesByType[k])
 		}
-	}
-	if !strings.HasPrefix(phase, "scale up") {
-		fmt.Fprintln(w, "\nScale-down of empty nodes comes with disruption (issue 7): until then the nodes stay.")
 	}
 }
 

@@ -85,19 +85,26 @@ func DefaultNodeClass(delay time.Duration) *kwokv1alpha1.KWOKNodeClass {
 }
 
 // DefaultNodePool launches linux/amd64 KWOK instances of at most maxCPU vCPUs
-// (spot or on-demand) from the NodeClass named nodeClass.
+// (spot or on-demand) from the NodeClass named nodeClass. It never consolidates.
 func DefaultNodePool(name, nodeClass string, maxCPU int) *v1.NodePool {
 	return &v1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{
-				{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
-				{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
-				{Key: kwokv1alpha1.InstanceCPULabelKey, Operator: corev1.NodeSelectorOpLt, Values: []string{strconv.Itoa(maxCPU + 1)}},
-			},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: nodeClass},
-		}}},
+		Spec: v1.NodePoolSpec{
+			// consolidateAfter has no omitempty (upstream's JSON shape), so a Go
+			// zero value is sent as "Never". Say so explicitly: the provisioning
+			// tests count NodeClaims and need nodes to stay. The demo and the
+			// disruption tests set their own (policy and budgets default in the
+			// schema: WhenEmptyOrUnderutilized, nodes: 10%).
+			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration(v1.Never)},
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{
+					{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
+					{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
+					{Key: kwokv1alpha1.InstanceCPULabelKey, Operator: corev1.NodeSelectorOpLt, Values: []string{strconv.Itoa(maxCPU + 1)}},
+				},
+				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: nodeClass},
+			}}},
 	}
 }
 
