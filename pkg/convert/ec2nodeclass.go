@@ -3,6 +3,7 @@ package convert
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -72,7 +73,7 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 	o.UserData = copyPtr(s.UserData)
 	o.Role = s.Role
 	o.InstanceProfile = copyPtr(s.InstanceProfile)
-	o.Tags = copyMap(s.Tags)
+	o.Tags = maps.Clone(s.Tags)
 	o.BlockDeviceMappings = blockDeviceMappingsToV1(s.BlockDeviceMappings)
 	if s.InstanceStorePolicy != nil {
 		o.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicy(*s.InstanceStorePolicy))
@@ -201,7 +202,7 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 	o.UserData = copyPtr(s.UserData)
 	o.Role = s.Role
 	o.InstanceProfile = copyPtr(s.InstanceProfile)
-	o.Tags = copyMap(s.Tags)
+	o.Tags = maps.Clone(s.Tags)
 	o.BlockDeviceMappings = blockDeviceMappingsToV1beta1(s.BlockDeviceMappings)
 	if s.InstanceStorePolicy != nil {
 		o.InstanceStorePolicy = ptr.To(awsv1beta1.InstanceStorePolicy(*s.InstanceStorePolicy))
@@ -305,7 +306,7 @@ func subnetTermsToV1(in []awsv1beta1.SubnetSelectorTerm) []awsv1.SubnetSelectorT
 	}
 	out := make([]awsv1.SubnetSelectorTerm, 0, len(in))
 	for _, t := range in {
-		out = append(out, awsv1.SubnetSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID})
+		out = append(out, awsv1.SubnetSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID})
 	}
 	return out
 }
@@ -316,7 +317,7 @@ func subnetTermsToV1beta1(in []awsv1.SubnetSelectorTerm) []awsv1beta1.SubnetSele
 	}
 	out := make([]awsv1beta1.SubnetSelectorTerm, 0, len(in))
 	for _, t := range in {
-		out = append(out, awsv1beta1.SubnetSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID})
+		out = append(out, awsv1beta1.SubnetSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID})
 	}
 	return out
 }
@@ -327,7 +328,7 @@ func securityGroupTermsToV1(in []awsv1beta1.SecurityGroupSelectorTerm) []awsv1.S
 	}
 	out := make([]awsv1.SecurityGroupSelectorTerm, 0, len(in))
 	for _, t := range in {
-		out = append(out, awsv1.SecurityGroupSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name})
+		out = append(out, awsv1.SecurityGroupSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name})
 	}
 	return out
 }
@@ -338,7 +339,7 @@ func securityGroupTermsToV1beta1(in []awsv1.SecurityGroupSelectorTerm) []awsv1be
 	}
 	out := make([]awsv1beta1.SecurityGroupSelectorTerm, 0, len(in))
 	for _, t := range in {
-		out = append(out, awsv1beta1.SecurityGroupSelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name})
+		out = append(out, awsv1beta1.SecurityGroupSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name})
 	}
 	return out
 }
@@ -350,7 +351,7 @@ func amiTermsToV1(in []awsv1beta1.AMISelectorTerm) []awsv1.AMISelectorTerm {
 	}
 	out := make([]awsv1.AMISelectorTerm, 0, len(in))
 	for _, t := range in {
-		out = append(out, awsv1.AMISelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
+		out = append(out, awsv1.AMISelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
 	}
 	return out
 }
@@ -361,7 +362,7 @@ func amiTermsToV1beta1(in []awsv1.AMISelectorTerm) []awsv1beta1.AMISelectorTerm 
 	}
 	out := make([]awsv1beta1.AMISelectorTerm, 0, len(in))
 	for _, t := range in {
-		out = append(out, awsv1beta1.AMISelectorTerm{Tags: copyMap(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
+		out = append(out, awsv1beta1.AMISelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
 	}
 	return out
 }
@@ -447,17 +448,6 @@ func copyQuantity(q *resource.Quantity) *resource.Quantity {
 	}
 	c := q.DeepCopy()
 	return &c
-}
-
-func copyMap[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // popAnnotation removes k from m (which may be nil) and returns its value.

@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"maps"
 	"sort"
 	"strings"
 
@@ -255,7 +256,7 @@ func expandAMISelector(sel map[string]string, where string, warn func(string)) (
 						return nil, fmt.Errorf("%s expands to more than the %d selector terms EC2NodeClass allows (%d owners x %d names x %d tag combinations)",
 							where, maxSelectorTerms, len(owners), len(names), len(sets))
 					}
-					terms = append(terms, awsv1beta1.AMISelectorTerm{Owner: owner, Name: name, Tags: copyMap(tags)})
+					terms = append(terms, awsv1beta1.AMISelectorTerm{Owner: owner, Name: name, Tags: maps.Clone(tags)})
 				}
 			}
 		}
@@ -332,7 +333,7 @@ func tagCombinations(sel map[string]string, keys []string, where string) ([]map[
 		next := make([]map[string]string, 0, len(sets)*len(values))
 		for _, s := range sets {
 			for _, v := range values {
-				c := copyMap(s)
+				c := maps.Clone(s)
 				c[k] = v
 				next = append(next, c)
 			}
@@ -391,22 +392,11 @@ func copyPtr[T any](p *T) *T {
 	return &v
 }
 
-func copyMap[K comparable, V any](m map[K]V) map[K]V {
-	if m == nil {
-		return nil
-	}
-	out := make(map[K]V, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
-}
-
 // keptMetadata is what a converted object keeps of the old one's metadata:
 // its name, labels and annotations. Everything else is either written by the
 // server or belongs to the old object's lifecycle (finalizers, owners).
 func keptMetadata(in metav1.ObjectMeta) metav1.ObjectMeta {
-	out := metav1.ObjectMeta{Name: in.Name, Labels: copyMap(in.Labels), Annotations: copyMap(in.Annotations)}
+	out := metav1.ObjectMeta{Name: in.Name, Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations)}
 	delete(out.Annotations, lastAppliedAnnotation)
 	if len(out.Annotations) == 0 {
 		out.Annotations = nil

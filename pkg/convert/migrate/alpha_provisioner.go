@@ -2,6 +2,7 @@ package migrate
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"strings"
 	"time"
@@ -41,8 +42,8 @@ func provisionerToNodePool(in *v1alpha5.Provisioner, opts Options, warn func(str
 		ObjectMeta: keptMetadata(in.ObjectMeta),
 	}
 	tmpl := &out.Spec.Template
-	tmpl.ObjectMeta.Labels = copyMap(s.Labels)
-	tmpl.ObjectMeta.Annotations = copyMap(s.Annotations)
+	tmpl.ObjectMeta.Labels = maps.Clone(s.Labels)
+	tmpl.ObjectMeta.Annotations = maps.Clone(s.Annotations)
 	tmpl.Spec.Taints = copyTaints(s.Taints)
 	tmpl.Spec.StartupTaints = copyTaints(s.StartupTaints)
 
@@ -190,9 +191,9 @@ func kubeletToV1beta1(k *v1alpha5.KubeletConfiguration) *v1beta1.KubeletConfigur
 		PodsPerCore:                 copyPtr(k.PodsPerCore),
 		SystemReserved:              resourceListToStrings(k.SystemReserved),
 		KubeReserved:                resourceListToStrings(k.KubeReserved),
-		EvictionHard:                copyMap(k.EvictionHard),
-		EvictionSoft:                copyMap(k.EvictionSoft),
-		EvictionSoftGracePeriod:     copyMap(k.EvictionSoftGracePeriod),
+		EvictionHard:                maps.Clone(k.EvictionHard),
+		EvictionSoft:                maps.Clone(k.EvictionSoft),
+		EvictionSoftGracePeriod:     maps.Clone(k.EvictionSoftGracePeriod),
 		EvictionMaxPodGracePeriod:   copyPtr(k.EvictionMaxPodGracePeriod),
 		ImageGCHighThresholdPercent: copyPtr(k.ImageGCHighThresholdPercent),
 		ImageGCLowThresholdPercent:  copyPtr(k.ImageGCLowThresholdPercent),
