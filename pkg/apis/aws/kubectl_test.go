@@ -1,67 +1,15 @@
 package aws_test
 
 import (
-	"context"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/karpenter-go/karpenter/pkg/test/env"
 )
 
-// kubectl runs the kubectl built with the control plane against the test
-// API server.
-func kubectl(t *testing.T, args ...string) string {
-	t.Helper()
-	out, err := tryKubectl(t, args...)
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return out
-}
+func kubectl(t *testing.T, args ...string) string { return e.Kubectl(t, args...) }
 
-// explain runs kubectl explain, waiting for the API server to publish the
-// CRD's OpenAPI schema: it is rebuilt asynchronously after every CRD change
-// (TestMain just switched v1beta1 on), and explain reads only that schema.
-func explain(t *testing.T, field string) string {
-	t.Helper()
-	var out string
-	var lastErr error
-	err := wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		out, lastErr = tryKubectl(t, "explain", field)
-		return lastErr == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("kubectl explain %s: %v\n%s", field, lastErr, out)
-	}
-	return out
-}
-
-func tryKubectl(t *testing.T, args ...string) (string, error) {
-	t.Helper()
-	bin, err := env.BinaryAssets(e.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
-	cfg.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: e.Config.CertData, ClientKeyData: e.Config.KeyData, Token: e.Config.BearerToken}
-	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
-	cfg.CurrentContext = "envtest"
-	path := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(filepath.Join(bin, "kubectl"), append([]string{"--kubeconfig", path, "--cache-dir", filepath.Join(filepath.Dir(path), "cache")}, args...)...).CombinedOutput()
-	return string(out), err
-}
+// explain waits for the CRD's OpenAPI to be published (TestMain just switched
+// v1beta1 on) before it answers.
+func explain(t *testing.T, field string) string { return e.KubectlEventually(t, "explain", field) }
 
 // TestKubectlExplain: the doc comments reach users through kubectl explain,
 // under the short name too.

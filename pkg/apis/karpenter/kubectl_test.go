@@ -2,58 +2,14 @@ package karpenter_test
 
 import (
 	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
-
-	"k8s.io/apimachinery/pkg/util/wait"
-
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-
-	"github.com/karpenter-go/karpenter/pkg/test/env"
 )
 
-// kubectl runs the kubectl built next to the apiserver against the test environment.
+// kubectl retries while kubectl fails: the apiserver publishes a new CRD's
+// OpenAPI (used by explain) shortly after the CRD is established.
 func kubectl(t *testing.T, args ...string) string {
-	t.Helper()
-	e := environment(t)
-	assets, err := env.BinaryAssets(e.Root)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["envtest"] = &clientcmdapi.Cluster{Server: e.Config.Host, CertificateAuthorityData: e.Config.CAData}
-	cfg.AuthInfos["envtest"] = &clientcmdapi.AuthInfo{ClientCertificateData: e.Config.CertData, ClientKeyData: e.Config.KeyData, Token: e.Config.BearerToken}
-	cfg.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "envtest"}
-	cfg.CurrentContext = "envtest"
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	home := t.TempDir()
-	run := func() ([]byte, error) {
-		cmd := exec.Command(filepath.Join(assets, "kubectl"), append([]string{"--kubeconfig", kubeconfig}, args...)...)
-		cmd.Env = append(os.Environ(), "HOME="+home)
-		return cmd.CombinedOutput()
-	}
-	out, err := run()
-	// The apiserver publishes a new CRD's OpenAPI (used by explain) shortly
-	// after the CRD is established; wait for it rather than fail on the lag.
-	_ = wait.PollUntilContextTimeout(context.Background(), 200*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
-		if err == nil {
-			return true, nil
-		}
-		out, err = run()
-		return err == nil, nil
-	})
-	if err != nil {
-		t.Fatalf("kubectl %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return string(out)
+	return environment(t).KubectlEventually(t, args...)
 }
 
 // TestKubectlExplainBudgets: `kubectl explain nodepool.spec.disruption.budgets`
