@@ -3,7 +3,6 @@ package state_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -26,17 +25,7 @@ import (
 
 var testEnv *env.Environment
 
-func TestMain(m *testing.M) {
-	e, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testEnv = e
-	code := m.Run()
-	_ = e.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &testEnv) }
 
 func cleanup(t *testing.T) {
 	t.Cleanup(func() {

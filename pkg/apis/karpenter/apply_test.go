@@ -19,19 +19,7 @@ import (
 
 var testEnv *env.Environment
 
-func TestMain(m *testing.M) {
-	e, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting test environment:", err)
-		os.Exit(1)
-	}
-	testEnv = e
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping test environment:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &testEnv) }
 
 func environment(t *testing.T) *env.Environment {
 	t.Helper()

@@ -2,8 +2,6 @@ package kwok_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -23,19 +21,7 @@ import (
 
 var e *env.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	e, err = env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &e) }
 
 // setup empties the cluster and returns a provider on a fake clock with the
 // embedded catalog.

@@ -3,7 +3,6 @@ package provisioning_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"testing"
 	"time"
@@ -32,17 +31,7 @@ import (
 
 var testEnv *env.Environment
 
-func TestMain(m *testing.M) {
-	e, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	testEnv = e
-	code := m.Run()
-	_ = e.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &testEnv) }
 
 // instanceTypes is a cloud provider that only answers GetInstanceTypes: the
 // provisioner never launches, it writes NodeClaims. It is a plain implementation of

@@ -180,3 +180,21 @@ func trimDashes(s string) string {
 	}
 	return s
 }
+
+// Main is a test package's TestMain: it starts the environment into *target,
+// runs the tests, stops the environment and exits with the tests' code. A
+// failure to start ends the process with the reason (for a missing binary, the
+// make target that builds it).
+func Main(m *testing.M, target **Environment, opts ...Option) {
+	e, err := Start(opts...)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	*target = e
+	code := m.Run()
+	if err := e.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
+	}
+	os.Exit(code)
+}

@@ -2,8 +2,6 @@ package expectations_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,16 +16,7 @@ import (
 
 var e *env.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	if e, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	_ = e.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &e) }
 
 // ExpectApplied must store the status of kinds with a status subresource,
 // which a plain Create drops, and update objects that exist.

@@ -24,17 +24,7 @@ import (
 
 var testEnv *env.Environment
 
-func TestMain(m *testing.M) {
-	e, err := env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting test environment:", err)
-		os.Exit(1)
-	}
-	testEnv = e
-	code := m.Run()
-	_ = e.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &testEnv) }
 
 // startWebhook runs the webhook on a loopback port with a fresh certificate
 // and points the CRDs at it; it undoes both when the test ends.

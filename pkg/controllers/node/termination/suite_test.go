@@ -3,7 +3,6 @@ package termination_test
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -36,19 +35,7 @@ import (
 
 var e *env.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	e, err = env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &e) }
 
 // testLabel marks every pod a test creates, so cleanup finds them in any namespace.
 const testLabel = "termination-test"

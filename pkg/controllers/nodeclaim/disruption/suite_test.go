@@ -2,8 +2,6 @@ package disruption_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -24,19 +22,7 @@ import (
 
 var e *env.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	e, err = env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &e) }
 
 // driftingCloud is the KWOK provider with IsDrifted overridden: the KWOK
 // provider never reports drift, a real cloud's would (e.g. a new image).

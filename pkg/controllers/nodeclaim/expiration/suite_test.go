@@ -2,8 +2,6 @@ package expiration_test
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"testing"
 	"time"
 
@@ -21,19 +19,7 @@ import (
 
 var e *env.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	e, err = env.Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &e) }
 
 type fixture struct {
 	ctx      context.Context
