@@ -32,6 +32,7 @@ import (
 // not part of the template hash, so nothing drifts), which makes the
 // outcome a stable state the test can wait for instead of an endless cycle.
 func TestExpiration(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	const replicas = 6
 	expiring := kit.DefaultNodePool("expiring", "default", 4)

@@ -21,6 +21,7 @@ import (
 // A Node carrying KWOK's annotation becomes Ready, and a 3-replica Deployment's
 // pods are bound to it by the real kube-scheduler and reported Running.
 func TestKWOKNodeRunsDeployment(t *testing.T) {
+	t.Parallel()
 	c := localcluster.Start(t)
 	ctx := context.Background()
 	node := &corev1.Node{
@@ -96,6 +97,7 @@ func TestKWOKNodeRunsDeployment(t *testing.T) {
 // Stopping the cluster tool with SIGTERM stops every control-plane child, and
 // killing it outright (SIGKILL, no chance to clean up) takes them down too.
 func TestClusterLeavesNoOrphans(t *testing.T) {
+	t.Parallel()
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
 		t.Run(sig.String(), func(t *testing.T) {
 			c := localcluster.Start(t)

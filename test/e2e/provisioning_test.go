@@ -18,6 +18,7 @@ import (
 // 100 pending pods become NodeClaims, the NodeClaims Ready nodes (KWOK), and the
 // real kube-scheduler runs every pod on them.
 func TestProvisioning100PendingPods(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	e.apply(t, kit.DefaultNodeClass(0), kit.DefaultNodePool("default", "default", 16),
 		kit.Deployment("default", "web", 100, "500m", "512Mi", true))
@@ -47,6 +48,7 @@ func TestProvisioning100PendingPods(t *testing.T) {
 // A NodePool whose limits are reached launches nothing more; the pods that do not
 // fit stay pending with Karpenter's FailedScheduling event.
 func TestProvisioningStopsAtLimits(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	np := kit.DefaultNodePool("default", "default", 8)
 	np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("16")}
@@ -96,6 +98,7 @@ func expectKarpenterEvent(t *testing.T, e *provisioningEnv, reason string) {
 
 // Of two NodePools that fit, the heavier one launches.
 func TestProvisioningPrefersHeavierNodePool(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	light, heavy := kit.DefaultNodePool("light", "default", 16), kit.DefaultNodePool("heavy", "default", 16)
 	light.Spec.Weight, heavy.Spec.Weight = ptr.To[int32](10), ptr.To[int32](90)
@@ -112,6 +115,7 @@ func TestProvisioningPrefersHeavierNodePool(t *testing.T) {
 // A NodePool whose NodeClass is not Ready (here: it does not exist) launches
 // nothing; once the NodeClass exists and is Ready, the same pods get capacity.
 func TestProvisioningSkipsNodePoolWithNotReadyNodeClass(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	e.apply(t, kit.DefaultNodePool("default", "later", 16), kit.Deployment("default", "app", 5, "1", "1Gi", false))
 	if err := poll(e.ctx, time.Minute, func() (bool, error) {
@@ -132,6 +136,7 @@ func TestProvisioningSkipsNodePoolWithNotReadyNodeClass(t *testing.T) {
 // process are garbage collected and replaced, every node has exactly one claim,
 // and no node stays empty.
 func TestProvisioningSurvivesKillMidLaunch(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	// Nodes appear 15s after launch: a wide window to kill the controller in.
 	e.apply(t, kit.DefaultNodeClass(15*time.Second), kit.DefaultNodePool("default", "default", 8),

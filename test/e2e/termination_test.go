@@ -26,6 +26,7 @@ import (
 // the pods run again on other capacity, the Node, its NodeClaim and its
 // instance are gone, and at no moment were two pods unavailable.
 func TestTerminationKubectlDeleteNode(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	const replicas = 6
 	e.apply(t, kit.DefaultNodeClass(0), kit.DefaultNodePool("default", "default", 4),
@@ -50,6 +51,7 @@ func TestTerminationKubectlDeleteNode(t *testing.T) {
 
 // `kubectl delete nodeclaim`: the same graceful path, entered from the claim.
 func TestTerminationKubectlDeleteNodeClaim(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	const replicas = 4
 	e.apply(t, kit.DefaultNodeClass(0), kit.DefaultNodePool("default", "default", 4),
@@ -71,6 +73,7 @@ func TestTerminationKubectlDeleteNodeClaim(t *testing.T) {
 // old pool's NodeClaims, every old node is drained within the PDB, the pods
 // move to the new pool's nodes, and the old NodePool is gone last.
 func TestTerminationDeleteNodePoolForeground(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	const replicas = 4
 	e.apply(t, kit.DefaultNodeClass(0), kit.DefaultNodePool("old", "default", 4),
