@@ -31,6 +31,7 @@ import (
 // removed, two at a time as the budget ({nodes: "2"}) allows, and the two
 // nodes still running pods stay untouched.
 func TestDisruptionEmptiness(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	pool := disruptionPool("default", "0s", "2")
 	// WhenEmpty: the test is about emptiness; the two busy nodes must stay
@@ -93,6 +94,7 @@ func TestDisruptionEmptiness(t *testing.T) {
 // nodes go — two pods fit on a node — the hourly price halves, the PDB of the
 // Deployment holds throughout, and all ten pods run at the end.
 func TestDisruptionConsolidation(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	const replicas = 10
 	// Consolidation starts off (Never) while the half-empty layout is built,
@@ -154,6 +156,7 @@ func TestDisruptionConsolidation(t *testing.T) {
 // {nodes: "1"}, which the watcher holds Karpenter to), and the Deployment's
 // PDB holds throughout.
 func TestDisruptionDrift(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	const replicas = 4
 	// Consolidation off: the nodes go for drift only.
@@ -217,6 +220,7 @@ func TestDisruptionDrift(t *testing.T) {
 // (with a PDB) moves to nodes of the new pool, the old pool is left without
 // nodes, and the PDB and the old pool's budget ({nodes: "1"}) hold throughout.
 func TestDisruptionMigrationLegacyTaint(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	const replicas = 3
 	w := startInvariantWatcher(t, e, "old")
@@ -276,6 +280,7 @@ func TestDisruptionMigrationLegacyTaint(t *testing.T) {
 // annotation is taken off the pod, and the same node is consolidated (replaced
 // by a cheaper one): the annotation, nothing else, had held it.
 func TestDisruptionDoNotDisruptPod(t *testing.T) {
+	t.Parallel()
 	e := startProvisioning(t)
 	// On-demand only: a 2-vCPU on-demand node running one 500m pod has a
 	// cheaper replacement (1 vCPU). Spot would need the SpotToSpotConsolidation
