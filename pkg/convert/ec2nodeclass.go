@@ -300,48 +300,47 @@ func isAlias(s string) bool {
 	return ok
 }
 
-func subnetTermsToV1(in []awsv1beta1.SubnetSelectorTerm) []awsv1.SubnetSelectorTerm {
+// convertList converts a list (of selector terms, block device mappings)
+// item by item; a nil list stays nil, so "absent" survives a round trip.
+func convertList[In, Out any](in []In, convert func(In) Out) []Out {
 	if in == nil {
 		return nil
 	}
-	out := make([]awsv1.SubnetSelectorTerm, 0, len(in))
+	out := make([]Out, 0, len(in))
 	for _, t := range in {
-		out = append(out, awsv1.SubnetSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID})
+		out = append(out, convert(t))
 	}
 	return out
+}
+
+// Subnet and security group terms have the same fields in v1 and v1beta1:
+// a struct conversion plus a copy of the tags.
+func subnetTermsToV1(in []awsv1beta1.SubnetSelectorTerm) []awsv1.SubnetSelectorTerm {
+	return convertList(in, func(t awsv1beta1.SubnetSelectorTerm) awsv1.SubnetSelectorTerm {
+		t.Tags = maps.Clone(t.Tags)
+		return awsv1.SubnetSelectorTerm(t)
+	})
 }
 
 func subnetTermsToV1beta1(in []awsv1.SubnetSelectorTerm) []awsv1beta1.SubnetSelectorTerm {
-	if in == nil {
-		return nil
-	}
-	out := make([]awsv1beta1.SubnetSelectorTerm, 0, len(in))
-	for _, t := range in {
-		out = append(out, awsv1beta1.SubnetSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID})
-	}
-	return out
+	return convertList(in, func(t awsv1.SubnetSelectorTerm) awsv1beta1.SubnetSelectorTerm {
+		t.Tags = maps.Clone(t.Tags)
+		return awsv1beta1.SubnetSelectorTerm(t)
+	})
 }
 
 func securityGroupTermsToV1(in []awsv1beta1.SecurityGroupSelectorTerm) []awsv1.SecurityGroupSelectorTerm {
-	if in == nil {
-		return nil
-	}
-	out := make([]awsv1.SecurityGroupSelectorTerm, 0, len(in))
-	for _, t := range in {
-		out = append(out, awsv1.SecurityGroupSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name})
-	}
-	return out
+	return convertList(in, func(t awsv1beta1.SecurityGroupSelectorTerm) awsv1.SecurityGroupSelectorTerm {
+		t.Tags = maps.Clone(t.Tags)
+		return awsv1.SecurityGroupSelectorTerm(t)
+	})
 }
 
 func securityGroupTermsToV1beta1(in []awsv1.SecurityGroupSelectorTerm) []awsv1beta1.SecurityGroupSelectorTerm {
-	if in == nil {
-		return nil
-	}
-	out := make([]awsv1beta1.SecurityGroupSelectorTerm, 0, len(in))
-	for _, t := range in {
-		out = append(out, awsv1beta1.SecurityGroupSelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name})
-	}
-	return out
+	return convertList(in, func(t awsv1.SecurityGroupSelectorTerm) awsv1beta1.SecurityGroupSelectorTerm {
+		t.Tags = maps.Clone(t.Tags)
+		return awsv1beta1.SecurityGroupSelectorTerm(t)
+	})
 }
 
 // amiTermsToV1 returns nil for no terms so that "absent" survives a round trip.
@@ -349,78 +348,38 @@ func amiTermsToV1(in []awsv1beta1.AMISelectorTerm) []awsv1.AMISelectorTerm {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]awsv1.AMISelectorTerm, 0, len(in))
-	for _, t := range in {
-		out = append(out, awsv1.AMISelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
-	}
-	return out
+	return convertList(in, func(t awsv1beta1.AMISelectorTerm) awsv1.AMISelectorTerm {
+		return awsv1.AMISelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner}
+	})
 }
 
 func amiTermsToV1beta1(in []awsv1.AMISelectorTerm) []awsv1beta1.AMISelectorTerm {
 	if len(in) == 0 {
 		return nil
 	}
-	out := make([]awsv1beta1.AMISelectorTerm, 0, len(in))
-	for _, t := range in {
-		out = append(out, awsv1beta1.AMISelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner})
-	}
-	return out
+	return convertList(in, func(t awsv1.AMISelectorTerm) awsv1beta1.AMISelectorTerm {
+		return awsv1beta1.AMISelectorTerm{Tags: maps.Clone(t.Tags), ID: t.ID, Name: t.Name, Owner: t.Owner}
+	})
 }
 
+// Block devices have the same fields in v1 and v1beta1: a struct conversion
+// of a deep copy.
 func blockDeviceMappingsToV1(in []*awsv1beta1.BlockDeviceMapping) []*awsv1.BlockDeviceMapping {
-	if in == nil {
-		return nil
-	}
-	out := make([]*awsv1.BlockDeviceMapping, 0, len(in))
-	for _, m := range in {
+	return convertList(in, func(m *awsv1beta1.BlockDeviceMapping) *awsv1.BlockDeviceMapping {
 		if m == nil {
-			out = append(out, nil)
-			continue
+			return nil
 		}
-		bdm := &awsv1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume}
-		if e := m.EBS; e != nil {
-			bdm.EBS = &awsv1.BlockDevice{
-				DeleteOnTermination: copyPtr(e.DeleteOnTermination),
-				Encrypted:           copyPtr(e.Encrypted),
-				IOPS:                copyPtr(e.IOPS),
-				KMSKeyID:            copyPtr(e.KMSKeyID),
-				SnapshotID:          copyPtr(e.SnapshotID),
-				Throughput:          copyPtr(e.Throughput),
-				VolumeSize:          copyQuantity(e.VolumeSize),
-				VolumeType:          copyPtr(e.VolumeType),
-			}
-		}
-		out = append(out, bdm)
-	}
-	return out
+		return &awsv1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1.BlockDevice)(m.EBS.DeepCopy())}
+	})
 }
 
 func blockDeviceMappingsToV1beta1(in []*awsv1.BlockDeviceMapping) []*awsv1beta1.BlockDeviceMapping {
-	if in == nil {
-		return nil
-	}
-	out := make([]*awsv1beta1.BlockDeviceMapping, 0, len(in))
-	for _, m := range in {
+	return convertList(in, func(m *awsv1.BlockDeviceMapping) *awsv1beta1.BlockDeviceMapping {
 		if m == nil {
-			out = append(out, nil)
-			continue
+			return nil
 		}
-		bdm := &awsv1beta1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume}
-		if e := m.EBS; e != nil {
-			bdm.EBS = &awsv1beta1.BlockDevice{
-				DeleteOnTermination: copyPtr(e.DeleteOnTermination),
-				Encrypted:           copyPtr(e.Encrypted),
-				IOPS:                copyPtr(e.IOPS),
-				KMSKeyID:            copyPtr(e.KMSKeyID),
-				SnapshotID:          copyPtr(e.SnapshotID),
-				Throughput:          copyPtr(e.Throughput),
-				VolumeSize:          copyQuantity(e.VolumeSize),
-				VolumeType:          copyPtr(e.VolumeType),
-			}
-		}
-		out = append(out, bdm)
-	}
-	return out
+		return &awsv1beta1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1beta1.BlockDevice)(m.EBS.DeepCopy())}
+	})
 }
 
 func copyConditions(in []status.Condition) []status.Condition {
@@ -440,14 +399,6 @@ func copyPtr[T any](p *T) *T {
 	}
 	v := *p
 	return &v
-}
-
-func copyQuantity(q *resource.Quantity) *resource.Quantity {
-	if q == nil {
-		return nil
-	}
-	c := q.DeepCopy()
-	return &c
 }
 
 // popAnnotation removes k from m (which may be nil) and returns its value.
