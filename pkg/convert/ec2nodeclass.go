@@ -69,25 +69,25 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 	o := &out.Spec
 	o.SubnetSelectorTerms = subnetTermsToV1(s.SubnetSelectorTerms)
 	o.SecurityGroupSelectorTerms = securityGroupTermsToV1(s.SecurityGroupSelectorTerms)
-	o.AssociatePublicIPAddress = copyPtr(s.AssociatePublicIPAddress)
-	o.UserData = copyPtr(s.UserData)
+	o.AssociatePublicIPAddress = CopyPtr(s.AssociatePublicIPAddress)
+	o.UserData = CopyPtr(s.UserData)
 	o.Role = s.Role
-	o.InstanceProfile = copyPtr(s.InstanceProfile)
+	o.InstanceProfile = CopyPtr(s.InstanceProfile)
 	o.Tags = maps.Clone(s.Tags)
 	o.BlockDeviceMappings = blockDeviceMappingsToV1(s.BlockDeviceMappings)
 	if s.InstanceStorePolicy != nil {
 		o.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicy(*s.InstanceStorePolicy))
 	}
-	o.DetailedMonitoring = copyPtr(s.DetailedMonitoring)
+	o.DetailedMonitoring = CopyPtr(s.DetailedMonitoring)
 	if s.MetadataOptions != nil {
 		o.MetadataOptions = &awsv1.MetadataOptions{
-			HTTPEndpoint:            copyPtr(s.MetadataOptions.HTTPEndpoint),
-			HTTPProtocolIPv6:        copyPtr(s.MetadataOptions.HTTPProtocolIPv6),
-			HTTPPutResponseHopLimit: copyPtr(s.MetadataOptions.HTTPPutResponseHopLimit),
-			HTTPTokens:              copyPtr(s.MetadataOptions.HTTPTokens),
+			HTTPEndpoint:            CopyPtr(s.MetadataOptions.HTTPEndpoint),
+			HTTPProtocolIPv6:        CopyPtr(s.MetadataOptions.HTTPProtocolIPv6),
+			HTTPPutResponseHopLimit: CopyPtr(s.MetadataOptions.HTTPPutResponseHopLimit),
+			HTTPTokens:              CopyPtr(s.MetadataOptions.HTTPTokens),
 		}
 	}
-	o.Context = copyPtr(s.Context)
+	o.Context = CopyPtr(s.Context)
 	if hasKubelet {
 		kubelet := &awsv1.KubeletConfiguration{}
 		if err := json.Unmarshal([]byte(kubeletJSON), kubelet); err != nil {
@@ -130,7 +130,7 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 		annotations[awsv1.AnnotationUbuntuCompatibilityKey] = strings.Join(specifiers, ",")
 	case len(terms) == 0 && hasPinnedAlias && isAlias(pinnedAlias):
 		// A v1 object with both amiFamily and an alias went through v1beta1.
-		o.AMIFamily = copyPtr(s.AMIFamily)
+		o.AMIFamily = CopyPtr(s.AMIFamily)
 		terms = []awsv1.AMISelectorTerm{{Alias: pinnedAlias}}
 	case len(terms) == 0 && slices.Contains(awsv1.AliasFamilies, family):
 		// v1beta1 "latest AMI of this family" is exactly what an alias says.
@@ -198,25 +198,25 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 	o := &out.Spec
 	o.SubnetSelectorTerms = subnetTermsToV1beta1(s.SubnetSelectorTerms)
 	o.SecurityGroupSelectorTerms = securityGroupTermsToV1beta1(s.SecurityGroupSelectorTerms)
-	o.AssociatePublicIPAddress = copyPtr(s.AssociatePublicIPAddress)
-	o.UserData = copyPtr(s.UserData)
+	o.AssociatePublicIPAddress = CopyPtr(s.AssociatePublicIPAddress)
+	o.UserData = CopyPtr(s.UserData)
 	o.Role = s.Role
-	o.InstanceProfile = copyPtr(s.InstanceProfile)
+	o.InstanceProfile = CopyPtr(s.InstanceProfile)
 	o.Tags = maps.Clone(s.Tags)
 	o.BlockDeviceMappings = blockDeviceMappingsToV1beta1(s.BlockDeviceMappings)
 	if s.InstanceStorePolicy != nil {
 		o.InstanceStorePolicy = ptr.To(awsv1beta1.InstanceStorePolicy(*s.InstanceStorePolicy))
 	}
-	o.DetailedMonitoring = copyPtr(s.DetailedMonitoring)
+	o.DetailedMonitoring = CopyPtr(s.DetailedMonitoring)
 	if s.MetadataOptions != nil {
 		o.MetadataOptions = &awsv1beta1.MetadataOptions{
-			HTTPEndpoint:            copyPtr(s.MetadataOptions.HTTPEndpoint),
-			HTTPProtocolIPv6:        copyPtr(s.MetadataOptions.HTTPProtocolIPv6),
-			HTTPPutResponseHopLimit: copyPtr(s.MetadataOptions.HTTPPutResponseHopLimit),
-			HTTPTokens:              copyPtr(s.MetadataOptions.HTTPTokens),
+			HTTPEndpoint:            CopyPtr(s.MetadataOptions.HTTPEndpoint),
+			HTTPProtocolIPv6:        CopyPtr(s.MetadataOptions.HTTPProtocolIPv6),
+			HTTPPutResponseHopLimit: CopyPtr(s.MetadataOptions.HTTPPutResponseHopLimit),
+			HTTPTokens:              CopyPtr(s.MetadataOptions.HTTPTokens),
 		}
 	}
-	o.Context = copyPtr(s.Context)
+	o.Context = CopyPtr(s.Context)
 	if s.Kubelet != nil {
 		b, err := json.Marshal(s.Kubelet)
 		if err != nil {
@@ -369,7 +369,7 @@ func blockDeviceMappingsToV1(in []*awsv1beta1.BlockDeviceMapping) []*awsv1.Block
 		if m == nil {
 			return nil
 		}
-		return &awsv1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1.BlockDevice)(m.EBS.DeepCopy())}
+		return &awsv1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1.BlockDevice)(m.EBS.DeepCopy())}
 	})
 }
 
@@ -378,7 +378,7 @@ func blockDeviceMappingsToV1beta1(in []*awsv1.BlockDeviceMapping) []*awsv1beta1.
 		if m == nil {
 			return nil
 		}
-		return &awsv1beta1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1beta1.BlockDevice)(m.EBS.DeepCopy())}
+		return &awsv1beta1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1beta1.BlockDevice)(m.EBS.DeepCopy())}
 	})
 }
 
@@ -393,7 +393,9 @@ func copyConditions(in []status.Condition) []status.Condition {
 	return out
 }
 
-func copyPtr[T any](p *T) *T {
+// CopyPtr returns a pointer to a copy of *p, or nil. The migrate package
+// uses it too.
+func CopyPtr[T any](p *T) *T {
 	if p == nil {
 		return nil
 	}

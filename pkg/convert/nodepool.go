@@ -117,7 +117,7 @@ func NodePoolV1beta1ToV1(in *v1beta1.NodePool) (*v1.NodePool, error) {
 	if s.Limits != nil {
 		o.Limits = v1.Limits(corev1.ResourceList(s.Limits).DeepCopy())
 	}
-	o.Weight = copyPtr(s.Weight)
+	o.Weight = CopyPtr(s.Weight)
 	out.Status = v1.NodePoolStatus{
 		Resources:  in.Status.Resources.DeepCopy(),
 		Conditions: copyConditions(in.Status.Conditions),
@@ -193,7 +193,7 @@ func NodePoolV1ToV1beta1(in *v1.NodePool) (*v1beta1.NodePool, error) {
 	if s.Limits != nil {
 		o.Limits = v1beta1.Limits(corev1.ResourceList(s.Limits).DeepCopy())
 	}
-	o.Weight = copyPtr(s.Weight)
+	o.Weight = CopyPtr(s.Weight)
 	out.Status = v1beta1.NodePoolStatus{
 		Resources:  in.Status.Resources.DeepCopy(),
 		Conditions: copyConditions(in.Status.Conditions),
@@ -210,7 +210,7 @@ func budgetsToV1(in []v1beta1.Budget, reasons [][]v1.DisruptionReason) []v1.Budg
 	}
 	out := make([]v1.Budget, len(in))
 	for i, b := range in {
-		out[i] = v1.Budget{Nodes: b.Nodes, Schedule: copyPtr(b.Schedule), Duration: b.Duration.DeepCopy()}
+		out[i] = v1.Budget{Nodes: b.Nodes, Schedule: CopyPtr(b.Schedule), Duration: b.Duration.DeepCopy()}
 		// Reasons only apply when the budget list was not edited in between
 		// (same length); otherwise they cannot be matched to budgets.
 		if len(reasons) == len(in) && reasons[i] != nil {
@@ -228,7 +228,7 @@ func budgetsToV1beta1(in []v1.Budget) ([]v1beta1.Budget, [][]v1.DisruptionReason
 	reasons := make([][]v1.DisruptionReason, len(in))
 	any := false
 	for i, b := range in {
-		out[i] = v1beta1.Budget{Nodes: b.Nodes, Schedule: copyPtr(b.Schedule), Duration: b.Duration.DeepCopy()}
+		out[i] = v1beta1.Budget{Nodes: b.Nodes, Schedule: CopyPtr(b.Schedule), Duration: b.Duration.DeepCopy()}
 		if b.Reasons != nil {
 			reasons[i] = append([]v1.DisruptionReason(nil), b.Reasons...)
 			any = true

@@ -10,6 +10,7 @@ import (
 
 	awsv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1alpha1"
 	awsv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1beta1"
+	"github.com/karpenter-go/karpenter/pkg/convert"
 )
 
 // DefaultNodeRole is written into spec.role of every EC2NodeClass made from
@@ -96,9 +97,9 @@ func nodeTemplateToEC2NodeClass(in *awsv1alpha1.AWSNodeTemplate, opts Options, w
 	if o.Role == DefaultNodeRole {
 		warn(fmt.Sprintf("spec.role is the placeholder %s: replace it with the node IAM role (envsubst, or --node-role)", DefaultNodeRole))
 	}
-	o.UserData = copyPtr(s.UserData)
-	o.Context = copyPtr(s.Context)
-	o.DetailedMonitoring = copyPtr(s.DetailedMonitoring)
+	o.UserData = convert.CopyPtr(s.UserData)
+	o.Context = convert.CopyPtr(s.Context)
+	o.DetailedMonitoring = convert.CopyPtr(s.DetailedMonitoring)
 	for _, k := range sortedKeys(s.Tags) {
 		if restrictedTag(k) {
 			warn(fmt.Sprintf("%s.tags[%s] dropped: Karpenter sets this tag itself and EC2NodeClass rejects it", where, k))
@@ -111,26 +112,26 @@ func nodeTemplateToEC2NodeClass(in *awsv1alpha1.AWSNodeTemplate, opts Options, w
 	}
 	if m := s.MetadataOptions; m != nil {
 		o.MetadataOptions = &awsv1beta1.MetadataOptions{
-			HTTPEndpoint:            copyPtr(m.HTTPEndpoint),
-			HTTPProtocolIPv6:        copyPtr(m.HTTPProtocolIPv6),
-			HTTPPutResponseHopLimit: copyPtr(m.HTTPPutResponseHopLimit),
-			HTTPTokens:              copyPtr(m.HTTPTokens),
+			HTTPEndpoint:            convert.CopyPtr(m.HTTPEndpoint),
+			HTTPProtocolIPv6:        convert.CopyPtr(m.HTTPProtocolIPv6),
+			HTTPPutResponseHopLimit: convert.CopyPtr(m.HTTPPutResponseHopLimit),
+			HTTPTokens:              convert.CopyPtr(m.HTTPTokens),
 		}
 	}
 	for _, m := range s.BlockDeviceMappings {
 		if m == nil {
 			continue
 		}
-		bdm := &awsv1beta1.BlockDeviceMapping{DeviceName: copyPtr(m.DeviceName)}
+		bdm := &awsv1beta1.BlockDeviceMapping{DeviceName: convert.CopyPtr(m.DeviceName)}
 		if e := m.EBS; e != nil {
 			bdm.EBS = &awsv1beta1.BlockDevice{
-				DeleteOnTermination: copyPtr(e.DeleteOnTermination),
-				Encrypted:           copyPtr(e.Encrypted),
-				IOPS:                copyPtr(e.IOPS),
-				KMSKeyID:            copyPtr(e.KMSKeyID),
-				SnapshotID:          copyPtr(e.SnapshotID),
-				Throughput:          copyPtr(e.Throughput),
-				VolumeType:          copyPtr(e.VolumeType),
+				DeleteOnTermination: convert.CopyPtr(e.DeleteOnTermination),
+				Encrypted:           convert.CopyPtr(e.Encrypted),
+				IOPS:                convert.CopyPtr(e.IOPS),
+				KMSKeyID:            convert.CopyPtr(e.KMSKeyID),
+				SnapshotID:          convert.CopyPtr(e.SnapshotID),
+				Throughput:          convert.CopyPtr(e.Throughput),
+				VolumeType:          convert.CopyPtr(e.VolumeType),
 			}
 			if e.VolumeSize != nil {
 				q := e.VolumeSize.DeepCopy()
@@ -382,14 +383,6 @@ func contains(s []string, v string) bool {
 		}
 	}
 	return false
-}
-
-func copyPtr[T any](p *T) *T {
-	if p == nil {
-		return nil
-	}
-	v := *p
-	return &v
 }
 
 // keptMetadata is what a converted object keeps of the old one's metadata:

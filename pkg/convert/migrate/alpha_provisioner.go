@@ -16,6 +16,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha5"
 	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1beta1"
+	"github.com/karpenter-go/karpenter/pkg/convert"
 )
 
 // Keys of the requirements the alpha AWS webhook added to every Provisioner
@@ -126,7 +127,7 @@ func provisionerToNodePool(in *v1alpha5.Provisioner, opts Options, warn func(str
 	if s.Limits != nil && len(s.Limits.Resources) > 0 {
 		out.Spec.Limits = v1beta1.Limits(s.Limits.Resources.DeepCopy())
 	}
-	out.Spec.Weight = copyPtr(s.Weight)
+	out.Spec.Weight = convert.CopyPtr(s.Weight)
 	return out, nodeClass, nil
 }
 
@@ -187,17 +188,17 @@ func appendDefaultRequirements(reqs []v1beta1.NodeSelectorRequirementWithMinValu
 func kubeletToV1beta1(k *v1alpha5.KubeletConfiguration) *v1beta1.KubeletConfiguration {
 	out := &v1beta1.KubeletConfiguration{
 		ClusterDNS:                  append([]string(nil), k.ClusterDNS...),
-		MaxPods:                     copyPtr(k.MaxPods),
-		PodsPerCore:                 copyPtr(k.PodsPerCore),
+		MaxPods:                     convert.CopyPtr(k.MaxPods),
+		PodsPerCore:                 convert.CopyPtr(k.PodsPerCore),
 		SystemReserved:              resourceListToStrings(k.SystemReserved),
 		KubeReserved:                resourceListToStrings(k.KubeReserved),
 		EvictionHard:                maps.Clone(k.EvictionHard),
 		EvictionSoft:                maps.Clone(k.EvictionSoft),
 		EvictionSoftGracePeriod:     maps.Clone(k.EvictionSoftGracePeriod),
-		EvictionMaxPodGracePeriod:   copyPtr(k.EvictionMaxPodGracePeriod),
-		ImageGCHighThresholdPercent: copyPtr(k.ImageGCHighThresholdPercent),
-		ImageGCLowThresholdPercent:  copyPtr(k.ImageGCLowThresholdPercent),
-		CPUCFSQuota:                 copyPtr(k.CPUCFSQuota),
+		EvictionMaxPodGracePeriod:   convert.CopyPtr(k.EvictionMaxPodGracePeriod),
+		ImageGCHighThresholdPercent: convert.CopyPtr(k.ImageGCHighThresholdPercent),
+		ImageGCLowThresholdPercent:  convert.CopyPtr(k.ImageGCLowThresholdPercent),
+		CPUCFSQuota:                 convert.CopyPtr(k.CPUCFSQuota),
 	}
 	if len(out.ClusterDNS) == 0 {
 		out.ClusterDNS = nil
