@@ -26,21 +26,7 @@ import (
 var e *env.Environment
 
 func TestMain(m *testing.M) {
-	var err error
-	if e, err = env.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if err = serveV1beta1(context.Background()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		_ = e.Stop()
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, "stopping envtest:", err)
-	}
-	os.Exit(code)
+	env.MainWithSetup(m, &e, func(*env.Environment) error { return serveV1beta1(context.Background()) })
 }
 
 // serveV1beta1 turns on the v1beta1 version of the EC2NodeClass CRD, as the

@@ -186,12 +186,26 @@ func trimDashes(s string) string {
 // failure to start ends the process with the reason (for a missing binary, the
 // make target that builds it).
 func Main(m *testing.M, target **Environment, opts ...Option) {
+	MainWithSetup(m, target, nil, opts...)
+}
+
+// MainWithSetup is Main with a set-up step that runs once the environment is
+// up and before the tests (e.g. serving an extra CRD version); its failure
+// stops the environment and ends the process.
+func MainWithSetup(m *testing.M, target **Environment, setup func(*Environment) error, opts ...Option) {
 	e, err := Start(opts...)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	*target = e
+	if setup != nil {
+		if err := setup(e); err != nil {
+			fmt.Fprintln(os.Stderr, "setting up envtest:", err)
+			_ = e.Stop()
+			os.Exit(1)
+		}
+	}
 	code := m.Run()
 	if err := e.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "stopping envtest:", err)

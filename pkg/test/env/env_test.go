@@ -2,7 +2,6 @@ package env_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,19 +17,7 @@ import (
 
 var e *env.Environment
 
-func TestMain(m *testing.M) {
-	var err error
-	e, err = env.Start()
-	if err != nil {
-		os.Stderr.WriteString(err.Error() + "\n")
-		os.Exit(1)
-	}
-	code := m.Run()
-	if err := e.Stop(); err != nil {
-		os.Stderr.WriteString("stopping envtest: " + err.Error() + "\n")
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { env.Main(m, &e) }
 
 func TestNamespaceRoundTrip(t *testing.T) {
 	ctx := context.Background()
