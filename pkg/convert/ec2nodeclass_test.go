@@ -26,21 +26,7 @@ func TestEC2NodeClassV1beta1RoundTrip(t *testing.T) {
 	g := newGen(1)
 	for i := range roundTrips {
 		in := g.V1beta1()
-		pristine := in.DeepCopy()
-		mid, err := convert.EC2NodeClassV1beta1ToV1(in)
-		if err != nil {
-			t.Fatalf("object %d: to v1: %v", i, err)
-		}
-		out, err := convert.EC2NodeClassV1ToV1beta1(mid)
-		if err != nil {
-			t.Fatalf("object %d: back to v1beta1: %v", i, err)
-		}
-		if !reflect.DeepEqual(in, pristine) {
-			t.Fatalf("object %d: the conversion modified its input:\n%s", i, diffJSON(pristine, in))
-		}
-		if !reflect.DeepEqual(out, in) {
-			t.Fatalf("object %d: v1beta1 -> v1 -> v1beta1 changed the object\nv1: %s\n%s", i, mustJSON(mid), diffJSON(in, out))
-		}
+		expectRoundTrip(t, i, in, convert.EC2NodeClassV1beta1ToV1, convert.EC2NodeClassV1ToV1beta1, "v1beta1", "v1")
 	}
 }
 
@@ -52,21 +38,7 @@ func TestEC2NodeClassV1RoundTrip(t *testing.T) {
 	var kubelets, pinned, explicitFamily, ssm int
 	for i := range roundTrips {
 		in := g.V1()
-		pristine := in.DeepCopy()
-		mid, err := convert.EC2NodeClassV1ToV1beta1(in)
-		if err != nil {
-			t.Fatalf("object %d: to v1beta1: %v", i, err)
-		}
-		out, err := convert.EC2NodeClassV1beta1ToV1(mid)
-		if err != nil {
-			t.Fatalf("object %d: back to v1: %v", i, err)
-		}
-		if !reflect.DeepEqual(in, pristine) {
-			t.Fatalf("object %d: the conversion modified its input:\n%s", i, diffJSON(pristine, in))
-		}
-		if !reflect.DeepEqual(out, in) {
-			t.Fatalf("object %d: v1 -> v1beta1 -> v1 changed the object\nv1beta1: %s\n%s", i, mustJSON(mid), diffJSON(in, out))
-		}
+		expectRoundTrip(t, i, in, convert.EC2NodeClassV1ToV1beta1, convert.EC2NodeClassV1beta1ToV1, "v1", "v1beta1")
 		if in.Spec.Kubelet != nil {
 			kubelets++
 		}
@@ -319,6 +291,30 @@ func withTypeMeta(in *awsv1beta1.EC2NodeClass) *awsv1beta1.EC2NodeClass {
 	out := in.DeepCopy()
 	out.APIVersion, out.Kind = "karpenter.k8s.aws/v1beta1", "EC2NodeClass"
 	return out
+}
+
+// expectRoundTrip converts in there and back and fails the test unless the
+// result equals in and in itself is untouched. It returns the intermediate
+// object for the caller's own counts. from and to name the
+// two versions.
+func expectRoundTrip[A interface{ DeepCopy() A }, B any](t *testing.T, i int, in A, there func(A) (B, error), back func(B) (A, error), from, to string) B {
+	t.Helper()
+	pristine := in.DeepCopy()
+	mid, err := there(in)
+	if err != nil {
+		t.Fatalf("object %d: to %s: %v", i, to, err)
+	}
+	out, err := back(mid)
+	if err != nil {
+		t.Fatalf("object %d: back to %s: %v", i, from, err)
+	}
+	if !reflect.DeepEqual(in, pristine) {
+		t.Fatalf("object %d: the conversion modified its input:\n%s", i, diffJSON(pristine, in))
+	}
+	if !reflect.DeepEqual(out, in) {
+		t.Fatalf("object %d: %s -> %s -> %s changed the object\n%s: %s\n%s", i, from, to, from, to, mustJSON(mid), diffJSON(in, out))
+	}
+	return mid
 }
 
 func mustJSON(v any) string {

@@ -20,21 +20,7 @@ func TestNodePoolV1beta1RoundTrip(t *testing.T) {
 	var kubelets, refAnnotations int
 	for i := range roundTrips {
 		in := g.V1beta1NodePool()
-		pristine := in.DeepCopy()
-		mid, err := convert.NodePoolV1beta1ToV1(in)
-		if err != nil {
-			t.Fatalf("object %d: to v1: %v", i, err)
-		}
-		out, err := convert.NodePoolV1ToV1beta1(mid)
-		if err != nil {
-			t.Fatalf("object %d: back: %v", i, err)
-		}
-		if !reflect.DeepEqual(in, pristine) {
-			t.Fatalf("object %d: conversion modified its input:\n%s", i, diffJSON(pristine, in))
-		}
-		if !reflect.DeepEqual(out, in) {
-			t.Fatalf("object %d: v1beta1 -> v1 -> v1beta1 changed the object\nv1: %s\n%s", i, mustJSON(mid), diffJSON(in, out))
-		}
+		mid := expectRoundTrip(t, i, in, convert.NodePoolV1beta1ToV1, convert.NodePoolV1ToV1beta1, "v1beta1", "v1")
 		if _, ok := mid.Annotations[v1.KubeletCompatibilityAnnotationKey]; ok {
 			kubelets++
 		}
@@ -55,21 +41,7 @@ func TestNodePoolV1RoundTrip(t *testing.T) {
 	var stashed int
 	for i := range roundTrips {
 		in := g.V1NodePool()
-		pristine := in.DeepCopy()
-		mid, err := convert.NodePoolV1ToV1beta1(in)
-		if err != nil {
-			t.Fatalf("object %d: to v1beta1: %v", i, err)
-		}
-		out, err := convert.NodePoolV1beta1ToV1(mid)
-		if err != nil {
-			t.Fatalf("object %d: back: %v", i, err)
-		}
-		if !reflect.DeepEqual(in, pristine) {
-			t.Fatalf("object %d: conversion modified its input:\n%s", i, diffJSON(pristine, in))
-		}
-		if !reflect.DeepEqual(out, in) {
-			t.Fatalf("object %d: v1 -> v1beta1 -> v1 changed the object\nv1beta1: %s\n%s", i, mustJSON(mid), diffJSON(in, out))
-		}
+		mid := expectRoundTrip(t, i, in, convert.NodePoolV1ToV1beta1, convert.NodePoolV1beta1ToV1, "v1", "v1beta1")
 		if _, ok := mid.Annotations[v1.V1OnlyFieldsAnnotationKey]; ok {
 			stashed++
 		}
@@ -85,21 +57,7 @@ func TestNodeClaimV1beta1RoundTrip(t *testing.T) {
 	g := newCoreGen(13)
 	for i := range roundTrips {
 		in := g.V1beta1NodeClaim()
-		pristine := in.DeepCopy()
-		mid, err := convert.NodeClaimV1beta1ToV1(in)
-		if err != nil {
-			t.Fatalf("object %d: to v1: %v", i, err)
-		}
-		out, err := convert.NodeClaimV1ToV1beta1(mid)
-		if err != nil {
-			t.Fatalf("object %d: back: %v", i, err)
-		}
-		if !reflect.DeepEqual(in, pristine) {
-			t.Fatalf("object %d: conversion modified its input:\n%s", i, diffJSON(pristine, in))
-		}
-		if !reflect.DeepEqual(out, in) {
-			t.Fatalf("object %d: v1beta1 -> v1 -> v1beta1 changed the object\nv1: %s\n%s", i, mustJSON(mid), diffJSON(in, out))
-		}
+		expectRoundTrip(t, i, in, convert.NodeClaimV1beta1ToV1, convert.NodeClaimV1ToV1beta1, "v1beta1", "v1")
 	}
 }
 
@@ -110,21 +68,7 @@ func TestNodeClaimV1RoundTrip(t *testing.T) {
 	g := newCoreGen(14)
 	for i := range roundTrips {
 		in := g.V1NodeClaim()
-		pristine := in.DeepCopy()
-		mid, err := convert.NodeClaimV1ToV1beta1(in)
-		if err != nil {
-			t.Fatalf("object %d: to v1beta1: %v", i, err)
-		}
-		out, err := convert.NodeClaimV1beta1ToV1(mid)
-		if err != nil {
-			t.Fatalf("object %d: back: %v", i, err)
-		}
-		if !reflect.DeepEqual(in, pristine) {
-			t.Fatalf("object %d: conversion modified its input:\n%s", i, diffJSON(pristine, in))
-		}
-		if !reflect.DeepEqual(out, in) {
-			t.Fatalf("object %d: v1 -> v1beta1 -> v1 changed the object\nv1beta1: %s\n%s", i, mustJSON(mid), diffJSON(in, out))
-		}
+		expectRoundTrip(t, i, in, convert.NodeClaimV1ToV1beta1, convert.NodeClaimV1beta1ToV1, "v1", "v1beta1")
 	}
 }
 
