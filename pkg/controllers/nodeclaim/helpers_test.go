@@ -12,8 +12,6 @@ import (
 
 func keyOf(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
 
-func ptrTrue() *bool { b := true; return &b }
-
 func create(ctx context.Context, t *testing.T, e *env.Environment, o client.Object) {
 	t.Helper()
 	if err := e.Client.Create(ctx, o); err != nil {

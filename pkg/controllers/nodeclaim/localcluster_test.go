@@ -8,20 +8,17 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/karpenter-go/karpenter/pkg/apis/crds"
+	"github.com/karpenter-go/karpenter/cmd/demo/kit"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 )
@@ -35,37 +32,11 @@ func TestKWOKNodesInitializeInTheLocalCluster(t *testing.T) {
 	c := localcluster.Start(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	for _, crd := range crds.CRDs() {
-		if err := c.Client.Create(ctx, crd.DeepCopy()); err != nil {
-			t.Fatal(err)
-		}
-	}
-	Eventually(t, time.Minute, func() error {
-		for _, crd := range crds.CRDs() {
-			got := &apiextensionsv1.CustomResourceDefinition{}
-			if err := c.Client.Get(ctx, keyOf(crd.Name), got); err != nil {
-				return err
-			}
-			established := false
-			for _, cond := range got.Status.Conditions {
-				established = established || (cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue)
-			}
-			if !established {
-				return fmt.Errorf("%s not established", crd.Name)
-			}
-		}
-		return nil
-	})
-
-	mgr, err := manager.New(c.Config, manager.Options{
-		Scheme:                 c.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptrTrue()},
-	})
-	if err != nil {
+	if err := kit.InstallCRDs(ctx, c.Client); err != nil {
 		t.Fatal(err)
 	}
+
+	mgr := env.NewManager(t, c.Config, c.Scheme)
 	catalog, err := kwok.LoadInstanceTypes("")
 	if err != nil {
 		t.Fatal(err)
@@ -77,12 +48,7 @@ func TestKWOKNodesInitializeInTheLocalCluster(t *testing.T) {
 	if err := kwok.NewNodeClassController(mgr.GetClient(), clock.RealClock{}).Register(mgr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		<-done
-	}()
+	env.RunManager(ctx, t, mgr)
 
 	if err := c.Client.Create(ctx, &kwokv1alpha1.KWOKNodeClass{
 		ObjectMeta: metav1.ObjectMeta{Name: "default"},

@@ -11,9 +11,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
@@ -35,15 +32,7 @@ func TestControllersUnderAManager(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
-	mgr, err := manager.New(e.Config, manager.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptrTrue()},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t, e.Config, e.Scheme)
 	catalog, err := kwok.LoadInstanceTypes("")
 	if err != nil {
 		t.Fatal(err)
@@ -59,14 +48,7 @@ func TestControllersUnderAManager(t *testing.T) {
 	if err := kwok.NewNodeClassController(mgr.GetClient(), clk).Register(mgr); err != nil {
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	env.RunManager(ctx, t, mgr)
 
 	// A NodeClass without status: the readiness controller makes it Ready,
 	// and the NodePool's NodeClassReady follows.

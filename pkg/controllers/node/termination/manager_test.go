@@ -10,15 +10,12 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
-	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -32,15 +29,7 @@ func TestNodeAndNodeClaimDeletionUnderAManager(t *testing.T) {
 	defer cancel()
 	cleanup(ctx, t)
 	t.Cleanup(func() { cleanup(context.Background(), t) })
-	mgr, err := manager.New(e.Config, manager.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t, e.Config, e.Scheme)
 	catalog, err := kwok.LoadInstanceTypes("")
 	if err != nil {
 		t.Fatal(err)
@@ -51,14 +40,7 @@ func TestNodeAndNodeClaimDeletionUnderAManager(t *testing.T) {
 	if err := nodeclaim.Register(ctx, mgr, mgr.GetClient(), cp, clk, mgr.GetEventRecorderFor("karpenter")); err != nil { //nolint:staticcheck // the controllers take a record.EventRecorder
 		t.Fatal(err)
 	}
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	env.RunManager(ctx, t, mgr)
 	ExpectApplied(ctx, t, e.Client, nodeClass(), nodePool())
 
 	f := &fixture{ctx: ctx}
