@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -52,6 +53,11 @@ func (r *Registration) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconci
 		return reconcile.Result{RequeueAfter: 30 * time.Second}, false, nil
 	}
 	if err := r.syncNode(ctx, nc, node); err != nil {
+		// The kubelet (or KWOK) writes the new Node's status and labels while we
+		// sync it; losing that race is routine, so retry at once, quietly.
+		if apierrors.IsConflict(err) {
+			return reconcile.Result{RequeueAfter: 10 * time.Millisecond}, false, nil
+		}
 		return reconcile.Result{}, false, err
 	}
 	nc.Status.NodeName = node.Name
