@@ -19,8 +19,9 @@ import (
 
 // Drift reasons Karpenter itself detects (upstream's names).
 const (
-	ReasonNodePoolDrifted     = "NodePoolDrifted"
-	ReasonRequirementsDrifted = "RequirementsDrifted"
+	ReasonNodePoolDrifted      = "NodePoolDrifted"
+	ReasonRequirementsDrifted  = "RequirementsDrifted"
+	ReasonInstanceTypeNotFound = "InstanceTypeNotFound"
 	// ReasonCloudProviderDrifted stands in for a provider reason that is not
 	// a valid condition reason (the provider's text goes into the message).
 	ReasonCloudProviderDrifted = "CloudProviderDrifted"
@@ -30,6 +31,12 @@ const (
 // the NodeClaim or its NodePool: the cloud provider's view (e.g. a new image)
 // can change without any Kubernetes event.
 const DriftRecheckInterval = 5 * time.Minute
+
+// InstanceTypeDriftMinAge: a NodeClaim younger than this is not checked for a
+// vanished instance type or offering. The cloud provider's catalog can lag a
+// launch (a type it just launched may be missing from a stale list), and
+// replacing a node minutes after creating it would be churn for nothing.
+const InstanceTypeDriftMinAge = time.Hour
 
 // Drift computes the Drifted condition.
 type Drift struct {
@@ -65,6 +72,15 @@ func (d *Drift) drifted(ctx context.Context, np *v1.NodePool, nc *v1.NodeClaim) 
 	}
 	if msg := RequirementsDrift(np, nc); msg != "" {
 		return ReasonRequirementsDrifted, msg, nil
+	}
+	if d.clock.Since(nc.CreationTimestamp.Time) >= InstanceTypeDriftMinAge {
+		its, err := d.cloudProvider.GetInstanceTypes(ctx, np)
+		if err != nil {
+			return "", "", fmt.Errorf("getting instance types of NodePool %s: %w", np.Name, err)
+		}
+		if msg := InstanceTypeDrift(its, nc); msg != "" {
+			return ReasonInstanceTypeNotFound, msg, nil
+		}
 	}
 	r, err := d.cloudProvider.IsDrifted(ctx, nc)
 	if err != nil {
@@ -124,6 +140,31 @@ func RequirementsDrift(np *v1.NodePool, nc *v1.NodeClaim) string {
 		return fmt.Sprintf("label %s=%s no longer satisfies NodePool %q requirement %s", ie.Key, v, np.Name, want)
 	}
 	return fmt.Sprintf("NodeClaim has no label %s, which NodePool %q now requires (%s)", ie.Key, np.Name, want)
+}
+
+// InstanceTypeDrift returns why the NodeClaim's instance type can no longer be
+// had from its NodePool (the type is gone from the provider's list, or no
+// offering of it matches the NodeClaim's zone and capacity type), or "". An
+// offering that is merely unavailable right now (insufficient capacity) is
+// not drift. A NodeClaim without an instance-type label is never drifted here.
+func InstanceTypeDrift(its []*scheduling.InstanceType, nc *v1.NodeClaim) string {
+	name := nc.Labels[scheduling.LabelInstanceType]
+	if name == "" {
+		return ""
+	}
+	for _, it := range its {
+		if it.Name != name {
+			continue
+		}
+		zone, ct := nc.Labels[scheduling.LabelZone], nc.Labels[scheduling.LabelCapacityType]
+		for _, o := range it.Offerings {
+			if (zone == "" || o.Zone == zone) && (ct == "" || o.CapacityType == ct) {
+				return ""
+			}
+		}
+		return fmt.Sprintf("instance type %s has no %s offering in zone %s any more", name, ct, zone)
+	}
+	return fmt.Sprintf("instance type %s is no longer offered for NodePool %q", name, nc.Labels[v1.NodePoolLabelKey])
 }
 
 // describeRequirement renders the NodePool's requirements on key as written.

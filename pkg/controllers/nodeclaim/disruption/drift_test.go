@@ -20,6 +20,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -203,6 +204,66 @@ func TestDriftByCloudProvider(t *testing.T) {
 	if err := ExpectReconcileFailed(f.ctx, t, f.ctrl, nc); !strings.Contains(err.Error(), "throttled") {
 		t.Fatalf("error %v does not carry the provider's", err)
 	}
+}
+
+// TestDriftByInstanceTypeNotFound: once the NodeClaim is an hour old, an
+// instance type gone from the provider's list, or one left without an
+// offering in the NodeClaim's zone and capacity type, drifts it; an offering
+// that is only unavailable does not.
+func TestDriftByInstanceTypeNotFound(t *testing.T) {
+	f := setup(t)
+	np := nodePool("default", "30s")
+	ExpectApplied(f.ctx, t, e.Client, np)
+	nc := launched(f, t, np, "node-a", true) // c-2x-amd64-linux, on-demand, test-zone-a
+	catalog, err := f.cloud.GetInstanceTypes(f.ctx, np)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var others []*scheduling.InstanceType
+	var own *scheduling.InstanceType
+	for _, it := range catalog {
+		if it.Name == "c-2x-amd64-linux" {
+			own = it
+		} else {
+			others = append(others, it)
+		}
+	}
+	if own == nil {
+		t.Fatal("catalog lacks c-2x-amd64-linux")
+	}
+
+	f.cloud.instanceTypes = others
+	_, nc = f.reconcile(t, nc)
+	expectNotDrifted(t, nc, "a NodeClaim younger than an hour is not checked")
+
+	// The API server stamped creation with its own (real) clock, a second or
+	// so after the fake clock's start.
+	f.clk.Step(disruption.InstanceTypeDriftMinAge + 2*time.Second)
+	_, nc = f.reconcile(t, nc)
+	expectDrifted(t, nc, disruption.ReasonInstanceTypeNotFound, "c-2x-amd64-linux", "no longer offered")
+
+	// The type is back, but without its on-demand offering in test-zone-a.
+	reduced := *own
+	reduced.Offerings = nil
+	for _, o := range own.Offerings {
+		if o.Zone == "test-zone-a" && o.CapacityType == v1.CapacityTypeOnDemand {
+			continue
+		}
+		reduced.Offerings = append(reduced.Offerings, o)
+	}
+	f.cloud.instanceTypes = append([]*scheduling.InstanceType{&reduced}, others...)
+	_, nc = f.reconcile(t, nc)
+	expectDrifted(t, nc, disruption.ReasonInstanceTypeNotFound, "no on-demand offering in zone test-zone-a")
+
+	// Unavailable is not gone.
+	unavailable := *own
+	unavailable.Offerings = append([]scheduling.Offering(nil), own.Offerings...)
+	for i := range unavailable.Offerings {
+		unavailable.Offerings[i].Available = false
+	}
+	f.cloud.instanceTypes = append([]*scheduling.InstanceType{&unavailable}, others...)
+	_, nc = f.reconcile(t, nc)
+	expectNotDrifted(t, nc, "offerings only unavailable")
 }
 
 // TestStaticDriftWinsOverProvider: checks run cheapest first; the reason is

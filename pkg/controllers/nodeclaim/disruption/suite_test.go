@@ -16,6 +16,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -30,6 +31,15 @@ type driftingCloud struct {
 	cloudprovider.CloudProvider
 	reason cloudprovider.DriftReason
 	err    error
+	// instanceTypes, when set, replaces the catalog GetInstanceTypes returns.
+	instanceTypes []*scheduling.InstanceType
+}
+
+func (d *driftingCloud) GetInstanceTypes(ctx context.Context, np *v1.NodePool) ([]*scheduling.InstanceType, error) {
+	if d.instanceTypes != nil {
+		return d.instanceTypes, nil
+	}
+	return d.CloudProvider.GetInstanceTypes(ctx, np)
 }
 
 func (d *driftingCloud) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.DriftReason, error) {
