@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -202,6 +203,12 @@ func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestratio
 			return nil, fmt.Errorf("candidate %s is gone", cand.Name)
 		}
 		cmd.Candidates = append(cmd.Candidates, n.NodeClaim)
+		if np, ok := s.nodePools[n.NodeClaim.Labels[v1.NodePoolLabelKey]]; ok {
+			if cmd.ConsolidationPolicies == nil {
+				cmd.ConsolidationPolicies = map[string]v1.ConsolidationPolicy{}
+			}
+			cmd.ConsolidationPolicies[n.NodeClaim.Name] = np.Spec.Disruption.ConsolidationPolicy
+		}
 	}
 	for _, r := range d.Replacements {
 		np, ok := s.nodePools[r.NodePool.Name]

@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
+	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -22,6 +23,11 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	busy, _ := f.node(t, "busy", "c-4x-amd64-linux", notConsolidatable)
 	f.pod(t, "db", busy.Name, "1", nil)
 	before := testutil.ToFloat64(disruption.DecisionsTotal.WithLabelValues("delete", "empty", "empty"))
+	// The disruption counter carries the NodePool's policy and, with no
+	// terminationGracePeriod, the graceful termination mode.
+	disrupted := ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey],
+		string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)
+	disruptedBefore := testutil.ToFloat64(disrupted)
 
 	done := f.startPass(t)
 	f.awaitValidation(t, done)
@@ -47,6 +53,10 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	ExpectReconciledQueue(t, f, "empty")
 	ExpectNotFound(f.ctx, t, testEnv.Client, nc.DeepCopy())
 	ExpectExists(f.ctx, t, testEnv.Client, busy.DeepCopy())
+	if after := testutil.ToFloat64(disrupted); after != disruptedBefore+1 {
+		t.Fatalf("nodeclaims_disrupted_total{empty,%s,%s,WhenEmptyOrUnderutilized,graceful} %v -> %v",
+			nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey], disruptedBefore, after)
+	}
 }
 
 func ExpectReconciledQueue(t *testing.T, f *fixture, id string) {

@@ -40,6 +40,10 @@ type Command struct {
 	// kwok-abc is empty", "replace 3 nodes (0.51/h) with 1 c-4x-amd64-linux
 	// (0.17/h)"). It goes into events and the DisruptionReason condition.
 	Explanation string
+	// ConsolidationPolicies holds, by candidate name, the consolidationPolicy
+	// of the candidate's NodePool when the decision was taken (the
+	// consolidation_policy label of karpenter_nodeclaims_disrupted_total).
+	ConsolidationPolicies map[string]v1.ConsolidationPolicy
 }
 
 // CandidateNames lists the candidates' names, in order.

@@ -365,7 +365,7 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 		if err != nil {
 			continue
 		}
-		ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues(metricReason(c.Reason), nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+		ncmetrics.CountDisrupted(nc, metricReason(c.Reason), c.ConsolidationPolicies[nc.Name])
 		q.record(c, nc, corev1.EventTypeNormal, EventDisruptionTerminating, fmt.Sprintf("Disrupting node: %s/%s: %s", c.Reason, c.Decision, c.Explanation))
 	}
 	if err := errors.Join(errs...); err != nil {

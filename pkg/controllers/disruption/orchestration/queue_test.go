@@ -90,7 +90,7 @@ func TestCandidatesDeletedOnlyAfterEveryReplacementIsInitialized(t *testing.T) {
 	f := setup(t)
 	a := f.candidate(t, "drift-a")
 	r1, r2 := replacement(), replacement()
-	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand))
+	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand, "", ncmetrics.TerminationModeGraceful))
 	cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a}, Replacements: []*v1.NodeClaim{r1, r2}, Explanation: "NodePool template changed"}
 	if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
@@ -133,7 +133,7 @@ func TestCandidatesDeletedOnlyAfterEveryReplacementIsInitialized(t *testing.T) {
 	if n := countEvents(f.events(), EventDisruptionTerminating, "Drifted"); n != 2 {
 		t.Errorf("%d %s events, want 2", n, EventDisruptionTerminating)
 	}
-	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand)); got != before+1 {
+	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand, "", ncmetrics.TerminationModeGraceful)); got != before+1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=drifted} = %v, want %v", got, before+1)
 	}
 	// Reconciling a finished command does nothing.
@@ -143,9 +143,10 @@ func TestCandidatesDeletedOnlyAfterEveryReplacementIsInitialized(t *testing.T) {
 func TestDeleteDecisionDeletesAtOnce(t *testing.T) {
 	f := setup(t)
 	a, b := f.candidate(t, "empty-a"), f.candidate(t, "empty-b")
-	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand))
+	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), ncmetrics.TerminationModeGraceful))
 	cmd := &Command{Method: MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: DecisionDelete,
-		Candidates: []*v1.NodeClaim{a, b}, Explanation: "nodes are empty"}
+		Candidates: []*v1.NodeClaim{a, b}, Explanation: "nodes are empty",
+		ConsolidationPolicies: map[string]v1.ConsolidationPolicy{a.Name: v1.ConsolidationPolicyWhenEmpty, b.Name: v1.ConsolidationPolicyWhenEmpty}}
 	if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +159,7 @@ func TestDeleteDecisionDeletesAtOnce(t *testing.T) {
 	if !deleting(t, f.ctx, a) || !deleting(t, f.ctx, b) {
 		t.Fatal("delete command's candidates not deleted on its first reconcile")
 	}
-	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand)); got != before+2 {
+	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), ncmetrics.TerminationModeGraceful)); got != before+2 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=empty} = %v, want %v", got, before+2)
 	}
 	evs := f.events()
@@ -416,9 +417,10 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	f := setup(t)
 	a, b := f.candidate(t, "elsewhere-a"), f.candidate(t, "elsewhere-b")
 	r := replacement()
-	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand))
+	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful))
 	if err := f.queue.StartCommand(f.ctx, &Command{Method: MethodMultiNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized,
-		Decision: DecisionReplace, Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r}}); err != nil {
+		Decision: DecisionReplace, Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r},
+		ConsolidationPolicies: map[string]v1.ConsolidationPolicy{a.Name: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, b.Name: v1.ConsolidationPolicyWhenEmptyOrUnderutilized}}); err != nil {
 		t.Fatal(err)
 	}
 	ExpectDeleted(f.ctx, t, e.Client, a) // held by its finalizer
@@ -427,7 +429,7 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	if !deleting(t, f.ctx, b) || f.queue.Len() != 0 {
 		t.Fatal("command did not finish")
 	}
-	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand)); got != before+1 {
+	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)); got != before+1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total = %v, want %v (only the candidate the queue deleted)", got, before+1)
 	}
 }

@@ -21,7 +21,7 @@ import (
 func TestExpiresExactlyAtExpireAfter(t *testing.T) {
 	f := setup(t)
 	nc := nodeClaim(f, t, "old", "1h")
-	counter := metrics.NodeClaimsDisruptedTotal.WithLabelValues(expiration.MetricReason, "default", v1.CapacityTypeSpot)
+	counter := metrics.NodeClaimsDisruptedTotal.WithLabelValues(expiration.MetricReason, "default", v1.CapacityTypeSpot, "", metrics.TerminationModeEventual)
 	before := testutil.ToFloat64(counter)
 
 	expiry := nc.CreationTimestamp.Add(time.Hour)
@@ -116,7 +116,7 @@ func TestEventOnNode(t *testing.T) {
 func TestAlreadyDeletingIsLeftAlone(t *testing.T) {
 	f := setup(t)
 	nc := nodeClaim(f, t, "going", "1m")
-	counter := metrics.NodeClaimsDisruptedTotal.WithLabelValues(expiration.MetricReason, "default", v1.CapacityTypeSpot)
+	counter := metrics.NodeClaimsDisruptedTotal.WithLabelValues(expiration.MetricReason, "default", v1.CapacityTypeSpot, "", metrics.TerminationModeEventual)
 	before := testutil.ToFloat64(counter)
 	ExpectDeleted(f.ctx, t, e.Client, nc)
 	f.clk.SetTime(nc.CreationTimestamp.Add(time.Hour))

@@ -52,6 +52,9 @@ func nodeClaim(f *fixture, t *testing.T, name, expireAfter string) *v1.NodeClaim
 		Spec: v1.NodeClaimSpec{
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
 			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+			// A terminationGracePeriod makes the disruption counter's
+			// termination_mode "eventual".
+			TerminationGracePeriod: &metav1.Duration{Duration: time.Hour},
 		},
 	}
 	if expireAfter != "" {

@@ -66,7 +66,7 @@ func (l *Launch) failed(ctx context.Context, nc *v1.NodeClaim, err error) (recon
 		if err := l.kubeClient.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, false, err
 		}
-		metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInsufficientCapacity, nodePoolOf(nc), nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+		metrics.CountDisrupted(nc, metrics.ReasonInsufficientCapacity, "")
 		log.FromContext(ctx).Info("deleted nodeclaim: insufficient capacity", "NodeClaim", nc.Name, "error", err.Error())
 		return reconcile.Result{}, true, nil
 	case cloudprovider.IsNodeClassNotReadyError(err):

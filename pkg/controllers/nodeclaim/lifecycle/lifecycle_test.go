@@ -141,7 +141,7 @@ func TestInsufficientCapacityDeletesTheNodeClaim(t *testing.T) {
 	f := setup(t)
 	nc := nodeClaim("claim-ice", "default", v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"s390x"}})
 	ExpectApplied(f.ctx, t, e.Client, nc)
-	before := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInsufficientCapacity, "default", ""))
+	before := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInsufficientCapacity, "default", "", "", metrics.TerminationModeGraceful))
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	// Deleted, held only by our finalizer; the next pass finalizes it (nothing was launched).
 	if nc = ExpectExists(f.ctx, t, e.Client, nc); nc.DeletionTimestamp.IsZero() {
@@ -149,7 +149,7 @@ func TestInsufficientCapacityDeletesTheNodeClaim(t *testing.T) {
 	}
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	ExpectNotFound(f.ctx, t, e.Client, nc)
-	if got := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInsufficientCapacity, "default", "")); got != before+1 {
+	if got := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonInsufficientCapacity, "default", "", "", metrics.TerminationModeGraceful)); got != before+1 {
 		t.Fatalf("disrupted_total{reason=insufficient_capacity}: %v -> %v", before, got)
 	}
 	if !drained(f, "InsufficientCapacityError") {

@@ -7,6 +7,8 @@ package metrics
 import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
 
 // Label names.
@@ -14,6 +16,25 @@ const (
 	LabelNodePool     = "nodepool"
 	LabelCapacityType = "capacity_type"
 	LabelReason       = "reason"
+	// LabelConsolidationPolicy is the owning NodePool's consolidationPolicy
+	// when the disruption controller chose the NodeClaim, empty otherwise.
+	LabelConsolidationPolicy = "consolidation_policy"
+	// LabelTerminationMode says how the drain that follows is bounded.
+	LabelTerminationMode = "termination_mode"
+)
+
+// Values of the termination_mode label, from the NodeClaim's
+// spec.terminationGracePeriod.
+const (
+	// TerminationModeGraceful: no terminationGracePeriod, so the drain waits
+	// for PDBs and do-not-disrupt pods as long as it takes.
+	TerminationModeGraceful = "graceful"
+	// TerminationModeEventual: a positive terminationGracePeriod ends the
+	// drain at its deadline, whatever blocks it.
+	TerminationModeEventual = "eventual"
+	// TerminationModeForceful: a zero terminationGracePeriod, the node goes at
+	// once.
+	TerminationModeForceful = "forceful"
 )
 
 // Disruption reasons recorded by the lifecycle controllers.
@@ -42,8 +63,8 @@ var (
 	// NodeClaimsDisruptedTotal counts NodeClaims Karpenter deleted on purpose.
 	NodeClaimsDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
-		Help: "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted, the owning nodepool and capacity type.",
-	}, []string{LabelReason, LabelNodePool, LabelCapacityType})
+		Help: "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted, the owning nodepool, capacity type, consolidation policy and termination mode.",
+	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
 	// InstanceTerminationDuration measures how long deleting the instance took.
 	InstanceTerminationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "instance_termination_duration_seconds",
@@ -54,4 +75,24 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, InstanceTerminationDuration)
+}
+
+// TerminationMode is the termination_mode label value for a NodeClaim.
+func TerminationMode(nc *v1.NodeClaim) string {
+	switch tgp := nc.Spec.TerminationGracePeriod; {
+	case tgp == nil:
+		return TerminationModeGraceful
+	case tgp.Duration <= 0:
+		return TerminationModeForceful
+	default:
+		return TerminationModeEventual
+	}
+}
+
+// CountDisrupted adds one to karpenter_nodeclaims_disrupted_total for nc.
+// policy is the owning NodePool's consolidationPolicy when the disruption
+// controller made the decision, "" for lifecycle deletions (expiration,
+// liveness, garbage collection, insufficient capacity).
+func CountDisrupted(nc *v1.NodeClaim, reason string, policy v1.ConsolidationPolicy) {
+	NodeClaimsDisruptedTotal.WithLabelValues(reason, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey], string(policy), TerminationMode(nc)).Inc()
 }
