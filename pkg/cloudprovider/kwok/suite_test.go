@@ -13,10 +13,10 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
-	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -38,18 +38,7 @@ func setup(t *testing.T) (context.Context, *kwok.CloudProvider, *clocktesting.Fa
 	return ctx, kwok.New(ctx, e.Client, clk, catalog), clk
 }
 
-func nodeClass(name string, delay time.Duration, ready bool) *kwokv1alpha1.KWOKNodeClass {
-	nc := &kwokv1alpha1.KWOKNodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       kwokv1alpha1.KWOKNodeClassSpec{NodeRegistrationDelay: metav1.Duration{Duration: delay}},
-	}
-	if ready {
-		nc.StatusConditions().SetTrue(status.ConditionReady)
-	} else {
-		nc.StatusConditions().SetFalse(status.ConditionReady, "NotReady", "test")
-	}
-	return nc
-}
+var nodeClass = fixtures.KWOKNodeClass
 
 func nodeClaim(name, nodeClassName string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
 	if len(reqs) == 0 {

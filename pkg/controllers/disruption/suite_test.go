@@ -18,7 +18,6 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
-	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
@@ -28,6 +27,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var testEnv *env.Environment
@@ -82,8 +82,7 @@ func newFixture(t *testing.T, budgets ...v1.Budget) *fixture {
 	f.queue = orchestration.NewQueue(testEnv.Client, f.cluster, f.recorder, f.clock)
 	f.ctrl = disruption.NewController(testEnv.Client, f.cluster, prov, f.cp, f.queue, f.recorder, f.clock, disruption.Options{})
 
-	nc := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	nc.StatusConditions().SetTrue(status.ConditionReady)
+	nc := fixtures.KWOKNodeClass("default", 0, true)
 	if len(budgets) == 0 {
 		budgets = []v1.Budget{{Nodes: "100%"}}
 	}

@@ -72,7 +72,7 @@ func TestReadinessMirrorsTheNodeClass(t *testing.T) {
 	ExpectApplied(ctx, t, e.Client, kwokNodeClass("default", false))
 	ExpectReconciled(ctx, t, readiness, np)
 	np = ExpectExists(ctx, t, e.Client, np)
-	if c := np.StatusConditions().Get(v1.ConditionTypeNodeClassReady); !c.IsFalse() || c.Reason != "NodeClassNotReady" || c.Message != "not ready for a test" {
+	if c := np.StatusConditions().Get(v1.ConditionTypeNodeClassReady); !c.IsFalse() || c.Reason != "NodeClassNotReady" || c.Message != "set not ready by a test" {
 		t.Fatalf("not ready NodeClass: %+v", c)
 	}
 

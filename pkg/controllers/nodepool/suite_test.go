@@ -11,9 +11,9 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
-	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -47,13 +47,7 @@ func nodePool(name, nodeClassName string) *v1.NodePool {
 }
 
 func kwokNodeClass(name string, ready bool) *kwokv1alpha1.KWOKNodeClass {
-	nc := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if ready {
-		nc.StatusConditions().SetTrue(status.ConditionReady)
-	} else {
-		nc.StatusConditions().SetFalse(status.ConditionReady, "Testing", "not ready for a test")
-	}
-	return nc
+	return fixtures.KWOKNodeClass(name, 0, ready)
 }
 
 func nodeClaim(name, pool string, capacity corev1.ResourceList) *v1.NodeClaim {

@@ -27,6 +27,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var testEnv *env.Environment
@@ -135,13 +136,7 @@ func (f *fixture) events() []string {
 }
 
 func nodeClass(name string, ready bool) *kwokv1alpha1.KWOKNodeClass {
-	nc := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: name}}
-	if ready {
-		nc.StatusConditions().SetTrue(status.ConditionReady)
-	} else {
-		nc.StatusConditions().SetFalse(status.ConditionReady, "NotReady", "test says so")
-	}
-	return nc
+	return fixtures.KWOKNodeClass(name, 0, ready)
 }
 
 func nodePool(name, nodeClassName string) *v1.NodePool {

@@ -31,6 +31,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -95,11 +96,7 @@ func cleanup(ctx context.Context, t *testing.T) {
 		&v1.NodeClaimList{}, &corev1.NodeList{}, &v1.NodePoolList{}, &kwokv1alpha1.KWOKNodeClassList{})
 }
 
-func nodeClass() *kwokv1alpha1.KWOKNodeClass {
-	nc := &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
-	nc.StatusConditions().SetTrue(status.ConditionReady)
-	return nc
-}
+func nodeClass() *kwokv1alpha1.KWOKNodeClass { return fixtures.KWOKNodeClass("default", 0, true) }
 
 func nodePool() *v1.NodePool {
 	return &v1.NodePool{

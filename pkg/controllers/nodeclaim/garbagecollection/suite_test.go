@@ -13,12 +13,12 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
-	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -56,12 +56,7 @@ func setup(t *testing.T, delay time.Duration) (context.Context, *clocktesting.Fa
 	t.Helper()
 	ctx := context.Background()
 	ExpectCleanedUp(ctx, t, e.Client, &v1.NodeClaimList{}, &corev1.NodeList{}, &kwokv1alpha1.KWOKNodeClassList{})
-	nc := &kwokv1alpha1.KWOKNodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec:       kwokv1alpha1.KWOKNodeClassSpec{NodeRegistrationDelay: metav1.Duration{Duration: delay}},
-	}
-	nc.StatusConditions().SetTrue(status.ConditionReady)
-	ExpectApplied(ctx, t, e.Client, nc)
+	ExpectApplied(ctx, t, e.Client, fixtures.KWOKNodeClass("default", delay, true))
 	return ctx, clocktesting.NewFakeClock(time.Now())
 }
 

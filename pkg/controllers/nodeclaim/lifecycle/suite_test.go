@@ -18,6 +18,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -55,18 +56,7 @@ func setupB(t testing.TB) *fixture {
 	return &fixture{ctx: ctx, clk: clk, cp: cp, ctrl: lifecycle.NewController(e.Client, cp, clk, rec), recorder: rec}
 }
 
-func nodeClass(name string, delay time.Duration, ready bool) *kwokv1alpha1.KWOKNodeClass {
-	nc := &kwokv1alpha1.KWOKNodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       kwokv1alpha1.KWOKNodeClassSpec{NodeRegistrationDelay: metav1.Duration{Duration: delay}},
-	}
-	if ready {
-		nc.StatusConditions().SetTrue(status.ConditionReady)
-	} else {
-		nc.StatusConditions().SetFalse(status.ConditionReady, "NotReady", "test")
-	}
-	return nc
-}
+var nodeClass = fixtures.KWOKNodeClass
 
 func nodeClaim(name, nodeClassName string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
 	if len(reqs) == 0 {
