@@ -225,14 +225,18 @@ func (c *Controller) export(res *disruption.Result) {
 	for _, r := range disruption.Reasons {
 		EligibleNodes.WithLabelValues(metricReason(r)).Set(float64(res.Eligible[r]))
 	}
+	// Reset: a NodePool deleted since the last pass leaves no stale series.
 	NodePoolAllowedDisruptions.Reset()
+	NodePoolNodesConsumingBudgets.Reset()
 	for _, b := range res.Budgets {
 		limit := float64(b.Limit)
 		if b.Limit < 0 {
 			// No budget applies: upstream reports the largest int32.
 			limit = math.MaxInt32
 		}
-		NodePoolAllowedDisruptions.WithLabelValues(b.NodePool, metricReason(b.Reason)).Set(limit)
+		// Upstream labels these two gauges with the reason as the API spells it.
+		NodePoolAllowedDisruptions.WithLabelValues(b.NodePool, string(b.Reason)).Set(limit)
+		NodePoolNodesConsumingBudgets.WithLabelValues(b.NodePool, string(b.Reason)).Set(float64(b.Disrupting))
 	}
 	for _, m := range res.TimedOut {
 		if ct := m.ConsolidationType(); ct != "" {

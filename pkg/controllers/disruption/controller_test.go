@@ -147,8 +147,8 @@ func TestBudgetZeroBlocksWithEvent(t *testing.T) {
 	if n := ExpectExists(f.ctx, t, testEnv.Client, node.DeepCopy()); hasTaint(n, v1.DisruptedTaintKey) {
 		t.Fatal("node tainted despite a zero budget")
 	}
-	if testutil.ToFloat64(disruption.NodePoolAllowedDisruptions.WithLabelValues("default", "empty")) != 0 {
-		t.Fatal("karpenter_nodepools_allowed_disruptions{default,empty} should be 0")
+	if v := gaugeSeries(t, disruption.NodePoolAllowedDisruptions, map[string]string{"nodepool": "default", "reason": "Empty"}); v != 0 {
+		t.Fatalf("karpenter_nodepools_allowed_disruptions{default,Empty} = %v, want 0", v)
 	}
 	if testutil.ToFloat64(disruption.FailedValidationsTotal.WithLabelValues("empty")) != before {
 		t.Fatal("nothing was decided, so nothing failed validation")
@@ -275,16 +275,27 @@ func TestUnconsolidatableExplainedAndClearedWhenItChanges(t *testing.T) {
 
 func TestMetricsOfAPass(t *testing.T) {
 	f := newFixture(t, v1.Budget{Nodes: "50%"})
+	var last *corev1.Node
 	for i := 0; i < 3; i++ {
 		n, _ := f.node(t, "n"+strconv.Itoa(i), "c-4x-amd64-linux", notConsolidatable)
 		f.pod(t, "p"+strconv.Itoa(i), n.Name, "3", nil)
+		last = n
 	}
+	// A NotReady node consumes the budget.
+	last = ExpectExists(f.ctx, t, testEnv.Client, last)
+	last.Status.Conditions[0].Status = corev1.ConditionFalse
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, last)
 	if r := f.pass(t); r.acted || r.err != nil {
 		t.Fatalf("got %+v", r)
 	}
-	// 50% of 3 initialized nodes, rounded up.
-	if v := testutil.ToFloat64(disruption.NodePoolAllowedDisruptions.WithLabelValues("default", "drifted")); v != 2 {
-		t.Fatalf("allowed_disruptions{default,drifted} = %v, want 2", v)
+	// 50% of 3 initialized nodes, rounded up; the NotReady node is not
+	// subtracted from this gauge but shows in nodes_consuming_budgets.
+	drifted := map[string]string{"nodepool": "default", "reason": "Drifted"}
+	if v := gaugeSeries(t, disruption.NodePoolAllowedDisruptions, drifted); v != 2 {
+		t.Fatalf("allowed_disruptions{default,Drifted} = %v, want 2", v)
+	}
+	if v := gaugeSeries(t, disruption.NodePoolNodesConsumingBudgets, drifted); v != 1 {
+		t.Fatalf("nodes_consuming_budgets{default,Drifted} = %v, want 1 (the NotReady node)", v)
 	}
 	if v := testutil.ToFloat64(disruption.EligibleNodes.WithLabelValues("underutilized")); v != 0 {
 		t.Fatalf("eligible_nodes{underutilized} = %v, want 0", v)

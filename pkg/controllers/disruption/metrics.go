@@ -42,10 +42,17 @@ var (
 		Namespace: "karpenter", Subsystem: "nodepools", Name: "allowed_disruptions",
 		Help: "The number of nodes for a given NodePool that can be concurrently disrupting at a point in time. Labeled by NodePool. Note that allowed disruptions can change very rapidly, as new nodes may be created and others may be deleted at any point.",
 	}, []string{"nodepool", "reason"})
+	// NodePoolNodesConsumingBudgets is, per NodePool and reason, how many of
+	// the pool's nodes count against its budget (already disrupting or
+	// NotReady); allowed_disruptions minus this is what a pass may start.
+	NodePoolNodesConsumingBudgets = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "nodepools", Name: "nodes_consuming_budgets",
+		Help: "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by NodePool.",
+	}, []string{"nodepool", "reason"})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(DecisionsTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions)
+	crmetrics.Registry.MustRegister(DecisionsTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets)
 	for _, t := range []string{"multi", "single"} {
 		ConsolidationTimeoutsTotal.WithLabelValues(t).Add(0)
 	}

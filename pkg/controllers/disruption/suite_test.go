@@ -1,8 +1,12 @@
 package disruption_test
 
 import (
+	"maps"
+
 	"context"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"strings"
 	"testing"
 	"time"
@@ -299,4 +303,31 @@ func hasTaint(n *corev1.Node, key string) bool {
 		}
 	}
 	return false
+}
+
+// gaugeSeries reads the series of vec with exactly these label values and
+// fails the test when the last pass did not export it (a missing series would
+// otherwise read as 0 through WithLabelValues).
+func gaugeSeries(t *testing.T, vec *prometheus.GaugeVec, labels map[string]string) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() { vec.Collect(ch); close(ch) }()
+	found, value := false, 0.0
+	for m := range ch {
+		var out dto.Metric
+		if err := m.Write(&out); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, lp := range out.GetLabel() {
+			got[lp.GetName()] = lp.GetValue()
+		}
+		if maps.Equal(got, labels) {
+			found, value = true, out.GetGauge().GetValue()
+		}
+	}
+	if !found {
+		t.Fatalf("no series %v exported", labels)
+	}
+	return value
 }
