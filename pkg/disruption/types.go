@@ -126,6 +126,18 @@ func (n *Node) Pods() []*corev1.Pod {
 	return n.Existing.Pods
 }
 
+// ReschedulablePods are the pods bound to the node that need a new home when
+// it goes (not DaemonSet, mirror, finished or terminating pods).
+func (n *Node) ReschedulablePods() []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, p := range n.Pods() {
+		if reschedulable(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
 // NodePool is a karpenter.sh/v1 NodePool with the instance types its nodes are
 // priced from (the cloud provider's answer for it, launchable or not).
 type NodePool struct {

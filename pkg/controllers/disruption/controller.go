@@ -203,12 +203,14 @@ func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestratio
 			return nil, fmt.Errorf("candidate %s is gone", cand.Name)
 		}
 		cmd.Candidates = append(cmd.Candidates, n.NodeClaim)
+		m := orchestration.CandidateMetrics{ReschedulablePods: len(n.ReschedulablePods())}
 		if np, ok := s.nodePools[n.NodeClaim.Labels[v1.NodePoolLabelKey]]; ok {
-			if cmd.ConsolidationPolicies == nil {
-				cmd.ConsolidationPolicies = map[string]v1.ConsolidationPolicy{}
-			}
-			cmd.ConsolidationPolicies[n.NodeClaim.Name] = np.Spec.Disruption.ConsolidationPolicy
+			m.ConsolidationPolicy = np.Spec.Disruption.ConsolidationPolicy
 		}
+		if cmd.Metrics == nil {
+			cmd.Metrics = map[string]orchestration.CandidateMetrics{}
+		}
+		cmd.Metrics[n.NodeClaim.Name] = m
 	}
 	for _, r := range d.Replacements {
 		np, ok := s.nodePools[r.NodePool.Name]

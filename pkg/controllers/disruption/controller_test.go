@@ -77,6 +77,9 @@ func TestConsolidationReplacesWithCheaperNodeAfterItInitializes(t *testing.T) {
 	}
 	_, nc := f.node(t, "big", "c-16x-amd64-linux")
 	f.pod(t, "web", "big", "1", nil)
+	podsDisrupted := ncmetrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand,
+		string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)
+	podsBefore := testutil.ToFloat64(podsDisrupted)
 
 	if r := f.pass(t); !r.acted || r.err != nil {
 		t.Fatalf("want a replacement started, got %+v", r)
@@ -125,6 +128,10 @@ func TestConsolidationReplacesWithCheaperNodeAfterItInitializes(t *testing.T) {
 	ExpectReconciledQueue(t, f, "big")
 	ExpectNotFound(f.ctx, t, testEnv.Client, nc.DeepCopy())
 	ExpectExists(f.ctx, t, testEnv.Client, repl.DeepCopy())
+	// The candidate's one pod is counted as disrupted when it is deleted.
+	if got := testutil.ToFloat64(podsDisrupted); got != podsBefore+1 {
+		t.Fatalf("pods_disruption_initiated_total{underutilized,...} %v -> %v, want +1", podsBefore, got)
+	}
 }
 
 func TestBudgetZeroBlocksWithEvent(t *testing.T) {

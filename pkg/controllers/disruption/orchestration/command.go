@@ -40,10 +40,20 @@ type Command struct {
 	// kwok-abc is empty", "replace 3 nodes (0.51/h) with 1 c-4x-amd64-linux
 	// (0.17/h)"). It goes into events and the DisruptionReason condition.
 	Explanation string
-	// ConsolidationPolicies holds, by candidate name, the consolidationPolicy
-	// of the candidate's NodePool when the decision was taken (the
-	// consolidation_policy label of karpenter_nodeclaims_disrupted_total).
-	ConsolidationPolicies map[string]v1.ConsolidationPolicy
+	// Metrics holds, by candidate name, what the disruption metrics record of
+	// the candidate as the decision saw it.
+	Metrics map[string]CandidateMetrics
+}
+
+// CandidateMetrics is what karpenter_nodeclaims_disrupted_total and
+// karpenter_pods_disruption_initiated_total record of a candidate.
+type CandidateMetrics struct {
+	// ConsolidationPolicy of the candidate's NodePool (the
+	// consolidation_policy label).
+	ConsolidationPolicy v1.ConsolidationPolicy
+	// ReschedulablePods on the candidate's node, whose disruption deleting it
+	// starts.
+	ReschedulablePods int
 }
 
 // CandidateNames lists the candidates' names, in order.

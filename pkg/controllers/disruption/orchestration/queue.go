@@ -365,7 +365,8 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 		if err != nil {
 			continue
 		}
-		ncmetrics.CountDisrupted(nc, metricReason(c.Reason), c.ConsolidationPolicies[nc.Name])
+		m := c.Metrics[nc.Name]
+		ncmetrics.CountDisrupted(nc, metricReason(c.Reason), m.ConsolidationPolicy, m.ReschedulablePods)
 		q.record(c, nc, corev1.EventTypeNormal, EventDisruptionTerminating, fmt.Sprintf("Disrupting node: %s/%s: %s", c.Reason, c.Decision, c.Explanation))
 	}
 	if err := errors.Join(errs...); err != nil {

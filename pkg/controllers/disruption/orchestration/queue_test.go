@@ -146,7 +146,7 @@ func TestDeleteDecisionDeletesAtOnce(t *testing.T) {
 	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), ncmetrics.TerminationModeGraceful))
 	cmd := &Command{Method: MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: DecisionDelete,
 		Candidates: []*v1.NodeClaim{a, b}, Explanation: "nodes are empty",
-		ConsolidationPolicies: map[string]v1.ConsolidationPolicy{a.Name: v1.ConsolidationPolicyWhenEmpty, b.Name: v1.ConsolidationPolicyWhenEmpty}}
+		Metrics: map[string]CandidateMetrics{a.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty}, b.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty}}}
 	if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
 		t.Fatal(err)
 	}
@@ -418,9 +418,12 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	a, b := f.candidate(t, "elsewhere-a"), f.candidate(t, "elsewhere-b")
 	r := replacement()
 	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful))
+	podsBefore := testutil.ToFloat64(ncmetrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful))
 	if err := f.queue.StartCommand(f.ctx, &Command{Method: MethodMultiNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized,
 		Decision: DecisionReplace, Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r},
-		ConsolidationPolicies: map[string]v1.ConsolidationPolicy{a.Name: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, b.Name: v1.ConsolidationPolicyWhenEmptyOrUnderutilized}}); err != nil {
+		Metrics: map[string]CandidateMetrics{
+			a.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, ReschedulablePods: 4},
+			b.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, ReschedulablePods: 3}}}); err != nil {
 		t.Fatal(err)
 	}
 	ExpectDeleted(f.ctx, t, e.Client, a) // held by its finalizer
@@ -431,5 +434,8 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)); got != before+1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total = %v, want %v (only the candidate the queue deleted)", got, before+1)
+	}
+	if got := testutil.ToFloat64(ncmetrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)); got != podsBefore+3 {
+		t.Errorf("karpenter_pods_disruption_initiated_total = %v, want %v (the 3 pods of the candidate the queue deleted)", got, podsBefore+3)
 	}
 }

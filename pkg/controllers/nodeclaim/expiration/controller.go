@@ -65,7 +65,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		nc.Name, nc.Spec.ExpireAfter, nc.CreationTimestamp.UTC().Format("2006-01-02T15:04:05Z"))
 	log.FromContext(ctx).Info("deleting expired nodeclaim", "NodeClaim", nc.Name, "expireAfter", nc.Spec.ExpireAfter.String(),
 		"nodepool", nc.Labels[v1.NodePoolLabelKey])
-	metrics.CountDisrupted(nc, MetricReason, "")
+	metrics.CountDisrupted(nc, MetricReason, "", 0)
 	if c.recorder != nil {
 		c.recorder.Event(nc, corev1.EventTypeNormal, EventReason, msg)
 		if node := c.node(ctx, nc); node != nil {

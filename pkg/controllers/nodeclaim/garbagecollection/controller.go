@@ -197,7 +197,7 @@ func (c *Controller) deleteVanished(ctx context.Context, nc *v1.NodeClaim) (bool
 	if c.recorder != nil {
 		c.recorder.Eventf(nc, corev1.EventTypeWarning, "GarbageCollected", "instance %s of NodeClaim %s no longer exists", nc.Status.ProviderID, nc.Name)
 	}
-	metrics.CountDisrupted(nc, metrics.ReasonGarbageCollected, "")
+	metrics.CountDisrupted(nc, metrics.ReasonGarbageCollected, "", 0)
 	log.FromContext(ctx).Info("garbage collected nodeclaim whose instance vanished", "NodeClaim", nc.Name, "providerID", nc.Status.ProviderID)
 	return true, nil
 }

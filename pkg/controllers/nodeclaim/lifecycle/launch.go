@@ -66,7 +66,7 @@ func (l *Launch) failed(ctx context.Context, nc *v1.NodeClaim, err error) (recon
 		if err := l.kubeClient.Delete(ctx, nc); client.IgnoreNotFound(err) != nil {
 			return reconcile.Result{}, false, err
 		}
-		metrics.CountDisrupted(nc, metrics.ReasonInsufficientCapacity, "")
+		metrics.CountDisrupted(nc, metrics.ReasonInsufficientCapacity, "", 0)
 		log.FromContext(ctx).Info("deleted nodeclaim: insufficient capacity", "NodeClaim", nc.Name, "error", err.Error())
 		return reconcile.Result{}, true, nil
 	case cloudprovider.IsNodeClassNotReadyError(err):

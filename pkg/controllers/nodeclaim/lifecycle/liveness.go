@@ -54,7 +54,7 @@ func (l *Liveness) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 			fmt.Sprintf("NodeClaim %s launched but its node did not register within %s", nc.Name, timeout))
 	}
 	l.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonLivenessTimeout, "NodeClaim %s did not complete %s within %s, deleting", nc.Name, what, timeout)
-	metrics.CountDisrupted(nc, metrics.ReasonLiveness, "")
+	metrics.CountDisrupted(nc, metrics.ReasonLiveness, "", 0)
 	log.FromContext(ctx).Info("deleted nodeclaim: "+what+" timed out", "NodeClaim", nc.Name, "timeout", timeout.String())
 	return reconcile.Result{}, true, nil
 }

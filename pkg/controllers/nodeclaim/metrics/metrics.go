@@ -65,6 +65,12 @@ var (
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",
 		Help: "Number of nodeclaims disrupted in total by Karpenter. Labeled by reason the nodeclaim was disrupted, the owning nodepool, capacity type, consolidation policy and termination mode.",
 	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
+	// PodsDisruptionInitiatedTotal counts the pods on NodeClaims Karpenter
+	// deleted on purpose (same labels as NodeClaimsDisruptedTotal).
+	PodsDisruptionInitiatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "pods", Name: "disruption_initiated_total",
+		Help: "Number of pods whose node Karpenter started to disrupt, counted when the node's nodeclaim is deleted. Labeled by disruption reason, nodepool, capacity type, consolidation policy and termination mode.",
+	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
 	// InstanceTerminationDuration measures how long deleting the instance took.
 	InstanceTerminationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "instance_termination_duration_seconds",
@@ -74,7 +80,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, InstanceTerminationDuration)
+	crmetrics.Registry.MustRegister(NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, PodsDisruptionInitiatedTotal, InstanceTerminationDuration)
 }
 
 // TerminationMode is the termination_mode label value for a NodeClaim.
@@ -89,10 +95,14 @@ func TerminationMode(nc *v1.NodeClaim) string {
 	}
 }
 
-// CountDisrupted adds one to karpenter_nodeclaims_disrupted_total for nc.
-// policy is the owning NodePool's consolidationPolicy when the disruption
-// controller made the decision, "" for lifecycle deletions (expiration,
-// liveness, garbage collection, insufficient capacity).
-func CountDisrupted(nc *v1.NodeClaim, reason string, policy v1.ConsolidationPolicy) {
-	NodeClaimsDisruptedTotal.WithLabelValues(reason, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey], string(policy), TerminationMode(nc)).Inc()
+// CountDisrupted adds one to karpenter_nodeclaims_disrupted_total for nc and
+// pods to karpenter_pods_disruption_initiated_total. policy is the owning
+// NodePool's consolidationPolicy when the disruption controller made the
+// decision, "" for lifecycle deletions (expiration, liveness, garbage
+// collection, insufficient capacity); pods is how many reschedulable pods the
+// node had, when the caller knows (only the disruption controller does).
+func CountDisrupted(nc *v1.NodeClaim, reason string, policy v1.ConsolidationPolicy, pods int) {
+	labels := []string{reason, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey], string(policy), TerminationMode(nc)}
+	NodeClaimsDisruptedTotal.WithLabelValues(labels...).Inc()
+	PodsDisruptionInitiatedTotal.WithLabelValues(labels...).Add(float64(pods))
 }

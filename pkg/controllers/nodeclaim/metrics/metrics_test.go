@@ -28,8 +28,9 @@ func TestTerminationMode(t *testing.T) {
 	}
 }
 
-// TestCountDisrupted: one increment, on the series named by the NodeClaim's
-// nodepool and capacity-type labels, the policy given and its mode.
+// TestCountDisrupted: one NodeClaim and its pods counted, on the series named
+// by the NodeClaim's nodepool and capacity-type labels, the policy given and
+// its termination mode.
 func TestCountDisrupted(t *testing.T) {
 	nc := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{v1.NodePoolLabelKey: "web", v1.CapacityTypeLabelKey: v1.CapacityTypeSpot}},
@@ -37,8 +38,13 @@ func TestCountDisrupted(t *testing.T) {
 	}
 	series := NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "web", v1.CapacityTypeSpot, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), TerminationModeEventual)
 	before := testutil.ToFloat64(series)
-	CountDisrupted(nc, "underutilized", v1.ConsolidationPolicyWhenEmptyOrUnderutilized)
+	pods := PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "web", v1.CapacityTypeSpot, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), TerminationModeEventual)
+	podsBefore := testutil.ToFloat64(pods)
+	CountDisrupted(nc, "underutilized", v1.ConsolidationPolicyWhenEmptyOrUnderutilized, 7)
 	if got := testutil.ToFloat64(series); got != before+1 {
 		t.Fatalf("karpenter_nodeclaims_disrupted_total{reason=underutilized,nodepool=web,capacity_type=spot,consolidation_policy=WhenEmptyOrUnderutilized,termination_mode=eventual} = %v, want %v", got, before+1)
+	}
+	if got := testutil.ToFloat64(pods); got != podsBefore+7 {
+		t.Fatalf("karpenter_pods_disruption_initiated_total (same labels) = %v, want %v", got, podsBefore+7)
 	}
 }
