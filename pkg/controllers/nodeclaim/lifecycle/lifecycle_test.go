@@ -250,6 +250,7 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
 	before := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", ExpectExists(f.ctx, t, e.Client, nc).Labels[v1.CapacityTypeLabelKey]))
+	countBefore, sumBefore := histogram(t, metrics.NodeClaimTerminationDuration.WithLabelValues("default"))
 
 	ExpectDeleted(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
@@ -261,8 +262,14 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	}
 	ExpectReconciled(f.ctx, t, termination.NewController(e.Client, f.cp, f.clk, f.recorder), node)
 	ExpectNotFound(f.ctx, t, e.Client, node)
+	// The drain took 90 s on the controller's clock.
+	deleted := ExpectExists(f.ctx, t, e.Client, nc).DeletionTimestamp.Time
+	f.clk.SetTime(deleted.Add(90 * time.Second))
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	ExpectNotFound(f.ctx, t, e.Client, nc)
+	if count, sum := histogram(t, metrics.NodeClaimTerminationDuration.WithLabelValues("default")); count != countBefore+1 || sum-sumBefore != 90 {
+		t.Fatalf("nodeclaims_termination_duration_seconds{default}: %d samples (+%v s), want one more of 90 s", count-countBefore, sum-sumBefore)
+	}
 	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
 		t.Fatalf("instances left: %d", len(list))
 	}

@@ -2,6 +2,8 @@ package lifecycle_test
 
 import (
 	"context"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"testing"
 	"time"
 
@@ -159,4 +161,14 @@ func nodePool(name string) *v1.NodePool {
 			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
 		}}},
 	}
+}
+
+// histogram reads a histogram series' sample count and sum.
+func histogram(t *testing.T, o prometheus.Observer) (uint64, float64) {
+	t.Helper()
+	var m dto.Metric
+	if err := o.(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
 }

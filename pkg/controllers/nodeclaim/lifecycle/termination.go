@@ -90,6 +90,9 @@ func (t *Terminator) Finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 		return conflictIsRequeue(client.IgnoreNotFound(err))
 	}
 	metrics.NodeClaimsTerminatedTotal.WithLabelValues(nodePoolOf(nc), nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+	if nc.DeletionTimestamp != nil {
+		metrics.NodeClaimTerminationDuration.WithLabelValues(nodePoolOf(nc)).Observe(max(0, t.clock.Since(nc.DeletionTimestamp.Time).Seconds()))
+	}
 	if c := nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating); c.IsTrue() {
 		metrics.InstanceTerminationDuration.WithLabelValues(nodePoolOf(nc)).Observe(t.clock.Since(c.LastTransitionTime.Time).Seconds())
 	}

@@ -71,6 +71,14 @@ var (
 		Namespace: "karpenter", Subsystem: "pods", Name: "disruption_initiated_total",
 		Help: "Number of pods whose node Karpenter started to disrupt, counted when the node's nodeclaim is deleted. Labeled by disruption reason, nodepool, capacity type, consolidation policy and termination mode.",
 	}, []string{LabelReason, LabelNodePool, LabelCapacityType, LabelConsolidationPolicy, LabelTerminationMode})
+	// NodeClaimTerminationDuration measures a NodeClaim's whole termination,
+	// from its deletion timestamp to the removal of its finalizer (drain
+	// included).
+	NodeClaimTerminationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "termination_duration_seconds",
+		Help:    "Duration of NodeClaim termination in seconds.",
+		Buckets: prometheus.ExponentialBuckets(1, 2, 12),
+	}, []string{LabelNodePool})
 	// InstanceTerminationDuration measures how long deleting the instance took.
 	InstanceTerminationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "instance_termination_duration_seconds",
@@ -80,7 +88,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, PodsDisruptionInitiatedTotal, InstanceTerminationDuration)
+	crmetrics.Registry.MustRegister(NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, PodsDisruptionInitiatedTotal, NodeClaimTerminationDuration, InstanceTerminationDuration)
 }
 
 // TerminationMode is the termination_mode label value for a NodeClaim.
