@@ -15,12 +15,14 @@ import (
 
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -92,6 +94,14 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	prov.Trigger(types.UID("startup"))
 	if !opts.DisableClusterStateObservability {
 		if err := mgr.Add(&provisioning.MetricsExporter{Cluster: cluster, Clock: clk}); err != nil {
+			return err
+		}
+		// Per-node gauges and cluster utilization (upstream's metrics.node controller).
+		nodeMetrics, err := nodemetrics.NewController(cluster, clk, crmetrics.Registry, kwok.WellKnownLabels...)
+		if err != nil {
+			return err
+		}
+		if err := mgr.Add(nodeMetrics); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,383 @@
+package node_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
+	"github.com/karpenter-go/karpenter/pkg/state"
+	"github.com/karpenter-go/karpenter/pkg/state/informer"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+var testEnv *env.Environment
+
+func TestMain(m *testing.M) { env.Main(m, &testEnv) }
+
+const gi = 1 << 30
+const mi = 1 << 20
+
+type fixture struct {
+	ctx     context.Context
+	cancel  context.CancelFunc
+	clock   *clocktesting.FakeClock
+	cluster *state.Cluster
+	nodes   *informer.Controller
+	pods    *informer.Controller
+	reg     *prometheus.Registry
+	ctrl    *node.Controller
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	cleanup := func() {
+		c := context.Background()
+		_ = testEnv.Client.DeleteAllOf(c, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
+		ExpectCleanedUp(c, t, testEnv.Client, &corev1.PodList{}, &appsv1.DaemonSetList{}, &corev1.NodeList{})
+	}
+	cleanup()
+	t.Cleanup(cleanup)
+	f := &fixture{ctx: ctx, cancel: cancel, clock: clocktesting.NewFakeClock(time.Now().Truncate(time.Second)), reg: prometheus.NewRegistry()}
+	f.cluster = state.NewCluster(f.clock, testEnv.Client)
+	f.nodes = informer.NewNodeController(testEnv.Client, f.cluster)
+	f.pods = informer.NewPodController(testEnv.Client, f.cluster)
+	ctrl, err := node.NewController(f.cluster, f.clock, f.reg, kwok.WellKnownLabels...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.ctrl = ctrl
+	return f
+}
+
+// node creates a Node (managed when nodePool is set) with 4 cores / 16Gi
+// capacity and 3800m / 15Gi allocatable, 100Gi / 90Gi ephemeral storage and
+// 110 pods, and feeds it into cluster state.
+func (f *fixture) node(t *testing.T, name, nodePool string) *corev1.Node {
+	t.Helper()
+	lbls := map[string]string{
+		corev1.LabelInstanceTypeStable: "c-4x-amd64-linux", corev1.LabelTopologyZone: "test-zone-a", corev1.LabelTopologyRegion: "test-region",
+		v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
+		kwokv1alpha1.InstanceSizeLabelKey: "4x", kwokv1alpha1.InstanceFamilyLabelKey: "c",
+		kwokv1alpha1.InstanceCPULabelKey: "4", kwokv1alpha1.InstanceMemoryLabelKey: "16384",
+		corev1.LabelHostname: name,
+	}
+	if nodePool != "" {
+		lbls[v1.NodePoolLabelKey] = nodePool
+	}
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
+		Spec:       corev1.NodeSpec{ProviderID: kwok.ProviderIDPrefix + name},
+		Status: corev1.NodeStatus{
+			Capacity: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"), corev1.ResourcePods: resource.MustParse("110"),
+			},
+			Allocatable: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("3800m"), corev1.ResourceMemory: resource.MustParse("15Gi"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("90Gi"), corev1.ResourcePods: resource.MustParse("110"),
+			},
+		},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, n)
+	ExpectReconciled(f.ctx, t, f.nodes, n)
+	return n
+}
+
+// pod binds a pod to the node with the given requests and limits (cpu, memory)
+// and feeds it into cluster state; ds makes it a DaemonSet's pod.
+func (f *fixture) pod(t *testing.T, name, nodeName string, ds *appsv1.DaemonSet, reqCPU, reqMem, limCPU, limMem string) {
+	t.Helper()
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
+			Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(reqCPU), corev1.ResourceMemory: resource.MustParse(reqMem)},
+				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(limCPU), corev1.ResourceMemory: resource.MustParse(limMem)},
+			},
+		}}},
+	}
+	if ds != nil {
+		isController := true
+		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &isController}}
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, p)
+	ExpectReconciled(f.ctx, t, f.pods, p)
+}
+
+func (f *fixture) daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
+	t.Helper()
+	sel := map[string]string{"app": name}
+	ds := &appsv1.DaemonSet{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DaemonSetSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: sel},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: sel},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
+			},
+		},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, ds)
+	return ds
+}
+
+// series is one gathered sample: its full label set and value.
+type series struct {
+	labels map[string]string
+	value  float64
+}
+
+// gather returns every series of the metric, empty when it has none.
+func (f *fixture) gather(t *testing.T, name string) []series {
+	t.Helper()
+	mfs, err := f.reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []series
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			s := series{labels: map[string]string{}, value: m.GetGauge().GetValue()}
+			for _, lp := range m.GetLabel() {
+				s.labels[lp.GetName()] = lp.GetValue()
+			}
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// nodeLabels is the exact label set (upstream's names) every series of the
+// node gauges carries for a node made by fixture.node, without resource_type.
+func nodeLabels(name, nodePool string) map[string]string {
+	return map[string]string{
+		"node_name": name, "phase": "", "managed": "true",
+		"nodepool": nodePool, "zone": "test-zone-a", "region": "test-region", "instance_type": "c-4x-amd64-linux",
+		"arch": "amd64", "os": "linux", "capacity_type": "on-demand", "windows_build": "",
+		"instance_size": "4x", "instance_family": "c", "instance_cpu": "4", "instance_memory": "16384",
+	}
+}
+
+func with(l map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for lk, lv := range l {
+		out[lk] = lv
+	}
+	return out
+}
+
+// expectSeries fails unless the metric has exactly these series (by label set),
+// each with its value (to 1e-9).
+func (f *fixture) expectSeries(t *testing.T, name string, want map[string]float64, labelsOf func(key string) map[string]string) {
+	t.Helper()
+	got := f.gather(t, name)
+	gotByKey := map[string]series{}
+	for _, s := range got {
+		gotByKey[key(s.labels)] = s
+	}
+	wantKeys := map[string]string{}
+	for k := range want {
+		wantKeys[key(labelsOf(k))] = k
+	}
+	for lk, k := range wantKeys {
+		s, ok := gotByKey[lk]
+		if !ok {
+			t.Errorf("%s: no series with labels %v; have %v", name, labelsOf(k), describeAll(got))
+			continue
+		}
+		if math.Abs(s.value-want[k]) > 1e-9 {
+			t.Errorf("%s{%s}: got %v, want %v", name, k, s.value, want[k])
+		}
+	}
+	for lk, s := range gotByKey {
+		if _, ok := wantKeys[lk]; !ok {
+			t.Errorf("%s: unexpected series %v = %v", name, s.labels, s.value)
+		}
+	}
+}
+
+func key(l map[string]string) string {
+	parts := make([]string, 0, len(l))
+	for k, v := range l {
+		parts = append(parts, k+"="+v)
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, ",")
+}
+
+func describeAll(ss []series) string {
+	var b strings.Builder
+	for _, s := range ss {
+		fmt.Fprintf(&b, "\n  %v = %v", s.labels, s.value)
+	}
+	return b.String()
+}
+
+// A managed node with one DaemonSet pod and one ordinary pod: every gauge has
+// the exact value under upstream's exact label set; an unmanaged node with a pod
+// is reported nowhere, utilization included.
+func TestNodeGaugesHaveExactValuesAndLabels(t *testing.T) {
+	f := newFixture(t)
+	n := f.node(t, "managed-a", "default")
+	f.node(t, "unmanaged-b", "")
+	ds := f.daemonSet(t, "logger")
+	f.pod(t, "logger-a", "managed-a", ds, "100m", "128Mi", "200m", "256Mi")
+	f.pod(t, "web", "managed-a", nil, "1", "1Gi", "2", "2Gi")
+	f.pod(t, "other", "unmanaged-b", nil, "3", "8Gi", "3", "8Gi")
+	f.clock.SetTime(n.CreationTimestamp.Add(90 * time.Second))
+
+	f.ctrl.Reconcile()
+
+	labels := nodeLabels("managed-a", "default")
+	byResource := func(r string) map[string]string { return with(labels, "resource_type", r) }
+	f.expectSeries(t, "karpenter_nodes_allocatable", map[string]float64{
+		"cpu": 3.8, "memory": 15 * gi, "ephemeral_storage": 90 * gi, "pods": 110,
+	}, byResource)
+	f.expectSeries(t, "karpenter_nodes_system_overhead", map[string]float64{
+		"cpu": 0.2, "memory": 1 * gi, "ephemeral_storage": 10 * gi, "pods": 0,
+	}, byResource)
+	// Pod totals include the DaemonSet pod, as upstream v1.
+	f.expectSeries(t, "karpenter_nodes_total_pod_requests", map[string]float64{"cpu": 1.1, "memory": 1*gi + 128*mi}, byResource)
+	f.expectSeries(t, "karpenter_nodes_total_pod_limits", map[string]float64{"cpu": 2.2, "memory": 2*gi + 256*mi}, byResource)
+	f.expectSeries(t, "karpenter_nodes_total_daemon_requests", map[string]float64{"cpu": 0.1, "memory": 128 * mi}, byResource)
+	f.expectSeries(t, "karpenter_nodes_total_daemon_limits", map[string]float64{"cpu": 0.2, "memory": 256 * mi}, byResource)
+	f.expectSeries(t, "karpenter_nodes_current_lifetime_seconds", map[string]float64{"": 90}, func(string) map[string]string { return labels })
+	f.expectSeries(t, "karpenter_cluster_utilization_percent", map[string]float64{
+		"cpu": 100 * 1.1 / 3.8, "memory": 100 * float64(1*gi+128*mi) / (15 * gi), "ephemeral_storage": 0, "pods": 0,
+	}, func(r string) map[string]string { return map[string]string{"resource_type": r} })
+}
+
+// Deleting a node removes all of its series at the next pass; the other node's
+// stay and utilization is recomputed from what remains.
+func TestDeletedNodeSeriesDisappear(t *testing.T) {
+	f := newFixture(t)
+	a := f.node(t, "node-a", "default")
+	f.node(t, "node-b", "spot")
+	f.pod(t, "web-a", "node-a", nil, "1900m", "5Gi", "2", "6Gi")
+	f.pod(t, "web-b", "node-b", nil, "380m", "3Gi", "1", "4Gi")
+	f.ctrl.Reconcile()
+	for _, name := range []string{"node-a", "node-b"} {
+		if len(f.seriesOf(t, name)) == 0 {
+			t.Fatalf("no series for %s before deletion", name)
+		}
+	}
+	f.expectSeries(t, "karpenter_cluster_utilization_percent", map[string]float64{
+		"cpu": 100 * 2.28 / 7.6, "memory": 100 * 8.0 / 30, "ephemeral_storage": 0, "pods": 0,
+	}, func(r string) map[string]string { return map[string]string{"resource_type": r} })
+
+	ExpectDeleted(f.ctx, t, testEnv.Client, a)
+	ExpectNotFound(f.ctx, t, testEnv.Client, a)
+	ExpectReconciled(f.ctx, t, f.nodes, a)
+	f.ctrl.Reconcile()
+
+	if s := f.seriesOf(t, "node-a"); len(s) != 0 {
+		t.Errorf("deleted node-a still has %d series:%s", len(s), describeAll(s))
+	}
+	// node-b: 4 resources in each of the 6 resource gauges (requests and limits
+	// only cpu and memory) plus lifetime.
+	if got, want := len(f.seriesOf(t, "node-b")), 4+4+2+2+0+0+1; got != want {
+		t.Errorf("node-b has %d series, want %d:%s", got, want, describeAll(f.seriesOf(t, "node-b")))
+	}
+	f.expectSeries(t, "karpenter_cluster_utilization_percent", map[string]float64{
+		"cpu": 10, "memory": 20, "ephemeral_storage": 0, "pods": 0,
+	}, func(r string) map[string]string { return map[string]string{"resource_type": r} })
+}
+
+// seriesOf returns every node-gauge series labelled with the node.
+func (f *fixture) seriesOf(t *testing.T, nodeName string) []series {
+	t.Helper()
+	var out []series
+	for _, m := range []string{"allocatable", "system_overhead", "total_pod_requests", "total_pod_limits", "total_daemon_requests", "total_daemon_limits", "current_lifetime_seconds"} {
+		for _, s := range f.gather(t, "karpenter_nodes_"+m) {
+			if s.labels["node_name"] == nodeName {
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// Start passes at once and then every 10 s on its clock: a pod bound after the
+// first pass shows up only once the clock moves 10 s, and the node's lifetime
+// moves with the clock.
+func TestStartRefreshesEveryPollPeriod(t *testing.T) {
+	f := newFixture(t)
+	n := f.node(t, "node-a", "default")
+	f.clock.SetTime(n.CreationTimestamp.Add(time.Minute))
+	done := make(chan struct{})
+	go func() { defer close(done); _ = f.ctrl.Start(f.ctx) }()
+
+	podRequestsCPU := func() (float64, bool) {
+		for _, s := range f.gather(t, "karpenter_nodes_total_pod_requests") {
+			if s.labels["node_name"] == "node-a" && s.labels["resource_type"] == "cpu" {
+				return s.value, true
+			}
+		}
+		return 0, false
+	}
+	Eventually(t, 10*time.Second, func() error {
+		if !f.clock.HasWaiters() {
+			return fmt.Errorf("first pass not finished")
+		}
+		return nil
+	})
+	if v, ok := podRequestsCPU(); ok {
+		t.Fatalf("pod requests before any pod: %v", v)
+	}
+	f.expectSeries(t, "karpenter_nodes_current_lifetime_seconds", map[string]float64{"": 60}, func(string) map[string]string { return nodeLabels("node-a", "default") })
+
+	f.pod(t, "web", "node-a", nil, "1500m", "1Gi", "2", "2Gi")
+	f.clock.Step(9 * time.Second)
+	if v, ok := podRequestsCPU(); ok {
+		t.Fatalf("a pass ran before 10 s: cpu requests %v", v)
+	}
+	f.clock.Step(time.Second)
+	Eventually(t, 10*time.Second, func() error {
+		if v, ok := podRequestsCPU(); !ok || v != 1.5 {
+			return fmt.Errorf("cpu requests %v (present %v), want 1.5", v, ok)
+		}
+		return nil
+	})
+	Eventually(t, 10*time.Second, func() error {
+		for _, s := range f.gather(t, "karpenter_nodes_current_lifetime_seconds") {
+			if s.labels["node_name"] == "node-a" && s.value == 70 {
+				return nil
+			}
+		}
+		return fmt.Errorf("lifetime not 70 s")
+	})
+	f.cancelAndWait(t, done)
+}
+
+func (f *fixture) cancelAndWait(t *testing.T, done <-chan struct{}) {
+	t.Helper()
+	f.cancel()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start did not return after its context ended")
+	}
+}
