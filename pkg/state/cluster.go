@@ -35,6 +35,9 @@ type Cluster struct {
 	marked map[string]bool
 	// generation increases on every change, so callers can tell whether anything moved.
 	generation uint64
+	// unsyncedSince: when ExportMetrics first found state out of sync (zero
+	// while in sync).
+	unsyncedSince time.Time
 }
 
 // NewCluster returns an empty state. kube is the (cached) reader Synced compares

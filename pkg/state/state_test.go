@@ -13,6 +13,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -454,4 +455,48 @@ func TestManagerFedState(t *testing.T) {
 		}
 		return fmt.Errorf("bound pod not seen on node-mgr")
 	})
+}
+
+// TestUnsyncedTimeCountsFromWhenStateWasFirstFoundOutOfSync: the gauge is 0
+// while synced, grows with the cluster's clock while out of sync, and returns
+// to 0 once state catches up.
+func TestUnsyncedTimeCountsFromWhenStateWasFirstFoundOutOfSync(t *testing.T) {
+	f := newFixture(t)
+	gauge := func() (synced, unsynced float64) {
+		t.Helper()
+		f.cluster.ExportMetrics(f.ctx)
+		return metricValue(t, "karpenter_cluster_state_synced"), metricValue(t, "karpenter_cluster_state_unsynced_time_seconds")
+	}
+	if s, u := gauge(); s != 1 || u != 0 {
+		t.Fatalf("empty cluster: synced %v, unsynced_time %v; want 1, 0", s, u)
+	}
+	nc := nodeClaim("nc-unsynced")
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	if s, u := gauge(); s != 0 || u != 0 {
+		t.Fatalf("just found out of sync: synced %v, unsynced_time %v; want 0, 0", s, u)
+	}
+	f.clock.Step(30 * time.Second)
+	if s, u := gauge(); s != 0 || u != 30 {
+		t.Fatalf("30 s later: synced %v, unsynced_time %v; want 0, 30", s, u)
+	}
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	if s, u := gauge(); s != 1 || u != 0 {
+		t.Fatalf("caught up: synced %v, unsynced_time %v; want 1, 0", s, u)
+	}
+}
+
+// metricValue reads a gauge without labels from controller-runtime's registry.
+func metricValue(t *testing.T, name string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range families {
+		if mf.GetName() == name && len(mf.GetMetric()) == 1 {
+			return mf.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("metric %s not registered", name)
+	return 0
 }
