@@ -1,7 +1,9 @@
 // Package metrics decorates a CloudProvider with Prometheus metrics: how long
 // each call takes and which calls fail, labelled by the controller that made the
-// call, the method and the provider. The metrics live on controller-runtime's
-// registry, which the operator serves on its metrics port.
+// call, the method and the provider; and, from every GetInstanceTypes answer,
+// each instance type's vCPUs and memory and each offering's availability and
+// price. The metrics live on controller-runtime's registry, which the operator
+// serves on its metrics port.
 package metrics
 
 import (
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -24,6 +27,10 @@ const (
 	LabelMethod     = "method"
 	LabelProvider   = "provider"
 	LabelError      = "error"
+
+	LabelInstanceType = "instance_type"
+	LabelCapacityType = "capacity_type"
+	LabelZone         = "zone"
 )
 
 var (
@@ -43,10 +50,53 @@ var (
 		Name:      "errors_total",
 		Help:      "Total number of errors returned from cloud provider calls. Labeled by the controller, method name, provider and error type.",
 	}, []string{LabelController, LabelMethod, LabelProvider, LabelError})
+	// InstanceTypeCPU is karpenter_cloudprovider_instance_type_cpu_cores.
+	InstanceTypeCPU = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_cpu_cores",
+		Help: "VCPUs cores for a given instance type.",
+	}, []string{LabelInstanceType})
+	// InstanceTypeMemory is karpenter_cloudprovider_instance_type_memory_bytes.
+	InstanceTypeMemory = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_memory_bytes",
+		Help: "Memory, in bytes, for a given instance type.",
+	}, []string{LabelInstanceType})
+	// OfferingAvailable is karpenter_cloudprovider_instance_type_offering_available (1 or 0).
+	OfferingAvailable = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_offering_available",
+		Help: "Instance type offering availability, based on instance type, capacity type, and zone",
+	}, []string{LabelInstanceType, LabelCapacityType, LabelZone})
+	// OfferingPrice is karpenter_cloudprovider_instance_type_offering_price_estimate.
+	OfferingPrice = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_offering_price_estimate",
+		Help: "Instance type offering estimated hourly price used when making informed decisions on node cost calculation, based on instance type, capacity type, and zone.",
+	}, []string{LabelInstanceType, LabelCapacityType, LabelZone})
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(MethodDuration, ErrorsTotal)
+	crmetrics.Registry.MustRegister(MethodDuration, ErrorsTotal, InstanceTypeCPU, InstanceTypeMemory, OfferingAvailable, OfferingPrice)
+}
+
+// exportInstanceTypes records what the provider answered. Series are only
+// set, never removed: an instance type the provider stops offering keeps its
+// last values, which is what the gauges' "estimate" means; availability turns
+// 0 through the offering itself when the provider reports it unavailable.
+func exportInstanceTypes(its []*scheduling.InstanceType) {
+	for _, it := range its {
+		if cpu, ok := it.Capacity[corev1.ResourceCPU]; ok {
+			InstanceTypeCPU.WithLabelValues(it.Name).Set(cpu.AsApproximateFloat64())
+		}
+		if mem, ok := it.Capacity[corev1.ResourceMemory]; ok {
+			InstanceTypeMemory.WithLabelValues(it.Name).Set(mem.AsApproximateFloat64())
+		}
+		for _, o := range it.Offerings {
+			available := 0.0
+			if o.Available {
+				available = 1
+			}
+			OfferingAvailable.WithLabelValues(it.Name, o.CapacityType, o.Zone).Set(available)
+			OfferingPrice.WithLabelValues(it.Name, o.CapacityType, o.Zone).Set(o.Price)
+		}
+	}
 }
 
 type controllerKey struct{}
@@ -136,7 +186,11 @@ func (d *decorator) List(ctx context.Context) (out []*v1.NodeClaim, err error) {
 func (d *decorator) GetInstanceTypes(ctx context.Context, np *v1.NodePool) (out []*scheduling.InstanceType, err error) {
 	done := d.observe(ctx, "GetInstanceTypes")
 	defer func() { done(err) }()
-	return d.CloudProvider.GetInstanceTypes(ctx, np)
+	out, err = d.CloudProvider.GetInstanceTypes(ctx, np)
+	if err == nil {
+		exportInstanceTypes(out)
+	}
+	return out, err
 }
 
 func (d *decorator) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (out cloudprovider.DriftReason, err error) {

@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -23,6 +25,7 @@ type scripted struct {
 	createErr, deleteErr, getErr error
 	delay                        time.Duration
 	calls                        []string
+	instanceTypes                []*scheduling.InstanceType
 }
 
 func (s *scripted) Create(_ context.Context, nc *v1.NodeClaim) (*v1.NodeClaim, error) {
@@ -44,7 +47,7 @@ func (s *scripted) List(context.Context) ([]*v1.NodeClaim, error) {
 }
 func (s *scripted) GetInstanceTypes(context.Context, *v1.NodePool) ([]*scheduling.InstanceType, error) {
 	s.calls = append(s.calls, "GetInstanceTypes")
-	return nil, nil
+	return s.instanceTypes, nil
 }
 func (s *scripted) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.DriftReason, error) {
 	s.calls = append(s.calls, "IsDrifted")
@@ -142,5 +145,46 @@ func TestErrorType(t *testing.T) {
 		if got := metrics.ErrorType(err); got != want {
 			t.Errorf("ErrorType(%v) = %q, want %q", err, got, want)
 		}
+	}
+}
+
+// TestInstanceTypeGaugesFollowTheProvidersAnswer: every instance type's vCPUs
+// and memory and every offering's availability and price are exported, and a
+// later answer with an offering gone unavailable turns its gauge to 0.
+func TestInstanceTypeGaugesFollowTheProvidersAnswer(t *testing.T) {
+	it := &scheduling.InstanceType{
+		Name:     "gauge-4x",
+		Capacity: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("8Gi")},
+		Offerings: []scheduling.Offering{
+			{Zone: "zone-a", CapacityType: v1.CapacityTypeOnDemand, Price: 0.17, Available: true},
+			{Zone: "zone-a", CapacityType: v1.CapacityTypeSpot, Price: 0.05, Available: true},
+		},
+	}
+	inner := &scripted{instanceTypes: []*scheduling.InstanceType{it}}
+	cp := metrics.Decorate(inner)
+	if _, err := cp.GetInstanceTypes(context.Background(), &v1.NodePool{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		got  float64
+		want float64
+	}{
+		{"cpu_cores", testutil.ToFloat64(metrics.InstanceTypeCPU.WithLabelValues("gauge-4x")), 4},
+		{"memory_bytes", testutil.ToFloat64(metrics.InstanceTypeMemory.WithLabelValues("gauge-4x")), 8 << 30},
+		{"offering_available{on-demand}", testutil.ToFloat64(metrics.OfferingAvailable.WithLabelValues("gauge-4x", v1.CapacityTypeOnDemand, "zone-a")), 1},
+		{"offering_price_estimate{on-demand}", testutil.ToFloat64(metrics.OfferingPrice.WithLabelValues("gauge-4x", v1.CapacityTypeOnDemand, "zone-a")), 0.17},
+		{"offering_price_estimate{spot}", testutil.ToFloat64(metrics.OfferingPrice.WithLabelValues("gauge-4x", v1.CapacityTypeSpot, "zone-a")), 0.05},
+	} {
+		if c.got != c.want {
+			t.Errorf("karpenter_cloudprovider_instance_type_%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	it.Offerings[1].Available = false
+	if _, err := cp.GetInstanceTypes(context.Background(), &v1.NodePool{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := testutil.ToFloat64(metrics.OfferingAvailable.WithLabelValues("gauge-4x", v1.CapacityTypeSpot, "zone-a")); got != 0 {
+		t.Errorf("offering_available{spot} = %v after the provider reported it unavailable, want 0", got)
 	}
 }
