@@ -180,6 +180,13 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 		return false, fmt.Errorf("starting disruption of %v: %w", cmd.CandidateNames(), err)
 	}
 	DecisionsTotal.WithLabelValues(d.Action(), metricReason(d.Reason), ct).Inc()
+	counted := map[string]bool{}
+	for _, nc := range cmd.Candidates {
+		if np := nc.Labels[v1.NodePoolLabelKey]; !counted[np] {
+			counted[np] = true
+			DecisionsByNodePoolTotal.WithLabelValues(np, d.Action(), metricReason(d.Reason), ct).Inc()
+		}
+	}
 	return true, nil
 }
 

@@ -23,6 +23,7 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	busy, _ := f.node(t, "busy", "c-4x-amd64-linux", notConsolidatable)
 	f.pod(t, "db", busy.Name, "1", nil)
 	before := testutil.ToFloat64(disruption.DecisionsTotal.WithLabelValues("delete", "empty", "empty"))
+	byPoolBefore := testutil.ToFloat64(disruption.DecisionsByNodePoolTotal.WithLabelValues("default", "delete", "empty", "empty"))
 	// The disruption counter carries the NodePool's policy and, with no
 	// terminationGracePeriod, the graceful termination mode.
 	disrupted := ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey],
@@ -48,6 +49,9 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	}
 	if after := testutil.ToFloat64(disruption.DecisionsTotal.WithLabelValues("delete", "empty", "empty")); after != before+1 {
 		t.Fatalf("decisions_total{delete,empty,empty} %v -> %v", before, after)
+	}
+	if after := testutil.ToFloat64(disruption.DecisionsByNodePoolTotal.WithLabelValues("default", "delete", "empty", "empty")); after != byPoolBefore+1 {
+		t.Fatalf("decisions_by_nodepool_total{default,delete,empty,empty} %v -> %v", byPoolBefore, after)
 	}
 	// A delete has no replacement to wait for: the queue deletes the candidate.
 	ExpectReconciledQueue(t, f, "empty")

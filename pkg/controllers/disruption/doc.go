@@ -37,6 +37,7 @@
 //     and starts it on the queue.
 //
 // Metrics: karpenter_voluntary_disruption_decisions_total{decision, reason,
+// consolidation_type}, _decisions_by_nodepool_total{nodepool, decision, reason,
 // consolidation_type}, _eligible_nodes{reason}, _decision_evaluation_duration_seconds{method,
 // consolidation_type}, _consolidation_timeouts_total{consolidation_type},
 // _failed_validations_total{consolidation_type},

@@ -16,6 +16,12 @@ var (
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_total",
 		Help: "Number of disruption decisions performed. Labeled by disruption decision, reason, and consolidation type.",
 	}, []string{"decision", "reason", "consolidation_type"})
+	// DecisionsByNodePoolTotal counts the same commands once per NodePool
+	// among their candidates.
+	DecisionsByNodePoolTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decisions_by_nodepool_total",
+		Help: "Number of disruption decisions performed by nodepool. Labeled by nodepool name, disruption decision, reason, and consolidation type.",
+	}, []string{"nodepool", "decision", "reason", "consolidation_type"})
 	// EligibleNodes is, per reason, how many nodes passed every rule in the last pass.
 	EligibleNodes = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "eligible_nodes",
@@ -52,7 +58,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(DecisionsTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets)
+	crmetrics.Registry.MustRegister(DecisionsTotal, DecisionsByNodePoolTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets)
 	for _, t := range []string{"multi", "single"} {
 		ConsolidationTimeoutsTotal.WithLabelValues(t).Add(0)
 	}
