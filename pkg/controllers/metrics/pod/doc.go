@@ -16,13 +16,16 @@
 // requeueing a waiting pod every RefreshPeriod.
 //
 // Each histogram/summary observation happens once per pod: the controller
-// remembers, in memory, the pods it has seen still waiting and observes a pod's
-// transition only when it remembers the pod waiting for it. A pod first seen
-// already bound or already Ready is therefore never observed; this is what keeps
-// a controller restart (which forgets everything) from re-observing every running
-// pod in the cluster. A pod that turns terminal (Succeeded/Failed) while waiting
-// loses its gauges without an observation: it never got there. A deleted pod
-// (NotFound) loses its gauges and its memory.
+// remembers, in memory, the pods it has seen still waiting and observes a
+// transition only when it remembers the pod waiting for it. Only pods first seen
+// Pending are tracked, and a transition that happened before the first sighting
+// (a pod first seen already bound) is not observed; this is what keeps a
+// controller restart (which forgets everything) from re-observing every running
+// pod in the cluster, and a Running pod that loses readiness from counting as a
+// new start. A pod that turns terminal (Succeeded/Failed) while waiting loses its
+// gauges without an observation: it never got there. A deleted pod (NotFound)
+// loses its gauges and its memory, and a pod recreated under the same name (a
+// new UID) starts afresh.
 //
 // pods_state lives with the provisioner's pod trigger; upstream's
 // karpenter_pods_provisioning_* variants are not exported here because they
