@@ -23,6 +23,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
+	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -102,6 +103,14 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 			return err
 		}
 		if err := mgr.Add(nodeMetrics); err != nil {
+			return err
+		}
+		// Pod bound/startup latencies and waiting-pod gauges (upstream's metrics.pod controller).
+		podMetrics, err := podmetrics.NewController(kube, clk, crmetrics.Registry)
+		if err != nil {
+			return err
+		}
+		if err := podMetrics.Register(mgr); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,221 @@
+package pod
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// RefreshPeriod is how often a waiting pod is reconciled again so its gauges
+// keep growing while nothing about the pod changes (no watch event would fire).
+const RefreshPeriod = 10 * time.Second
+
+// Label names of the per-pod gauges (upstream's).
+const (
+	LabelName      = "name"
+	LabelNamespace = "namespace"
+)
+
+// Controller reconciles pods into the latency metrics.
+type Controller struct {
+	kube  client.Reader
+	clock clock.Clock
+
+	boundDuration   prometheus.Histogram
+	startupDuration prometheus.Summary
+	unbound         *prometheus.GaugeVec
+	unstarted       *prometheus.GaugeVec
+
+	// mu guards waiting: one pod key is never reconciled concurrently, but
+	// different keys may be and they share the map.
+	mu      sync.Mutex
+	waiting map[types.NamespacedName]*waitingPod
+}
+
+// waitingPod is what the controller remembers of a pod it saw waiting.
+// uid tells a pod apart from a later one with the same name (a StatefulSet
+// replica recreated between two reconciles never shows up as NotFound).
+type waitingPod struct {
+	uid                types.UID
+	unbound, unstarted bool
+}
+
+// NewController creates the metrics and registers them with reg (the
+// controller-runtime registry in the binary, a private one in tests).
+func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registerer) (*Controller, error) {
+	c := &Controller{
+		kube:  kube,
+		clock: clk,
+		boundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "karpenter", Subsystem: "pods", Name: "bound_duration_seconds",
+			Help:    "Seconds from a pod's creation until its PodScheduled condition became True.",
+			Buckets: DurationBuckets(),
+		}),
+		startupDuration: prometheus.NewSummary(prometheus.SummaryOpts{
+			Namespace: "karpenter", Subsystem: "pods", Name: "startup_duration_seconds",
+			Help:       "Seconds from a pod's creation until its Ready condition became True.",
+			Objectives: SummaryObjectives(),
+		}),
+		unbound: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "karpenter", Subsystem: "pods", Name: "unbound_time_seconds",
+			Help: "Seconds since the creation of a pod that is not bound to a node yet.",
+		}, []string{LabelName, LabelNamespace}),
+		unstarted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: "karpenter", Subsystem: "pods", Name: "unstarted_time_seconds",
+			Help: "Seconds since the creation of a pod that is not Ready yet.",
+		}, []string{LabelName, LabelNamespace}),
+		waiting: map[types.NamespacedName]*waitingPod{},
+	}
+	for _, m := range []prometheus.Collector{c.boundDuration, c.startupDuration, c.unbound, c.unstarted} {
+		if err := reg.Register(m); err != nil {
+			return nil, fmt.Errorf("registering pod metrics: %w", err)
+		}
+	}
+	return c, nil
+}
+
+// DurationBuckets are upstream's buckets for duration histograms (seconds):
+// controller-runtime's reconcile buckets extended to 10 minutes, since binding
+// a pod that needs a new node takes minutes. A new slice on every call.
+func DurationBuckets() []float64 {
+	return []float64{
+		0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1,
+		1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+		120, 150, 300, 450, 600,
+	}
+}
+
+// SummaryObjectives are upstream's summary quantiles: min, median, p90, p99
+// and max, each within 0.01 rank error. A new map on every call.
+func SummaryObjectives() map[float64]float64 {
+	return map[float64]float64{0: 0.01, 0.5: 0.01, 0.9: 0.01, 0.99: 0.01, 1: 0.01}
+}
+
+// Register watches pods.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named("metrics.pod").
+		For(&corev1.Pod{}).
+		Complete(c)
+}
+
+// Reconcile updates the metrics for one pod.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	p := &corev1.Pod{}
+	if err := c.kube.Get(ctx, req.NamespacedName, p); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.forget(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.record(p) {
+		return reconcile.Result{RequeueAfter: RefreshPeriod}, nil
+	}
+	return reconcile.Result{}, nil
+}
+
+// record updates the metrics from p and reports whether p still has a gauge
+// to refresh. Callers hold mu.
+func (c *Controller) record(p *corev1.Pod) bool {
+	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
+	w, known := c.waiting[key]
+	if known && w.uid != p.UID {
+		// Same name, new pod: what we remember belongs to its predecessor.
+		c.forget(key)
+		w, known = nil, false
+	}
+	terminal := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
+	scheduled, scheduledAt := conditionTrue(p, corev1.PodScheduled)
+	ready, readyAt := conditionTrue(p, corev1.PodReady)
+	if !known {
+		// Only a pod first seen Pending is tracked (see doc.go). A Running pod
+		// has started once already, even if it is not Ready now (a crashing
+		// container), and a finished one never will.
+		if p.Status.Phase != corev1.PodPending && p.Status.Phase != "" {
+			return false
+		}
+		w = &waitingPod{uid: p.UID, unbound: !scheduled, unstarted: !ready}
+		c.waiting[key] = w
+	}
+	labels := prometheus.Labels{LabelName: p.Name, LabelNamespace: p.Namespace}
+	age := c.clock.Since(p.CreationTimestamp.Time).Seconds()
+
+	if w.unbound {
+		switch {
+		case scheduled:
+			observe(c.boundDuration, p, scheduledAt)
+			c.unbound.Delete(labels)
+			w.unbound = false
+		case terminal:
+			c.unbound.Delete(labels)
+			w.unbound = false
+		default:
+			c.unbound.With(labels).Set(age)
+		}
+	}
+	if w.unstarted {
+		switch {
+		case ready:
+			observe(c.startupDuration, p, readyAt)
+			c.unstarted.Delete(labels)
+			w.unstarted = false
+		case terminal:
+			// A finished pod's Ready condition is False: it never started.
+			c.unstarted.Delete(labels)
+			w.unstarted = false
+		default:
+			c.unstarted.With(labels).Set(age)
+		}
+	}
+	if !w.unbound && !w.unstarted {
+		// Both transitions are behind it; keeping the entry would only grow
+		// the map by every pod the cluster ever ran.
+		delete(c.waiting, key)
+		return false
+	}
+	return true
+}
+
+// observe records creation-to-at for p. A condition written without a
+// transition time (only a hand-written status can lack one) has no duration
+// to report, and a negative one would corrupt the distribution.
+func observe(o prometheus.Observer, p *corev1.Pod, at time.Time) {
+	if at.IsZero() || at.Before(p.CreationTimestamp.Time) {
+		return
+	}
+	o.Observe(at.Sub(p.CreationTimestamp.Time).Seconds())
+}
+
+// forget drops a pod's gauges and memory. Callers hold mu.
+func (c *Controller) forget(key types.NamespacedName) {
+	labels := prometheus.Labels{LabelName: key.Name, LabelNamespace: key.Namespace}
+	c.unbound.Delete(labels)
+	c.unstarted.Delete(labels)
+	delete(c.waiting, key)
+}
+
+// conditionTrue returns whether the pod's condition t is True and since when.
+func conditionTrue(p *corev1.Pod, t corev1.PodConditionType) (bool, time.Time) {
+	for _, cond := range p.Status.Conditions {
+		if cond.Type == t {
+			return cond.Status == corev1.ConditionTrue, cond.LastTransitionTime.Time
+		}
+	}
+	return false, time.Time{}
+}

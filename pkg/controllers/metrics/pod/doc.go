@@ -1,0 +1,33 @@
+// Package pod exports upstream Karpenter's per-pod latency metrics, which the
+// performance dashboard charts:
+//
+//   - karpenter_pods_bound_duration_seconds (histogram, no labels): creation until
+//     the PodScheduled condition turned True;
+//   - karpenter_pods_startup_duration_seconds (summary, no labels): creation until
+//     the Ready condition turned True;
+//   - karpenter_pods_unbound_time_seconds and karpenter_pods_unstarted_time_seconds
+//     (gauges, labels name and namespace): how long a pod that is still waiting has
+//     existed, so a stuck pod is visible before it ever produces an observation.
+//
+// Durations come from the pod's own timestamps (creationTimestamp and the
+// condition's lastTransitionTime), never from when this controller happened to
+// reconcile, so a slow or restarted controller does not inflate them. The gauges
+// are "now" (the controller's clock) minus creationTimestamp and are refreshed by
+// requeueing a waiting pod every RefreshPeriod.
+//
+// Each histogram/summary observation happens once per pod: the controller
+// remembers, in memory, the pods it has seen still waiting and observes a
+// transition only when it remembers the pod waiting for it. Only pods first seen
+// Pending are tracked, and a transition that happened before the first sighting
+// (a pod first seen already bound) is not observed; this is what keeps a
+// controller restart (which forgets everything) from re-observing every running
+// pod in the cluster, and a Running pod that loses readiness from counting as a
+// new start. A pod that turns terminal (Succeeded/Failed) while waiting loses its
+// gauges without an observation: it never got there. A deleted pod (NotFound)
+// loses its gauges and its memory, and a pod recreated under the same name (a
+// new UID) starts afresh.
+//
+// pods_state lives with the provisioner's pod trigger; upstream's
+// karpenter_pods_provisioning_* variants are not exported here because they
+// need the provisioner's own timestamps.
+package pod
