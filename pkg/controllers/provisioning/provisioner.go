@@ -53,6 +53,10 @@ type Provisioner struct {
 	clock         clock.Clock
 	opts          Options
 	batcher       *Batcher
+	// cache keeps the per-NodePool preparation of the instance types across
+	// decisions; it misses by itself when a pool, its instance types or their
+	// offerings change.
+	cache *scheduling.Cache
 }
 
 // NewProvisioner wires the provisioner; its Batcher is shared with the pod trigger.
@@ -69,6 +73,7 @@ func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster 
 	return &Provisioner{
 		kube: kube, cloudProvider: cp, cluster: cluster, recorder: NewDedupingRecorder(recorder, clk), clock: clk, opts: opts,
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
+		cache:   scheduling.NewCache(),
 	}
 }
 
@@ -121,6 +126,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.Cache = p.cache
 	QueueDepth.WithLabelValues("provisioner").Set(float64(len(pods)))
 	start := time.Now()
 	results := scheduling.Solve(in)
