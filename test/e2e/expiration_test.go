@@ -147,6 +147,7 @@ func seenClaims(w *invariantWatcher, nodePool string) map[string]bool {
 // scrapeCounter sums the samples of a metric whose labels contain every
 // matcher, read from Karpenter's /metrics.
 func scrapeCounter(t testing.TB, e *provisioningEnv, name string, matchers ...string) float64 {
+	// Lines of series without labels ("name value") match too.
 	t.Helper()
 	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", e.karpenter.MetricsPort))
 	if err != nil {
@@ -158,7 +159,7 @@ func scrapeCounter(t testing.TB, e *provisioningEnv, name string, matchers ...st
 	s.Buffer(make([]byte, 1<<20), 1<<20)
 	for s.Scan() {
 		line := s.Text()
-		if !strings.HasPrefix(line, name+"{") {
+		if !strings.HasPrefix(line, name+"{") && !strings.HasPrefix(line, name+" ") {
 			continue
 		}
 		ok := true

@@ -41,6 +41,7 @@ func TestProvisioning100PendingPods(t *testing.T) {
 	if len(zones) < 2 {
 		t.Errorf("zone-spread pods landed in %d zone(s)", len(zones))
 	}
+	expectNodeAndPodMetrics(t, e, nodes, 100)
 	// Nothing more is launched once every pod runs.
 	e.expectNoNewNodeClaims(t, len(ncs), 15*time.Second)
 }
@@ -194,4 +195,39 @@ func TestProvisioningSurvivesKillMidLaunch(t *testing.T) {
 	}
 	t.Logf("after restart: %d nodeclaims (%d of the %d launched before the kill were garbage collected), %d nodes, %d pods running; %s",
 		len(ncs), gone, len(launched), len(nodes), c.Running, fmt.Sprint(c.NodesByType))
+}
+
+// expectNodeAndPodMetrics: the running binary exports the per-node gauges
+// (allocatable cpu of every node, as its status says) and the pod latency
+// metrics of the pods it provisioned for (at most one observation per pod).
+func expectNodeAndPodMetrics(t *testing.T, e *provisioningEnv, nodes []corev1.Node, pods int) {
+	t.Helper()
+	// The node gauges are rewritten every 10 s; scrape twice a second.
+	var last error
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if last = nodeAndPodMetrics(t, e, nodes, pods); last == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(last)
+		}
+		time.Sleep(500 * time.Millisecond) // between scrapes of a live process, not a wait for a fake clock
+	}
+}
+
+func nodeAndPodMetrics(t *testing.T, e *provisioningEnv, nodes []corev1.Node, pods int) error {
+	for _, n := range nodes {
+		want := n.Status.Allocatable.Cpu().AsApproximateFloat64()
+		got := scrapeCounter(t, e, "karpenter_nodes_allocatable", `node_name="`+n.Name+`"`, `resource_type="cpu"`, `nodepool="default"`)
+		if got != want {
+			return fmt.Errorf("karpenter_nodes_allocatable{node_name=%q,resource_type=cpu} = %v, want %v", n.Name, got, want)
+		}
+	}
+	for _, name := range []string{"karpenter_pods_bound_duration_seconds_count", "karpenter_pods_startup_duration_seconds_count"} {
+		if got := scrapeCounter(t, e, name); got < 1 || got > float64(pods) {
+			return fmt.Errorf("%s = %v, want 1..%d", name, got, pods)
+		}
+	}
+	return nil
 }
