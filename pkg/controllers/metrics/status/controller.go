@@ -1,0 +1,352 @@
+package status
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	apistatus "github.com/karpenter-go/karpenter/pkg/apis/status"
+)
+
+// RefreshPeriod is how often an object is reconciled again so that its
+// current_status_seconds and termination gauges keep growing while nothing
+// about it changes (no watch event would fire). Upstream requeues as often.
+const RefreshPeriod = 10 * time.Second
+
+// Label names of the base label sets (upstream's).
+const (
+	LabelNamespace = "namespace"
+	LabelName      = "name"
+	LabelType      = "type"
+	LabelStatus    = "status"
+	LabelReason    = "reason"
+)
+
+// Kind describes one watched kind: what the metric names call it, how to make
+// an empty object for Get and For, how to read its conditions, and which of
+// its metadata labels become extra metric labels.
+type Kind struct {
+	// Name is the lower-case kind in the metric names (operator_<Name>_...).
+	Name string
+	// New returns an empty object of the kind.
+	New func() client.Object
+	// Conditions returns the object's conditions.
+	Conditions func(client.Object) []apistatus.Condition
+	// Labels are object label keys exported, on every family, as a metric label
+	// named by PrometheusLabel; an object without the label gets "".
+	Labels []string
+}
+
+// NodeClaimKind is upstream's NodeClaim registration: the NodeClass label of
+// the provider's node classes and the NodePool label as extra labels.
+func NodeClaimKind(nodeClassLabels ...string) Kind {
+	return Kind{
+		Name:       "nodeclaim",
+		New:        func() client.Object { return &v1.NodeClaim{} },
+		Conditions: conditionsOf,
+		Labels:     append(append([]string{}, nodeClassLabels...), v1.NodePoolLabelKey),
+	}
+}
+
+// NodePoolKind is upstream's NodePool registration: no extra labels.
+func NodePoolKind() Kind {
+	return Kind{
+		Name:       "nodepool",
+		New:        func() client.Object { return &v1.NodePool{} },
+		Conditions: conditionsOf,
+	}
+}
+
+// NodeKind is upstream's Node registration: a Node's kubelet conditions, with
+// the NodeClass labels, the NodePool label and karpenter.sh/initialized as
+// extra labels.
+func NodeKind(nodeClassLabels ...string) Kind {
+	return Kind{
+		Name:       "node",
+		New:        func() client.Object { return &corev1.Node{} },
+		Conditions: nodeConditions,
+		Labels:     append(append([]string{}, nodeClassLabels...), v1.NodePoolLabelKey, v1.NodeInitializedLabelKey),
+	}
+}
+
+func conditionsOf(o client.Object) []apistatus.Condition {
+	return o.(apistatus.Object).GetConditions()
+}
+
+// nodeConditions maps the core Node conditions onto ours; only the fields the
+// metrics read matter (heartbeat times would only churn the comparison).
+func nodeConditions(o client.Object) []apistatus.Condition {
+	n := o.(*corev1.Node)
+	out := make([]apistatus.Condition, 0, len(n.Status.Conditions))
+	for _, c := range n.Status.Conditions {
+		out = append(out, apistatus.Condition{
+			Type:               string(c.Type),
+			Status:             metav1.ConditionStatus(c.Status),
+			Reason:             c.Reason,
+			LastTransitionTime: c.LastTransitionTime,
+		})
+	}
+	return out
+}
+
+// PrometheusLabel turns an object label key into a metric label name the way
+// upstream does: '/', '.' and '-' become '_'.
+func PrometheusLabel(key string) string {
+	return strings.NewReplacer("/", "_", ".", "_", "-", "_").Replace(key)
+}
+
+// Controller reconciles the objects of one kind into the status condition
+// and termination metrics.
+type Controller struct {
+	kube  client.Reader
+	clock clock.Clock
+	kind  Kind
+	extra []string // Prometheus names of kind.Labels, same order
+
+	count, currentSeconds, terminationCurrent *prometheus.GaugeVec
+	transitions                               *prometheus.CounterVec
+	transitionSeconds, terminationDuration    *prometheus.HistogramVec
+
+	// mu guards seen: one key is never reconciled concurrently, but different
+	// keys may be and they share the map.
+	mu   sync.Mutex
+	seen map[types.NamespacedName]*observed
+}
+
+// observed is what the controller remembers of an object from its last
+// reconcile: the conditions (to detect transitions), the extra label values
+// (to delete series written under old values) and the gauge series written
+// (to delete exactly those that no longer apply).
+type observed struct {
+	uid        types.UID
+	conditions map[string]apistatus.Condition
+	extra      prometheus.Labels
+	gauges     []prometheus.Labels
+	deletedAt  *metav1.Time
+}
+
+// NewController creates the kind's six metric families and registers them
+// with reg (the controller-runtime registry in the binary, a private one in
+// tests).
+func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registerer, kind Kind) (*Controller, error) {
+	c := &Controller{kube: kube, clock: clk, kind: kind, seen: map[types.NamespacedName]*observed{}}
+	for _, l := range kind.Labels {
+		c.extra = append(c.extra, PrometheusLabel(l))
+	}
+	with := func(base ...string) []string { return append(base, c.extra...) }
+	conditionSubsystem := kind.Name + "_status_condition"
+	terminationSubsystem := kind.Name + "_termination"
+	c.count = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "operator", Subsystem: conditionSubsystem, Name: "count",
+		Help: "Number of conditions of an object with a given type, status and reason (1 per present condition).",
+	}, with(LabelNamespace, LabelName, LabelType, LabelStatus, LabelReason))
+	c.currentSeconds = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "operator", Subsystem: conditionSubsystem, Name: "current_status_seconds",
+		Help: "Seconds an object's condition has held its current status, from its lastTransitionTime.",
+	}, with(LabelNamespace, LabelName, LabelType, LabelStatus, LabelReason))
+	c.transitions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "operator", Subsystem: conditionSubsystem, Name: "transitions_total",
+		Help: "Observed condition transitions, labelled with the type, status and reason transitioned to.",
+	}, with(LabelType, LabelStatus, LabelReason))
+	c.transitionSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "operator", Subsystem: conditionSubsystem, Name: "transition_seconds",
+		Help:    "Seconds a condition held the status it left (labelled with that status) before an observed transition.",
+		Buckets: prometheus.DefBuckets,
+	}, with(LabelType, LabelStatus))
+	c.terminationCurrent = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Namespace: "operator", Subsystem: terminationSubsystem, Name: "current_time_seconds",
+		Help: "Seconds an object has been terminating, since its deletionTimestamp.",
+	}, with(LabelNamespace, LabelName))
+	c.terminationDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "operator", Subsystem: terminationSubsystem, Name: "duration_seconds",
+		Help:    "Seconds from an object's deletionTimestamp until it was seen gone.",
+		Buckets: prometheus.DefBuckets,
+	}, with())
+	for _, m := range []prometheus.Collector{c.count, c.currentSeconds, c.transitions, c.transitionSeconds, c.terminationCurrent, c.terminationDuration} {
+		if err := reg.Register(m); err != nil {
+			return nil, fmt.Errorf("registering %s status metrics: %w", kind.Name, err)
+		}
+	}
+	return c, nil
+}
+
+// Register watches the kind.
+func (c *Controller) Register(mgr manager.Manager) error {
+	return builder.ControllerManagedBy(mgr).
+		Named("metrics.status." + c.kind.Name).
+		For(c.kind.New()).
+		Complete(c)
+}
+
+// Reconcile updates the metrics for one object.
+func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	o := c.kind.New()
+	if err := c.kube.Get(ctx, req.NamespacedName, o); err != nil {
+		if apierrors.IsNotFound(err) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.gone(req.NamespacedName)
+			return reconcile.Result{}, nil
+		}
+		return reconcile.Result{}, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.record(o)
+	return reconcile.Result{RequeueAfter: RefreshPeriod}, nil
+}
+
+// record updates the metrics from o. Callers hold mu.
+func (c *Controller) record(o client.Object) {
+	key := types.NamespacedName{Namespace: o.GetNamespace(), Name: o.GetName()}
+	prev := c.seen[key]
+	if prev != nil && prev.uid != o.GetUID() {
+		// Same name, new object: what we remember belongs to its predecessor,
+		// whose end we did not see, so it yields no observations.
+		c.forget(key, prev)
+		prev = nil
+	}
+	now := &observed{uid: o.GetUID(), conditions: map[string]apistatus.Condition{}, extra: prometheus.Labels{}}
+	for i, l := range c.kind.Labels {
+		now.extra[c.extra[i]] = o.GetLabels()[l]
+	}
+	labels := func(base prometheus.Labels) prometheus.Labels {
+		for k, v := range now.extra {
+			base[k] = v
+		}
+		return base
+	}
+
+	for _, cond := range c.kind.Conditions(o) {
+		now.conditions[cond.Type] = cond
+		series := labels(prometheus.Labels{
+			LabelNamespace: key.Namespace, LabelName: key.Name,
+			LabelType: cond.Type, LabelStatus: string(cond.Status), LabelReason: cond.Reason,
+		})
+		c.count.With(series).Set(1)
+		c.currentSeconds.With(series).Set(c.clock.Since(cond.LastTransitionTime.Time).Seconds())
+		now.gauges = append(now.gauges, series)
+
+		// A condition transitions when its status differs from the one last
+		// seen, including when it was not seen at all (upstream counts a
+		// condition's appearance, so a freshly created object's Unknown
+		// conditions are counted). Reason changes alone are not transitions.
+		var was *apistatus.Condition
+		if prev != nil {
+			if p, ok := prev.conditions[cond.Type]; ok {
+				was = &p
+			}
+		}
+		if was != nil && was.Status == cond.Status {
+			continue
+		}
+		c.transitions.With(labels(prometheus.Labels{
+			LabelType: cond.Type, LabelStatus: string(cond.Status), LabelReason: cond.Reason,
+		})).Inc()
+		if was == nil {
+			continue
+		}
+		// Both times come from the object, so a late reconcile does not
+		// lengthen the duration; a hand-written status could make it negative,
+		// which would corrupt the distribution.
+		if d := cond.LastTransitionTime.Sub(was.LastTransitionTime.Time); d >= 0 {
+			c.transitionSeconds.With(labels(prometheus.Labels{
+				LabelType: cond.Type, LabelStatus: string(was.Status),
+			})).Observe(d.Seconds())
+		}
+	}
+
+	if ts := o.GetDeletionTimestamp(); ts != nil {
+		now.deletedAt = ts.DeepCopy()
+		c.terminationCurrent.With(labels(prometheus.Labels{LabelNamespace: key.Namespace, LabelName: key.Name})).
+			Set(c.clock.Since(ts.Time).Seconds())
+	}
+
+	// Drop the series written last time that this pass did not write again: a
+	// condition that changed status or reason, vanished, or whose extra label
+	// values changed. Deleting after setting keeps scrapes from seeing a gap.
+	if prev != nil {
+		for _, old := range prev.gauges {
+			if !containsLabels(now.gauges, old) {
+				c.count.Delete(old)
+				c.currentSeconds.Delete(old)
+			}
+		}
+		if prev.deletedAt != nil && !equalLabels(prev.extra, now.extra) {
+			c.terminationCurrent.Delete(termLabels(key, prev.extra))
+		}
+	}
+	c.seen[key] = now
+}
+
+// gone handles an object that no longer exists: its per-object series go, and
+// if it was seen terminating, its termination duration is observed. Callers
+// hold mu.
+func (c *Controller) gone(key types.NamespacedName) {
+	prev := c.seen[key]
+	if prev == nil {
+		return
+	}
+	if prev.deletedAt != nil {
+		if d := c.clock.Since(prev.deletedAt.Time); d >= 0 {
+			c.terminationDuration.With(prev.extra).Observe(d.Seconds())
+		}
+	}
+	c.forget(key, prev)
+}
+
+// forget deletes every per-object series written for key and its memory.
+// Callers hold mu.
+func (c *Controller) forget(key types.NamespacedName, prev *observed) {
+	for _, old := range prev.gauges {
+		c.count.Delete(old)
+		c.currentSeconds.Delete(old)
+	}
+	if prev.deletedAt != nil {
+		c.terminationCurrent.Delete(termLabels(key, prev.extra))
+	}
+	delete(c.seen, key)
+}
+
+func termLabels(key types.NamespacedName, extra prometheus.Labels) prometheus.Labels {
+	l := prometheus.Labels{LabelNamespace: key.Namespace, LabelName: key.Name}
+	for k, v := range extra {
+		l[k] = v
+	}
+	return l
+}
+
+func containsLabels(set []prometheus.Labels, l prometheus.Labels) bool {
+	for _, s := range set {
+		if equalLabels(s, l) {
+			return true
+		}
+	}
+	return false
+}
+
+func equalLabels(a, b prometheus.Labels) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || w != v {
+			return false
+		}
+	}
+	return true
+}
