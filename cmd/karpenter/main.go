@@ -24,6 +24,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+	statusmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/status"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -112,6 +113,20 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 		}
 		if err := podMetrics.Register(mgr); err != nil {
 			return err
+		}
+		// operator_<kind>_status_condition_* and _termination_* (upstream's operatorpkg status controllers).
+		for _, kind := range []statusmetrics.Kind{
+			statusmetrics.NodeClaimKind(kwok.NodeClassLabelKey),
+			statusmetrics.NodePoolKind(),
+			statusmetrics.NodeKind(kwok.NodeClassLabelKey),
+		} {
+			statusMetrics, err := statusmetrics.NewController(kube, clk, crmetrics.Registry, kind)
+			if err != nil {
+				return err
+			}
+			if err := statusMetrics.Register(mgr); err != nil {
+				return err
+			}
 		}
 	}
 	if err := nodeclaim.Register(ctx, mgr, kube, cp, clk, op.Recorder); err != nil {
