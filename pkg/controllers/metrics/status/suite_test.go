@@ -368,3 +368,74 @@ func TestNodePoolConditions(t *testing.T) {
 	f.controller(t, status.NodeClaimKind(kwok.NodeClassLabelKey))
 	f.expectGauges(t, ncCount, map[string]float64{})
 }
+
+// A Node: its kubelet Ready condition is read like ours, the families are
+// operator_node_*, and its extra labels include karpenter_sh_initialized. When
+// the node's labels change (initialized set), the gauges move to the new label
+// values and the series under the old values are gone; when Ready flips the
+// histogram observes how long it was False.
+func TestNodeConditionsAndLabelChange(t *testing.T) {
+	f := newFixture(t)
+	ctrl := f.controller(t, status.NodeKind(kwok.NodeClassLabelKey))
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1.NodePoolLabelKey: "pool-a"}},
+		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
+			Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady",
+			LastTransitionTime: metav1.NewTime(f.t0), LastHeartbeatTime: metav1.NewTime(f.t0),
+		}}},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, n)
+	f.at(7 * time.Second)
+	ExpectReconciled(f.ctx, t, ctrl, n)
+	base := "karpenter_kwok_sh_kwoknodeclass=,karpenter_sh_nodepool=pool-a,"
+	notReady := base + "karpenter_sh_initialized=,name=n1,namespace=,reason=KubeletNotReady,status=False,type=Ready"
+	f.expectGauges(t, "operator_node_status_condition_count", map[string]float64{notReady: 1})
+	f.expectGauges(t, "operator_node_status_condition_current_status_seconds", map[string]float64{notReady: 7})
+
+	n.Labels[v1.NodeInitializedLabelKey] = "true"
+	n.Status.Conditions[0] = corev1.NodeCondition{
+		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
+		LastTransitionTime: metav1.NewTime(f.t0.Add(12 * time.Second)), LastHeartbeatTime: metav1.NewTime(f.t0.Add(12 * time.Second)),
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, n)
+	f.at(20 * time.Second)
+	ExpectReconciled(f.ctx, t, ctrl, n)
+	ready := base + "karpenter_sh_initialized=true,name=n1,namespace=,reason=KubeletReady,status=True,type=Ready"
+	f.expectGauges(t, "operator_node_status_condition_count", map[string]float64{ready: 1})
+	f.expectGauges(t, "operator_node_status_condition_current_status_seconds", map[string]float64{ready: 8})
+	f.expectHistograms(t, "operator_node_status_condition_transition_seconds", map[string]obs{
+		base + "karpenter_sh_initialized=true,status=False,type=Ready": {count: 1, sum: 12},
+	})
+	f.expectCounters(t, "operator_node_status_condition_transitions_total", map[string]float64{
+		base + "karpenter_sh_initialized=,reason=KubeletNotReady,status=False,type=Ready": 1,
+		base + "karpenter_sh_initialized=true,reason=KubeletReady,status=True,type=Ready": 1,
+	})
+}
+
+// A NodeClaim deleted and recreated under the same name between two
+// reconciles (never seen NotFound) starts afresh: its predecessor's gauge
+// series are dropped and its conditions are not compared with the
+// predecessor's, so no transition duration is observed across the two.
+func TestNodeClaimRecreatedStartsAfresh(t *testing.T) {
+	f := newFixture(t)
+	ctrl := f.controller(t, status.NodeClaimKind(kwok.NodeClassLabelKey))
+	nc := nodeClaim("again", f.cond(v1.ConditionTypeLaunched, metav1.ConditionFalse, "LaunchFailed", 0))
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	f.at(10 * time.Second)
+	ExpectReconciled(f.ctx, t, ctrl, nc)
+
+	ExpectDeleted(f.ctx, t, testEnv.Client, nc)
+	ExpectNotFound(f.ctx, t, testEnv.Client, nc)
+	nc = nodeClaim("again", f.cond(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", 15*time.Second))
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	f.at(20 * time.Second)
+	ExpectReconciled(f.ctx, t, ctrl, nc)
+	launched := "name=again,namespace=,reason=Launched,status=True,type=Launched," + ncExtra
+	f.expectGauges(t, ncCount, map[string]float64{launched: 1})
+	f.expectGauges(t, ncCurrent, map[string]float64{launched: 5})
+	f.expectHistograms(t, ncTransition, map[string]obs{})
+	f.expectCounters(t, ncTransitions, map[string]float64{
+		"reason=LaunchFailed,status=False,type=Launched," + ncExtra: 1,
+		"reason=Launched,status=True,type=Launched," + ncExtra:      1,
+	})
+}
