@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -72,6 +73,17 @@ func sortedTaints(in []corev1.Taint) []corev1.Taint {
 	return out
 }
 
+// nodeClassLabel is the label naming a NodePool's NodeClass (e.g.
+// karpenter.kwok.sh/kwoknodeclass: default), which upstream puts on every
+// NodeClaim and node so that pods and metrics can select by NodeClass.
+func nodeClassLabel(np *v1.NodePool) (string, string, bool) {
+	ref := np.Spec.Template.Spec.NodeClassRef
+	if ref == nil || ref.Kind == "" {
+		return "", "", false
+	}
+	return v1.NodeClassLabelKey(schema.GroupKind{Group: ref.Group, Kind: ref.Kind}), ref.Name, true
+}
+
 // NewNodeClaim turns a solver claim into the NodeClaim to create: the NodePool
 // template's labels, annotations, taints and NodeClass; the karpenter.sh/nodepool
 // label; the hash annotations; the NodePool as owner (so deleting the NodePool
@@ -86,6 +98,9 @@ func NewNodeClaim(np *v1.NodePool, c *scheduling.NewClaim) *v1.NodeClaim {
 		labels[k] = v
 	}
 	labels[v1.NodePoolLabelKey] = np.Name
+	if k, v, ok := nodeClassLabel(np); ok {
+		labels[k] = v
+	}
 	annotations := map[string]string{}
 	for k, v := range tmpl.ObjectMeta.Annotations {
 		annotations[k] = v

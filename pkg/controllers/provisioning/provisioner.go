@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sort"
 	"strconv"
 	"sync"
@@ -343,11 +344,20 @@ func adaptNodePool(np *v1.NodePool, its []*scheduling.InstanceType, remaining co
 	if np.Spec.Weight != nil {
 		weight = *np.Spec.Weight
 	}
+	labels := np.Spec.Template.ObjectMeta.Labels
+	// The NodeClass label is on every NodeClaim of the pool, so a pod may select it.
+	if k, v, ok := nodeClassLabel(np); ok {
+		labels = maps.Clone(labels)
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[k] = v
+	}
 	return &scheduling.NodePool{
 		Name:          np.Name,
 		Weight:        weight,
 		Requirements:  scheduling.NewRequirements(reqs...),
-		Labels:        np.Spec.Template.ObjectMeta.Labels,
+		Labels:        labels,
 		Taints:        np.Spec.Template.Spec.Taints,
 		StartupTaints: np.Spec.Template.Spec.StartupTaints,
 		Remaining:     remaining,

@@ -183,8 +183,8 @@ func TestNodeClaimCarriesTemplateLabelsHashOwnerFinalizerAndRequirements(t *test
 	if !strings.HasPrefix(nc.Name, "default-") {
 		t.Errorf("name %q not generated from the nodepool", nc.Name)
 	}
-	if nc.Labels[v1.NodePoolLabelKey] != "default" || nc.Labels["team"] != "blue" {
-		t.Errorf("labels %v", nc.Labels)
+	if nc.Labels[v1.NodePoolLabelKey] != "default" || nc.Labels["team"] != "blue" || nc.Labels["karpenter.kwok.sh/kwoknodeclass"] != "default" {
+		t.Errorf("labels %v (want nodepool, template and NodeClass labels)", nc.Labels)
 	}
 	if nc.Annotations["example.com/owner"] != "blue" || nc.Annotations[v1.NodePoolHashAnnotationKey] != provisioning.NodePoolHash(np) ||
 		nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != provisioning.NodePoolHashVersion {
@@ -571,5 +571,29 @@ func TestPodsStateMetricFollowsThePod(t *testing.T) {
 	ExpectReconciled(f.ctx, t, trigger, p)
 	if got := series(); got != 0 {
 		t.Fatalf("%d series left after the pod was deleted", got)
+	}
+}
+
+// TestPodsSelectTheNodeClassLabel: the NodeClass label every NodeClaim carries
+// can be selected by a pod: the matching NodeClass launches, another name is
+// unschedulable.
+func TestPodsSelectTheNodeClassLabel(t *testing.T) {
+	f := newFixture(t)
+	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), nodePool("default", "default"))
+	match, other := pendingPod("match", "1"), pendingPod("other", "1")
+	match.Spec.NodeSelector = map[string]string{"karpenter.kwok.sh/kwoknodeclass": "default"}
+	other.Spec.NodeSelector = map[string]string{"karpenter.kwok.sh/kwoknodeclass": "gpu"}
+	ExpectApplied(f.ctx, t, testEnv.Client, match, other)
+	res := f.schedule(t)
+	if len(res.NodeClaims) != 1 || res.NodeClaims[0].Labels["karpenter.kwok.sh/kwoknodeclass"] != "default" {
+		t.Fatalf("want one nodeclaim of NodeClass default for the matching pod, got %d (errors %v)", len(res.NodeClaims), res.Solve.PodErrors)
+	}
+	if len(res.Solve.PodErrors) != 1 {
+		t.Fatalf("want the pod selecting NodeClass gpu unschedulable, got errors %v", res.Solve.PodErrors)
+	}
+	for p, err := range res.Solve.PodErrors {
+		if p.Name != "other" || !strings.Contains(err.Error(), "kwoknodeclass") {
+			t.Fatalf("pod error %s: %v", p.Name, err)
+		}
 	}
 }
