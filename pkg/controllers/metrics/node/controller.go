@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -121,11 +122,11 @@ func (c *Controller) Reconcile() {
 	now := c.clock.Now()
 	totalAllocatable, totalRequests := corev1.ResourceList{}, corev1.ResourceList{}
 	for _, sn := range c.cluster.Nodes() {
-		if sn.Node == nil || !sn.Managed() {
+		if sn.Node == nil {
 			continue
 		}
 		node := sn.Node
-		labels := c.labelsOf(node)
+		labels := c.labelsOf(node, sn.Managed())
 		var podReq, podLim, dsReq, dsLim []corev1.ResourceList
 		for _, p := range sn.Pods {
 			req, lim := podRequests(p), podLimits(p)
@@ -156,11 +157,11 @@ func (c *Controller) Reconcile() {
 	}
 }
 
-func (c *Controller) labelsOf(node *corev1.Node) prometheus.Labels {
+func (c *Controller) labelsOf(node *corev1.Node, managed bool) prometheus.Labels {
 	l := prometheus.Labels{
 		LabelNodeName: node.Name,
 		LabelPhase:    string(node.Status.Phase),
-		LabelManaged:  "true",
+		LabelManaged:  strconv.FormatBool(managed),
 	}
 	for _, m := range c.nodeLabels {
 		l[m.name] = node.Labels[m.key]

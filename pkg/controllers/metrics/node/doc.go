@@ -9,19 +9,19 @@
 // deleted after the new values are set, so a scrape never sees a node's series
 // missing in between.
 //
-// Only Karpenter-managed nodes are reported (a NodeClaim or a karpenter.sh/nodepool
-// label) and only once the Node object exists: in-flight NodeClaims have no
-// allocatable or pods yet. Semantics follow upstream v1:
+// Every node of the cluster is reported, as upstream does, once its Node object
+// exists (in-flight NodeClaims have no allocatable or pods yet); the managed label
+// tells Karpenter's nodes (a NodeClaim or a karpenter.sh/nodepool label) from the
+// others. Semantics follow upstream v1:
 //
 //   - total_pod_requests / total_pod_limits count every pod bound to the node,
 //     DaemonSet pods included; total_daemon_* count the DaemonSet pods alone;
 //   - system_overhead is status.capacity minus status.allocatable;
 //   - cluster_utilization_percent, per resource_type, is the sum of pod requests
-//     over the sum of allocatable of the reported nodes, times 100;
+//     over the sum of allocatable of all reported nodes, managed or not, times 100;
 //   - cpu is in cores, every other resource in its base unit (memory in bytes).
 //
-// Labels: node_name, phase (the Node's status.phase), managed ("true": only managed
-// nodes are reported; kept so dashboards filtering on it keep working), one label
+// Labels: node_name, phase (the Node's status.phase), managed ("true" or "false"), one label
 // per well-known node label named by its key's last segment in snake case (nodepool,
 // zone, region, instance_type, arch, os, capacity_type, windows_build, plus the cloud
 // provider's), and resource_type on the resource gauges (the resource name in lower

@@ -3,6 +3,7 @@ package node_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -181,11 +182,10 @@ func nodeLabels(name, nodePool string) map[string]string {
 	}
 }
 
+// with is l plus (or with a new value for) k.
 func with(l map[string]string, k, v string) map[string]string {
-	out := map[string]string{k: v}
-	for lk, lv := range l {
-		out[lk] = lv
-	}
+	out := maps.Clone(l)
+	out[k] = v
 	return out
 }
 
@@ -238,7 +238,7 @@ func describeAll(ss []series) string {
 
 // A managed node with one DaemonSet pod and one ordinary pod: every gauge has
 // the exact value under upstream's exact label set; an unmanaged node with a pod
-// is reported nowhere, utilization included.
+// is reported with managed="false" and counts in utilization, as upstream.
 func TestNodeGaugesHaveExactValuesAndLabels(t *testing.T) {
 	f := newFixture(t)
 	n := f.node(t, "managed-a", "default")
@@ -251,22 +251,42 @@ func TestNodeGaugesHaveExactValuesAndLabels(t *testing.T) {
 
 	f.ctrl.Reconcile()
 
-	labels := nodeLabels("managed-a", "default")
-	byResource := func(r string) map[string]string { return with(labels, "resource_type", r) }
+	managed := nodeLabels("managed-a", "default")
+	unmanaged := with(nodeLabels("unmanaged-b", ""), "managed", "false")
+	// Keys are "a/<resource>" for the managed node, "b/<resource>" for the other.
+	byResource := func(k string) map[string]string {
+		node, r, _ := strings.Cut(k, "/")
+		if node == "b" {
+			return with(unmanaged, "resource_type", r)
+		}
+		return with(managed, "resource_type", r)
+	}
 	f.expectSeries(t, "karpenter_nodes_allocatable", map[string]float64{
-		"cpu": 3.8, "memory": 15 * gi, "ephemeral_storage": 90 * gi, "pods": 110,
+		"a/cpu": 3.8, "a/memory": 15 * gi, "a/ephemeral_storage": 90 * gi, "a/pods": 110,
+		"b/cpu": 3.8, "b/memory": 15 * gi, "b/ephemeral_storage": 90 * gi, "b/pods": 110,
 	}, byResource)
 	f.expectSeries(t, "karpenter_nodes_system_overhead", map[string]float64{
-		"cpu": 0.2, "memory": 1 * gi, "ephemeral_storage": 10 * gi, "pods": 0,
+		"a/cpu": 0.2, "a/memory": 1 * gi, "a/ephemeral_storage": 10 * gi, "a/pods": 0,
+		"b/cpu": 0.2, "b/memory": 1 * gi, "b/ephemeral_storage": 10 * gi, "b/pods": 0,
 	}, byResource)
 	// Pod totals include the DaemonSet pod, as upstream v1.
-	f.expectSeries(t, "karpenter_nodes_total_pod_requests", map[string]float64{"cpu": 1.1, "memory": 1*gi + 128*mi}, byResource)
-	f.expectSeries(t, "karpenter_nodes_total_pod_limits", map[string]float64{"cpu": 2.2, "memory": 2*gi + 256*mi}, byResource)
-	f.expectSeries(t, "karpenter_nodes_total_daemon_requests", map[string]float64{"cpu": 0.1, "memory": 128 * mi}, byResource)
-	f.expectSeries(t, "karpenter_nodes_total_daemon_limits", map[string]float64{"cpu": 0.2, "memory": 256 * mi}, byResource)
-	f.expectSeries(t, "karpenter_nodes_current_lifetime_seconds", map[string]float64{"": 90}, func(string) map[string]string { return labels })
+	f.expectSeries(t, "karpenter_nodes_total_pod_requests", map[string]float64{
+		"a/cpu": 1.1, "a/memory": 1*gi + 128*mi, "b/cpu": 3, "b/memory": 8 * gi,
+	}, byResource)
+	f.expectSeries(t, "karpenter_nodes_total_pod_limits", map[string]float64{
+		"a/cpu": 2.2, "a/memory": 2*gi + 256*mi, "b/cpu": 3, "b/memory": 8 * gi,
+	}, byResource)
+	f.expectSeries(t, "karpenter_nodes_total_daemon_requests", map[string]float64{"a/cpu": 0.1, "a/memory": 128 * mi}, byResource)
+	f.expectSeries(t, "karpenter_nodes_total_daemon_limits", map[string]float64{"a/cpu": 0.2, "a/memory": 256 * mi}, byResource)
+	f.expectSeries(t, "karpenter_nodes_current_lifetime_seconds", map[string]float64{"a": 90, "b": 90}, func(k string) map[string]string {
+		if k == "b" {
+			return unmanaged
+		}
+		return managed
+	})
+	// Utilization counts both nodes.
 	f.expectSeries(t, "karpenter_cluster_utilization_percent", map[string]float64{
-		"cpu": 100 * 1.1 / 3.8, "memory": 100 * float64(1*gi+128*mi) / (15 * gi), "ephemeral_storage": 0, "pods": 0,
+		"cpu": 100 * 4.1 / 7.6, "memory": 100 * float64(9*gi+128*mi) / (30 * gi), "ephemeral_storage": 0, "pods": 0,
 	}, func(r string) map[string]string { return map[string]string{"resource_type": r} })
 }
 
