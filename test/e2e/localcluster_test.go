@@ -117,7 +117,7 @@ func TestClusterLeavesNoOrphans(t *testing.T) {
 				if err := c.Stop(); err != nil {
 					t.Fatal(err)
 				}
-			} else if err := syscall.Kill(c.PID(), syscall.SIGKILL); err != nil {
+			} else if err := c.Kill(); err != nil {
 				t.Fatal(err)
 			}
 			if err := poll(context.Background(), 30*time.Second, func() (bool, error) {

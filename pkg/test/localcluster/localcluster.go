@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -36,6 +37,9 @@ type Cluster struct {
 
 	cmd  *exec.Cmd
 	done chan error
+	// killed: Kill ended the tool on purpose, so its "signal: killed" exit is
+	// what the test asked for, not a failure of Stop.
+	killed atomic.Bool
 }
 
 // FakeNodeAnnotation marks the nodes KWOK runs.
@@ -125,8 +129,17 @@ func (c *Cluster) ChildPIDs() (map[string]int, error) {
 // PID of the cluster tool itself.
 func (c *Cluster) PID() int { return c.cmd.Process.Pid }
 
+// Kill sends SIGKILL to the cluster tool (not to its children, which must go
+// by themselves: that is what a test of orphans checks).
+func (c *Cluster) Kill() error {
+	c.killed.Store(true)
+	return syscall.Kill(c.PID(), syscall.SIGKILL)
+}
+
 // Stop sends SIGTERM to the cluster tool and waits for it to stop its children.
-// A tool that already exited (a test killed it on purpose) is not an error here.
+// A tool that already exited or that Kill ended is not an error here; the
+// killed tool may not have been reaped yet when Stop runs, so its exit status
+// is ignored rather than raced against.
 func (c *Cluster) Stop() error {
 	select {
 	case err := <-c.done:
@@ -134,10 +147,15 @@ func (c *Cluster) Stop() error {
 		return nil
 	default:
 	}
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	if !c.killed.Load() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	}
 	select {
 	case err := <-c.done:
 		c.done <- err
+		if c.killed.Load() {
+			return nil
+		}
 		return err
 	case <-time.After(60 * time.Second):
 		_ = c.cmd.Process.Kill()
