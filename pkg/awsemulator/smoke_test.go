@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"github.com/aws/aws-sdk-go-v2/service/iam"
@@ -15,11 +16,21 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 )
 
+type logRetryer struct {
+	aws.RetryerV2
+	t *testing.T
+}
+
+func (l logRetryer) IsErrorRetryable(err error) bool {
+	l.t.Logf("retry? %v", err)
+	return l.RetryerV2.IsErrorRetryable(err)
+}
+
 func TestSmoke(t *testing.T) {
 	e := awsemulator.StartForTest(t, awsemulator.Options{})
 	ctx := context.Background()
 	cfg := e.AWSConfig()
-	ec := ec2.NewFromConfig(cfg)
+	ec := ec2.NewFromConfig(cfg, func(o *ec2.Options) { o.Retryer = logRetryer{retry.NewStandard(), t} })
 	out, err := ec.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{})
 	if err != nil {
 		t.Fatal(err)
@@ -34,7 +45,7 @@ func TestSmoke(t *testing.T) {
 		}
 		n += len(o.InstanceTypes)
 	}
-	t.Logf("types %d calls %d", n, e.Calls("ec2", "DescribeInstanceTypes"))
+	t.Logf("types %d calls %d %v", n, e.Calls("ec2", "DescribeInstanceTypes"), e.AllCalls())
 	sm := ssm.NewFromConfig(cfg)
 	po, err := sm.GetParameter(ctx, &ssm.GetParameterInput{Name: aws.String("/aws/service/eks/optimized-ami/1.34/amazon-linux-2023/x86_64/standard/recommended/image_id")})
 	if err != nil {
