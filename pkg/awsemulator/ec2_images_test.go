@@ -56,7 +56,7 @@ func TestDescribeImagesByNameAndOwner(t *testing.T) {
 		t.Fatalf("tagged images: %s", imageNames(tagged))
 	}
 	byOwnerID := describeImages(t, c, &ec2.DescribeImagesInput{Owners: []string{"801119661308"}, Filters: []ec2types.Filter{filter("name", "Windows_Server-2022-*-1.34-*")}})
-	if len(byOwnerID) != 1 || string(byOwnerID[0].Platform) != "windows" // EC2 sends lower case, unlike the SDK enum {
+	if len(byOwnerID) != 1 || string(byOwnerID[0].Platform) != "windows" { // EC2 sends lower case, unlike the SDK enum
 		t.Fatalf("windows by owner id: %s", imageNames(byOwnerID))
 	}
 	keyed := describeImages(t, c, &ec2.DescribeImagesInput{Filters: []ec2types.Filter{filter("tag-key", "karpenter.sh/discovery"), filter("state", "available")}})
