@@ -284,7 +284,9 @@ func newInstanceType(f *factsEntry) *instanceType {
 	b.boolean("encryptionInTransitSupported", eit)
 	b.close("networkInfo")
 
-	if n := atoi(l["karpenter.k8s.aws/instance-gpu-count"]); n > 0 {
+	// g6f/gr6f carry a fraction of a GPU: AWS reports a count of 0 (and Karpenter's label says so).
+	if count, ok := l["karpenter.k8s.aws/instance-gpu-count"]; ok {
+		n := atoi(count)
 		gname := gpuNames[l["karpenter.k8s.aws/instance-gpu-name"]]
 		if gname == "" {
 			gname = titleWords(l["karpenter.k8s.aws/instance-gpu-name"])
@@ -301,7 +303,7 @@ func newInstanceType(f *factsEntry) *instanceType {
 		b.close("memoryInfo")
 		b.close("item")
 		b.close("gpus")
-		b.integer("totalGpuMemoryInMiB", gmem*int64(n))
+		b.integer("totalGpuMemoryInMiB", gmem*int64(max(n, 1)))
 		b.close("gpuInfo")
 	}
 	if n := atoi(l["karpenter.k8s.aws/instance-accelerator-count"]); n > 0 {
