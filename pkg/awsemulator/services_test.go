@@ -249,7 +249,7 @@ func TestDryRunAndDeny(t *testing.T) {
 	}{
 		{"CreateFleet", func() error {
 			_, err := c.ec2.CreateFleet(ctx, &ec2.CreateFleetInput{DryRun: aws.Bool(true), Type: ec2types.FleetTypeInstant,
-				LaunchTemplateConfigs: []ec2types.FleetLaunchTemplateConfigRequest{{LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String("lt"), Version: aws.String("$Latest")}}},
+				LaunchTemplateConfigs:       []ec2types.FleetLaunchTemplateConfigRequest{{LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{LaunchTemplateName: aws.String("lt"), Version: aws.String("$Latest")}}},
 				TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{TotalTargetCapacity: aws.Int32(1), DefaultTargetCapacityType: ec2types.DefaultTargetCapacityTypeOnDemand}})
 			return err
 		}},

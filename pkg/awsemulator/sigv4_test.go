@@ -67,15 +67,19 @@ type authCase struct {
 func TestSigV4Rejected(t *testing.T) {
 	cases := []authCase{
 		{
-			name:   "wrong secret",
-			mutate: func(cfg *aws.Config) { cfg.Credentials = credentials.NewStaticCredentialsProvider("AKIAEMULATOR00000000", "wrong", "") },
+			name: "wrong secret",
+			mutate: func(cfg *aws.Config) {
+				cfg.Credentials = credentials.NewStaticCredentialsProvider("AKIAEMULATOR00000000", "wrong", "")
+			},
 			codes: map[string]string{"ec2": "AuthFailure", "iam": "SignatureDoesNotMatch", "ssm": "InvalidSignatureException",
 				"sqs": "InvalidSignatureException", "pricing": "InvalidSignatureException", "eks": "InvalidSignatureException"},
 			status: map[string]int{"ec2": 401, "iam": 403, "ssm": 400, "sqs": 400, "pricing": 400, "eks": 403},
 		},
 		{
-			name:   "unknown access key",
-			mutate: func(cfg *aws.Config) { cfg.Credentials = credentials.NewStaticCredentialsProvider("AKIAUNKNOWN", "emulator-secret-access-key", "") },
+			name: "unknown access key",
+			mutate: func(cfg *aws.Config) {
+				cfg.Credentials = credentials.NewStaticCredentialsProvider("AKIAUNKNOWN", "emulator-secret-access-key", "")
+			},
 			codes: map[string]string{"ec2": "AuthFailure", "iam": "InvalidClientTokenId", "ssm": "UnrecognizedClientException",
 				"sqs": "UnrecognizedClientException", "pricing": "UnrecognizedClientException", "eks": "UnrecognizedClientException"},
 			status: map[string]int{"ec2": 401, "iam": 403, "ssm": 400, "sqs": 400, "pricing": 400, "eks": 403},
