@@ -43,6 +43,9 @@ func seed(opts Options) (*state, error) {
 		instanceProfiles:  map[string]*InstanceProfile{},
 		queues:            map[string]*queue{},
 		denied:            map[string]bool{},
+		launchTemplates:   map[string]*LaunchTemplate{},
+		instances:         map[string]*Instance{},
+		addressSeq:        map[string]int{},
 	}
 	prefix := zoneIDPrefix(opts.Region)
 	for i, z := range opts.Zones {

@@ -36,6 +36,11 @@ type state struct {
 
 	denied map[string]bool // "service/Action"
 
+	launchTemplates map[string]*LaunchTemplate // by ID
+	instances       map[string]*Instance       // by ID
+	instanceOrder   []string                   // launch order
+	addressSeq      map[string]int             // subnet ID -> addresses handed out
+
 	seq int // deterministic counter for generated IDs
 }
 
