@@ -51,7 +51,7 @@
 //     errors (errorf(status, code, message)).
 //  3. Register it in the service's ops table (ec2Ops, iamOps, ...). Pagination: paginate
 //     with the call's page bounds; filters: checkFilters + matchFilters.
-//  4. Test it through the SDK client in emulator_test.go.
+//  4. Test it through the SDK client (awsemulator_test: *_test.go next to the service).
 //
 // New resource kinds (instances, launch templates, fleets for issue 14) get a map in
 // state, a seed or creation path, and exported test helpers next to the existing ones.

@@ -22,6 +22,7 @@ func sqsOps() map[string]handler {
 		"DeleteQueue":        sqsDeleteQueue,
 		"PurgeQueue":         sqsPurgeQueue,
 		"GetQueueAttributes": sqsGetQueueAttributes,
+		"ListQueues":         sqsListQueues,
 	}
 }
 
@@ -440,4 +441,20 @@ func sqsGetQueueAttributes(c *call) (any, error) {
 		return nil, noSuchQueue()
 	}
 	return map[string]any{"Attributes": out}, nil
+}
+
+func sqsListQueues(c *call) (any, error) {
+	var in struct{ QueueNamePrefix string }
+	if err := decodeJSON(c, &in); err != nil {
+		return nil, err
+	}
+	urls := []string{}
+	c.e.locked(func(s *state) {
+		for _, name := range sortedKeys(s.queues) {
+			if strings.HasPrefix(name, in.QueueNamePrefix) {
+				urls = append(urls, c.e.queueURL(name))
+			}
+		}
+	})
+	return map[string]any{"QueueUrls": urls}, nil
 }
