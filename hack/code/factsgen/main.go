@@ -1,5 +1,5 @@
 // Command factsgen writes Go tables generated from the instance type facts
-// file (ec2-instance-types.json: labels, VPC limits and us-east-1 on-demand
+// file (ec2-instance-types.json[.gz]: labels, VPC limits and us-east-1 on-demand
 // prices of every EC2 instance type, as upstream Karpenter publishes them):
 //
 //	-table vpclimits   per-type IPv4 addresses per ENI, branch ENIs, trunking
@@ -14,15 +14,18 @@ package main
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"flag"
 	"fmt"
 	"go/format"
+	"io"
 	"log"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // Fact is one entry of the facts file (only the fields the tables need).
@@ -85,6 +88,7 @@ func factsPath(flagValue string) (string, error) {
 		return "", err
 	}
 	for _, p := range []string{
+		filepath.Join(root, "pkg", "awsemulator", "data", "ec2-instance-types.json.gz"),
 		filepath.Join(root, "pkg", "awsemulator", "data", "ec2-instance-types.json"),
 		filepath.Join(root, "..", "shared", "reference", "ec2-instance-types.json"),
 	} {
@@ -116,6 +120,15 @@ func readFacts(path string) ([]Fact, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	if strings.HasSuffix(path, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(b))
+		if err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		if b, err = io.ReadAll(zr); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
 	}
 	var all []Fact
 	if err := json.Unmarshal(b, &all); err != nil {
