@@ -29,6 +29,7 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
@@ -42,7 +43,9 @@ func main() {
 		log.Fatalf("starting the AWS emulator: %v", err)
 	}
 	defer em.Close()
-	page, err := Generate(context.Background(), em.AWSConfig(), em.Options().ClusterName)
+	cfg := em.AWSConfig()
+	httpclient.Configure(&cfg)
+	page, err := Generate(context.Background(), cfg, em.Options().ClusterName)
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -60,7 +63,7 @@ var providerOptions = instancetype.Options{VMMemoryOverheadPercent: 0.075}
 func Generate(ctx context.Context, cfg aws.Config, clusterName string) ([]byte, error) {
 	ec2Client := ec2.NewFromConfig(cfg)
 	clk := clock.RealClock{}
-	prices := pricing.NewProvider(ec2Client, pricing.NewPricingClient(cfg), cfg.Region, true, clk)
+	prices := pricing.NewProvider(ec2Client, pricing.NewPricingClient(cfg), cfg.Region, false, clk)
 	opts := providerOptions
 	opts.Region = cfg.Region
 	provider := instancetype.NewProvider(ec2Client, prices, instancetype.NewUnavailableOfferings(clk), clk, opts)

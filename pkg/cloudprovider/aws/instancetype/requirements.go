@@ -124,9 +124,12 @@ func requirements(info *ec2types.InstanceTypeInfo, s *settings, region string, z
 	var manufacturer, clock string
 	if pi := info.ProcessorInfo; pi != nil {
 		manufacturer = kebab(deref(pi.Manufacturer))
+		// Types EC2 reports no sustained clock speed for are labelled 0, as upstream does.
+		var ghz float64
 		if pi.SustainedClockSpeedInGhz != nil {
-			clock = strconv.Itoa(int(math.Round(*pi.SustainedClockSpeedInGhz * 1000)))
+			ghz = *pi.SustainedClockSpeedInGhz
 		}
+		clock = strconv.Itoa(int(math.Round(ghz * 1000)))
 	}
 	reqs = append(reqs,
 		one(awsv1.LabelInstanceCPUManufacturer, manufacturer, manufacturer != ""),
