@@ -93,7 +93,8 @@ func requirements(info *ec2types.InstanceTypeInfo, s *settings, region string, z
 	}
 
 	category, generation, familyName, size := nameParts(name)
-	reqs := []scheduling.Requirement{
+	reqs := make([]scheduling.Requirement, 0, 40)
+	reqs = append(reqs,
 		in(corev1.LabelInstanceTypeStable, name),
 		in(corev1.LabelArchStable, arch),
 		in(corev1.LabelOSStable, oss...),
@@ -115,7 +116,7 @@ func requirements(info *ec2types.InstanceTypeInfo, s *settings, region string, z
 		// node of these offerings carries the reservation labels.
 		absent(awsv1.LabelCapacityReservationID),
 		absent(awsv1.LabelCapacityReservationType),
-	}
+	)
 	if len(zoneIDs) > 0 {
 		reqs = append(reqs, in(awsv1.LabelTopologyZoneID, zoneIDs...))
 	}
