@@ -13,7 +13,6 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws"
@@ -159,5 +158,4 @@ func TestProviderIdentity(t *testing.T) {
 	if _, err := cp.List(ctx); err == nil || !strings.Contains(err.Error(), "issue 14") {
 		t.Errorf("List: %v", err)
 	}
-	_ = status.ConditionReady
 }
