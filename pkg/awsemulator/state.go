@@ -24,8 +24,8 @@ type state struct {
 	instanceTypes     []*instanceType // sorted by name
 	instanceTypeIndex map[string]*instanceType
 	offered           map[string]map[string]bool // type -> zone name -> offered
-	spotPrices        map[offeringKey]float64     // (type, zone) -> USD/h
-	insufficient      map[capacityKey]bool        // (capacity type, type, zone) out of capacity
+	spotPrices        map[offeringKey]float64    // (type, zone) -> USD/h
+	insufficient      map[capacityKey]bool       // (capacity type, type, zone) out of capacity
 
 	parameters       map[string]*Parameter
 	roles            map[string]*Role
