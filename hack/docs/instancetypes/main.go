@@ -29,7 +29,6 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
@@ -44,7 +43,6 @@ func main() {
 	}
 	defer em.Close()
 	cfg := em.AWSConfig()
-	httpclient.Configure(&cfg)
 	page, err := Generate(context.Background(), cfg, em.Options().ClusterName)
 	if err != nil {
 		log.Fatal(err)

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 )
 
 const committedPage = "../../../docs/aws-instance-types.md"
@@ -17,7 +16,6 @@ func generate(t *testing.T) []byte {
 	t.Helper()
 	em := awsemulator.StartForTest(t, awsemulator.Options{})
 	cfg := em.AWSConfig()
-	httpclient.Configure(&cfg)
 	page, err := Generate(context.Background(), cfg, em.Options().ClusterName)
 	if err != nil {
 		t.Fatal(err)

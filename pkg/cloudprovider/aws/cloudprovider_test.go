@@ -16,7 +16,6 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
@@ -33,7 +32,6 @@ func setup(t *testing.T) (context.Context, *aws.CloudProvider, *awsemulator.Emul
 	ExpectCleanedUp(ctx, t, e.Client, &v1.NodePoolList{}, &awsv1.EC2NodeClassList{})
 	em := awsemulator.StartForTest(t, awsemulator.Options{})
 	cfg := em.AWSConfig()
-	httpclient.Configure(&cfg)
 	clk := clocktesting.NewFakeClock(time.Now())
 	ec2Client := ec2.NewFromConfig(cfg)
 	prices := pricing.NewProvider(ec2Client, pricing.NewPricingClient(cfg), cfg.Region, false, clk)

@@ -11,8 +11,10 @@
 // closes the connection under the response being read. The SDK then fails
 // with "failed to decode response body ... use of closed network connection"
 // and retries, using up attempts and the retry quota (against the local AWS
-// emulator about every second DescribeInstanceTypes page). Hiding WriteTo
-// makes net/http drain with Read, which returns io.EOF as the end of the body.
+// emulator about every second DescribeInstanceTypes page; aws-sdk-go-v2
+// #2737). Hiding WriteTo makes net/http drain with Read, which returns io.EOF
+// as the end of the body. The emulator's AWSConfig does the same for tests;
+// this is for the operator's own clients.
 package httpclient
 
 import (

@@ -10,7 +10,6 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 )
 
@@ -20,7 +19,6 @@ func benchProvider(b *testing.B) (*Provider, *awsv1.EC2NodeClass) {
 	b.Helper()
 	em := awsemulator.StartForTest(b, awsemulator.Options{})
 	cfg := em.AWSConfig()
-	httpclient.Configure(&cfg)
 	clk := clocktesting.NewFakeClock(time.Now())
 	ec2Client := ec2.NewFromConfig(cfg)
 	prices := pricing.NewProvider(ec2Client, pricing.NewPricingClient(cfg), cfg.Region, false, clk)

@@ -16,7 +16,6 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
@@ -35,7 +34,6 @@ func newFixture(t testing.TB) *fixture {
 	t.Helper()
 	em := awsemulator.StartForTest(t, awsemulator.Options{})
 	cfg := em.AWSConfig()
-	httpclient.Configure(&cfg)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	ec2Client := ec2.NewFromConfig(cfg)
 	f := &fixture{em: em, clock: clk}
@@ -98,8 +96,8 @@ func readFacts(t testing.TB) []fact {
 
 // emulatorDeviations are labels whose EC2 shape the emulator does not render
 // as AWS does yet, by family: xen types that are EBS-optimized by default
-// (answered "supported", so no EBS bandwidth), the Qualcomm accelerator list
-// (items the SDK does not read) and fractional GPUs (count 0, left out). The
+// (answered "supported", so no EBS bandwidth) and the Qualcomm accelerator
+// list (items the SDK does not read). The
 // label values upstream derived from AWS are in the facts file; these are
 // skipped, not failed, until the emulator answers like AWS.
 var emulatorDeviations = map[string][]string{
@@ -107,8 +105,6 @@ var emulatorDeviations = map[string][]string{
 	"i3": {awsv1.LabelInstanceEBSBandwidth}, "m4": {awsv1.LabelInstanceEBSBandwidth}, "r4": {awsv1.LabelInstanceEBSBandwidth},
 	"x1": {awsv1.LabelInstanceEBSBandwidth}, "x1e": {awsv1.LabelInstanceEBSBandwidth},
 	"dl2q": {awsv1.LabelInstanceAcceleratorName, awsv1.LabelInstanceAcceleratorManufacturer, awsv1.LabelInstanceAcceleratorCount},
-	"g6f":  {awsv1.LabelInstanceGPUName, awsv1.LabelInstanceGPUManufacturer, awsv1.LabelInstanceGPUCount, awsv1.LabelInstanceGPUMemory},
-	"gr6f": {awsv1.LabelInstanceGPUName, awsv1.LabelInstanceGPUManufacturer, awsv1.LabelInstanceGPUCount, awsv1.LabelInstanceGPUMemory},
 }
 
 func deviates(name, label string) bool {
@@ -257,7 +253,6 @@ func offeredZones(t *testing.T, f *fixture) map[string]map[string]bool {
 	t.Helper()
 	out := map[string]map[string]bool{}
 	cfg := f.em.AWSConfig()
-	httpclient.Configure(&cfg)
 	pages := ec2.NewDescribeInstanceTypeOfferingsPaginator(ec2.NewFromConfig(cfg), &ec2.DescribeInstanceTypeOfferingsInput{LocationType: "availability-zone"})
 	for pages.HasMorePages() {
 		page, err := pages.NextPage(context.Background())
@@ -427,7 +422,6 @@ func TestThrottlingAndRetries(t *testing.T) {
 	}
 	pages := f.em.Calls("ec2", "DescribeInstanceTypes")
 	cfg := f.em.AWSConfig()
-	httpclient.Configure(&cfg)
 	fresh := func() *instancetype.Provider {
 		return instancetype.NewProvider(ec2.NewFromConfig(cfg), f.prices, f.unavailable, f.clock, instancetype.Options{Region: "us-west-2"})
 	}

@@ -13,7 +13,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 )
 
@@ -21,7 +20,6 @@ func newProvider(t *testing.T, opts awsemulator.Options, isolated bool) (*awsemu
 	t.Helper()
 	em := awsemulator.StartForTest(t, opts)
 	cfg := em.AWSConfig()
-	httpclient.Configure(&cfg)
 	clk := clocktesting.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	return em, pricing.NewProvider(ec2.NewFromConfig(cfg), pricing.NewPricingClient(cfg), cfg.Region, isolated, clk), clk
 }
