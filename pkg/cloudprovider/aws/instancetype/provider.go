@@ -241,7 +241,7 @@ func (p *Provider) resolve(s *settings, zones []zone) *resolution {
 				typeZones = append(typeZones, z)
 			}
 		}
-		capacity := capacity(info, s, p.opts)
+		c := capacity(info, s, p.opts)
 		var capacityTypes []string
 		for _, uc := range info.SupportedUsageClasses {
 			if uc == ec2types.UsageClassTypeOnDemand || uc == ec2types.UsageClassTypeSpot {
@@ -251,8 +251,8 @@ func (p *Provider) resolve(s *settings, zones []zone) *resolution {
 		res.types = append(res.types, baseType{
 			name:          name,
 			requirements:  requirements(info, s, p.opts.Region, typeZones),
-			capacity:      capacity,
-			overhead:      overhead(info, s, p.opts, capacity),
+			capacity:      c,
+			overhead:      overhead(info, s, p.opts, c),
 			capacityTypes: capacityTypes,
 			offered:       offered,
 		})
