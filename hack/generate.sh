@@ -22,3 +22,11 @@ cp "$tmp"/*.yaml "$CRD_DIR"/
 
 # Constraints controller-gen cannot express (values of maps).
 go run ./hack/crdpatch "$CRD_DIR"/*.yaml
+
+# Tables generated from the instance type facts file (the AWS emulator's copy):
+# VPC limits and network bandwidth of the instance types, static on-demand prices.
+go generate ./pkg/cloudprovider/aws/instancetype ./pkg/cloudprovider/aws/pricing
+
+# The AWS instance types reference page, computed by the provider against the
+# in-process AWS emulator.
+go run ./hack/docs/instancetypes -out docs/aws-instance-types.md

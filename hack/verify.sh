@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Fails, naming the stale files, when the committed generated files
-# (zz_generated.deepcopy.go and pkg/apis/crds/*.yaml) differ from what
+# (zz_generated.deepcopy.go, pkg/apis/crds/*.yaml, the instance type tables
+# and docs/aws-instance-types.md) differ from what
 # hack/generate.sh produces from the current types. The work tree is left
 # untouched: generation runs in a scratch copy of the module.
 set -euo pipefail
@@ -18,7 +19,9 @@ while IFS= read -r f; do
 	if ! cmp -s "$f" "$ROOT/$rel"; then
 		stale+=("$rel")
 	fi
-done < <(find "$scratch/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '*/crds/*.yaml' \) -type f)
+done < <(find "$scratch/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '*/crds/*.yaml' \) -type f;
+	find "$scratch/pkg/cloudprovider/aws" -name 'zz_generated.*.go' -type f;
+	echo "$scratch/docs/aws-instance-types.md")
 # Generated files that exist in the tree but would no longer be generated.
 while IFS= read -r f; do
 	rel="${f#"$ROOT"/}"

@@ -1,0 +1,18 @@
+// Package instancetype turns what EC2 says about instance types
+// (DescribeInstanceTypes, DescribeInstanceTypeOfferings) into the solver's
+// scheduling.InstanceType for one EC2NodeClass: the labels a node of the type
+// carries (requirements), its capacity, the overhead the kubelet and the OS
+// hold back, and one offering per subnet zone and capacity type with its price
+// and availability.
+//
+// The math (capacity.go, requirements.go) is pure: it reads an
+// ec2types.InstanceTypeInfo, the EC2NodeClass and the options, and nothing else.
+// Provider adds the EC2 calls and the caches around it (5 minutes for the EC2
+// data and the resolved types, as upstream), and UnavailableOfferings
+// remembers offerings EC2 recently had no capacity for (3 minutes).
+//
+// The AMI family matters here only for its default root volume, its pod-density
+// and reserved-memory rules and the Windows build label; family.go keeps a
+// small table of its own for that instead of importing the amifamily package
+// (which resolves AMIs and generates userData).
+package instancetype

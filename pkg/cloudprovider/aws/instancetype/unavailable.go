@@ -1,0 +1,94 @@
+package instancetype
+
+import (
+	"sync"
+	"time"
+
+	"k8s.io/utils/clock"
+)
+
+// UnavailableOfferingsTTL is how long an offering EC2 had no capacity for is
+// left out of launches (upstream's value).
+const UnavailableOfferingsTTL = 3 * time.Minute
+
+// UnavailableOfferings remembers offerings (capacity type, instance type,
+// zone) that recently failed to launch for lack of capacity, and capacity
+// types that cannot be used at all for a while (spot without its service
+// linked role). Entries expire after UnavailableOfferingsTTL on the clock.
+// It is safe for concurrent use.
+type UnavailableOfferings struct {
+	clock clock.Clock
+
+	mu      sync.Mutex
+	expires map[string]time.Time
+	seq     uint64
+}
+
+// NewUnavailableOfferings returns an empty cache on clk.
+func NewUnavailableOfferings(clk clock.Clock) *UnavailableOfferings {
+	return &UnavailableOfferings{clock: clk, expires: map[string]time.Time{}}
+}
+
+func offeringKey(capacityType, instanceType, zone string) string {
+	return capacityType + ":" + instanceType + ":" + zone
+}
+
+func capacityTypeKey(capacityType string) string { return capacityType }
+
+// MarkUnavailable takes the offering out of launches for the TTL (again, if
+// it already was).
+func (u *UnavailableOfferings) MarkUnavailable(capacityType, instanceType, zone string) {
+	u.mark(offeringKey(capacityType, instanceType, zone))
+}
+
+// MarkCapacityTypeUnavailable takes every offering of the capacity type out
+// of launches for the TTL.
+func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(capacityType string) {
+	u.mark(capacityTypeKey(capacityType))
+}
+
+func (u *UnavailableOfferings) mark(key string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.expires[key] = u.clock.Now().Add(UnavailableOfferingsTTL)
+	u.seq++
+}
+
+// Delete forgets an offering, e.g. after a launch into it succeeded.
+func (u *UnavailableOfferings) Delete(capacityType, instanceType, zone string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.expires[offeringKey(capacityType, instanceType, zone)]; ok {
+		delete(u.expires, offeringKey(capacityType, instanceType, zone))
+		u.seq++
+	}
+}
+
+// IsUnavailable reports whether the offering, or its whole capacity type, is
+// marked and not expired.
+func (u *UnavailableOfferings) IsUnavailable(capacityType, instanceType, zone string) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock.Now()
+	return u.live(offeringKey(capacityType, instanceType, zone), now) || u.live(capacityTypeKey(capacityType), now)
+}
+
+func (u *UnavailableOfferings) live(key string, now time.Time) bool {
+	at, ok := u.expires[key]
+	return ok && now.Before(at)
+}
+
+// SeqNum changes whenever the set of unavailable offerings changes, expiries
+// included, so that callers may cache what they derive from it.
+func (u *UnavailableOfferings) SeqNum() uint64 {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock.Now()
+	for k, at := range u.expires {
+		if !now.Before(at) {
+			delete(u.expires, k)
+			u.seq++
+		}
+	}
+	return u.seq
+}
