@@ -183,6 +183,10 @@ func TestInvalidManifestsRejected(t *testing.T) {
 			if !namesField(err, tc.field, tc.message) {
 				t.Fatalf("rejection does not name %q with %q:\n%v", tc.field, tc.message, err)
 			}
+			// Rules users hit speak in words: no pattern dump beside the message.
+			if tc.message != "should match" && strings.Contains(err.Error(), "should match") {
+				t.Fatalf("rejection prints a pattern:\n%v", err)
+			}
 		})
 	}
 }

@@ -77,6 +77,7 @@ type NodeClaimSpec struct {
 	// TerminationGracePeriod is the longest the node may take to drain once it
 	// is being deleted; see NodePool spec.template.spec.terminationGracePeriod.
 	// +kubebuilder:validation:XValidation:message="terminationGracePeriod must be a duration in hours, minutes and seconds such as 30s, 10m or 48h (Never is not allowed)",rule="self.matches('^([0-9]+(s|m|h))+$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
@@ -84,6 +85,7 @@ type NodeClaimSpec struct {
 	// creation, before Karpenter replaces it. "Never" disables expiration.
 	// +kubebuilder:default:="720h"
 	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional

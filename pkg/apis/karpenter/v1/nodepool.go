@@ -100,6 +100,7 @@ type Disruption struct {
 	// removed from it before consolidation may consider it. "Never" turns
 	// consolidation off for this NodePool.
 	// +kubebuilder:validation:XValidation:message="consolidateAfter must be a duration in hours, minutes and seconds such as 30s, 5m, 1h or 1h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +required
@@ -150,6 +151,7 @@ type Budget struct {
 	// Duration is how long the budget stays active after each schedule hit,
 	// in hours and minutes (e.g. "1h30m"). Must be set together with schedule.
 	// +kubebuilder:validation:XValidation:message="duration must be hours and/or minutes such as 30m, 8h or 1h30m (no seconds)",rule="self.matches('^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty" hash:"ignore"`
@@ -223,6 +225,7 @@ type NodeClaimTemplateSpec struct {
 	// block them, and each pod is deleted early enough to get its own
 	// terminationGracePeriodSeconds before the deadline. Unset means no limit.
 	// +kubebuilder:validation:XValidation:message="terminationGracePeriod must be a duration in hours, minutes and seconds such as 30s, 10m or 48h (Never is not allowed)",rule="self.matches('^([0-9]+(s|m|h))+$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
@@ -231,6 +234,7 @@ type NodeClaimTemplateSpec struct {
 	// wait for disruption budgets. "Never" disables expiration.
 	// +kubebuilder:default:="720h"
 	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional

@@ -89,6 +89,7 @@ type Disruption struct {
 	// ConsolidateAfter is how long a node must be empty before WhenEmpty
 	// consolidation removes it. "Never" disables consolidation.
 	// +kubebuilder:validation:XValidation:message="consolidateAfter must be a duration in hours, minutes and seconds such as 30s, 5m, 1h or 1h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -102,6 +103,7 @@ type Disruption struct {
 	// "Never" disables expiration.
 	// +kubebuilder:default:="720h"
 	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -131,6 +133,7 @@ type Budget struct {
 	Schedule *string `json:"schedule,omitempty" hash:"ignore"`
 	// Duration is how long the budget stays active after each schedule hit.
 	// +kubebuilder:validation:XValidation:message="duration must be hours and/or minutes such as 30m, 8h or 1h30m (no seconds)",rule="self.matches('^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty" hash:"ignore"`
