@@ -1,6 +1,7 @@
 package disruption
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -162,4 +163,40 @@ func nodeReady(n *corev1.Node) bool {
 		}
 	}
 	return false
+}
+
+// neverFiresHorizon ends the five years in which a valid schedule must fire at
+// least once (February 29 fires every four years); fixed so validation does
+// not depend on the day it runs.
+var neverFiresHorizon = time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// ValidateBudget checks one budget with the parsers BudgetLimit uses, so that
+// a budget the disruption controller would fail closed on (and so never let a
+// node of its NodePool be disrupted) is reported when the NodePool is
+// validated instead of silently blocking disruption. The error names the field
+// relative to the budget ("schedule", "nodes", "duration").
+func ValidateBudget(b v1.Budget) error {
+	var errs []string
+	if _, err := budgetNodes(b.Nodes, 0); err != nil {
+		errs = append(errs, fmt.Sprintf("nodes %q: must be a count such as 5 or a percentage from 0%% to 100%% such as 10%%", b.Nodes))
+	}
+	if b.Schedule != nil {
+		if sched, err := ParseSchedule(*b.Schedule); err != nil {
+			errs = append(errs, fmt.Sprintf("schedule: %v", err))
+		} else if _, ok := sched.Prev(neverFiresHorizon, neverFiresHorizon.AddDate(-5, 0, 0)); !ok {
+			errs = append(errs, fmt.Sprintf("schedule %q never fires (no such date), so this budget would never be active", *b.Schedule))
+		}
+	}
+	switch {
+	case b.Schedule != nil && b.Duration == nil:
+		errs = append(errs, "schedule is set without duration: both or neither must be set")
+	case b.Schedule == nil && b.Duration != nil:
+		errs = append(errs, "duration is set without schedule: both or neither must be set")
+	case b.Duration != nil && b.Duration.Duration <= 0:
+		errs = append(errs, fmt.Sprintf("duration %s: must be longer than zero", b.Duration.Duration))
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return errors.New(strings.Join(errs, "; "))
 }

@@ -98,7 +98,7 @@ func parseField(f string, spec fieldSpec) (uint64, bool, error) {
 		if hasStep {
 			n, err := strconv.Atoi(stepStr)
 			if err != nil || n <= 0 {
-				return 0, false, fmt.Errorf("%s: bad step %q", spec.name, stepStr)
+				return 0, false, fmt.Errorf("%s: step %q must be a whole number above 0", spec.name, stepStr)
 			}
 			step = n
 		}

@@ -1,9 +1,14 @@
 package disruption_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 )
 
@@ -108,6 +113,50 @@ func TestSchedulePrevAndWindow(t *testing.T) {
 		active, end := s.ActiveWindow(c.now, c.d)
 		if active != c.active || !end.Equal(c.end) {
 			t.Errorf("now %s for %s: active %v until %s, want %v until %s", c.now, c.d, active, end, c.active, c.end)
+		}
+	}
+}
+
+func TestValidateBudget(t *testing.T) {
+	hour := &metav1.Duration{Duration: time.Hour}
+	for _, c := range []struct {
+		name string
+		b    v1.Budget
+		want string // "" = valid
+	}{
+		{"count", v1.Budget{Nodes: "5"}, ""},
+		{"percent", v1.Budget{Nodes: "10%"}, ""},
+		{"weekdays", v1.Budget{Nodes: "0", Schedule: ptr.To("0 9 * * mon-fri"), Duration: hour}, ""},
+		{"descriptor", v1.Budget{Nodes: "0", Schedule: ptr.To("@daily"), Duration: hour}, ""},
+		{"leap day fires every four years", v1.Budget{Nodes: "0", Schedule: ptr.To("0 0 29 2 *"), Duration: hour}, ""},
+		{"step zero", v1.Budget{Nodes: "0", Schedule: ptr.To("*/0 * * * *"), Duration: hour}, `minute: step "0" must be a whole number above 0`},
+		{"backwards range", v1.Budget{Nodes: "0", Schedule: ptr.To("5-1 * * * *"), Duration: hour}, `minute: range "5-1" runs backwards`},
+		{"never fires", v1.Budget{Nodes: "0", Schedule: ptr.To("0 0 30 2 *"), Duration: hour}, "never fires"},
+		{"nodes not a number", v1.Budget{Nodes: "ten"}, `nodes "ten": must be a count`},
+		{"percent above 100", v1.Budget{Nodes: "101%"}, `nodes "101%"`},
+		{"schedule without duration", v1.Budget{Nodes: "1", Schedule: ptr.To("@daily")}, "schedule is set without duration"},
+		{"duration without schedule", v1.Budget{Nodes: "1", Duration: hour}, "duration is set without schedule"},
+		{"zero duration", v1.Budget{Nodes: "1", Schedule: ptr.To("@daily"), Duration: &metav1.Duration{}}, "must be longer than zero"},
+	} {
+		err := disruption.ValidateBudget(c.b)
+		switch {
+		case c.want == "" && err != nil:
+			t.Errorf("%s: unexpected error %v", c.name, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+		// What ValidateBudget accepts, BudgetLimit can evaluate (the disruption
+		// controller never fails closed on a budget validation passed).
+		if c.want == "" {
+			np := &v1.NodePool{Spec: v1.NodePoolSpec{Disruption: v1.Disruption{Budgets: []v1.Budget{c.b}}}}
+			if _, _, err := disruption.BudgetLimit(np, v1.DisruptionReasonEmpty, 10, time.Date(2026, 3, 4, 9, 30, 0, 0, time.UTC)); err != nil {
+				t.Errorf("%s: valid budget but BudgetLimit fails: %v", c.name, err)
+			}
+		} else if c.b.Schedule != nil && c.b.Duration != nil && c.b.Duration.Duration > 0 && !strings.Contains(c.want, "never fires") {
+			np := &v1.NodePool{Spec: v1.NodePoolSpec{Disruption: v1.Disruption{Budgets: []v1.Budget{c.b}}}}
+			if _, _, err := disruption.BudgetLimit(np, v1.DisruptionReasonEmpty, 10, time.Date(2026, 3, 4, 9, 30, 0, 0, time.UTC)); err == nil {
+				t.Errorf("%s: invalid schedule but BudgetLimit evaluates it: validation and evaluation disagree", c.name)
+			}
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 )
 
@@ -61,7 +62,7 @@ var invalidCases = []invalidCase{
 	{"requirement on unknown karpenter.k8s.aws label", baseNodePool, `spec: {template: {spec: {requirements: [{key: karpenter.k8s.aws/unknown, operator: Exists}]}}}`,
 		"spec.template.spec.requirements[0].key", `label domain "karpenter.k8s.aws" is restricted`},
 	{"requirement key not a qualified name", baseNodePool, `spec: {template: {spec: {requirements: [{key: "bad key!", operator: Exists}]}}}`,
-		"spec.template.spec.requirements[0].key", "should match"},
+		"spec.template.spec.requirements[0].key", "requirements key must be a label key"},
 	{"requirement with unknown operator", baseNodePool, `spec: {template: {spec: {requirements: [{key: example.com/x, operator: Gte, values: ["1"]}]}}}`,
 		"spec.template.spec.requirements[0].operator", "Unsupported value"},
 	// Operator/value rules.
@@ -101,25 +102,27 @@ var invalidCases = []invalidCase{
 		"spec.template.spec.taints", "taints: key must not be empty"},
 	// Disruption.
 	{"budget nodes not a count or percent", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "ten"}]}}`,
-		"spec.disruption.budgets[0].nodes", "should match"},
+		"spec.disruption.budgets[0].nodes", "nodes must be a count of nodes such as 5, or a percentage"},
 	{"budget nodes above 100%", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "101%"}]}}`,
-		"spec.disruption.budgets[0].nodes", "should match"},
+		"spec.disruption.budgets[0].nodes", "nodes must be a count of nodes such as 5, or a percentage"},
 	{"budget schedule without duration", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "@daily"}]}}`,
 		"spec.disruption.budgets", "budgets: 'schedule' must be set with 'duration'"},
 	{"budget duration without schedule", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", duration: 1h}]}}`,
 		"spec.disruption.budgets", "budgets: 'schedule' must be set with 'duration'"},
 	{"budget schedule not cron", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "every day", duration: 1h}]}}`,
-		"spec.disruption.budgets[0].schedule", "should match"},
+		"spec.disruption.budgets[0].schedule", "schedule must be a cron expression of 5 fields"},
 	{"budget schedule minute out of range", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "99 * * * *", duration: 1h}]}}`,
-		"spec.disruption.budgets[0].schedule", "should match"},
+		"spec.disruption.budgets[0].schedule", "minute (0-59)"},
 	{"budget schedule hour out of range", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "0 24 * * *", duration: 1h}]}}`,
-		"spec.disruption.budgets[0].schedule", "should match"},
+		"spec.disruption.budgets[0].schedule", "hour (0-23)"},
 	{"budget schedule unknown weekday", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "0 9 * * funday", duration: 1h}]}}`,
-		"spec.disruption.budgets[0].schedule", "should match"},
+		"spec.disruption.budgets[0].schedule", "day-of-week (0-6 or sun-sat)"},
 	{"budget schedule with four fields", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "0 9 * *", duration: 1h}]}}`,
-		"spec.disruption.budgets[0].schedule", "should match"},
+		"spec.disruption.budgets[0].schedule", "schedule must be a cron expression of 5 fields"},
 	{"budget duration in seconds", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "@daily", duration: 30s}]}}`,
-		"spec.disruption.budgets[0].duration", "should match"},
+		"spec.disruption.budgets[0].duration", "duration must be hours and/or minutes such as 30m, 8h or 1h30m (no seconds)"},
+	{"budget schedule with step zero", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "*/0 * * * *", duration: 1h}]}}`,
+		"spec.disruption.budgets[0].schedule", "a step */n or a-b/n with n above 0"},
 	{"budget with unknown reason", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", reasons: [Expired]}]}}`,
 		"spec.disruption.budgets[0].reasons[0]", "Unsupported value"},
 	{"unknown consolidation policy", baseNodePool, `spec: {disruption: {consolidateAfter: 0s, consolidationPolicy: WhenUnderutilized}}`,
@@ -127,11 +130,11 @@ var invalidCases = []invalidCase{
 	{"disruption without consolidateAfter", baseNodePool, `spec: {disruption: {consolidationPolicy: WhenEmpty}}`,
 		"spec.disruption.consolidateAfter", "Required value"},
 	{"consolidateAfter not a duration", baseNodePool, `spec: {disruption: {consolidateAfter: 10d}}`,
-		"spec.disruption.consolidateAfter", "should match"},
+		"spec.disruption.consolidateAfter", "consolidateAfter must be a duration in hours, minutes and seconds such as 30s, 5m, 1h or 1h30m, or Never"},
 	{"expireAfter not a duration", baseNodePool, `spec: {template: {spec: {expireAfter: forever}}}`,
-		"spec.template.spec.expireAfter", "should match"},
+		"spec.template.spec.expireAfter", "expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never"},
 	{"terminationGracePeriod Never", baseNodePool, `spec: {template: {spec: {terminationGracePeriod: Never}}}`,
-		"spec.template.spec.terminationGracePeriod", "should match"},
+		"spec.template.spec.terminationGracePeriod", "terminationGracePeriod must be a duration in hours, minutes and seconds such as 30s, 10m or 48h (Never is not allowed)"},
 	// Weight.
 	{"weight 0", baseNodePool, `spec: {weight: 0}`, "spec.weight", "greater than or equal to 1"},
 	{"weight 101", baseNodePool, `spec: {weight: 101}`, "spec.weight", "less than or equal to 100"},
@@ -141,7 +144,7 @@ var invalidCases = []invalidCase{
 	{"nodeClassRef empty kind", baseNodePool, `spec: {template: {spec: {nodeClassRef: {kind: ""}}}}`,
 		"spec.template.spec.nodeClassRef.kind", "nodeClassRef.kind may not be empty"},
 	{"nodeClassRef group with version", baseNodePool, `spec: {template: {spec: {nodeClassRef: {group: karpenter.k8s.aws/v1}}}}`,
-		"spec.template.spec.nodeClassRef.group", "should match"},
+		"spec.template.spec.nodeClassRef.group", "nodeClassRef.group must be an API group without a version, such as karpenter.k8s.aws"},
 	{"requirements missing", baseNodePool, `spec: {template: {spec: {requirements: null}}}`,
 		"spec.template.spec.requirements", "Required value"},
 	// NodeClaim.
@@ -154,7 +157,7 @@ var invalidCases = []invalidCase{
 	{"NodeClaim without nodeClassRef", baseNodeClaim, `spec: {nodeClassRef: null}`,
 		"spec.nodeClassRef", "Required value"},
 	{"NodeClaim bad terminationGracePeriod", baseNodeClaim, `spec: {terminationGracePeriod: 1d}`,
-		"spec.terminationGracePeriod", "should match"},
+		"spec.terminationGracePeriod", "terminationGracePeriod must be a duration"},
 }
 
 // TestInvalidManifestsRejected creates each invalid manifest against the real
@@ -179,6 +182,10 @@ func TestInvalidManifestsRejected(t *testing.T) {
 			}
 			if !namesField(err, tc.field, tc.message) {
 				t.Fatalf("rejection does not name %q with %q:\n%v", tc.field, tc.message, err)
+			}
+			// Rules users hit speak in words: no pattern dump beside the message.
+			if tc.message != "should match" && strings.Contains(err.Error(), "should match") {
+				t.Fatalf("rejection prints a pattern:\n%v", err)
 			}
 		})
 	}
@@ -228,5 +235,41 @@ func merge(dst, patch map[string]interface{}) {
 		default:
 			dst[k] = v
 		}
+	}
+}
+
+// The budget fields' rules are written in words now, but accept exactly what
+// they accepted as patterns; these are accepted by the real apiserver. (A few of
+// them, such as a backwards range, are caught by the NodePool validation
+// controller with the disruption controller's own parser instead.)
+func TestBudgetRulesAcceptWhatThePatternsAccepted(t *testing.T) {
+	e := environment(t)
+	ctx := context.Background()
+	schedules := []string{"@yearly", "@annually", "@monthly", "@weekly", "@daily", "@midnight", "@hourly",
+		"* * * * *", "0 9 * * mon-fri", "*/30 * * * *", "0,30 9-17 * * *", "5-10/5 0 1 jan-mar ?", "0 0 ? * SUN",
+		"0 0 1,15 * *", "59 23 31 12 6", "00 09 01 01 0", "10-40/10 */2 1-7 */3 mon,wed,fri", "5-1 * * * *", "0 0 31 2 *"}
+	durations := []string{"1h", "30m", "1h30m", "10h0m0s", "90m"}
+	nodes := []string{"0", "5", "100", "0%", "10%", "100%", "1000"}
+	n := 0
+	try := func(what, patch string) {
+		t.Helper()
+		obj := build(t, baseNodePool, patch)
+		n++
+		obj.SetName(fmt.Sprintf("valid-%d", n))
+		if err := e.Client.Create(ctx, obj, client.DryRunAll); err != nil {
+			t.Errorf("%s rejected: %v", what, err)
+		}
+	}
+	for _, s := range schedules {
+		try("schedule "+s, fmt.Sprintf(`spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: %q, duration: 1h}]}}`, s))
+	}
+	for _, d := range durations {
+		try("duration "+d, fmt.Sprintf(`spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: "1", schedule: "@daily", duration: %q}]}}`, d))
+	}
+	for _, v := range nodes {
+		try("nodes "+v, fmt.Sprintf(`spec: {disruption: {consolidateAfter: 0s, budgets: [{nodes: %q}]}}`, v))
+	}
+	for _, d := range []string{"0s", "30s", "1h30m", "Never"} {
+		try("consolidateAfter "+d, fmt.Sprintf(`spec: {disruption: {consolidateAfter: %q}, template: {spec: {expireAfter: %q}}}`, d, d))
 	}
 }

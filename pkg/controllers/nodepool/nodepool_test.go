@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
@@ -117,6 +119,44 @@ func TestValidationCondition(t *testing.T) {
 	}
 	if bad.StatusConditions().Root().IsTrue() {
 		t.Fatal("an invalid NodePool must not be Ready")
+	}
+}
+
+// A budget schedule that passes the CRD's rules but that the disruption
+// controller cannot evaluate (a backwards range) or that never fires is
+// reported on the NodePool, naming the budget's field, instead of silently
+// blocking disruption while the pool looks healthy.
+func TestValidationReportsBudgetsTheDisruptionControllerCannotUse(t *testing.T) {
+	ctx, clk := setup(t)
+	validation := nodepool.NewValidation(e.Client, clk)
+	for _, tc := range []struct{ name, schedule, want string }{
+		{"backwards", "5-1 * * * *", `spec.disruption.budgets[1]: schedule: schedule "5-1 * * * *": minute: range "5-1" runs backwards`},
+		{"never", "0 0 31 2 *", `spec.disruption.budgets[1]: schedule "0 0 31 2 *" never fires`},
+	} {
+		np := nodePool(tc.name, "default")
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		np.Spec.Disruption.Budgets = []v1.Budget{
+			{Nodes: "10%"},
+			{Nodes: "0", Schedule: ptr.To(tc.schedule), Duration: &metav1.Duration{Duration: time.Hour}},
+		}
+		ExpectApplied(ctx, t, e.Client, np) // the CRD accepts it
+		ExpectReconciled(ctx, t, validation, np)
+		np = ExpectExists(ctx, t, e.Client, np)
+		c := np.StatusConditions().Get(v1.ConditionTypeValidationSucceeded)
+		if !c.IsFalse() || c.Reason != "InvalidDisruptionBudget" || !strings.Contains(c.Message, tc.want) ||
+			!strings.Contains(c.Message, "no node of this NodePool is disrupted voluntarily until it is fixed") {
+			t.Fatalf("%s: ValidationSucceeded = %+v, want False/InvalidDisruptionBudget naming %q", tc.name, c, tc.want)
+		}
+		if np.StatusConditions().Root().IsTrue() {
+			t.Fatalf("%s: Ready with a budget the disruption controller cannot use", tc.name)
+		}
+		// Fixing the budget clears the condition.
+		np.Spec.Disruption.Budgets[1].Schedule = ptr.To("0 9 * * mon-fri")
+		ExpectApplied(ctx, t, e.Client, np)
+		ExpectReconciled(ctx, t, validation, np)
+		if c := ExpectExists(ctx, t, e.Client, np).StatusConditions().Get(v1.ConditionTypeValidationSucceeded); !c.IsTrue() {
+			t.Fatalf("%s: after the fix: %+v", tc.name, c)
+		}
 	}
 }
 

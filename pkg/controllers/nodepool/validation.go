@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 )
 
 // Validation sets ValidationSucceeded from RuntimeValidate. The CRD's schema
@@ -41,7 +42,11 @@ func (v *Validation) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	stored := np.DeepCopy()
 	conds := conditions(np, v.clock)
 	if err := RuntimeValidate(np); err != nil {
-		conds.SetFalse(v1.ConditionTypeValidationSucceeded, "NodePoolValidationFailed", err.Error())
+		reason := "NodePoolValidationFailed"
+		if errors.Is(err, errInvalidBudget) {
+			reason = "InvalidDisruptionBudget"
+		}
+		conds.SetFalse(v1.ConditionTypeValidationSucceeded, reason, err.Error())
 	} else {
 		conds.SetTrue(v1.ConditionTypeValidationSucceeded)
 	}
@@ -53,10 +58,20 @@ func (v *Validation) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named("nodepool.validation").For(&v1.NodePool{}).Complete(v)
 }
 
+// errInvalidBudget marks budget problems, so the condition's reason says that
+// the NodePool's own disruption configuration is what blocks disruption.
+var errInvalidBudget = errors.New("the disruption controller cannot evaluate this budget, so no node of this NodePool is disrupted voluntarily until it is fixed")
+
 // RuntimeValidate checks the NodePool's template labels, requirements and
-// taints, returning every problem found.
+// taints and its disruption budgets (with the parsers the disruption controller
+// uses), returning every problem found.
 func RuntimeValidate(np *v1.NodePool) error {
 	var errs []error
+	for i, b := range np.Spec.Disruption.Budgets {
+		if err := disruption.ValidateBudget(b); err != nil {
+			errs = append(errs, fmt.Errorf("spec.disruption.budgets[%d]: %v: %w", i, err, errInvalidBudget))
+		}
+	}
 	tmpl := np.Spec.Template
 	for k, val := range tmpl.ObjectMeta.Labels {
 		if err := validateLabelKey(k); err != nil {

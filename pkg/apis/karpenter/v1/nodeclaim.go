@@ -76,14 +76,16 @@ type NodeClaimSpec struct {
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// TerminationGracePeriod is the longest the node may take to drain once it
 	// is being deleted; see NodePool spec.template.spec.terminationGracePeriod.
-	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:XValidation:message="terminationGracePeriod must be a duration in hours, minutes and seconds such as 30s, 10m or 48h (Never is not allowed)",rule="self.matches('^([0-9]+(s|m|h))+$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long the node may live, counted from the NodeClaim's
 	// creation, before Karpenter replaces it. "Never" disables expiration.
 	// +kubebuilder:default:="720h"
-	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -111,7 +113,7 @@ type NodeClassReference struct {
 	Name string `json:"name"`
 	// Group is the API group of the NodeClass, without version, e.g. karpenter.k8s.aws.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="nodeClassRef.group may not be empty"
-	// +kubebuilder:validation:Pattern=`^[^/]*$`
+	// +kubebuilder:validation:XValidation:message="nodeClassRef.group must be an API group without a version, such as karpenter.k8s.aws",rule="self.matches('^[^/]*$')"
 	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Group string `json:"group"`
@@ -131,7 +133,7 @@ type NodeClassReference struct {
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label key the requirement applies to.
 	// +kubebuilder:validation:MaxLength=316
-	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`
+	// +kubebuilder:validation:XValidation:message="requirements key must be a label key: an optional DNS subdomain prefix and a slash, then a name of at most 63 letters, digits, dashes, underscores and dots that starts and ends with a letter or digit",rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$')"
 	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"kubernetes.io\" is restricted",rule="self in ['beta.kubernetes.io/instance-type','failure-domain.beta.kubernetes.io/region','beta.kubernetes.io/os','beta.kubernetes.io/arch','failure-domain.beta.kubernetes.io/zone','topology.kubernetes.io/zone','topology.kubernetes.io/region','node.kubernetes.io/instance-type','kubernetes.io/arch','kubernetes.io/os','node.kubernetes.io/windows-build'] || self.find('^([^/]+)').endsWith('node.kubernetes.io') || self.find('^([^/]+)').endsWith('node-restriction.kubernetes.io') || !self.find('^([^/]+)').endsWith('kubernetes.io')"
 	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"k8s.io\" is restricted",rule="self.find('^([^/]+)').endsWith('kops.k8s.io') || !self.find('^([^/]+)').endsWith('k8s.io')"
 	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"karpenter.sh\" is restricted",rule="self in ['karpenter.sh/capacity-type','karpenter.sh/nodepool'] || !self.find('^([^/]+)').endsWith('karpenter.sh')"

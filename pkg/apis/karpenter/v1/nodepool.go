@@ -99,7 +99,8 @@ type Disruption struct {
 	// ConsolidateAfter is how long a node must have had no pod scheduled to or
 	// removed from it before consolidation may consider it. "Never" turns
 	// consolidation off for this NodePool.
-	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:XValidation:message="consolidateAfter must be a duration in hours, minutes and seconds such as 30s, 5m, 1h or 1h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +required
@@ -133,7 +134,7 @@ type Budget struct {
 	// Nodes is the maximum number of nodes that may be disrupted at once,
 	// either a count ("5") or a percentage of the NodePool's nodes ("10%",
 	// rounded up).
-	// +kubebuilder:validation:Pattern:="^((100|[0-9]{1,2})%|[0-9]+)$"
+	// +kubebuilder:validation:XValidation:message="nodes must be a count of nodes such as 5, or a percentage of the NodePool's nodes from 0% to 100% such as 10%",rule="self.matches('^((100|[0-9]{1,2})%|[0-9]+)$')"
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:default:="10%"
 	Nodes string `json:"nodes"`
@@ -143,13 +144,14 @@ type Budget struct {
 	// ranges, lists and steps such as "0 9 * * mon-fri" or "*/30 * * * *") or
 	// one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly.
 	// Must be set together with duration.
-	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* (\*|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/[0-9]+)?(,(\*|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/[0-9]+)?)* ((\*|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/[0-9]+)?(,(\*|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/[0-9]+)?)*|\?) (\*|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[0-9]+)?(,(\*|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[0-9]+)?)* ((\*|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[0-9]+)?(,(\*|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[0-9]+)?)*|\?))$`
+	// +kubebuilder:validation:XValidation:message="schedule must be a cron expression of 5 fields separated by spaces: minute (0-59) hour (0-23) day-of-month (1-31) month (1-12 or jan-dec) day-of-week (0-6 or sun-sat); each field is *, a number, a range a-b, a list a,b,c or a step */n or a-b/n with n above 0 (? may stand for * in the two day fields); or one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly. Example: 0 9 * * mon-fri",rule="self.matches('^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|([*]|[0-5]?[0-9](-[0-5]?[0-9])?)(/0*[1-9][0-9]*)?(,([*]|[0-5]?[0-9](-[0-5]?[0-9])?)(/0*[1-9][0-9]*)?)* ([*]|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/0*[1-9][0-9]*)?(,([*]|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/0*[1-9][0-9]*)?)* (([*]|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/0*[1-9][0-9]*)?(,([*]|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/0*[1-9][0-9]*)?)*|[?]) ([*]|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/0*[1-9][0-9]*)?(,([*]|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/0*[1-9][0-9]*)?)* (([*]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/0*[1-9][0-9]*)?(,([*]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/0*[1-9][0-9]*)?)*|[?]))$')"
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Schedule *string `json:"schedule,omitempty" hash:"ignore"`
 	// Duration is how long the budget stays active after each schedule hit,
 	// in hours and minutes (e.g. "1h30m"). Must be set together with schedule.
-	// +kubebuilder:validation:Pattern=`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`
+	// +kubebuilder:validation:XValidation:message="duration must be hours and/or minutes such as 30m, 8h or 1h30m (no seconds)",rule="self.matches('^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty" hash:"ignore"`
@@ -222,7 +224,8 @@ type NodeClaimTemplateSpec struct {
 	// PodDisruptionBudget or the karpenter.sh/do-not-disrupt annotation would
 	// block them, and each pod is deleted early enough to get its own
 	// terminationGracePeriodSeconds before the deadline. Unset means no limit.
-	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
+	// +kubebuilder:validation:XValidation:message="terminationGracePeriod must be a duration in hours, minutes and seconds such as 30s, 10m or 48h (Never is not allowed)",rule="self.matches('^([0-9]+(s|m|h))+$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
@@ -230,7 +233,8 @@ type NodeClaimTemplateSpec struct {
 	// counted from its NodeClaim's creation. Expiration is forceful: it does not
 	// wait for disruption budgets. "Never" disables expiration.
 	// +kubebuilder:default:="720h"
-	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional

@@ -88,7 +88,8 @@ const (
 type Disruption struct {
 	// ConsolidateAfter is how long a node must be empty before WhenEmpty
 	// consolidation removes it. "Never" disables consolidation.
-	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:XValidation:message="consolidateAfter must be a duration in hours, minutes and seconds such as 30s, 5m, 1h or 1h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -101,7 +102,8 @@ type Disruption struct {
 	// ExpireAfter is how long a node may live before Karpenter replaces it.
 	// "Never" disables expiration.
 	// +kubebuilder:default:="720h"
-	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
+	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -119,18 +121,19 @@ type Disruption struct {
 type Budget struct {
 	// Nodes is the maximum number of nodes that may be disrupted at once, a
 	// count ("5") or a percentage of the NodePool's nodes ("10%").
-	// +kubebuilder:validation:Pattern:="^((100|[0-9]{1,2})%|[0-9]+)$"
+	// +kubebuilder:validation:XValidation:message="nodes must be a count of nodes such as 5, or a percentage of the NodePool's nodes from 0% to 100% such as 10%",rule="self.matches('^((100|[0-9]{1,2})%|[0-9]+)$')"
 	// +kubebuilder:validation:MaxLength=16
 	// +kubebuilder:default:="10%"
 	Nodes string `json:"nodes"`
 	// Schedule is a cron expression (UTC) at which the budget becomes active;
 	// it stays active for Duration. Must be set together with duration.
-	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* (\*|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/[0-9]+)?(,(\*|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/[0-9]+)?)* ((\*|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/[0-9]+)?(,(\*|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/[0-9]+)?)*|\?) (\*|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[0-9]+)?(,(\*|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/[0-9]+)?)* ((\*|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[0-9]+)?(,(\*|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/[0-9]+)?)*|\?))$`
+	// +kubebuilder:validation:XValidation:message="schedule must be a cron expression of 5 fields separated by spaces: minute (0-59) hour (0-23) day-of-month (1-31) month (1-12 or jan-dec) day-of-week (0-6 or sun-sat); each field is *, a number, a range a-b, a list a,b,c or a step */n or a-b/n with n above 0 (? may stand for * in the two day fields); or one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly. Example: 0 9 * * mon-fri",rule="self.matches('^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|([*]|[0-5]?[0-9](-[0-5]?[0-9])?)(/0*[1-9][0-9]*)?(,([*]|[0-5]?[0-9](-[0-5]?[0-9])?)(/0*[1-9][0-9]*)?)* ([*]|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/0*[1-9][0-9]*)?(,([*]|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/0*[1-9][0-9]*)?)* (([*]|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/0*[1-9][0-9]*)?(,([*]|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/0*[1-9][0-9]*)?)*|[?]) ([*]|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/0*[1-9][0-9]*)?(,([*]|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/0*[1-9][0-9]*)?)* (([*]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/0*[1-9][0-9]*)?(,([*]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/0*[1-9][0-9]*)?)*|[?]))$')"
 	// +kubebuilder:validation:MaxLength=256
 	// +optional
 	Schedule *string `json:"schedule,omitempty" hash:"ignore"`
 	// Duration is how long the budget stays active after each schedule hit.
-	// +kubebuilder:validation:Pattern=`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`
+	// +kubebuilder:validation:XValidation:message="duration must be hours and/or minutes such as 30m, 8h or 1h30m (no seconds)",rule="self.matches('^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$')"
+	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty" hash:"ignore"`
