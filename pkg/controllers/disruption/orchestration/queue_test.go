@@ -2,6 +2,7 @@ package orchestration_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -84,6 +85,10 @@ func TestStartCommandTaintsConditionsCreatesAndMarks(t *testing.T) {
 	}
 	if !tainted(t, f.ctx, b.Name) || !f.queue.Has(b.Name) || !markedInState(f.cluster, b.Name) || f.queue.Len() != 1 {
 		t.Error("the refused command disturbed the command in flight")
+	}
+	// A command must say which method decided it: its reason and labels are the method's.
+	if err := f.queue.StartCommand(f.ctx, &Command{Decision: DecisionDelete, Candidates: []*v1.NodeClaim{b}}); err == nil || !strings.Contains(err.Error(), "no Method") {
+		t.Errorf("a command without a Method: got %v, want an error naming Method", err)
 	}
 }
 
