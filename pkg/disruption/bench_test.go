@@ -267,7 +267,7 @@ func benchmarkPass(b *testing.B, n int, wl workload) {
 	b.ReportMetric(float64(len(r.Explanations)), "explained")
 	method := "none"
 	if r.Decision != nil {
-		method = string(r.Decision.Method)
+		method = r.Decision.Method.String()
 		b.Logf("%d nodes, %d pods: %s %s of %d node(s) (%.2f/h -> %.2f/h), %d solves, work %d, timed out %v",
 			bc.nodes, bc.pods, method, r.Decision.Action(), removed, r.Decision.CandidatesPrice, r.Decision.ReplacementsPrice, r.Simulations, r.SimulationWork, r.TimedOut)
 	} else {

@@ -13,9 +13,6 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
 
-// Reasons budgets are kept for (expiration is forceful and never budgeted).
-var Reasons = []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}
-
 // BudgetLimit is the number of a NodePool's nodes that may be disrupting for
 // reason at now, given total nodes: the minimum over the active budgets whose
 // reasons include it (a budget without reasons applies to all), a percentage

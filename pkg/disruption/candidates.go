@@ -313,29 +313,13 @@ func (p *pass) pdbBlocks(pod *corev1.Pod) (string, bool) {
 
 // wants reports whether a method would act on the node were nothing in the
 // way, and if not whether a person should be told why (consolidation turned off
-// by the NodePool's policy).
+// by the NodePool's policy). Nodes without a NodeClaim or NodePool are decided
+// here; the others by the method's filter.
 func (p *pass) wants(n *node, m Method) (bool, *block) {
 	if n.pool == nil || n.NodeClaim == nil {
 		// A managed node whose NodePool is gone: explain it when a condition says
 		// it would otherwise be disrupted.
 		return n.NodeClaim != nil && n.NodePool != "" && (n.drifted || n.consolidatable), nil
 	}
-	d := &n.pool.NodePool.Spec.Disruption
-	switch m {
-	case MethodEmptiness:
-		return n.consolidatable && d.ConsolidateAfter.Duration != nil && n.empty(), nil
-	case MethodDrift:
-		return n.drifted, nil
-	default:
-		if !n.consolidatable || n.empty() {
-			return false, nil
-		}
-		if d.ConsolidateAfter.Duration == nil {
-			return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s has consolidation disabled (consolidateAfter: Never)", n.pool.NodePool.Name)}
-		}
-		if d.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty {
-			return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s only consolidates empty nodes (consolidationPolicy: WhenEmpty)", n.pool.NodePool.Name)}
-		}
-		return true, nil
-	}
+	return m.wants(n)
 }

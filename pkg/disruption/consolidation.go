@@ -12,10 +12,61 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
-// consolidate decides whether the candidates can go: deleted when their pods
-// fit on the other nodes, replaced when they fit with exactly one new node
-// cheaper than the candidates together. It returns why not otherwise.
-func (p *pass) consolidate(cands []*node, multi bool) (*Decision, string) {
+// The two consolidation methods (multinode.go, singlenode.go) share what is in
+// this file: their candidate filter and candidates, and the simulation that
+// decides whether a set of candidates can go.
+
+// wantsConsolidation is the consolidation methods' filter: consolidatable
+// nodes with reschedulable pods (empty ones are emptiness's) in NodePools whose
+// policy is WhenEmptyOrUnderutilized; those the policy excludes are explained.
+func wantsConsolidation(n *node) (bool, *block) {
+	if !n.consolidatable || n.empty() {
+		return false, nil
+	}
+	d := &n.pool.NodePool.Spec.Disruption
+	if d.ConsolidateAfter.Duration == nil {
+		return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s has consolidation disabled (consolidateAfter: Never)", n.pool.NodePool.Name)}
+	}
+	if d.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty {
+		return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s only consolidates empty nodes (consolidationPolicy: WhenEmpty)", n.pool.NodePool.Name)}
+	}
+	return true, nil
+}
+
+// consolidationCandidates are the consolidatable nodes with a known price in
+// NodePools whose Underutilized budget is not used up. Both consolidation
+// methods use them, computed once per pass; the nodes left out are explained
+// under single-node consolidation's name, the method that goes through every
+// candidate.
+func (p *pass) consolidationCandidates() []*node {
+	if p.consolidationSet {
+		return p.consolidation
+	}
+	p.consolidationSet = true
+	for _, n := range p.candidates(MethodSingleNodeConsolidation) {
+		if !n.priced {
+			lbls := n.labels()
+			p.explain(n, MethodSingleNodeConsolidation, CodeUnpriced, fmt.Sprintf("price of node %s is unknown (instance type %q, zone %q, capacity type %q not offered by nodepool %s)",
+				n.Name, lbls[corev1.LabelInstanceTypeStable], lbls[corev1.LabelTopologyZone], lbls[v1.CapacityTypeLabelKey], n.pool.NodePool.Name))
+			continue
+		}
+		if b := p.budget(n, v1.DisruptionReasonUnderutilized); b.Allowed == 0 {
+			p.explain(n, MethodSingleNodeConsolidation, CodeBudget, b.Message)
+			continue
+		}
+		p.consolidation = append(p.consolidation, n)
+	}
+	return p.consolidation
+}
+
+// consolidate decides whether the candidates can go, as a decision of method
+// m: deleted when their pods fit on the other nodes, replaced when they fit
+// with exactly one new node cheaper than the candidates together. It returns
+// why not otherwise. multi: the candidates go together (several nodes, whose
+// own instance types a replacement may not be); otherwise there is one, and a
+// spot-to-spot replacement needs the cheaper instance types upstream asks of a
+// single node.
+func (p *pass) consolidate(m Method, cands []*node, multi bool) (*Decision, string) {
 	price := priceOf(cands)
 	allSpot := true
 	for _, c := range cands {
@@ -48,10 +99,7 @@ func (p *pass) consolidate(cands []*node, multi bool) (*Decision, string) {
 	if !sim.ok {
 		return nil, fmt.Sprintf("%s cannot all be rescheduled: %v", subject, sim.err)
 	}
-	d := &Decision{Method: MethodSingleNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized, Candidates: nodesOf(cands), CandidatesPrice: price}
-	if multi {
-		d.Method = MethodMultiNodeConsolidation
-	}
+	d := &Decision{Method: m, Candidates: nodesOf(cands), CandidatesPrice: price}
 	switch len(sim.replacements) {
 	case 0:
 		if multi {
@@ -290,203 +338,24 @@ func typeValues(it *scheduling.InstanceType, key string) []string {
 	return nil
 }
 
-// multiNode looks for the longest prefix of candidates (cheapest to disrupt
-// per dollar first) that can go together, replaced by at most one cheaper node.
-// A binary search with the packer's optimistic answer finds the largest
-// plausible prefix without solving; solves then confirm it, or search below it.
-func (p *pass) multiNode() *Decision {
-	all := p.consolidationCandidates()
-	cands := append([]*node(nil), all...)
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i].cost/cands[i].price, cands[j].cost/cands[j].price
-		if a != b {
-			return a < b
-		}
-		return cands[i].Name < cands[j].Name
-	})
-	// Keep, in order, what the budgets allow.
-	left := map[string]int{}
-	var allowed []*node
-	for _, n := range cands {
-		pool := n.pool.NodePool.Name
-		if _, ok := left[pool]; !ok {
-			left[pool] = p.budget(n, v1.DisruptionReasonUnderutilized).Allowed
-		}
-		if left[pool] > 0 {
-			left[pool]--
-			allowed = append(allowed, n)
-		}
+// revalidateConsolidation simulates the candidates again: a delete must stay a
+// delete, a replace a replace whose instance types are among those decided.
+func (p *pass) revalidateConsolidation(m Method, cands []*node, d *Decision, multi bool) (bool, string) {
+	again, why := p.consolidate(m, cands, multi)
+	if again == nil {
+		return false, why
 	}
-	if len(allowed) < 2 {
-		return nil
+	if again.Action() != d.Action() {
+		return false, fmt.Sprintf("the decision changed from %s to %s", d.Action(), again.Action())
 	}
-	plausible := func(k int) bool {
-		prefix := allowed[:k]
-		price := priceOf(prefix)
-		pk := p.packer()
-		excluded := map[*node]bool{}
-		isMoving := map[*corev1.Pod]bool{}
-		var reqs []*podReq
-		for _, c := range prefix {
-			excluded[c] = true
-			for _, pod := range c.moving {
-				isMoving[pod] = true
-				reqs = append(reqs, pk.pod(pod))
-			}
+	if d.Action() == "replace" {
+		allowed := map[string]bool{}
+		for _, it := range d.Replacements[0].InstanceTypes {
+			allowed[it.Name] = true
 		}
-		for _, pod := range p.pending {
-			reqs = append(reqs, pk.pod(pod))
-		}
-		packed := pk.pack(excluded, reqs)
-		var left []*podReq
-		for _, u := range packed.unplaced {
-			if isMoving[u.pod] {
-				left = append(left, u)
-			}
-		}
-		if len(left) == 0 {
-			return true
-		}
-		o, ok, _ := p.replacementBound(left)
-		return ok && o.price < price
-	}
-	lo, hi, best := 2, len(allowed), 0
-	for lo <= hi {
-		mid := (lo + hi) / 2
-		if plausible(mid) {
-			best, lo = mid, mid+1
-		} else {
-			hi = mid - 1
-		}
-	}
-	if best == 0 {
-		return nil
-	}
-	if d, _ := p.consolidate(allowed[:best], true); d != nil {
-		return d
-	}
-	// The solver disagreed with the packer (topology, ports, volumes...):
-	// search the shorter prefixes with solves.
-	var found *Decision
-	lo, hi = 2, best-1
-	for lo <= hi {
-		if p.overWork() {
-			p.timedOut(MethodMultiNodeConsolidation)
-			break
-		}
-		mid := (lo + hi) / 2
-		if d, _ := p.consolidate(allowed[:mid], true); d != nil {
-			found, lo = d, mid+1
-		} else {
-			hi = mid - 1
-		}
-	}
-	return found
-}
-
-// singleNode tries each candidate alone, NodePools interleaved so that a large
-// pool does not starve the others, cheapest to disrupt first; the first that
-// can go is the decision.
-func (p *pass) singleNode() *Decision {
-	byPool := map[string][]*node{}
-	var pools []string
-	for _, n := range p.consolidationCandidates() {
-		name := n.pool.NodePool.Name
-		if _, ok := byPool[name]; !ok {
-			pools = append(pools, name)
-		}
-		byPool[name] = append(byPool[name], n)
-	}
-	sort.Strings(pools)
-	for _, name := range pools {
-		l := byPool[name]
-		sort.SliceStable(l, func(i, j int) bool {
-			if l[i].cost != l[j].cost {
-				return l[i].cost < l[j].cost
-			}
-			return l[i].Name < l[j].Name
-		})
-	}
-	var order []*node
-	for i := 0; ; i++ {
-		added := false
-		for _, name := range pools {
-			if l := byPool[name]; i < len(l) {
-				order = append(order, l[i])
-				added = true
-			}
-		}
-		if !added {
-			break
-		}
-	}
-	for _, n := range order {
-		if p.overWork() {
-			p.timedOut(MethodSingleNodeConsolidation)
-			return nil
-		}
-		d, why := p.consolidate([]*node{n}, false)
-		if d != nil {
-			return d
-		}
-		p.explain(n, MethodSingleNodeConsolidation, CodeUnconsolidatable, why)
-	}
-	return nil
-}
-
-// Validate re-checks, on a fresh snapshot, a decision taken earlier: every
-// candidate must still be one for its method, the budgets must still allow
-// them, and a consolidation must still come out the same way (delete stays
-// delete; a replacement's instance types stay within the decided ones).
-func Validate(in *Input, d *Decision) (bool, string) {
-	p := NewPass(in)
-	var cands []*node
-	perPool := map[string]int{}
-	for _, c := range d.Candidates {
-		n, ok := p.byName[c.Name]
-		if !ok {
-			return false, fmt.Sprintf("node %s is gone", c.Name)
-		}
-		if want, why := p.wants(n, d.Method); !want {
-			if why != nil {
-				return false, why.msg
-			}
-			return false, fmt.Sprintf("node %s is no longer a candidate for %s", n.Name, d.Method)
-		}
-		if b := p.block(n, d.Method); b != nil {
-			if b.msg == "" {
-				return false, fmt.Sprintf("node %s is already being disrupted", n.Name)
-			}
-			return false, b.msg
-		}
-		perPool[n.pool.NodePool.Name]++
-		if b := p.budget(n, d.Reason); perPool[n.pool.NodePool.Name] > b.Allowed {
-			msg := b.Message
-			if msg == "" {
-				msg = fmt.Sprintf("nodepool %s: budget allows %d %s disruption(s) now", n.pool.NodePool.Name, b.Allowed, d.Reason)
-			}
-			return false, msg
-		}
-		cands = append(cands, n)
-	}
-	switch d.Method {
-	case MethodMultiNodeConsolidation, MethodSingleNodeConsolidation:
-		again, why := p.consolidate(cands, d.Method == MethodMultiNodeConsolidation)
-		if again == nil {
-			return false, why
-		}
-		if again.Action() != d.Action() {
-			return false, fmt.Sprintf("the decision changed from %s to %s", d.Action(), again.Action())
-		}
-		if d.Action() == "replace" {
-			allowed := map[string]bool{}
-			for _, it := range d.Replacements[0].InstanceTypes {
-				allowed[it.Name] = true
-			}
-			for _, it := range again.Replacements[0].InstanceTypes {
-				if !allowed[it.Name] {
-					return false, fmt.Sprintf("the replacement would now need instance type %s, not among those decided", it.Name)
-				}
+		for _, it := range again.Replacements[0].InstanceTypes {
+			if !allowed[it.Name] {
+				return false, fmt.Sprintf("the replacement would now need instance type %s, not among those decided", it.Name)
 			}
 		}
 	}

@@ -35,15 +35,15 @@ func (e expect) verify(t *testing.T, r *disruption.Result) {
 	if e.none && d != nil {
 		t.Fatalf("want no decision, got:\n%s", describe(r))
 	}
-	if !e.none && (e.method != "" || e.action != "" || e.candidates != nil) {
+	if !e.none && (e.method != nil || e.action != "" || e.candidates != nil) {
 		if d == nil {
 			t.Fatalf("want a decision, got:\n%s", describe(r))
 		}
-		if e.method != "" && d.Method != e.method {
+		if e.method != nil && d.Method != e.method {
 			t.Fatalf("method %s, want %s:\n%s", d.Method, e.method, describe(r))
 		}
-		if e.reason != "" && d.Reason != e.reason {
-			t.Fatalf("reason %s, want %s:\n%s", d.Reason, e.reason, describe(r))
+		if e.reason != "" && d.Method.Reason() != e.reason {
+			t.Fatalf("reason %s, want %s:\n%s", d.Method.Reason(), e.reason, describe(r))
 		}
 		if e.action != "" && d.Action() != e.action {
 			t.Fatalf("action %s, want %s:\n%s", d.Action(), e.action, describe(r))

@@ -7,7 +7,8 @@
 // the snapshot, calls Run, validates and hands the decision to the
 // orchestration queue; tests and benchmarks call Run directly.
 //
-// Methods run in upstream Karpenter's order and the first with a decision wins:
+// Methods (Method, one file each) run in upstream Karpenter's order, as listed
+// in Methods, and the first with a decision wins:
 //
 //  1. Emptiness (reason Empty): Consolidatable nodes without reschedulable pods
 //     (DaemonSet, mirror, finished and terminating pods do not count), all that
@@ -27,6 +28,49 @@
 //     deleted when its pods fit elsewhere, replaced by one cheaper node, or
 //     explained ("no cheaper replacement: cheapest compatible costs 0.19/h vs
 //     0.17/h").
+//
+// Adding a method is one file and one line. The file defines the method's
+// value; the line puts it in Methods, where its position is its priority. The
+// value says everything the pass, Validate, the controller, the orchestration
+// queue and the metrics need: name, reason (whose budget it consumes),
+// consolidation_type label, whether its decisions are validated after
+// ValidationDelay, whether it simulates (and so can time out), whether blocking
+// pods hold it back, its candidate filter, its decision and what Validate
+// re-checks. For example, a method deleting, one per command, the nodes whose
+// NodeClaim has a (hypothetical) Idle condition, in idle.go:
+//
+//	var MethodIdle Method = idle{}
+//
+//	type idle struct{}
+//
+//	func (idle) String() string                { return "idle" }
+//	func (idle) Reason() v1.DisruptionReason   { return "Idle" }
+//	func (idle) ConsolidationType() string     { return "" }
+//	func (idle) Validated() bool               { return true }
+//	func (idle) Simulates() bool               { return false }
+//	func (idle) graceful() bool                { return true }
+//	func (idle) revalidate(*pass, []*node, *Decision) (bool, string) { return true, "" }
+//
+//	func (idle) wants(n *node) (bool, *block) {
+//		return n.NodeClaim.StatusConditions().Get("Idle").IsTrue(), nil
+//	}
+//
+//	func (m idle) decide(p *pass) *Decision {
+//		for _, n := range p.candidates(m) { // filtered, rules applied, others explained
+//			if b := p.budget(n, m.Reason()); b.Allowed == 0 {
+//				p.explain(n, m, CodeBudget, b.Message)
+//				continue
+//			}
+//			return &Decision{Method: m, Candidates: []*Node{n.Node}, Explanation: "node " + n.Name + " is idle"}
+//		}
+//		return nil
+//	}
+//
+// and in method.go, Methods gains the line "MethodIdle,". Its reason gets a
+// budget (Reasons follows Methods); a reason new to the API must also be added
+// to the NodePool's budget reasons in pkg/apis. Nothing else names a method:
+// the controller times, validates and counts it through the interface, and the
+// orchestration queue carries it in Command.Method.
 //
 // Spot: an on-demand node may be replaced by spot or on-demand capacity; when
 // both are allowed the replacement is forced to spot (the price comparison

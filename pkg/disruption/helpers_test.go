@@ -303,7 +303,7 @@ func (w *world) run() *disruption.Result {
 func describe(r *disruption.Result) string {
 	var b strings.Builder
 	if d := r.Decision; d != nil {
-		fmt.Fprintf(&b, "decision %s/%s %s %v", d.Method, d.Reason, d.Action(), d.CandidateNames())
+		fmt.Fprintf(&b, "decision %s/%s %s %v", d.Method, d.Method.Reason(), d.Action(), d.CandidateNames())
 		for _, c := range d.Replacements {
 			names := make([]string, len(c.InstanceTypes))
 			for i, it := range c.InstanceTypes {

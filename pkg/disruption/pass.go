@@ -121,17 +121,7 @@ func Run(in *Input) *Result {
 
 // Method runs one method and records its decision, if any, in the result.
 func (p *Pass) Method(m Method) *Decision {
-	var d *Decision
-	switch m {
-	case MethodEmptiness:
-		d = p.emptiness()
-	case MethodDrift:
-		d = p.drift()
-	case MethodMultiNodeConsolidation:
-		d = p.multiNode()
-	case MethodSingleNodeConsolidation:
-		d = p.singleNode()
-	}
+	d := m.decide(&p.pass)
 	if d != nil {
 		p.res.Decision = d
 	}
@@ -191,107 +181,6 @@ func (p *pass) candidates(m Method) []*node {
 
 func (p *pass) budget(n *node, r v1.DisruptionReason) *BudgetStatus {
 	return p.budgets[n.pool.NodePool.Name][r]
-}
-
-// emptiness deletes, in one command, every empty node the budgets allow.
-func (p *pass) emptiness() *Decision {
-	left := map[string]int{}
-	var chosen []*node
-	for _, n := range p.candidates(MethodEmptiness) {
-		b := p.budget(n, v1.DisruptionReasonEmpty)
-		if b.Allowed == 0 {
-			p.explain(n, MethodEmptiness, CodeBudget, b.Message)
-			continue
-		}
-		pool := n.pool.NodePool.Name
-		if _, ok := left[pool]; !ok {
-			left[pool] = b.Allowed
-		}
-		if left[pool] == 0 {
-			continue
-		}
-		left[pool]--
-		chosen = append(chosen, n)
-	}
-	if len(chosen) == 0 {
-		return nil
-	}
-	d := &Decision{Method: MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Candidates: nodesOf(chosen), CandidatesPrice: priceOf(chosen)}
-	d.Explanation = fmt.Sprintf("deleting %d empty node(s): %s", len(chosen), strings.Join(names(chosen), ", "))
-	return d
-}
-
-// drift replaces drifted nodes one at a time, empty ones first, then those
-// drifted longest.
-func (p *pass) drift() *Decision {
-	cands := p.candidates(MethodDrift)
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i], cands[j]
-		if a.empty() != b.empty() {
-			return a.empty()
-		}
-		if !a.driftedAt.Equal(b.driftedAt) {
-			return a.driftedAt.Before(b.driftedAt)
-		}
-		return a.Name < b.Name
-	})
-	for _, n := range cands {
-		b := p.budget(n, v1.DisruptionReasonDrifted)
-		if b.Allowed == 0 {
-			p.explain(n, MethodDrift, CodeBudget, b.Message)
-			continue
-		}
-		if p.overWork() {
-			p.timedOut(MethodDrift)
-			return nil
-		}
-		why := n.driftReason
-		if why == "" {
-			why = "Drifted"
-		}
-		sim, _ := p.simulate([]*node{n}, nil)
-		if !sim.ok {
-			p.explain(n, MethodDrift, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s) but its pods cannot be rescheduled: %v", n.Name, why, sim.err))
-			continue
-		}
-		d := &Decision{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Candidates: []*Node{n.Node}, Replacements: sim.replacements, CandidatesPrice: priceOf([]*node{n})}
-		for _, r := range sim.replacements {
-			d.ReplacementsPrice += r.Price
-		}
-		switch {
-		case n.empty():
-			d.Explanation = fmt.Sprintf("node %s drifted (%s) and is empty: deleting it", n.Name, why)
-		case len(sim.replacements) == 0:
-			d.Explanation = fmt.Sprintf("node %s drifted (%s): its pods fit on other nodes, deleting it", n.Name, why)
-		default:
-			d.Explanation = fmt.Sprintf("node %s drifted (%s): replacing it with %s", n.Name, why, describeClaims(sim.replacements))
-		}
-		return d
-	}
-	return nil
-}
-
-// consolidationCandidates are the consolidatable nodes with a known price in
-// NodePools whose Underutilized budget is not used up.
-func (p *pass) consolidationCandidates() []*node {
-	if p.consolidationSet {
-		return p.consolidation
-	}
-	p.consolidationSet = true
-	for _, n := range p.candidates(MethodSingleNodeConsolidation) {
-		if !n.priced {
-			lbls := n.labels()
-			p.explain(n, MethodSingleNodeConsolidation, CodeUnpriced, fmt.Sprintf("price of node %s is unknown (instance type %q, zone %q, capacity type %q not offered by nodepool %s)",
-				n.Name, lbls[corev1.LabelInstanceTypeStable], lbls[corev1.LabelTopologyZone], lbls[v1.CapacityTypeLabelKey], n.pool.NodePool.Name))
-			continue
-		}
-		if b := p.budget(n, v1.DisruptionReasonUnderutilized); b.Allowed == 0 {
-			p.explain(n, MethodSingleNodeConsolidation, CodeBudget, b.Message)
-			continue
-		}
-		p.consolidation = append(p.consolidation, n)
-	}
-	return p.consolidation
 }
 
 func nodesOf(ns []*node) []*Node {

@@ -10,49 +10,6 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
-// Method names a disruption method. The values are those of the orchestration
-// Command and of upstream's metrics.
-type Method string
-
-const (
-	MethodEmptiness               Method = "emptiness"
-	MethodDrift                   Method = "drift"
-	MethodMultiNodeConsolidation  Method = "multi_node_consolidation"
-	MethodSingleNodeConsolidation Method = "single_node_consolidation"
-)
-
-// Methods in the order a pass tries them; the first that decides wins.
-var Methods = []Method{MethodEmptiness, MethodDrift, MethodMultiNodeConsolidation, MethodSingleNodeConsolidation}
-
-// Reason is the disruption reason a method acts for.
-func (m Method) Reason() v1.DisruptionReason {
-	switch m {
-	case MethodEmptiness:
-		return v1.DisruptionReasonEmpty
-	case MethodDrift:
-		return v1.DisruptionReasonDrifted
-	}
-	return v1.DisruptionReasonUnderutilized
-}
-
-// ConsolidationType is upstream's consolidation_type metric label of the method.
-func (m Method) ConsolidationType() string {
-	switch m {
-	case MethodEmptiness:
-		return "empty"
-	case MethodMultiNodeConsolidation:
-		return "multi"
-	case MethodSingleNodeConsolidation:
-		return "single"
-	}
-	return ""
-}
-
-// graceful methods respect blocking pods whatever the NodeClaim's
-// terminationGracePeriod; drift ("eventual") does not when one is set, because
-// the grace period bounds how long those pods can hold the node.
-func (m Method) graceful() bool { return m != MethodDrift }
-
 // MinInstanceTypesForSpotToSpotConsolidation is upstream's minimum number of
 // cheaper instance types single-node spot-to-spot consolidation needs, and the
 // number it launches with: a replacement drawn from the 15 cheapest types is
@@ -147,8 +104,8 @@ type NodePool struct {
 
 // Decision is one disruption command.
 type Decision struct {
+	// Method decided it; its Reason is the decision's.
 	Method Method
-	Reason v1.DisruptionReason
 	// Candidates to disrupt, in the order they were chosen.
 	Candidates []*Node
 	// Replacements to launch before any candidate is deleted; empty for a delete.

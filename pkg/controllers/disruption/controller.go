@@ -131,7 +131,7 @@ func (c *Controller) Reconcile(ctx context.Context) (bool, error) {
 	for _, m := range disruption.Methods {
 		start := c.clock.Now()
 		d = pass.Method(m)
-		EvaluationDuration.WithLabelValues(metricReason(m.Reason()), m.ConsolidationType()).Observe(c.clock.Since(start).Seconds())
+		EvaluationDuration.WithLabelValues(disruption.MetricReason(m.Reason()), m.ConsolidationType()).Observe(c.clock.Since(start).Seconds())
 		if d != nil {
 			break
 		}
@@ -145,13 +145,13 @@ func (c *Controller) Reconcile(ctx context.Context) (bool, error) {
 	return c.act(ctx, d)
 }
 
-// act validates the decision (emptiness and consolidation only: drift acts on
-// a condition that does not flicker) and starts it.
+// act validates the decision (for methods that are Validated: not drift, which
+// acts on a condition that does not flicker) and starts it.
 func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, error) {
 	logger := log.FromContext(ctx)
 	ct := d.Method.ConsolidationType()
 	s := (*snapshot)(nil)
-	if d.Method != disruption.MethodDrift {
+	if d.Method.Validated() {
 		select {
 		case <-ctx.Done():
 			return false, nil
@@ -179,12 +179,12 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 	if err := c.queue.StartCommand(ctx, cmd); err != nil {
 		return false, fmt.Errorf("starting disruption of %v: %w", cmd.CandidateNames(), err)
 	}
-	DecisionsTotal.WithLabelValues(d.Action(), metricReason(d.Reason), ct).Inc()
+	DecisionsTotal.WithLabelValues(d.Action(), disruption.MetricReason(d.Method.Reason()), ct).Inc()
 	counted := map[string]bool{}
 	for _, nc := range cmd.Candidates {
 		if np := nc.Labels[v1.NodePoolLabelKey]; !counted[np] {
 			counted[np] = true
-			DecisionsByNodePoolTotal.WithLabelValues(np, d.Action(), metricReason(d.Reason), ct).Inc()
+			DecisionsByNodePoolTotal.WithLabelValues(np, d.Action(), disruption.MetricReason(d.Method.Reason()), ct).Inc()
 		}
 	}
 	return true, nil
@@ -195,8 +195,7 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 // as the provisioner builds its own.
 func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestration.Command, error) {
 	cmd := &orchestration.Command{
-		Method:      orchestration.Method(d.Method),
-		Reason:      d.Reason,
+		Method:      d.Method,
 		Decision:    orchestration.Decision(d.Action()),
 		Explanation: d.Explanation,
 	}
@@ -232,7 +231,7 @@ func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestratio
 // export refreshes the pass's gauges and counters.
 func (c *Controller) export(res *disruption.Result) {
 	for _, r := range disruption.Reasons {
-		EligibleNodes.WithLabelValues(metricReason(r)).Set(float64(res.Eligible[r]))
+		EligibleNodes.WithLabelValues(disruption.MetricReason(r)).Set(float64(res.Eligible[r]))
 	}
 	// Reset: a NodePool deleted since the last pass leaves no stale series.
 	NodePoolAllowedDisruptions.Reset()

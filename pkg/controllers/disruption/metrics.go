@@ -1,12 +1,10 @@
 package disruption
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 )
 
 // Metrics (upstream's names and labels).
@@ -59,10 +57,10 @@ var (
 
 func init() {
 	crmetrics.Registry.MustRegister(DecisionsTotal, DecisionsByNodePoolTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets)
-	for _, t := range []string{"multi", "single"} {
-		ConsolidationTimeoutsTotal.WithLabelValues(t).Add(0)
+	// The consolidation types that can time out start at 0.
+	for _, m := range disruption.Methods {
+		if ct := m.ConsolidationType(); ct != "" && m.Simulates() {
+			ConsolidationTimeoutsTotal.WithLabelValues(ct).Add(0)
+		}
 	}
 }
-
-// metricReason spells a reason as upstream's metrics do ("Underutilized" -> "underutilized").
-func metricReason(r v1.DisruptionReason) string { return strings.ToLower(string(r)) }

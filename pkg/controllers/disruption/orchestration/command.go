@@ -2,17 +2,7 @@ package orchestration
 
 import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-)
-
-// Method names the disruption method that produced a command. The values are
-// the `method` label of upstream's disruption metrics.
-type Method string
-
-const (
-	MethodEmptiness               Method = "emptiness"
-	MethodDrift                   Method = "drift"
-	MethodMultiNodeConsolidation  Method = "multi_node_consolidation"
-	MethodSingleNodeConsolidation Method = "single_node_consolidation"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 )
 
 // Decision is what a command does to its candidates: delete them, or replace
@@ -26,8 +16,9 @@ const (
 
 // Command is one disruption decision, ready to act on.
 type Command struct {
-	Method   Method
-	Reason   v1.DisruptionReason
+	// Method decided the command. Its Reason is the command's: the
+	// DisruptionReason condition, events and the metrics' reason label.
+	Method   disruption.Method
 	Decision Decision
 	// Candidates are the NodeClaims to disrupt (as read when the decision was taken).
 	Candidates []*v1.NodeClaim

@@ -11,6 +11,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	. "github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -34,7 +35,7 @@ func TestRegisteredQueueRunsOnItsOwn(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A command started before the controller runs is picked up when it does.
-	if err := q.StartCommand(f.ctx, &Command{Method: MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: DecisionDelete,
+	if err := q.StartCommand(f.ctx, &Command{Method: disruption.MethodEmptiness, Decision: DecisionDelete,
 		Candidates: []*v1.NodeClaim{empty}, Explanation: "empty"}); err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +55,7 @@ func TestRegisteredQueueRunsOnItsOwn(t *testing.T) {
 	})
 
 	r := replacement()
-	if err := q.StartCommand(f.ctx, &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Decision: DecisionReplace,
+	if err := q.StartCommand(f.ctx, &Command{Method: disruption.MethodDrift, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{drifted}, Replacements: []*v1.NodeClaim{r}, Explanation: "drifted"}); err != nil {
 		t.Fatal(err)
 	}

@@ -1,12 +1,8 @@
 package orchestration
 
 import (
-	"strings"
-
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-
-	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
 
 // Label names of the queue's metrics (upstream's).
@@ -27,20 +23,3 @@ var QueueFailuresTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 func init() {
 	crmetrics.Registry.MustRegister(QueueFailuresTotal)
 }
-
-// ConsolidationType is the consolidation_type label of a method: empty for
-// methods that are not consolidation (drift).
-func (m Method) ConsolidationType() string {
-	switch m {
-	case MethodEmptiness:
-		return "empty"
-	case MethodSingleNodeConsolidation:
-		return "single"
-	case MethodMultiNodeConsolidation:
-		return "multi"
-	}
-	return ""
-}
-
-// metricReason is a DisruptionReason as upstream's metrics spell it ("Underutilized" → "underutilized").
-func metricReason(r v1.DisruptionReason) string { return strings.ToLower(string(r)) }

@@ -124,7 +124,7 @@ func (q *Queue) setDisruptionReason(cmd *Command) func(*v1.NodeClaim) bool {
 	return func(nc *v1.NodeClaim) bool {
 		cs := nc.StatusConditions()
 		cs.Now = q.clock.Now
-		return cs.Set(status.Condition{Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue, Reason: string(cmd.Reason), Message: msg})
+		return cs.Set(status.Condition{Type: v1.ConditionTypeDisruptionReason, Status: metav1.ConditionTrue, Reason: string(cmd.Method.Reason()), Message: msg})
 	}
 }
 

@@ -24,6 +24,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
 
@@ -151,6 +152,9 @@ func (q *Queue) StartCommand(ctx context.Context, cmd *Command) error {
 	if len(cmd.Candidates) == 0 {
 		return errors.New("disruption command has no candidates")
 	}
+	if cmd.Method == nil {
+		return errors.New("disruption command has no Method")
+	}
 	c := &command{
 		Command:    cmd,
 		id:         cmd.Candidates[0].Name,
@@ -174,9 +178,9 @@ func (q *Queue) StartCommand(ctx context.Context, cmd *Command) error {
 	q.cluster.MarkForDeletion(c.candidates...)
 	if len(c.created) > 0 {
 		q.recordAll(c, corev1.EventTypeNormal, EventDisruptionLaunching, "Launching replacement NodeClaim(s) %s: %s/%s: %s",
-			strings.Join(c.replacementNames(), ", "), c.Reason, c.Decision, c.Explanation)
+			strings.Join(c.replacementNames(), ", "), c.Method.Reason(), c.Decision, c.Explanation)
 	}
-	log.FromContext(ctx).Info("disrupting nodeclaim(s)", "command", c.id, "method", c.Method, "reason", c.Reason, "decision", c.Decision,
+	log.FromContext(ctx).Info("disrupting nodeclaim(s)", "command", c.id, "method", c.Method, "reason", c.Method.Reason(), "decision", c.Decision,
 		"candidates", c.candidates, "replacements", c.replacementNames(), "explanation", c.Explanation)
 	q.mu.Lock()
 	c.phase = waiting
@@ -253,7 +257,7 @@ func (q *Queue) start(ctx context.Context, c *command) error {
 		q.cluster.UpdateNodeClaim(r)
 		q.cluster.Nominate(r.Name)
 		relaxed := r.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] == "true"
-		provisioning.NodeClaimsCreated.WithLabelValues(metricReason(c.Reason), r.Labels[v1.NodePoolLabelKey], fmt.Sprint(relaxed)).Inc()
+		provisioning.NodeClaimsCreated.WithLabelValues(disruption.MetricReason(c.Method.Reason()), r.Labels[v1.NodePoolLabelKey], fmt.Sprint(relaxed)).Inc()
 	}
 	return nil
 }
@@ -366,13 +370,13 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 			continue
 		}
 		m := c.Metrics[nc.Name]
-		ncmetrics.CountDisrupted(nc, metricReason(c.Reason), m.ConsolidationPolicy, m.ReschedulablePods)
-		q.record(c, nc, corev1.EventTypeNormal, EventDisruptionTerminating, fmt.Sprintf("Disrupting node: %s/%s: %s", c.Reason, c.Decision, c.Explanation))
+		ncmetrics.CountDisrupted(nc, disruption.MetricReason(c.Method.Reason()), m.ConsolidationPolicy, m.ReschedulablePods)
+		q.record(c, nc, corev1.EventTypeNormal, EventDisruptionTerminating, fmt.Sprintf("Disrupting node: %s/%s: %s", c.Method.Reason(), c.Decision, c.Explanation))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	log.FromContext(ctx).Info("deleted disrupted nodeclaim(s)", "candidates", c.candidates, "reason", c.Reason, "decision", c.Decision)
+	log.FromContext(ctx).Info("deleted disrupted nodeclaim(s)", "candidates", c.candidates, "reason", c.Method.Reason(), "decision", c.Decision)
 	q.remove(c)
 	return nil
 }
@@ -444,7 +448,7 @@ func (q *Queue) rollback(ctx context.Context, c *command) error {
 	q.cluster.UnmarkForDeletion(c.candidates...)
 	if !c.startedAt.IsZero() {
 		// StartCommand's own errors went to its caller (and were recorded there).
-		QueueFailuresTotal.WithLabelValues(string(c.Decision), metricReason(c.Reason), c.Method.ConsolidationType()).Inc()
+		QueueFailuresTotal.WithLabelValues(string(c.Decision), disruption.MetricReason(c.Method.Reason()), c.Method.ConsolidationType()).Inc()
 		q.recordAll(c, corev1.EventTypeWarning, EventDisruptionFailed, "Disruption abandoned, %s; the node is no longer tainted and keeps its pods", c.failure)
 	}
 	log.FromContext(ctx).Info("rolled back disruption", "reason", c.failure, "candidates", c.candidates)

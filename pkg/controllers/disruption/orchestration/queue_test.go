@@ -2,6 +2,7 @@ package orchestration_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	. "github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -23,7 +25,7 @@ func TestStartCommandTaintsConditionsCreatesAndMarks(t *testing.T) {
 	r := replacement()
 	createdBefore := testutil.ToFloat64(provisioning.NodeClaimsCreated.WithLabelValues("underutilized", "default", "false"))
 	cmd := &Command{
-		Method: MethodMultiNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized, Decision: DecisionReplace,
+		Method: disruption.MethodMultiNodeConsolidation, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r},
 		Explanation: "replace 2 nodes (0.34/h) with 1 c-4x-amd64-linux (0.17/h)",
 	}
@@ -77,12 +79,16 @@ func TestStartCommandTaintsConditionsCreatesAndMarks(t *testing.T) {
 	}
 
 	// A candidate is in at most one command; the refused command changes nothing.
-	err := f.queue.StartCommand(f.ctx, &Command{Method: MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: DecisionDelete, Candidates: []*v1.NodeClaim{b}})
+	err := f.queue.StartCommand(f.ctx, &Command{Method: disruption.MethodEmptiness, Decision: DecisionDelete, Candidates: []*v1.NodeClaim{b}})
 	if err == nil {
 		t.Fatal("a second command for a candidate in flight was accepted")
 	}
 	if !tainted(t, f.ctx, b.Name) || !f.queue.Has(b.Name) || !markedInState(f.cluster, b.Name) || f.queue.Len() != 1 {
 		t.Error("the refused command disturbed the command in flight")
+	}
+	// A command must say which method decided it: its reason and labels are the method's.
+	if err := f.queue.StartCommand(f.ctx, &Command{Decision: DecisionDelete, Candidates: []*v1.NodeClaim{b}}); err == nil || !strings.Contains(err.Error(), "no Method") {
+		t.Errorf("a command without a Method: got %v, want an error naming Method", err)
 	}
 }
 
@@ -91,7 +97,7 @@ func TestCandidatesDeletedOnlyAfterEveryReplacementIsInitialized(t *testing.T) {
 	a := f.candidate(t, "drift-a")
 	r1, r2 := replacement(), replacement()
 	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand, "", ncmetrics.TerminationModeGraceful))
-	cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Decision: DecisionReplace,
+	cmd := &Command{Method: disruption.MethodDrift, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a}, Replacements: []*v1.NodeClaim{r1, r2}, Explanation: "NodePool template changed"}
 	if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
 		t.Fatal(err)
@@ -144,7 +150,7 @@ func TestDeleteDecisionDeletesAtOnce(t *testing.T) {
 	f := setup(t)
 	a, b := f.candidate(t, "empty-a"), f.candidate(t, "empty-b")
 	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), ncmetrics.TerminationModeGraceful))
-	cmd := &Command{Method: MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: DecisionDelete,
+	cmd := &Command{Method: disruption.MethodEmptiness, Decision: DecisionDelete,
 		Candidates: []*v1.NodeClaim{a, b}, Explanation: "nodes are empty",
 		Metrics: map[string]CandidateMetrics{a.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty}, b.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty}}}
 	if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
@@ -207,7 +213,7 @@ func TestReplacementDeletedRollsBack(t *testing.T) {
 			a := f.candidate(t, "ice-a")
 			r := replacement()
 			before := testutil.ToFloat64(QueueFailuresTotal.WithLabelValues("replace", "drifted", ""))
-			cmd := &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Decision: DecisionReplace,
+			cmd := &Command{Method: disruption.MethodDrift, Decision: DecisionReplace,
 				Candidates: []*v1.NodeClaim{a}, Replacements: []*v1.NodeClaim{r}, Explanation: "drifted"}
 			if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
 				t.Fatal(err)
@@ -236,7 +242,7 @@ func TestTimeoutRollsBackAndDeletesUninitializedReplacements(t *testing.T) {
 	a, b := f.candidate(t, "slow-a"), f.candidate(t, "slow-b")
 	r1, r2 := replacement(), replacement()
 	before := testutil.ToFloat64(QueueFailuresTotal.WithLabelValues("replace", "underutilized", "multi"))
-	cmd := &Command{Method: MethodMultiNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized, Decision: DecisionReplace,
+	cmd := &Command{Method: disruption.MethodMultiNodeConsolidation, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r1, r2}, Explanation: "cheaper"}
 	if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
 		t.Fatal(err)
@@ -280,7 +286,7 @@ func TestStartCommandErrorPartWayRollsBack(t *testing.T) {
 	good, bad := replacement(), replacement()
 	bad.Spec.NodeClassRef.Name = "" // the API server rejects it
 	failuresBefore := testutil.ToFloat64(QueueFailuresTotal.WithLabelValues("replace", "underutilized", "single"))
-	cmd := &Command{Method: MethodSingleNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized, Decision: DecisionReplace,
+	cmd := &Command{Method: disruption.MethodSingleNodeConsolidation, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a}, Replacements: []*v1.NodeClaim{good, bad}, Explanation: "cheaper"}
 	err := f.queue.StartCommand(f.ctx, cmd)
 	if err == nil {
@@ -305,7 +311,7 @@ func TestStartCommandErrorPartWayRollsBack(t *testing.T) {
 	}
 
 	// The candidate is free for the next decision.
-	if err := f.queue.StartCommand(f.ctx, &Command{Method: MethodEmptiness, Reason: v1.DisruptionReasonEmpty, Decision: DecisionDelete,
+	if err := f.queue.StartCommand(f.ctx, &Command{Method: disruption.MethodEmptiness, Decision: DecisionDelete,
 		Candidates: []*v1.NodeClaim{a}}); err != nil {
 		t.Fatalf("candidate of a rolled-back command cannot be disrupted again: %v", err)
 	}
@@ -340,7 +346,7 @@ func TestCleanupRemovesOrphansOnly(t *testing.T) {
 	ExpectDeleted(f.ctx, t, e.Client, claimDeleting) // held by its termination finalizer
 
 	queued := f.candidate(t, "queued")
-	if err := f.queue.StartCommand(f.ctx, &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Decision: DecisionReplace,
+	if err := f.queue.StartCommand(f.ctx, &Command{Method: disruption.MethodDrift, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{queued}, Replacements: []*v1.NodeClaim{replacement()}, Explanation: "in flight"}); err != nil {
 		t.Fatal(err)
 	}
@@ -370,7 +376,7 @@ func TestConcurrentCommands(t *testing.T) {
 	cmds := make([]*Command, n)
 	for i := range cmds {
 		c := f.candidate(t, "many-"+string(rune('a'+i)))
-		cmds[i] = &Command{Method: MethodDrift, Reason: v1.DisruptionReasonDrifted, Decision: DecisionReplace,
+		cmds[i] = &Command{Method: disruption.MethodDrift, Decision: DecisionReplace,
 			Candidates: []*v1.NodeClaim{c}, Replacements: []*v1.NodeClaim{replacement()}, Explanation: "drifted"}
 		if i%2 == 1 {
 			cmds[i].Decision, cmds[i].Replacements = DecisionDelete, nil
@@ -419,7 +425,7 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	r := replacement()
 	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful))
 	podsBefore := testutil.ToFloat64(ncmetrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful))
-	if err := f.queue.StartCommand(f.ctx, &Command{Method: MethodMultiNodeConsolidation, Reason: v1.DisruptionReasonUnderutilized,
+	if err := f.queue.StartCommand(f.ctx, &Command{Method: disruption.MethodMultiNodeConsolidation,
 		Decision: DecisionReplace, Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r},
 		Metrics: map[string]CandidateMetrics{
 			a.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized, ReschedulablePods: 4},

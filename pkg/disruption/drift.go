@@ -1,0 +1,80 @@
+package disruption
+
+import (
+	"fmt"
+	"sort"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// MethodDrift replaces nodes whose NodeClaim has the Drifted condition, one per
+// command, empty ones first, then those drifted longest, by as many new nodes
+// as their pods need.
+var MethodDrift Method = drift{}
+
+type drift struct{}
+
+func (drift) String() string              { return "drift" }
+func (drift) Reason() v1.DisruptionReason { return v1.DisruptionReasonDrifted }
+
+// ConsolidationType: drift does not consolidate.
+func (drift) ConsolidationType() string { return "" }
+
+// Validated: the Drifted condition does not flicker, so a decision starts at once.
+func (drift) Validated() bool { return false }
+
+// graceful: drift is eventual; a terminationGracePeriod lets it past blocking pods.
+func (drift) Simulates() bool { return true }
+func (drift) graceful() bool  { return false }
+
+func (drift) wants(n *node) (bool, *block) { return n.drifted, nil }
+
+func (drift) revalidate(*pass, []*node, *Decision) (bool, string) { return true, "" }
+
+func (m drift) decide(p *pass) *Decision {
+	cands := p.candidates(m)
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if a.empty() != b.empty() {
+			return a.empty()
+		}
+		if !a.driftedAt.Equal(b.driftedAt) {
+			return a.driftedAt.Before(b.driftedAt)
+		}
+		return a.Name < b.Name
+	})
+	for _, n := range cands {
+		b := p.budget(n, m.Reason())
+		if b.Allowed == 0 {
+			p.explain(n, m, CodeBudget, b.Message)
+			continue
+		}
+		if p.overWork() {
+			p.timedOut(m)
+			return nil
+		}
+		why := n.driftReason
+		if why == "" {
+			why = "Drifted"
+		}
+		sim, _ := p.simulate([]*node{n}, nil)
+		if !sim.ok {
+			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s) but its pods cannot be rescheduled: %v", n.Name, why, sim.err))
+			continue
+		}
+		d := &Decision{Method: m, Candidates: []*Node{n.Node}, Replacements: sim.replacements, CandidatesPrice: priceOf([]*node{n})}
+		for _, r := range sim.replacements {
+			d.ReplacementsPrice += r.Price
+		}
+		switch {
+		case n.empty():
+			d.Explanation = fmt.Sprintf("node %s drifted (%s) and is empty: deleting it", n.Name, why)
+		case len(sim.replacements) == 0:
+			d.Explanation = fmt.Sprintf("node %s drifted (%s): its pods fit on other nodes, deleting it", n.Name, why)
+		default:
+			d.Explanation = fmt.Sprintf("node %s drifted (%s): replacing it with %s", n.Name, why, describeClaims(sim.replacements))
+		}
+		return d
+	}
+	return nil
+}

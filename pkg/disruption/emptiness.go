@@ -1,0 +1,58 @@
+package disruption
+
+import (
+	"fmt"
+	"strings"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// MethodEmptiness deletes, in one command, every empty consolidatable node the
+// budgets allow, whatever the NodePool's consolidation policy.
+var MethodEmptiness Method = emptiness{}
+
+type emptiness struct{}
+
+func (emptiness) String() string              { return "emptiness" }
+func (emptiness) Reason() v1.DisruptionReason { return v1.DisruptionReasonEmpty }
+func (emptiness) ConsolidationType() string   { return "empty" }
+func (emptiness) Validated() bool             { return true }
+func (emptiness) Simulates() bool             { return false }
+func (emptiness) graceful() bool              { return true }
+
+// revalidate: the candidates are still empty and allowed; nothing else to check.
+func (emptiness) revalidate(*pass, []*node, *Decision) (bool, string) { return true, "" }
+
+// wants consolidatable nodes without reschedulable pods in NodePools that
+// consolidate at all (consolidateAfter is not Never).
+func (emptiness) wants(n *node) (bool, *block) {
+	d := &n.pool.NodePool.Spec.Disruption
+	return n.consolidatable && d.ConsolidateAfter.Duration != nil && n.empty(), nil
+}
+
+func (m emptiness) decide(p *pass) *Decision {
+	left := map[string]int{}
+	var chosen []*node
+	for _, n := range p.candidates(m) {
+		b := p.budget(n, m.Reason())
+		if b.Allowed == 0 {
+			p.explain(n, m, CodeBudget, b.Message)
+			continue
+		}
+		pool := n.pool.NodePool.Name
+		if _, ok := left[pool]; !ok {
+			left[pool] = b.Allowed
+		}
+		if left[pool] == 0 {
+			continue
+		}
+		left[pool]--
+		chosen = append(chosen, n)
+	}
+	if len(chosen) == 0 {
+		return nil
+	}
+	d := &Decision{Method: m, Candidates: nodesOf(chosen), CandidatesPrice: priceOf(chosen)}
+	d.Explanation = fmt.Sprintf("deleting %d empty node(s): %s", len(chosen), strings.Join(names(chosen), ", "))
+	return d
+}

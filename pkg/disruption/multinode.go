@@ -1,0 +1,123 @@
+package disruption
+
+import (
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+)
+
+// MethodMultiNodeConsolidation deletes several underutilized nodes together,
+// or replaces them with one node cheaper than all of them and not of one of
+// their instance types (policy WhenEmptyOrUnderutilized).
+var MethodMultiNodeConsolidation Method = multiNode{}
+
+type multiNode struct{}
+
+func (multiNode) String() string              { return "multi_node_consolidation" }
+func (multiNode) Reason() v1.DisruptionReason { return v1.DisruptionReasonUnderutilized }
+func (multiNode) ConsolidationType() string   { return "multi" }
+func (multiNode) Validated() bool             { return true }
+func (multiNode) Simulates() bool             { return true }
+func (multiNode) graceful() bool              { return true }
+
+func (multiNode) wants(n *node) (bool, *block) { return wantsConsolidation(n) }
+
+func (m multiNode) revalidate(p *pass, cands []*node, d *Decision) (bool, string) {
+	return p.revalidateConsolidation(m, cands, d, true)
+}
+
+// decide looks for the longest prefix of candidates (cheapest to disrupt per
+// dollar first) that can go together, replaced by at most one cheaper node. A
+// binary search with the packer's optimistic answer finds the largest
+// plausible prefix without solving; solves then confirm it, or search below it.
+func (m multiNode) decide(p *pass) *Decision {
+	all := p.consolidationCandidates()
+	cands := append([]*node(nil), all...)
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i].cost/cands[i].price, cands[j].cost/cands[j].price
+		if a != b {
+			return a < b
+		}
+		return cands[i].Name < cands[j].Name
+	})
+	// Keep, in order, what the budgets allow.
+	left := map[string]int{}
+	var allowed []*node
+	for _, n := range cands {
+		pool := n.pool.NodePool.Name
+		if _, ok := left[pool]; !ok {
+			left[pool] = p.budget(n, m.Reason()).Allowed
+		}
+		if left[pool] > 0 {
+			left[pool]--
+			allowed = append(allowed, n)
+		}
+	}
+	if len(allowed) < 2 {
+		return nil
+	}
+	plausible := func(k int) bool {
+		prefix := allowed[:k]
+		price := priceOf(prefix)
+		pk := p.packer()
+		excluded := map[*node]bool{}
+		isMoving := map[*corev1.Pod]bool{}
+		var reqs []*podReq
+		for _, c := range prefix {
+			excluded[c] = true
+			for _, pod := range c.moving {
+				isMoving[pod] = true
+				reqs = append(reqs, pk.pod(pod))
+			}
+		}
+		for _, pod := range p.pending {
+			reqs = append(reqs, pk.pod(pod))
+		}
+		packed := pk.pack(excluded, reqs)
+		var left []*podReq
+		for _, u := range packed.unplaced {
+			if isMoving[u.pod] {
+				left = append(left, u)
+			}
+		}
+		if len(left) == 0 {
+			return true
+		}
+		o, ok, _ := p.replacementBound(left)
+		return ok && o.price < price
+	}
+	lo, hi, best := 2, len(allowed), 0
+	for lo <= hi {
+		mid := (lo + hi) / 2
+		if plausible(mid) {
+			best, lo = mid, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	if best == 0 {
+		return nil
+	}
+	if d, _ := p.consolidate(m, allowed[:best], true); d != nil {
+		return d
+	}
+	// The solver disagreed with the packer (topology, ports, volumes...):
+	// search the shorter prefixes with solves.
+	var found *Decision
+	lo, hi = 2, best-1
+	for lo <= hi {
+		if p.overWork() {
+			p.timedOut(m)
+			break
+		}
+		mid := (lo + hi) / 2
+		if d, _ := p.consolidate(m, allowed[:mid], true); d != nil {
+			found, lo = d, mid+1
+		} else {
+			hi = mid - 1
+		}
+	}
+	return found
+}
