@@ -87,7 +87,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 // its types define.
 func (s *solver) prepare(np *NodePool) *preparedPool {
 	pp := &preparedPool{itKeys: map[string]bool{}}
-	pp.baseReqs = np.Requirements.Intersect(FromLabels(np.Labels)).With(NewRequirement(LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
+	pp.baseReqs = poolRequirements(np)
 	its := np.InstanceTypes
 	var dsPods []*podInfo
 	for _, ds := range s.in.DaemonSetPods {
@@ -145,6 +145,12 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 		}
 	}
 	return pp
+}
+
+// poolRequirements are the labels every node of the pool has or may have: the pool's
+// requirements, its template labels and its name.
+func poolRequirements(np *NodePool) Requirements {
+	return np.Requirements.Intersect(FromLabels(np.Labels)).With(NewRequirement(LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
 }
 
 // daemonCompatible reports whether a DaemonSet pod would run on a node with these labels:

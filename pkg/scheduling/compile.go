@@ -104,46 +104,10 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		a.hostReq = &r
 	}
 	pod := p.pod
-	addOwn := func(g *topoGroup, err error) error {
-		if err != nil {
-			return err
-		}
+	if err := s.topologyGroups(p, func(g *topoGroup) {
 		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
-		return nil
-	}
-	// The kube-scheduler's nodeAffinityPolicy looks at required node affinity and node
-	// selector only (not preferences, not volumes).
-	filterReqs := p.affinityTerms[0]
-	for i := range p.tscs {
-		if err := addOwn(s.spreadGroup(pod, &p.tscs[i], filterReqs, pod.Spec.Tolerations)); err != nil {
-			return nil, err
-		}
-	}
-	if aff := pod.Spec.Affinity; aff != nil {
-		if aff.PodAffinity != nil {
-			for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				if err := addOwn(s.affinityGroup(pod, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAffinity)); err != nil {
-					return nil, err
-				}
-			}
-		}
-		if aff.PodAntiAffinity != nil {
-			for i := range aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-				if err := addOwn(s.affinityGroup(pod, &aff.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAnti)); err != nil {
-					return nil, err
-				}
-			}
-		}
-	}
-	for i := range p.prefAff {
-		if err := addOwn(s.affinityGroup(pod, &p.prefAff[i], kindAffinity)); err != nil {
-			return nil, err
-		}
-	}
-	for i := range p.prefAnti {
-		if err := addOwn(s.affinityGroup(pod, &p.prefAnti[i], kindAnti)); err != nil {
-			return nil, err
-		}
+	}); err != nil {
+		return nil, err
 	}
 	a.poolErr = make([]error, len(s.pools))
 	for i, pool := range s.pools {
@@ -152,6 +116,52 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	s.refresh(a)
 	p.compiled = a
 	return a, nil
+}
+
+// topologyGroups visits the groups of the pod's topology constraints in force (creating them on
+// first use): topology spread, then required pod affinity and anti-affinity, then the preferred
+// ones still in force. Every constraint that counts pods across nodes is one of these; Placement
+// lists them through this same function.
+func (s *solver) topologyGroups(p *podInfo, visit func(*topoGroup)) error {
+	pod := p.pod
+	add := func(g *topoGroup, err error) error {
+		if err != nil {
+			return err
+		}
+		visit(g)
+		return nil
+	}
+	// The kube-scheduler's nodeAffinityPolicy looks at required node affinity and node
+	// selector only (not preferences, not volumes).
+	filterReqs := p.affinityTerms[0]
+	for i := range p.tscs {
+		if err := add(s.spreadGroup(pod, &p.tscs[i], filterReqs, pod.Spec.Tolerations)); err != nil {
+			return err
+		}
+	}
+	if aff := pod.Spec.Affinity; aff != nil && aff.PodAffinity != nil {
+		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if err := add(s.affinityGroup(pod, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAffinity)); err != nil {
+				return err
+			}
+		}
+	}
+	for _, term := range repelling(pod) {
+		if err := add(s.affinityGroup(pod, term, kindAnti)); err != nil {
+			return err
+		}
+	}
+	for i := range p.prefAff {
+		if err := add(s.affinityGroup(pod, &p.prefAff[i], kindAffinity)); err != nil {
+			return err
+		}
+	}
+	for i := range p.prefAnti {
+		if err := add(s.affinityGroup(pod, &p.prefAnti[i], kindAnti)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // refresh recomputes the groups that count the pod (new groups may have appeared) and the

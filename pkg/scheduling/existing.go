@@ -9,29 +9,9 @@ import (
 // Existing nodes: capacity that is already there or already launching.
 
 func (s *solver) addExisting(n *ExistingNode) {
-	t := &target{idx: len(s.targets), existing: n, hostname: n.Name}
-	if h, ok := n.Labels[LabelHostname]; ok {
-		t.hostname = h
-	}
-	lbls := n.Labels
-	if _, ok := lbls[LabelHostname]; !ok {
-		lbls = make(map[string]string, len(n.Labels)+1)
-		for k, v := range n.Labels {
-			lbls[k] = v
-		}
-		lbls[LabelHostname] = t.hostname
-	}
-	t.reqs = FromLabels(lbls)
+	t := &target{idx: len(s.targets), existing: n}
+	t.hostname, t.reqs, t.taints = existingView(n)
 	t.reqID = s.intern(t.reqs)
-	for _, taint := range n.Taints {
-		if !n.Initialized && IsEphemeralTaint(taint) {
-			continue
-		}
-		t.taints = append(t.taints, taint)
-	}
-	if n.Initialized {
-		t.taints = append(t.taints, n.StartupTaints...)
-	}
 	for _, taint := range t.taints {
 		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
 			s.anyPreferNoSchedule = true
@@ -43,7 +23,7 @@ func (s *solver) addExisting(n *ExistingNode) {
 	}
 	t.used = make(resVec, len(s.ri.names))
 	for _, p := range n.Pods {
-		if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+		if !occupies(p) {
 			continue
 		}
 		t.used.add(s.ri.vec(podRequests(p)))
@@ -57,6 +37,39 @@ func (s *solver) addExisting(n *ExistingNode) {
 	s.targets = append(s.targets, t)
 }
 
+// existingView is what the solver reads of an existing node besides its capacity and pods: its
+// hostname, its labels as requirements (hostname included) and the taints in force. Boot-time
+// taints are ignored while the node starts; startup taints once it has finished.
+func existingView(n *ExistingNode) (hostname string, reqs Requirements, taints []corev1.Taint) {
+	hostname = n.Name
+	if h, ok := n.Labels[LabelHostname]; ok {
+		hostname = h
+	}
+	lbls := n.Labels
+	if _, ok := lbls[LabelHostname]; !ok {
+		lbls = make(map[string]string, len(n.Labels)+1)
+		for k, v := range n.Labels {
+			lbls[k] = v
+		}
+		lbls[LabelHostname] = hostname
+	}
+	for _, taint := range n.Taints {
+		if !n.Initialized && IsEphemeralTaint(taint) {
+			continue
+		}
+		taints = append(taints, taint)
+	}
+	if n.Initialized {
+		taints = append(taints, n.StartupTaints...)
+	}
+	return hostname, FromLabels(lbls), taints
+}
+
+// occupies reports whether a pod bound to a node takes room there: finished pods do not.
+func occupies(p *corev1.Pod) bool {
+	return p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+}
+
 // pendingDaemonSets reserves, on a node that is still starting, the DaemonSet pods that will
 // land on it but are not bound yet: the DaemonSets compatible with the node, minus the
 // DaemonSet-owned pods already bound (never below zero).
@@ -66,10 +79,7 @@ func (s *solver) pendingDaemonSets(t *target) {
 	}
 	want := make(resVec, len(s.ri.names))
 	var ports []hostPort
-	for _, ds := range s.in.DaemonSetPods {
-		if ToleratesTaints(ds.Spec.Tolerations, t.taints, false) != nil || !daemonCompatible(ds, t.reqs, nil) {
-			continue
-		}
+	for _, ds := range s.pendingDaemons(t.reqs, t.taints) {
 		want.add(s.ri.vec(podRequests(ds)))
 		want[resPods]++
 		ports = append(ports, podHostPorts(ds)...)
@@ -91,4 +101,16 @@ func (s *solver) pendingDaemonSets(t *target) {
 	if len(t.bound) == 0 {
 		t.ports = append(t.ports, ports...)
 	}
+}
+
+// pendingDaemons lists the DaemonSets that will run a pod on a starting node with these labels
+// and taints.
+func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, ds := range s.in.DaemonSetPods {
+		if ToleratesTaints(ds.Spec.Tolerations, taints, false) == nil && daemonCompatible(ds, reqs, nil) {
+			out = append(out, ds)
+		}
+	}
+	return out
 }

@@ -153,21 +153,26 @@ func (s *solver) matchedGroups(p *podInfo) []*topoGroup {
 // podOrder sorts the queue like upstream: larger cpu first, then larger memory, then older,
 // then by UID/name so that the result is deterministic.
 func podOrder(a, b *podInfo) bool {
-	if a.requests[resCPU] != b.requests[resCPU] {
-		return a.requests[resCPU] > b.requests[resCPU]
+	return queueLess(a.requests[resCPU], a.requests[resMemory], a.pod, b.requests[resCPU], b.requests[resMemory], b.pod)
+}
+
+// queueLess is podOrder on a pod's cpu (millicores) and memory (bytes) requests.
+func queueLess(aCPU, aMem int64, a *corev1.Pod, bCPU, bMem int64, b *corev1.Pod) bool {
+	if aCPU != bCPU {
+		return aCPU > bCPU
 	}
-	if a.requests[resMemory] != b.requests[resMemory] {
-		return a.requests[resMemory] > b.requests[resMemory]
+	if aMem != bMem {
+		return aMem > bMem
 	}
-	ta, tb := a.pod.CreationTimestamp, b.pod.CreationTimestamp
+	ta, tb := a.CreationTimestamp, b.CreationTimestamp
 	if !ta.Equal(&tb) {
 		return ta.Before(&tb)
 	}
-	if a.pod.UID != b.pod.UID {
-		return a.pod.UID < b.pod.UID
+	if a.UID != b.UID {
+		return a.UID < b.UID
 	}
-	if a.pod.Namespace != b.pod.Namespace {
-		return a.pod.Namespace < b.pod.Namespace
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
 	}
-	return a.pod.Name < b.pod.Name
+	return a.Name < b.Name
 }

@@ -52,39 +52,7 @@ func Solve(in *Input) *Results {
 }
 
 func newSolver(in *Input) *solver {
-	s := &solver{
-		in:         in,
-		opts:       in.Options,
-		ri:         newResourceIndex(),
-		reqIDs:     map[string]int32{},
-		compat:     map[[2]int32]compatResult{},
-		pins:       map[pinKey]int32{},
-		groupsByID: map[string]*topoGroup{},
-		ownedAnti:  map[*corev1.Pod][]string{},
-		errors:     map[*corev1.Pod]error{},
-		claimTypes: map[string]*claimTypes{},
-		typeIDs:    map[*NodePool]string{},
-		volumes:    newVolumeIndex(in),
-	}
-	if s.opts.PreferencePolicy == "" {
-		s.opts.PreferencePolicy = PreferencePolicyRespect
-	}
-	if s.opts.MinValuesPolicy == "" {
-		s.opts.MinValuesPolicy = MinValuesPolicyStrict
-	}
-	if s.opts.MaxInstanceTypes <= 0 {
-		s.opts.MaxInstanceTypes = DefaultMaxInstanceTypes
-	}
-	wk := s.opts.WellKnownLabels
-	if wk == nil {
-		wk = DefaultWellKnownLabels
-	}
-	s.wellKnown = map[string]bool{}
-	for _, k := range wk {
-		s.wellKnown[k] = true
-	}
-	s.wellKnownFn = func(k string) bool { return s.wellKnown[k] }
-
+	s := newBareSolver(in)
 	// Every resource name that appears anywhere gets a vector position.
 	for _, np := range in.NodePools {
 		s.ri.register(np.Remaining)
@@ -142,13 +110,49 @@ func newSolver(in *Input) *solver {
 	// groups must exist before the first new pod is considered.
 	for _, t := range s.targets {
 		for _, p := range t.bound {
-			if a := p.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-				for i := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-					_, _ = s.affinityGroup(p, &a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAnti)
-				}
+			for _, term := range repelling(p) {
+				_, _ = s.affinityGroup(p, term, kindAnti)
 			}
 		}
 	}
+	return s
+}
+
+// newBareSolver is a solver with its options defaulted and its indexes empty: no pools, no
+// targets. Solve fills it in; Placement uses it as is, to compile constraints.
+func newBareSolver(in *Input) *solver {
+	s := &solver{
+		in:         in,
+		opts:       in.Options,
+		ri:         newResourceIndex(),
+		reqIDs:     map[string]int32{},
+		compat:     map[[2]int32]compatResult{},
+		pins:       map[pinKey]int32{},
+		groupsByID: map[string]*topoGroup{},
+		ownedAnti:  map[*corev1.Pod][]string{},
+		errors:     map[*corev1.Pod]error{},
+		claimTypes: map[string]*claimTypes{},
+		typeIDs:    map[*NodePool]string{},
+		volumes:    newVolumeIndex(in),
+	}
+	if s.opts.PreferencePolicy == "" {
+		s.opts.PreferencePolicy = PreferencePolicyRespect
+	}
+	if s.opts.MinValuesPolicy == "" {
+		s.opts.MinValuesPolicy = MinValuesPolicyStrict
+	}
+	if s.opts.MaxInstanceTypes <= 0 {
+		s.opts.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	wk := s.opts.WellKnownLabels
+	if wk == nil {
+		wk = DefaultWellKnownLabels
+	}
+	s.wellKnown = map[string]bool{}
+	for _, k := range wk {
+		s.wellKnown[k] = true
+	}
+	s.wellKnownFn = func(k string) bool { return s.wellKnown[k] }
 	return s
 }
 
