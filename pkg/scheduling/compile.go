@@ -104,10 +104,13 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		a.hostReq = &r
 	}
 	pod := p.pod
-	if err := s.topologyGroups(p, func(g *topoGroup) {
-		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
-	}); err != nil {
+	groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
+	s.groupBuf = groups
+	if err != nil {
 		return nil, err
+	}
+	for _, g := range groups {
+		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
 	}
 	a.poolErr = make([]error, len(s.pools))
 	for i, pool := range s.pools {
@@ -118,17 +121,17 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	return a, nil
 }
 
-// topologyGroups visits the groups of the pod's topology constraints in force (creating them on
-// first use): topology spread, then required pod affinity and anti-affinity, then the preferred
-// ones still in force. Every constraint that counts pods across nodes is one of these; Placement
-// lists them through this same function.
-func (s *solver) topologyGroups(p *podInfo, visit func(*topoGroup)) error {
+// appendTopologyGroups appends to out the groups of the pod's topology constraints in force
+// (creating them on first use): topology spread, then required pod affinity and anti-affinity,
+// then the preferred ones still in force. Every constraint that counts pods across nodes is one
+// of these; Placement lists them through this same function.
+func (s *solver) appendTopologyGroups(out []*topoGroup, p *podInfo) ([]*topoGroup, error) {
 	pod := p.pod
 	add := func(g *topoGroup, err error) error {
 		if err != nil {
 			return err
 		}
-		visit(g)
+		out = append(out, g)
 		return nil
 	}
 	// The kube-scheduler's nodeAffinityPolicy looks at required node affinity and node
@@ -136,32 +139,33 @@ func (s *solver) topologyGroups(p *podInfo, visit func(*topoGroup)) error {
 	filterReqs := p.affinityTerms[0]
 	for i := range p.tscs {
 		if err := add(s.spreadGroup(pod, &p.tscs[i], filterReqs, pod.Spec.Tolerations)); err != nil {
-			return err
+			return out, err
 		}
 	}
 	if aff := pod.Spec.Affinity; aff != nil && aff.PodAffinity != nil {
 		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			if err := add(s.affinityGroup(pod, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAffinity)); err != nil {
-				return err
+				return out, err
 			}
 		}
 	}
-	for _, term := range repelling(pod) {
-		if err := add(s.affinityGroup(pod, term, kindAnti)); err != nil {
-			return err
+	anti := repelling(pod)
+	for i := range anti {
+		if err := add(s.affinityGroup(pod, &anti[i], kindAnti)); err != nil {
+			return out, err
 		}
 	}
 	for i := range p.prefAff {
 		if err := add(s.affinityGroup(pod, &p.prefAff[i], kindAffinity)); err != nil {
-			return err
+			return out, err
 		}
 	}
 	for i := range p.prefAnti {
 		if err := add(s.affinityGroup(pod, &p.prefAnti[i], kindAnti)); err != nil {
-			return err
+			return out, err
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // refresh recomputes the groups that count the pod (new groups may have appeared) and the

@@ -1,7 +1,6 @@
 package scheduling
 
 import (
-	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,11 +44,8 @@ func NewPlacement(in *Input) *Placement {
 // PodPlacement is one pod's constraints as Solve first tries them (no preference relaxed yet).
 type PodPlacement struct {
 	Pod      *corev1.Pod
+	info     podInfo // terms, host ports, ... as Solve compiles them (requests aside)
 	cpu, mem int64
-	// terms are the required alternatives, in the order relaxation drops them: node selector ∧
-	// one required node-affinity term ∧ one volume-topology alternative.
-	terms    []Requirements
-	ports    []hostPort
 	topology []*TopologyConstraint
 	key      string
 	keyed    bool
@@ -58,11 +54,17 @@ type PodPlacement struct {
 
 // Pod compiles a pod.
 func (pl *Placement) Pod(pod *corev1.Pod) *PodPlacement {
-	p := pl.s.newPodInfo(pod)
-	pp := &PodPlacement{Pod: pod, terms: p.terms, ports: p.ports, cpu: p.requests[resCPU], mem: p.requests[resMemory]}
+	pp := &PodPlacement{Pod: pod}
+	p := &pp.info
+	pl.s.initPodInfo(p, pod)
+	req := podRequests(pod)
+	pp.cpu, pp.mem = quantityValue(corev1.ResourceCPU, req[corev1.ResourceCPU]), quantityValue(corev1.ResourceMemory, req[corev1.ResourceMemory])
 	if p.invalid == nil {
 		// A selector that does not parse fails the pod in Solve, whatever else it requires.
-		_ = pl.s.topologyGroups(p, func(g *topoGroup) { pp.topology = append(pp.topology, pl.constraint(g)) })
+		groups, _ := pl.s.appendTopologyGroups(nil, p)
+		for _, g := range groups {
+			pp.topology = append(pp.topology, pl.constraint(g))
+		}
 	}
 	return pp
 }
@@ -84,7 +86,7 @@ func (pp *PodPlacement) Admits(n *NodePlacement) bool {
 	if ToleratesTaints(pp.Pod.Spec.Tolerations, n.taints, false) != nil {
 		return false
 	}
-	for _, t := range pp.terms {
+	for _, t := range pp.info.terms {
 		if n.reqs.Compatible(t, nil) == nil {
 			return true
 		}
@@ -99,16 +101,20 @@ func (pp *PodPlacement) Key() (key string, ok bool) {
 	if !pp.keyed {
 		pp.keyed = true
 		var b strings.Builder
-		for _, t := range pp.terms {
+		for _, t := range pp.info.terms {
 			if _, ok := t.Get(LabelHostname); ok {
 				pp.pinned = true
 				return "", false
 			}
-			b.WriteString(t.String())
+			t.writeTo(&b)
 			b.WriteByte('|')
 		}
 		for _, tol := range pp.Pod.Spec.Tolerations {
-			fmt.Fprintf(&b, "%s/%s/%s/%s;", tol.Key, tol.Operator, tol.Value, tol.Effect)
+			for _, s := range []string{tol.Key, string(tol.Operator), tol.Value, string(tol.Effect)} {
+				b.WriteString(s)
+				b.WriteByte('/')
+			}
+			b.WriteByte(';')
 		}
 		pp.key = b.String()
 	}
@@ -121,19 +127,19 @@ func (pp *PodPlacement) Before(o *PodPlacement) bool {
 }
 
 // HasHostPorts reports whether the pod binds host ports (PortsFree then matters).
-func (pp *PodPlacement) HasHostPorts() bool { return len(pp.ports) > 0 }
+func (pp *PodPlacement) HasHostPorts() bool { return len(pp.info.ports) > 0 }
 
 // PortsFree reports whether the pod's host ports are free on the node, given the pods already
 // placed there besides those bound to it.
 func (pp *PodPlacement) PortsFree(n *NodePlacement, placed []*PodPlacement) bool {
-	if len(pp.ports) == 0 {
+	if len(pp.info.ports) == 0 {
 		return true
 	}
-	if _, c := portsConflict(n.ports, pp.ports); c {
+	if _, c := portsConflict(n.ports, pp.info.ports); c {
 		return false
 	}
 	for _, o := range placed {
-		if _, c := portsConflict(o.ports, pp.ports); c {
+		if _, c := portsConflict(o.info.ports, pp.info.ports); c {
 			return false
 		}
 	}
@@ -158,7 +164,7 @@ func (pl *Placement) MayLaunchFrom(pp *PodPlacement, np *NodePool) bool {
 		pl.poolReqs[np] = base
 	}
 	anyKey := func(string) bool { return true }
-	for _, t := range pp.terms {
+	for _, t := range pp.info.terms {
 		if base.Compatible(t.Without(LabelHostname), anyKey) == nil {
 			return true
 		}
@@ -230,9 +236,14 @@ func (pl *Placement) Node(n *ExistingNode) *NodePlacement {
 func (np *NodePlacement) Shape() string {
 	if np.shape == "" {
 		var b strings.Builder
-		b.WriteString(np.reqs.Without(LabelHostname).String())
+		np.reqs.Without(LabelHostname).writeTo(&b)
 		for _, t := range np.taints {
-			fmt.Fprintf(&b, "|%s=%s:%s", t.Key, t.Value, t.Effect)
+			b.WriteByte('|')
+			b.WriteString(t.Key)
+			b.WriteByte('=')
+			b.WriteString(t.Value)
+			b.WriteByte(':')
+			b.WriteString(string(t.Effect))
 		}
 		b.WriteByte('.')
 		np.shape = b.String()

@@ -32,9 +32,16 @@ type podInfo struct {
 }
 
 func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
-	p := &podInfo{pod: pod, ports: podHostPorts(pod)}
+	p := &podInfo{}
+	s.initPodInfo(p, pod)
 	p.requests = s.ri.vec(podRequests(pod))
 	p.requests[resPods]++
+	return p
+}
+
+// initPodInfo fills in everything but the requests.
+func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
+	p.pod, p.ports = pod, podHostPorts(pod)
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore
 
@@ -95,7 +102,6 @@ func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
 		}
 		p.tscs = append(p.tscs, c)
 	}
-	return p
 }
 
 func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {

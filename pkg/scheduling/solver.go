@@ -35,6 +35,7 @@ type solver struct {
 
 	groups     []*topoGroup
 	groupsByID map[string]*topoGroup
+	groupBuf   []*topoGroup // scratch for compile
 	ownedAnti  map[*corev1.Pod][]string
 
 	anyPreferNoSchedule bool
@@ -110,8 +111,9 @@ func newSolver(in *Input) *solver {
 	// groups must exist before the first new pod is considered.
 	for _, t := range s.targets {
 		for _, p := range t.bound {
-			for _, term := range repelling(p) {
-				_, _ = s.affinityGroup(p, term, kindAnti)
+			terms := repelling(p)
+			for i := range terms {
+				_, _ = s.affinityGroup(p, &terms[i], kindAnti)
 			}
 		}
 	}

@@ -320,17 +320,11 @@ func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm,
 // repelling lists the terms by which a pod, once placed, keeps other pods away: its required
 // anti-affinity (the kube-scheduler applies it in both directions). It is the one constraint a
 // bound pod imposes on pods placed after it.
-func repelling(pod *corev1.Pod) []*corev1.PodAffinityTerm {
-	a := pod.Spec.Affinity
-	if a == nil || a.PodAntiAffinity == nil || len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) == 0 {
-		return nil
+func repelling(pod *corev1.Pod) []corev1.PodAffinityTerm {
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
 	}
-	terms := a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
-	out := make([]*corev1.PodAffinityTerm, len(terms))
-	for i := range terms {
-		out[i] = &terms[i]
-	}
-	return out
+	return nil
 }
 
 // ownedAntiIdentities lists the identities of a pod's required anti-affinity terms: the groups
@@ -340,8 +334,9 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 		return ids
 	}
 	var ids []string
-	for _, term := range repelling(pod) {
-		id, _, _, err := s.affinityIdentity(pod, term, kindAnti)
+	terms := repelling(pod)
+	for i := range terms {
+		id, _, _, err := s.affinityIdentity(pod, &terms[i], kindAnti)
 		if err == nil {
 			ids = append(ids, id)
 		}
