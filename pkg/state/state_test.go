@@ -539,12 +539,12 @@ func TestSnapshotReadsOnlyState(t *testing.T) {
 	class := "snap-zonal"
 	zonal := corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-b"}}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "snap", Labels: map[string]string{"team": "blue"}}}
-	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "example.com/csi",
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "csi.example.com",
 		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: zonal.Key, Values: zonal.Values}}}}}
 	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "snap-pv"}, Spec: corev1.PersistentVolumeSpec{
 		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
 		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "example.com/csi", VolumeHandle: "snap"}},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "snap"}},
 		NodeAffinity:           &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{zonal}}}}},
 	}}
 	claim := func(name, volume string) *corev1.PersistentVolumeClaim {
