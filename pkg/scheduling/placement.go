@@ -22,7 +22,7 @@ import (
 //     required or preferred while in force): PodPlacement.Topology, plus RepelsBeyondItsNode for
 //     the bound pods whose required anti-affinity keeps later pods out of a whole domain;
 //   - the order Solve tries pods in: PodPlacement.Before;
-//   - which NodePools a new node for the pod could come from: PodPlacement.MayLaunchFrom.
+//   - which NodePools a new node for the pod could come from: Placement.MayLaunchFrom.
 //
 // A new kind of constraint is taught to the solver (pods.go, compile.go, topology.go) and shows
 // up here through those functions; a constraint that fits none of the kinds above needs a new
@@ -60,7 +60,8 @@ func (pl *Placement) Pod(pod *corev1.Pod) *PodPlacement {
 	req := podRequests(pod)
 	pp.cpu, pp.mem = quantityValue(corev1.ResourceCPU, req[corev1.ResourceCPU]), quantityValue(corev1.ResourceMemory, req[corev1.ResourceMemory])
 	if p.invalid == nil {
-		// A selector that does not parse fails the pod in Solve, whatever else it requires.
+		// A selector that does not parse fails the pod in Solve whatever else it requires; the
+		// groups compiled before it are listed all the same.
 		groups, _ := pl.s.appendTopologyGroups(nil, p)
 		for _, g := range groups {
 			pp.topology = append(pp.topology, pl.constraint(g))
