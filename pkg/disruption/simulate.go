@@ -4,12 +4,9 @@ import (
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -20,23 +17,33 @@ import (
 // node of a large cluster costs tens to hundreds of milliseconds, and a pass may
 // ask the question for thousands of candidates, so each question is first
 // answered by a packer: the solver's own first-fit order (pods by cpu, then
-// memory, then age; nodes by name) over resource vectors, node labels and
-// taints, with segment trees finding the first node with room in logarithmic
-// time. The packer then picks the nodes the solver needs to see:
+// memory, then age; nodes by name) over resource vectors, node labels, taints
+// and host ports, with segment trees finding the first node with room in
+// logarithmic time. The packer then picks the nodes the solver needs to see:
 //
 //   - Pods without topology constraints land, in the solver, on the first node
-//     in name order that fits them. Those nodes are exactly the ones the packer
-//     used, so the solver runs on those alone and its answer is the one it
-//     would give on the whole cluster.
-//   - Pods with required affinity, anti-affinity or DoNotSchedule spread depend
-//     on pods elsewhere. The solver then also sees every node hosting a pod one
-//     of their selectors matches (the counts), one node of every label-and-taint
-//     shape (so every topology domain stays known), and every node hosting a
-//     pod whose required anti-affinity spans more than its own node (it repels
-//     pods from a whole zone). Nodes left out hold no pod any of these
-//     constraints counts; the solver's skew minimum for hostname spread is zero
-//     whenever a NodePool can launch, so hosts left out change no count it
-//     reads. Without a launchable NodePool every node is used.
+//     in name order that fits them. Those nodes are the ones the packer used,
+//     so the solver runs on those alone (plus the capacity still starting,
+//     which it tries after them) and its answer is the one it would give on the
+//     whole cluster.
+//   - Pods with topology constraints (spread, pod affinity or anti-affinity,
+//     required or preferred while in force) depend on pods elsewhere. The
+//     solver then also sees every node hosting a pod one of their constraints
+//     counts, one node of every label-and-taint shape (so every topology domain
+//     stays known), and every node hosting a pod whose required anti-affinity
+//     spans more than its own node (it repels pods from a whole zone). Nodes
+//     left out hold no pod any of these constraints counts; the solver's skew
+//     minimum for hostname spread is zero whenever a NodePool can launch, so
+//     hosts left out change no count it reads. Without a NodePool every node is
+//     used.
+//
+// The packer knows no constraint of its own: what a pod requires of a node, its
+// host ports, its topology constraints and its place in the queue all come from
+// scheduling.Placement, which compiles them with the solver's own functions. A
+// constraint taught to the solver reaches the packer that way; one that fits
+// none of Placement's kinds must be added there and used here.
+// TestFastPathNeverAcceptsWhatTheSolverRejects checks the whole argument on
+// random clusters against a solve over every node.
 //
 // The packer also prunes: when even its optimistic placement leaves pods that
 // no instance type cheaper than the candidates could hold, no solve is needed
@@ -132,11 +139,11 @@ func fits(req, free vec) bool {
 type podReq struct {
 	pod *corev1.Pod
 	req vec
-	// terms are the pod's required alternatives (node selector ∧ one required
-	// node affinity term).
-	terms []scheduling.Requirements
-	// sig groups pods with identical scheduling constraints; -1 when the pod
-	// names a hostname, which defeats grouping by node shape.
+	// pp is the pod's constraints as the solver compiles them; nil until the
+	// pod is to be placed (most bound pods never are).
+	pp *scheduling.PodPlacement
+	// sig groups pods that the same nodes admit; -1 when the pod names a
+	// hostname, which defeats grouping by node shape.
 	sig int
 	// sensitive: its placement depends on pods elsewhere in the cluster.
 	sensitive bool
@@ -144,15 +151,15 @@ type podReq struct {
 
 // target is a node pods may move to: initialized, not going away.
 type target struct {
-	n      *node
-	free   vec
-	reqs   scheduling.Requirements // labels with hostname
-	taints []corev1.Taint
-	shape  int // label (without hostname) and taint signature
+	n     *node
+	free  vec
+	np    *scheduling.NodePlacement // compiled on first use
+	shape int                       // numbered NodePlacement.Shape
 }
 
 // packer holds what the packer reuses across the questions of one pass.
 type packer struct {
+	pl      *scheduling.Placement
 	ri      *resIndex
 	targets []*target // solver order
 	byNode  map[*node]int
@@ -168,6 +175,9 @@ type packer struct {
 	groups map[int]*group
 	// memberOf lists, per target, the groups holding it and its position there.
 	memberOf [][]membership
+	// starting is the capacity the solver may use that is not a target (not
+	// initialized yet, or in flight), in name order.
+	starting []*node
 }
 
 type membership struct {
@@ -176,11 +186,15 @@ type membership struct {
 }
 
 func newPacker(p *pass) *packer {
-	pk := &packer{ri: newResIndex(), byNode: map[*node]int{}, podReqs: map[*corev1.Pod]*podReq{},
+	pk := &packer{pl: scheduling.NewPlacement(p.in.Scheduling), ri: newResIndex(), byNode: map[*node]int{}, podReqs: map[*corev1.Pod]*podReq{},
 		sigs: map[string]int{}, shapes: map[string]int{}, compat: map[[2]int]bool{}, groups: map[int]*group{}}
 	var ts []*target
 	for _, n := range p.nodes {
-		if n.Existing == nil || n.Existing.InFlight || !n.Existing.Initialized || n.Deleting || n.MarkedForDeletion {
+		if n.Existing == nil || n.Deleting || n.MarkedForDeletion {
+			continue
+		}
+		if n.Existing.InFlight || !n.Existing.Initialized {
+			pk.starting = append(pk.starting, n)
 			continue
 		}
 		ts = append(ts, &target{n: n})
@@ -196,7 +210,7 @@ func newPacker(p *pass) *packer {
 			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			r := pk.pod(pod).req
+			r := pk.podReq(pod).req
 			for j, x := range r {
 				if j >= len(t.free) {
 					t.free = append(t.free, make(vec, j+1-len(t.free))...)
@@ -204,7 +218,6 @@ func newPacker(p *pass) *packer {
 				t.free[j] -= x
 			}
 		}
-		t.taints = append(append([]corev1.Taint(nil), e.Taints...), e.StartupTaints...)
 		pk.byNode[t.n] = i
 	}
 	pk.targets = ts
@@ -216,102 +229,48 @@ func newPacker(p *pass) *packer {
 	return pk
 }
 
-// pod returns the packer's view of a pod, computed once per pass.
-func (pk *packer) pod(pod *corev1.Pod) *podReq {
+// podReq returns the packer's view of a pod's requests, computed once per pass.
+func (pk *packer) podReq(pod *corev1.Pod) *podReq {
 	if pr, ok := pk.podReqs[pod]; ok {
 		return pr
 	}
 	pr := &podReq{pod: pod, req: pk.ri.vec(scheduling.PodRequests(pod))}
 	pr.req[rPods]++
-	base := scheduling.FromLabels(pod.Spec.NodeSelector)
-	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
-		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
-			pr.terms = append(pr.terms, base.Intersect(scheduling.FromNodeSelectorRequirements(t.MatchExpressions...)))
-		}
-	}
-	if len(pr.terms) == 0 {
-		pr.terms = []scheduling.Requirements{base}
-	}
-	pr.sensitive = sensitive(pod)
-	pinned := false
-	var b strings.Builder
-	for _, t := range pr.terms {
-		if _, ok := t.Get(scheduling.LabelHostname); ok {
-			pinned = true
-		}
-		b.WriteString(t.String())
-		b.WriteByte('|')
-	}
-	for _, tol := range pod.Spec.Tolerations {
-		fmt.Fprintf(&b, "%s/%s/%s/%s;", tol.Key, tol.Operator, tol.Value, tol.Effect)
-	}
-	if pinned {
-		pr.sig = -1
-	} else {
-		k := b.String()
-		id, ok := pk.sigs[k]
-		if !ok {
-			id = len(pk.sigs)
-			pk.sigs[k] = id
-		}
-		pr.sig = id
-	}
 	pk.podReqs[pod] = pr
 	return pr
 }
 
-// sensitive pods' placement depends on other pods: required pod (anti-)affinity
-// and topology spread the solver cannot relax.
-func sensitive(pod *corev1.Pod) bool {
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
-			return true
-		}
+// pod returns the packer's view of a pod to place, constraints compiled.
+func (pk *packer) pod(pod *corev1.Pod) *podReq {
+	pr := pk.podReq(pod)
+	if pr.pp != nil {
+		return pr
 	}
-	if a := pod.Spec.Affinity; a != nil {
-		if a.PodAffinity != nil && len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			return true
+	pr.pp = pk.pl.Pod(pod)
+	pr.sensitive = len(pr.pp.Topology()) > 0
+	if k, ok := pr.pp.Key(); ok {
+		id, seen := pk.sigs[k]
+		if !seen {
+			id = len(pk.sigs)
+			pk.sigs[k] = id
 		}
-		if a.PodAntiAffinity != nil && len(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0 {
-			return true
-		}
+		pr.sig = id
+	} else {
+		pr.sig = -1
 	}
-	return false
+	return pr
 }
 
 // spansNodes reports whether a bound pod's required anti-affinity reaches
 // beyond its own node (and so constrains nodes the packer would leave out).
-func spansNodes(pod *corev1.Pod) bool {
-	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
-		for _, t := range a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			if t.TopologyKey != scheduling.LabelHostname {
-				return true
-			}
-		}
-	}
-	return false
-}
+func spansNodes(pod *corev1.Pod) bool { return scheduling.RepelsBeyondItsNode(pod) }
 
 func (pk *packer) ensure(t *target) {
 	if t.shape != 0 {
 		return
 	}
-	lbls := t.n.Existing.Labels
-	if _, ok := lbls[scheduling.LabelHostname]; !ok {
-		cp := make(map[string]string, len(lbls)+1)
-		for k, v := range lbls {
-			cp[k] = v
-		}
-		cp[scheduling.LabelHostname] = t.n.Existing.Name
-		lbls = cp
-	}
-	t.reqs = scheduling.FromLabels(lbls)
-	var b strings.Builder
-	b.WriteString(t.reqs.Without(scheduling.LabelHostname).String())
-	for _, tn := range t.taints {
-		fmt.Fprintf(&b, "|%s=%s:%s", tn.Key, tn.Value, tn.Effect)
-	}
-	k := b.String()
+	t.np = pk.pl.Node(t.n.Existing)
+	k := t.np.Shape()
 	id, ok := pk.shapes[k]
 	if !ok {
 		id = len(pk.shapes) + 1
@@ -320,8 +279,8 @@ func (pk *packer) ensure(t *target) {
 	t.shape = id
 }
 
-// compatible: the pod's labels requirements and tolerations admit the target.
-// PreferNoSchedule taints are ignored, as the solver does once it relaxes.
+// compatible: the node admits the pod (labels, taints) as the solver does once
+// it has relaxed every preference.
 func (pk *packer) compatible(pr *podReq, t *target) bool {
 	pk.ensure(t)
 	key := [2]int{pr.sig, t.shape}
@@ -330,16 +289,7 @@ func (pk *packer) compatible(pr *podReq, t *target) bool {
 			return ok
 		}
 	}
-	ok := scheduling.ToleratesTaints(pr.pod.Spec.Tolerations, t.taints, false) == nil
-	if ok {
-		ok = false
-		for _, term := range pr.terms {
-			if t.reqs.Compatible(term, nil) == nil {
-				ok = true
-				break
-			}
-		}
-	}
+	ok := pr.pp.Admits(t.np)
 	if pr.sig >= 0 {
 		pk.compat[key] = ok
 	}
@@ -403,8 +353,9 @@ func (g *group) update(j int, free vec) {
 	}
 }
 
-// first returns the first member position whose free resources hold req, or -1.
-func (g *group) first(req vec, free []vec) int {
+// first returns the first member position whose free resources hold req (and
+// that ok accepts, when set), or -1.
+func (g *group) first(req vec, free []vec, ok func(ti int) bool) int {
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
 		if lo >= len(g.idx) {
@@ -416,7 +367,7 @@ func (g *group) first(req vec, free []vec) int {
 			}
 		}
 		if hi-lo == 1 {
-			if fits(req, free[g.idx[lo]]) {
+			if fits(req, free[g.idx[lo]]) && (ok == nil || ok(g.idx[lo])) {
 				return lo
 			}
 			return -1
@@ -465,15 +416,21 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 		}
 	}
 	ordered := append([]*podReq(nil), pods...)
-	sort.SliceStable(ordered, func(i, j int) bool { return podLess(ordered[i], ordered[j]) })
+	sort.SliceStable(ordered, func(i, j int) bool { return ordered[i].pp.Before(ordered[j].pp) })
 	used := map[int]bool{}
+	// withPorts lists, per target, the pods with host ports placed there.
+	var withPorts map[int][]*scheduling.PodPlacement
 	out := &packing{}
 	for _, pr := range ordered {
 		g, persist := pk.group(pr)
 		if !persist {
 			throwaway = append(throwaway, g)
 		}
-		j := g.first(pr.req, pk.free)
+		var portsFree func(int) bool
+		if pr.pp.HasHostPorts() {
+			portsFree = func(ti int) bool { return pr.pp.PortsFree(pk.targets[ti].np, withPorts[ti]) }
+		}
+		j := g.first(pr.req, pk.free, portsFree)
 		if j < 0 {
 			out.unplaced = append(out.unplaced, pr)
 			continue
@@ -488,6 +445,12 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 		}
 		used[ti] = true
 		set(ti, f)
+		if pr.pp.HasHostPorts() {
+			if withPorts == nil {
+				withPorts = map[int][]*scheduling.PodPlacement{}
+			}
+			withPorts[ti] = append(withPorts[ti], pr.pp)
+		}
 	}
 	throwaway = nil
 	for ti, f := range saved {
@@ -506,28 +469,6 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 func (g *group) position(ti int) (int, bool) {
 	j := sort.SearchInts(g.idx, ti)
 	return j, j < len(g.idx) && g.idx[j] == ti
-}
-
-// podLess is the solver's queue order: cpu, then memory, descending; then age,
-// UID, namespace and name.
-func podLess(a, b *podReq) bool {
-	if x, y := get(a.req, rCPU), get(b.req, rCPU); x != y {
-		return x > y
-	}
-	if x, y := get(a.req, rMemory), get(b.req, rMemory); x != y {
-		return x > y
-	}
-	ta, tb := a.pod.CreationTimestamp, b.pod.CreationTimestamp
-	if !ta.Equal(&tb) {
-		return ta.Before(&tb)
-	}
-	if a.pod.UID != b.pod.UID {
-		return a.pod.UID < b.pod.UID
-	}
-	if a.pod.Namespace != b.pod.Namespace {
-		return a.pod.Namespace < b.pod.Namespace
-	}
-	return a.pod.Name < b.pod.Name
 }
 
 // launchOption is an instance type a replacement could use, for the packer's
@@ -570,28 +511,20 @@ func (p *pass) launchOptions() []launchOption {
 }
 
 // poolsFor is the set of launchable pools (bit i: Input.Scheduling.NodePools[i];
-// pools past the 64th are always in) whose taints the pod tolerates and whose
-// requirements its own do not contradict. Keys a pool leaves open are assumed
-// satisfiable: the set is a superset, as a lower bound needs.
+// pools past the 64th are always in) a new node for the pod might come from
+// (scheduling.Placement.MayLaunchFrom): a superset, as a lower bound needs.
 func (p *pass) poolsFor(pr *podReq) uint64 {
 	if m, ok := p.poolMasks[pr.sig]; ok && pr.sig >= 0 {
 		return m
 	}
-	anyKey := func(string) bool { return true }
+	pl := p.packer().pl
 	var m uint64
 	for i, np := range p.in.Scheduling.NodePools {
 		if i >= 64 {
 			break
 		}
-		if scheduling.ToleratesTaints(pr.pod.Spec.Tolerations, np.Taints, false) != nil {
-			continue
-		}
-		base := np.Requirements.Intersect(scheduling.FromLabels(np.Labels)).With(scheduling.NewRequirement(scheduling.LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
-		for _, term := range pr.terms {
-			if base.Compatible(term.Without(scheduling.LabelHostname), anyKey) == nil {
-				m |= 1 << uint(i)
-				break
-			}
+		if pl.MayLaunchFrom(pr.pp, np) {
+			m |= 1 << uint(i)
 		}
 	}
 	if pr.sig >= 0 {
@@ -633,6 +566,10 @@ type simulation struct {
 	err error
 	// replacements are the new claims holding candidates' pods.
 	replacements []*scheduling.NewClaim
+	// placed is where the solver put pods on existing nodes.
+	placed []scheduling.ExistingPlacement
+	// shown counts the existing nodes the solver saw.
+	shown int
 }
 
 // prune, when set, lets simulate answer no without solving: it receives the
@@ -689,6 +626,24 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 		for _, ti := range packed.used {
 			existing = append(existing, pk.targets[ti].n.Existing)
 		}
+		// Capacity still starting is tried by the solver after the initialized
+		// nodes, and a pod it lands on there may not rely on it: shown so that
+		// the answer is the whole cluster's.
+		for _, n := range pk.starting {
+			if !excluded[n] {
+				existing = append(existing, n.Existing)
+			}
+		}
+	}
+	return p.solve(moving, existing), ""
+}
+
+// solve asks the solver where the moving pods (and the pending ones) go on the
+// given existing nodes, and reads its answer for the moving pods.
+func (p *pass) solve(moving []*corev1.Pod, existing []*scheduling.ExistingNode) *simulation {
+	isMoving := make(map[*corev1.Pod]bool, len(moving))
+	for _, pod := range moving {
+		isMoving[pod] = true
 	}
 	in := *p.in.Scheduling
 	in.Pods = append(append(make([]*corev1.Pod, 0, len(moving)+len(p.pending)), moving...), p.pending...)
@@ -701,12 +656,12 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	}
 	p.res.SimulationWork += work
 	results := scheduling.Solve(&in)
-	sim := &simulation{ok: true}
+	sim := &simulation{ok: true, shown: len(existing)}
 	for _, pod := range moving {
 		if err, failed := results.PodErrors[pod]; failed {
 			sim.ok = false
 			sim.err = fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-			return sim, ""
+			return sim
 		}
 	}
 	for _, pl := range results.ExistingNodes {
@@ -717,7 +672,7 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 			if isMoving[pod] {
 				sim.ok = false
 				sim.err = fmt.Errorf("pod %s/%s would rely on node %s, which is not initialized yet", pod.Namespace, pod.Name, pl.Node.Name)
-				return sim, ""
+				return sim
 			}
 		}
 	}
@@ -729,7 +684,8 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 			}
 		}
 	}
-	return sim, ""
+	sim.placed = results.ExistingNodes
+	return sim
 }
 
 // relevant lists the nodes a simulation of sensitive pods must show the solver
@@ -744,32 +700,9 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 	}
 	all := len(p.in.Scheduling.NodePools) == 0
 	for _, pr := range pods {
-		if !pr.sensitive {
-			continue
-		}
-		for _, c := range pr.pod.Spec.TopologySpreadConstraints {
-			if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
-				continue
-			}
-			if c.TopologyKey == scheduling.LabelHostname && len(p.in.Scheduling.NodePools) == 0 {
-				all = true
-			}
-			for _, n := range p.matchingNodes(c.LabelSelector) {
+		for _, c := range pr.pp.Topology() {
+			for _, n := range p.matchingNodes(c) {
 				add(n)
-			}
-		}
-		if a := pr.pod.Spec.Affinity; a != nil {
-			var terms []corev1.PodAffinityTerm
-			if a.PodAffinity != nil {
-				terms = append(terms, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
-			}
-			if a.PodAntiAffinity != nil {
-				terms = append(terms, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution...)
-			}
-			for i := range terms {
-				for _, n := range p.matchingNodes(terms[i].LabelSelector) {
-					add(n)
-				}
 			}
 		}
 	}
@@ -813,29 +746,20 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 	return out
 }
 
-// matchingNodes lists the nodes hosting an active pod the selector selects (in
-// any namespace: a superset of what the constraint counts). A nil or invalid
-// selector selects nothing; an empty one everything.
-func (p *pass) matchingNodes(ls *metav1.LabelSelector) []*node {
-	if ls == nil {
-		return nil
-	}
-	key := ls.String()
-	if ns, ok := p.matching[key]; ok {
+// matchingNodes lists the nodes hosting an active pod the constraint counts.
+func (p *pass) matchingNodes(c *scheduling.TopologyConstraint) []*node {
+	if ns, ok := p.matching[c.ID()]; ok {
 		return ns
 	}
 	var out []*node
-	sel, err := metav1.LabelSelectorAsSelector(ls)
-	if err == nil {
-		for _, n := range p.nodes {
-			for _, pod := range n.Pods() {
-				if active(pod) && sel.Matches(labels.Set(pod.Labels)) {
-					out = append(out, n)
-					break
-				}
+	for _, n := range p.nodes {
+		for _, pod := range n.Pods() {
+			if active(pod) && c.Counts(pod) {
+				out = append(out, n)
+				break
 			}
 		}
 	}
-	p.matching[key] = out
+	p.matching[c.ID()] = out
 	return out
 }

@@ -28,6 +28,11 @@
 //   - maintaining topology counts incrementally per group of identical constraints (hostname
 //     groups in arrays indexed by target), instead of recounting per pod.
 //
+// Predicting Solve. Placement (placement.go) compiles the same constraints with the same
+// functions for callers that must predict Solve without running it on the whole cluster:
+// pkg/disruption's packer takes every constraint it knows from there, so a constraint is taught
+// once, here (recipe in placement.go).
+//
 // Topology. A claim's domain for a topology key (zone, capacity type, or any label with known
 // values) is decided ("pinned") as soon as a pod constrained by, or counted by, a group on
 // that key joins it, so counts are always exact; hostname domains are the claims themselves.

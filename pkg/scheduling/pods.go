@@ -32,9 +32,16 @@ type podInfo struct {
 }
 
 func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
-	p := &podInfo{pod: pod, ports: podHostPorts(pod)}
+	p := &podInfo{}
+	s.initPodInfo(p, pod)
 	p.requests = s.ri.vec(podRequests(pod))
 	p.requests[resPods]++
+	return p
+}
+
+// initPodInfo fills in everything but the requests.
+func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
+	p.pod, p.ports = pod, podHostPorts(pod)
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore
 
@@ -95,7 +102,6 @@ func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
 		}
 		p.tscs = append(p.tscs, c)
 	}
-	return p
 }
 
 func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
@@ -153,21 +159,26 @@ func (s *solver) matchedGroups(p *podInfo) []*topoGroup {
 // podOrder sorts the queue like upstream: larger cpu first, then larger memory, then older,
 // then by UID/name so that the result is deterministic.
 func podOrder(a, b *podInfo) bool {
-	if a.requests[resCPU] != b.requests[resCPU] {
-		return a.requests[resCPU] > b.requests[resCPU]
+	return queueLess(a.requests[resCPU], a.requests[resMemory], a.pod, b.requests[resCPU], b.requests[resMemory], b.pod)
+}
+
+// queueLess is podOrder on a pod's cpu (millicores) and memory (bytes) requests.
+func queueLess(aCPU, aMem int64, a *corev1.Pod, bCPU, bMem int64, b *corev1.Pod) bool {
+	if aCPU != bCPU {
+		return aCPU > bCPU
 	}
-	if a.requests[resMemory] != b.requests[resMemory] {
-		return a.requests[resMemory] > b.requests[resMemory]
+	if aMem != bMem {
+		return aMem > bMem
 	}
-	ta, tb := a.pod.CreationTimestamp, b.pod.CreationTimestamp
+	ta, tb := a.CreationTimestamp, b.CreationTimestamp
 	if !ta.Equal(&tb) {
 		return ta.Before(&tb)
 	}
-	if a.pod.UID != b.pod.UID {
-		return a.pod.UID < b.pod.UID
+	if a.UID != b.UID {
+		return a.UID < b.UID
 	}
-	if a.pod.Namespace != b.pod.Namespace {
-		return a.pod.Namespace < b.pod.Namespace
+	if a.Namespace != b.Namespace {
+		return a.Namespace < b.Namespace
 	}
-	return a.pod.Name < b.pod.Name
+	return a.Name < b.Name
 }

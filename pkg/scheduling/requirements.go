@@ -630,13 +630,17 @@ func (rs Requirements) NodeSelectorRequirements() []corev1.NodeSelectorRequireme
 // String is a canonical rendering: equal sets render equally, so it doubles as an interning key.
 func (rs Requirements) String() string {
 	var b strings.Builder
+	rs.writeTo(&b)
+	return b.String()
+}
+
+func (rs Requirements) writeTo(b *strings.Builder) {
 	for i, r := range rs.reqs {
 		if i > 0 {
 			b.WriteString(", ")
 		}
 		b.WriteString(r.Key)
 		b.WriteByte(' ')
-		r.writeTo(&b)
+		r.writeTo(b)
 	}
-	return b.String()
 }

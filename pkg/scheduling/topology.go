@@ -317,6 +317,16 @@ func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm,
 	return strconv.Itoa(int(kind)) + "|" + term.TopologyKey + "|" + nsIdentity(all, set) + "|" + selectorKey(pod, term.LabelSelector, term.MatchLabelKeys, term.MismatchLabelKeys), all, set, nil
 }
 
+// repelling lists the terms by which a pod, once placed, keeps other pods away: its required
+// anti-affinity (the kube-scheduler applies it in both directions). It is the one constraint a
+// bound pod imposes on pods placed after it.
+func repelling(pod *corev1.Pod) []corev1.PodAffinityTerm {
+	if a := pod.Spec.Affinity; a != nil && a.PodAntiAffinity != nil {
+		return a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	return nil
+}
+
 // ownedAntiIdentities lists the identities of a pod's required anti-affinity terms: the groups
 // in which it is an "owner" that repels matching pods (the inverse direction).
 func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
@@ -324,12 +334,11 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 		return ids
 	}
 	var ids []string
-	if pod.Spec.Affinity != nil && pod.Spec.Affinity.PodAntiAffinity != nil {
-		for i := range pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
-			id, _, _, err := s.affinityIdentity(pod, &pod.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAnti)
-			if err == nil {
-				ids = append(ids, id)
-			}
+	terms := repelling(pod)
+	for i := range terms {
+		id, _, _, err := s.affinityIdentity(pod, &terms[i], kindAnti)
+		if err == nil {
+			ids = append(ids, id)
 		}
 	}
 	s.ownedAnti[pod] = ids

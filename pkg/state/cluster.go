@@ -9,6 +9,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +29,12 @@ type Cluster struct {
 	podsByNode map[string]map[types.NamespacedName]*corev1.Pod
 	daemonSets map[types.NamespacedName]*appsv1.DaemonSet
 	nodePools  map[string]*v1.NodePool
+	// namespaces (their labels), PVCs, PVs and StorageClasses: what snapshots
+	// need besides capacity (see volumes.go).
+	namespaces     map[string]map[string]string
+	pvcs           map[types.NamespacedName]*corev1.PersistentVolumeClaim
+	pvs            map[string]*corev1.PersistentVolume
+	storageClasses map[string]*storagev1.StorageClass
 	// nominations: node or NodeClaim name -> until when a pod was nominated to it.
 	nominations map[string]time.Time
 	// marked: NodeClaims the disruption queue is about to delete (their
@@ -41,19 +48,24 @@ type Cluster struct {
 }
 
 // NewCluster returns an empty state. kube is the (cached) reader Synced compares
-// against and Snapshot reads namespaces and volumes from.
+// against; nothing else reads it.
 func NewCluster(clk clock.Clock, kube client.Reader) *Cluster {
 	return &Cluster{
-		kube:        kube,
-		clock:       clk,
-		nodes:       map[string]*corev1.Node{},
-		nodeClaims:  map[string]*v1.NodeClaim{},
-		podNode:     map[types.NamespacedName]string{},
-		podsByNode:  map[string]map[types.NamespacedName]*corev1.Pod{},
-		daemonSets:  map[types.NamespacedName]*appsv1.DaemonSet{},
-		nodePools:   map[string]*v1.NodePool{},
-		nominations: map[string]time.Time{},
-		marked:      map[string]bool{},
+		kube:       kube,
+		clock:      clk,
+		nodes:      map[string]*corev1.Node{},
+		nodeClaims: map[string]*v1.NodeClaim{},
+		podNode:    map[types.NamespacedName]string{},
+		podsByNode: map[string]map[types.NamespacedName]*corev1.Pod{},
+		daemonSets: map[types.NamespacedName]*appsv1.DaemonSet{},
+		nodePools:  map[string]*v1.NodePool{},
+
+		namespaces:     map[string]map[string]string{},
+		pvcs:           map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
+		pvs:            map[string]*corev1.PersistentVolume{},
+		storageClasses: map[string]*storagev1.StorageClass{},
+		nominations:    map[string]time.Time{},
+		marked:         map[string]bool{},
 	}
 }
 

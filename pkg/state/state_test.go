@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -87,6 +88,7 @@ type fixture struct {
 	clock                                  *clocktesting.FakeClock
 	cluster                                *state.Cluster
 	nodes, claims, pods, daemonSets, pools *informer.Controller
+	namespaces, pvcs, pvs, storageClasses  *informer.Controller
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -98,6 +100,10 @@ func newFixture(t *testing.T) *fixture {
 	f.pods = informer.NewPodController(testEnv.Client, f.cluster)
 	f.daemonSets = informer.NewDaemonSetController(testEnv.Client, f.cluster)
 	f.pools = informer.NewNodePoolController(testEnv.Client, f.cluster)
+	f.namespaces = informer.NewNamespaceController(testEnv.Client, f.cluster)
+	f.pvcs = informer.NewPersistentVolumeClaimController(testEnv.Client, f.cluster)
+	f.pvs = informer.NewPersistentVolumeController(testEnv.Client, f.cluster)
+	f.storageClasses = informer.NewStorageClassController(testEnv.Client, f.cluster)
 	return f
 }
 
@@ -155,6 +161,7 @@ func TestInFlightClaimIsCapacitySizedByItsRequests(t *testing.T) {
 	nc := nodeClaim("nc-inflight")
 	ExpectApplied(f.ctx, t, testEnv.Client, nc)
 	ExpectReconciled(f.ctx, t, f.claims, nc)
+	ExpectReconciled(f.ctx, t, f.namespaces, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
 	in, err := f.cluster.Snapshot(f.ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -499,4 +506,97 @@ func metricValue(t *testing.T, name string) float64 {
 	}
 	t.Fatalf("metric %s not registered", name)
 	return 0
+}
+
+// reads counts the reads made through a client.Reader.
+type reads struct {
+	client.Reader
+	n int
+}
+
+func (r *reads) Get(ctx context.Context, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	r.n++
+	return r.Reader.Get(ctx, key, obj, opts...)
+}
+
+func (r *reads) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	r.n++
+	return r.Reader.List(ctx, list, opts...)
+}
+
+// TestSnapshotReadsOnlyState: namespaces and volumes reach a snapshot through
+// their informer controllers, and the snapshot itself reads nothing from the
+// API server (the reader handed to the cluster sees no read).
+func TestSnapshotReadsOnlyState(t *testing.T) {
+	f := newFixture(t)
+	api := &reads{Reader: testEnv.Client}
+	f.cluster = state.NewCluster(f.clock, api)
+	f.namespaces = informer.NewNamespaceController(testEnv.Client, f.cluster)
+	f.pvcs = informer.NewPersistentVolumeClaimController(testEnv.Client, f.cluster)
+	f.pvs = informer.NewPersistentVolumeController(testEnv.Client, f.cluster)
+	f.storageClasses = informer.NewStorageClassController(testEnv.Client, f.cluster)
+
+	class := "snap-zonal"
+	zonal := corev1.NodeSelectorRequirement{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-b"}}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "snap", Labels: map[string]string{"team": "blue"}}}
+	sc := &storagev1.StorageClass{ObjectMeta: metav1.ObjectMeta{Name: class}, Provisioner: "csi.example.com",
+		AllowedTopologies: []corev1.TopologySelectorTerm{{MatchLabelExpressions: []corev1.TopologySelectorLabelRequirement{{Key: zonal.Key, Values: zonal.Values}}}}}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: "snap-pv"}, Spec: corev1.PersistentVolumeSpec{
+		Capacity:               corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")},
+		AccessModes:            []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+		PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: "csi.example.com", VolumeHandle: "snap"}},
+		NodeAffinity:           &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{zonal}}}}},
+	}}
+	claim := func(name, volume string) *corev1.PersistentVolumeClaim {
+		return &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Namespace: "snap", Name: name}, Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Gi")}},
+			StorageClassName: &class, VolumeName: volume,
+		}}
+	}
+	bound, unbound := claim("data", "snap-pv"), claim("scratch", "")
+	ExpectApplied(f.ctx, t, testEnv.Client, ns, sc, pv, bound, unbound)
+	t.Cleanup(func() {
+		for _, o := range []client.Object{bound, unbound, pv, sc} {
+			ExpectFinalizersRemoved(context.Background(), t, testEnv.Client, o)
+			ExpectDeleted(context.Background(), t, testEnv.Client, o)
+		}
+	})
+	ExpectReconciled(f.ctx, t, f.namespaces, ns)
+	ExpectReconciled(f.ctx, t, f.storageClasses, sc)
+	ExpectReconciled(f.ctx, t, f.pvs, pv)
+	ExpectReconciled(f.ctx, t, f.pvcs, bound)
+	ExpectReconciled(f.ctx, t, f.pvcs, unbound)
+
+	p := pod("db", "")
+	p.Namespace = "snap"
+	for _, c := range []string{"data", "scratch", "data"} {
+		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: c + "-" + fmt.Sprint(len(p.Spec.Volumes)),
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: c}}})
+	}
+	p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: "cache", VolumeSource: corev1.VolumeSource{Ephemeral: &corev1.EphemeralVolumeSource{
+		VolumeClaimTemplate: &corev1.PersistentVolumeClaimTemplate{Spec: corev1.PersistentVolumeClaimSpec{StorageClassName: &class}}}}})
+	in, err := f.cluster.Snapshot(f.ctx, []*corev1.Pod{p})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if api.n != 0 {
+		t.Fatalf("the snapshot made %d reads through the API reader", api.n)
+	}
+	if in.Namespaces["snap"]["team"] != "blue" {
+		t.Errorf("namespace labels: %v", in.Namespaces)
+	}
+	if len(in.PersistentVolumeClaims) != 2 || len(in.PersistentVolumes) != 1 || in.PersistentVolumes[0].Name != "snap-pv" ||
+		len(in.StorageClasses) != 1 || in.StorageClasses[0].Name != class {
+		t.Fatalf("volumes: %d claims, %d volumes, %d classes; want each once: 2, 1, 1", len(in.PersistentVolumeClaims), len(in.PersistentVolumes), len(in.StorageClasses))
+	}
+
+	// Gone from the API and seen gone by the informers, gone from the snapshot.
+	ExpectFinalizersRemoved(f.ctx, t, testEnv.Client, sc)
+	ExpectDeleted(f.ctx, t, testEnv.Client, sc)
+	ExpectReconciled(f.ctx, t, f.storageClasses, sc)
+	in, _ = f.cluster.Snapshot(f.ctx, []*corev1.Pod{p})
+	if len(in.StorageClasses) != 0 || len(in.PersistentVolumeClaims) != 2 || api.n != 0 {
+		t.Fatalf("after deleting the class: %d classes, %d claims, %d API reads", len(in.StorageClasses), len(in.PersistentVolumeClaims), api.n)
+	}
 }

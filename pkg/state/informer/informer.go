@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,7 +106,47 @@ func NewNodePoolController(kube client.Reader, cluster *state.Cluster) *Controll
 	}
 }
 
-// All returns every state controller.
+// NewNamespaceController feeds namespaces' labels (pod affinity namespaceSelector).
+func NewNamespaceController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.namespace", kube: kube, concurrency: 2,
+		newObj: func() client.Object { return &corev1.Namespace{} },
+		update: func(o client.Object) { cluster.UpdateNamespace(o.(*corev1.Namespace)) },
+		forget: func(r reconcile.Request) { cluster.DeleteNamespace(r.Name) },
+	}
+}
+
+// NewPersistentVolumeClaimController feeds PersistentVolumeClaims (volume topology).
+func NewPersistentVolumeClaimController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.persistentvolumeclaim", kube: kube, concurrency: 2,
+		newObj: func() client.Object { return &corev1.PersistentVolumeClaim{} },
+		update: func(o client.Object) { cluster.UpdatePersistentVolumeClaim(o.(*corev1.PersistentVolumeClaim)) },
+		forget: func(r reconcile.Request) { cluster.DeletePersistentVolumeClaim(r.NamespacedName) },
+	}
+}
+
+// NewPersistentVolumeController feeds PersistentVolumes (volume topology).
+func NewPersistentVolumeController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.persistentvolume", kube: kube, concurrency: 2,
+		newObj: func() client.Object { return &corev1.PersistentVolume{} },
+		update: func(o client.Object) { cluster.UpdatePersistentVolume(o.(*corev1.PersistentVolume)) },
+		forget: func(r reconcile.Request) { cluster.DeletePersistentVolume(r.Name) },
+	}
+}
+
+// NewStorageClassController feeds StorageClasses (allowed topologies of unbound claims).
+func NewStorageClassController(kube client.Reader, cluster *state.Cluster) *Controller {
+	return &Controller{
+		name: "state.storageclass", kube: kube, concurrency: 2,
+		newObj: func() client.Object { return &storagev1.StorageClass{} },
+		update: func(o client.Object) { cluster.UpdateStorageClass(o.(*storagev1.StorageClass)) },
+		forget: func(r reconcile.Request) { cluster.DeleteStorageClass(r.Name) },
+	}
+}
+
+// All returns every state controller (the five that track capacity first, in this order).
 func All(kube client.Reader, cluster *state.Cluster) []*Controller {
 	return []*Controller{
 		NewNodeController(kube, cluster),
@@ -113,5 +154,9 @@ func All(kube client.Reader, cluster *state.Cluster) []*Controller {
 		NewPodController(kube, cluster),
 		NewDaemonSetController(kube, cluster),
 		NewNodePoolController(kube, cluster),
+		NewNamespaceController(kube, cluster),
+		NewPersistentVolumeClaimController(kube, cluster),
+		NewPersistentVolumeController(kube, cluster),
+		NewStorageClassController(kube, cluster),
 	}
 }

@@ -1,0 +1,313 @@
+package scheduling
+
+import (
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// New claims: NodePools prepared per solve, and the NodeClaims a solve opens from them.
+
+// poolState is a NodePool with its per-solve caches.
+type poolState struct {
+	np        *NodePool
+	idx       int
+	its       []*InstanceType
+	alloc     []resVec // allocatable minus daemonset overhead
+	overhead  []resVec // daemonset overhead per instance type
+	capacity  []resVec
+	dsPorts   []hostPort
+	baseReqs  Requirements
+	baseID    int32
+	limited   []bool // resources with a limit
+	remaining resVec
+	compat    map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
+	ordered   map[int32][]priced // requirement-set ID → compatible types by price
+	domains   map[string][]string
+	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is
+	// well-known or some instance type of the pool defines it (the node will carry it).
+	knownFn   func(string) bool
+	baseAvail resVec // max allocatable over compatible types (unlimited pools)
+	byName    []int
+	// maxCapacity is the componentwise max capacity over the pool's compatible types.
+	maxCapacity resVec
+}
+
+func (s *solver) newPool(idx int, np *NodePool) *poolState {
+	p := &poolState{np: np, idx: idx, its: np.InstanceTypes, compat: map[int32]bitset{}, ordered: map[int32][]priced{}, domains: map[string][]string{}}
+	var pp *preparedPool
+	key := ""
+	if s.in.Cache != nil {
+		key = s.prepKey(np)
+		pp = s.in.Cache.get(key)
+	}
+	if pp != nil {
+		// Cached entries are read-only: they may be in use by concurrent solves.
+		p.baseReqs = pp.baseReqs
+		p.baseID = s.intern(p.baseReqs)
+		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
+		p.compat[p.baseID] = pp.baseCompat
+		p.ordered[p.baseID] = pp.baseOrdered
+		p.byName = pp.byName
+	} else {
+		pp = s.prepare(np)
+		p.baseReqs = pp.baseReqs
+		p.baseID = s.intern(p.baseReqs)
+		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
+		pp.baseCompat = s.compatible(p, p.baseID)
+		pp.baseOrdered = s.ordered(p, p.baseID)
+		pp.byName = p.nameOrder()
+		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
+		if s.in.Cache != nil {
+			s.in.Cache.put(key, pp)
+		}
+	}
+	itKeys := pp.itKeys
+	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
+	p.baseAvail = pp.baseAvail
+	if np.Remaining != nil {
+		p.limited = make([]bool, len(s.ri.names))
+		p.remaining = make(resVec, len(s.ri.names))
+		for n, q := range np.Remaining {
+			if n == "nodes" {
+				continue
+			}
+			pos := s.ri.pos[n]
+			p.limited[pos] = true
+			p.remaining[pos] = quantityValue(n, q)
+		}
+	}
+	return p
+}
+
+// prepare computes what a NodePool contributes independently of the pods: per-type resource
+// vectors (allocatable net of daemonset overhead), daemonset host ports and the label keys
+// its types define.
+func (s *solver) prepare(np *NodePool) *preparedPool {
+	pp := &preparedPool{itKeys: map[string]bool{}}
+	pp.baseReqs = poolRequirements(np)
+	its := np.InstanceTypes
+	var dsPods []*podInfo
+	for _, ds := range s.in.DaemonSetPods {
+		if ToleratesTaints(ds.Spec.Tolerations, np.Taints, false) != nil {
+			continue
+		}
+		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), ports: podHostPorts(ds)})
+	}
+	for _, it := range its {
+		for _, r := range it.Requirements.All() {
+			pp.itKeys[r.Key] = true
+		}
+		for _, o := range it.Offerings {
+			for _, r := range o.Requirements.All() {
+				pp.itKeys[r.Key] = true
+			}
+		}
+	}
+	// One slab backs every per-type vector: a pool of 400 types costs three allocations here.
+	n := len(s.ri.names)
+	slab := make(resVec, 3*n*len(its))
+	pp.alloc = make([]resVec, len(its))
+	pp.overhead = make([]resVec, len(its))
+	pp.capacity = make([]resVec, len(its))
+	for i, it := range its {
+		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
+		for name, q := range it.Capacity {
+			if pos, ok := s.ri.pos[name]; ok {
+				capv[pos] = quantityValue(name, q)
+			}
+		}
+		copy(alloc, capv)
+		for name, q := range it.Overhead {
+			if pos, ok := s.ri.pos[name]; ok && it.Capacity != nil {
+				if _, has := it.Capacity[name]; has {
+					alloc[pos] -= quantityValue(name, q)
+				}
+			}
+		}
+		if len(dsPods) > 0 {
+			node := pp.baseReqs.Intersect(its[i].Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, its[i].Name)))
+			for _, d := range dsPods {
+				if daemonCompatible(d.pod, node, s.wellKnownFn) {
+					over.add(d.requests)
+					over[resPods]++
+				}
+			}
+			alloc.sub(over)
+		}
+		pp.alloc[i], pp.overhead[i], pp.capacity[i] = alloc, over, capv
+	}
+	for _, d := range dsPods {
+		if daemonCompatible(d.pod, pp.baseReqs, s.wellKnownFn) {
+			pp.dsPorts = append(pp.dsPorts, d.ports...)
+		}
+	}
+	return pp
+}
+
+// poolRequirements are the labels every node of the pool has or may have: the pool's
+// requirements, its template labels and its name.
+func poolRequirements(np *NodePool) Requirements {
+	return np.Requirements.Intersect(FromLabels(np.Labels)).With(NewRequirement(LabelNodePool, corev1.NodeSelectorOpIn, np.Name))
+}
+
+// daemonCompatible reports whether a DaemonSet pod would run on a node with these labels:
+// its node selector and one of its required node affinity terms must be satisfiable.
+func daemonCompatible(pod *corev1.Pod, node Requirements, wellKnown func(string) bool) bool {
+	base := FromLabels(pod.Spec.NodeSelector)
+	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+			if node.Compatible(base.Intersect(FromNodeSelectorRequirements(t.MatchExpressions...)), wellKnown) == nil {
+				return true
+			}
+		}
+		return false
+	}
+	return node.Compatible(base, wellKnown) == nil
+}
+
+// tryNewClaim opens a claim from a NodePool for the pod.
+func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
+	if err := a.poolErr[p.idx]; err != nil {
+		return nil, plan{}, err
+	}
+	if q, ok := p.np.Remaining["nodes"]; ok && s.claimsOf(p) >= q.Value() {
+		return nil, plan{}, fmt.Errorf("exceeds nodepool limits (nodes: %s)", q.String())
+	}
+	t := &target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: make(resVec, len(s.ri.names))}
+	t.hostname = fmt.Sprintf("%s-placeholder-%d", p.np.Name, s.claimSeq)
+	t.ports = append(t.ports, p.dsPorts...)
+	if p.limited == nil || s.limitsCannotBind(p) {
+		if p.baseAvail == nil {
+			p.baseAvail = s.maxAlloc(p, s.compatible(p, p.baseID))
+		}
+		t.its = s.compatible(p, p.baseID)
+		t.avail = p.baseAvail
+	} else if err := s.limitTypes(t, p); err != nil {
+		return nil, plan{}, err
+	}
+	if a.hostReq != nil && !a.hostReq.Has(t.hostname) {
+		return nil, plan{}, fmt.Errorf("requires %s %s, which a new node cannot have", LabelHostname, a.hostReq.String())
+	}
+	if !sumFitsIn(t.used, a.p.requests, t.avail) {
+		return nil, plan{}, s.explainTypes(t, p.baseID, a.p.requests)
+	}
+	if len(a.p.ports) > 0 {
+		if hp, c := portsConflict(t.ports, a.p.ports); c {
+			return nil, plan{}, fmt.Errorf("host port %s conflicts with a daemonset", hp)
+		}
+	}
+	m := s.merge(t, a.reqID)
+	if m.err != nil {
+		return nil, plan{}, m.err
+	}
+	for _, og := range a.own {
+		if og.g.hostname && !s.domainAllowed(a, og, t, t.hostname) {
+			return nil, plan{}, &topologyError{g: og.g}
+		}
+	}
+	pl, err := s.topologyAndTypes(a, t, m.merged)
+	if err != nil {
+		return nil, plan{}, err
+	}
+	s.claimSeq++
+	return t, pl, nil
+}
+
+// limitsCannotBind reports whether even the largest compatible type fits the remaining limits,
+// in which case the limit filter would keep every type.
+func (s *solver) limitsCannotBind(p *poolState) bool {
+	if p.maxCapacity == nil {
+		p.maxCapacity = make(resVec, len(s.ri.names))
+		s.compatible(p, p.baseID).forEach(func(i int) {
+			for r, v := range p.capacity[i] {
+				if v > p.maxCapacity[r] {
+					p.maxCapacity[r] = v
+				}
+			}
+		})
+	}
+	for r, lim := range p.limited {
+		if lim && p.maxCapacity[r] > p.remaining[r] {
+			return false
+		}
+	}
+	return true
+}
+
+// limitTypes gives a new claim the pool's compatible types whose capacity fits the remaining
+// limits (the claim reserves its largest candidate, as upstream does).
+func (s *solver) limitTypes(t *target, p *poolState) error {
+	all := s.compatible(p, p.baseID).clone()
+	within := false
+	all.forEach(func(i int) {
+		for r, lim := range p.limited {
+			if lim && p.capacity[i][r] > p.remaining[r] {
+				all.clear(i)
+				return
+			}
+		}
+		within = true
+	})
+	if !within {
+		return fmt.Errorf("exceeds nodepool limits (remaining %s)", FormatResources(s.remainingList(p)))
+	}
+	t.its = all
+	t.avail = s.maxAlloc(p, all)
+	return nil
+}
+
+func (s *solver) remainingList(p *poolState) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for r, lim := range p.limited {
+		if lim {
+			v := make(resVec, len(p.remaining))
+			v[r] = p.remaining[r]
+			q, ok := s.ri.list(v)[s.ri.names[r]]
+			if !ok {
+				q = *resource.NewQuantity(0, resource.DecimalSI)
+			}
+			out[s.ri.names[r]] = q
+		}
+	}
+	return out
+}
+
+func (s *solver) claimsOf(p *poolState) int64 {
+	n := int64(0)
+	for _, t := range s.targets[s.numExisting:] {
+		if t.pool == p {
+			n++
+		}
+	}
+	return n
+}
+
+// claimTypes is the instance-type part of a claim's result. Claims whose requirement set and
+// candidate types are equal share one (the slices are read-only).
+type claimTypes struct {
+	its      []*InstanceType
+	names    []string
+	price    float64
+	overhead corev1.ResourceList
+}
+
+func (s *solver) newClaim(t *target) *NewClaim {
+	c := &NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
+	c.Requests = s.ri.list(t.used)
+	var key strings.Builder
+	fmt.Fprintf(&key, "%d/%d", t.pool.idx, t.reqID)
+	for _, w := range t.its {
+		fmt.Fprintf(&key, "/%x", w)
+	}
+	ct, ok := s.claimTypes[key.String()]
+	if !ok {
+		ct = s.chooseTypes(t)
+		s.claimTypes[key.String()] = ct
+	}
+	c.InstanceTypes, c.Price, c.DaemonSetOverhead = ct.its, ct.price, ct.overhead
+	c.Requirements = t.reqs.With(Requirement{Key: LabelInstanceType, values: ct.names})
+	return c
+}

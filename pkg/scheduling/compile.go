@@ -1,0 +1,187 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Compiled constraints: a pod's constraints in force, interned and cached for the hot path.
+
+// compatResult caches merge: whether a target's and a pod's requirement sets are compatible,
+// and the ID of their intersection.
+type compatResult struct {
+	err    error
+	merged int32
+}
+
+// pinKey caches pin: a requirement set narrowed to one value of a key.
+type pinKey struct {
+	id         int32
+	key, value string
+}
+
+// intern gives equal requirement sets the same small ID, the key of every cache.
+func (s *solver) intern(r Requirements) int32 {
+	k := r.String()
+	if id, ok := s.reqIDs[k]; ok {
+		return id
+	}
+	id := int32(len(s.reqByID))
+	s.reqIDs[k] = id
+	s.reqByID = append(s.reqByID, r)
+	hm := false
+	for _, x := range r.reqs {
+		if x.MinValues != nil {
+			hm = true
+		}
+	}
+	s.hasMin = append(s.hasMin, hm)
+	return id
+}
+
+// merge intersects a target's requirement set with a pod's, cached per pair of IDs.
+func (s *solver) merge(t *target, podID int32) compatResult {
+	k := [2]int32{t.reqID, podID}
+	if r, ok := s.compat[k]; ok {
+		return r
+	}
+	var r compatResult
+	treqs, preqs := s.reqByID[t.reqID], s.reqByID[podID]
+	if t.existing != nil {
+		r.err = treqs.Compatible(preqs, nil)
+		r.merged = t.reqID
+	} else {
+		// A claim's hostname is a placeholder, checked separately; keep it out of the merged set.
+		preqs = preqs.Without(LabelHostname)
+		r.err = treqs.Compatible(preqs, t.pool.knownFn)
+		if r.err == nil {
+			r.merged = s.intern(treqs.Intersect(preqs))
+		}
+	}
+	s.compat[k] = r
+	return r
+}
+
+func (s *solver) pin(id int32, key, value string) int32 {
+	k := pinKey{id, key, value}
+	if r, ok := s.pins[k]; ok {
+		return r
+	}
+	r := s.intern(s.reqByID[id].With(NewRequirement(key, corev1.NodeSelectorOpIn, value)))
+	s.pins[k] = r
+	return r
+}
+
+// attempt is a pod with the constraints currently in force compiled for placement.
+type attempt struct {
+	p       *podInfo
+	reqs    Requirements
+	reqID   int32
+	hostReq *Requirement
+	own     []ownGroup
+	inverse []*topoGroup
+	counted []*topoGroup
+	poolErr []error
+	keys    []string // non-hostname topology keys involved, sorted
+}
+
+type ownGroup struct {
+	g    *topoGroup
+	self bool // the pod matches the group's own selector
+}
+
+func (s *solver) compile(p *podInfo) (*attempt, error) {
+	if p.compiled != nil {
+		// Only the parts that depend on other pods' placements are refreshed.
+		s.refresh(p.compiled)
+		return p.compiled, nil
+	}
+	a := &attempt{p: p, reqs: p.terms[0]}
+	if len(p.prefNode) > 0 {
+		a.reqs = a.reqs.Intersect(p.prefNode[0])
+	}
+	a.reqID = s.intern(a.reqs)
+	if r, ok := a.reqs.Get(LabelHostname); ok {
+		a.hostReq = &r
+	}
+	pod := p.pod
+	groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
+	s.groupBuf = groups
+	if err != nil {
+		return nil, err
+	}
+	for _, g := range groups {
+		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
+	}
+	a.poolErr = make([]error, len(s.pools))
+	for i, pool := range s.pools {
+		a.poolErr[i] = ToleratesTaints(pod.Spec.Tolerations, pool.np.Taints, !p.preferNoScheduleTolerated)
+	}
+	s.refresh(a)
+	p.compiled = a
+	return a, nil
+}
+
+// appendTopologyGroups appends to out the groups of the pod's topology constraints in force
+// (creating them on first use): topology spread, then required pod affinity and anti-affinity,
+// then the preferred ones still in force. Every constraint that counts pods across nodes is one
+// of these; Placement lists them through this same function.
+func (s *solver) appendTopologyGroups(out []*topoGroup, p *podInfo) ([]*topoGroup, error) {
+	pod := p.pod
+	add := func(g *topoGroup, err error) error {
+		if err != nil {
+			return err
+		}
+		out = append(out, g)
+		return nil
+	}
+	// The kube-scheduler's nodeAffinityPolicy looks at required node affinity and node
+	// selector only (not preferences, not volumes).
+	filterReqs := p.affinityTerms[0]
+	for i := range p.tscs {
+		if err := add(s.spreadGroup(pod, &p.tscs[i], filterReqs, pod.Spec.Tolerations)); err != nil {
+			return out, err
+		}
+	}
+	if aff := pod.Spec.Affinity; aff != nil && aff.PodAffinity != nil {
+		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+			if err := add(s.affinityGroup(pod, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAffinity)); err != nil {
+				return out, err
+			}
+		}
+	}
+	anti := repelling(pod)
+	for i := range anti {
+		if err := add(s.affinityGroup(pod, &anti[i], kindAnti)); err != nil {
+			return out, err
+		}
+	}
+	for i := range p.prefAff {
+		if err := add(s.affinityGroup(pod, &p.prefAff[i], kindAffinity)); err != nil {
+			return out, err
+		}
+	}
+	for i := range p.prefAnti {
+		if err := add(s.affinityGroup(pod, &p.prefAnti[i], kindAnti)); err != nil {
+			return out, err
+		}
+	}
+	return out, nil
+}
+
+// refresh recomputes the groups that count the pod (new groups may have appeared) and the
+// anti-affinity groups whose owners now repel it.
+func (s *solver) refresh(a *attempt) {
+	if len(a.counted) != len(s.matchedGroups(a.p)) || a.keys == nil {
+		a.counted = a.p.matched
+		a.keys = s.topologyKeys(a)
+		if a.keys == nil {
+			a.keys = []string{}
+		}
+	}
+	a.inverse = a.inverse[:0]
+	for _, g := range a.counted {
+		if g.kind == kindAnti && (len(g.owners) > 0 || len(g.hostOwners) > 0) {
+			a.inverse = append(a.inverse, g)
+		}
+	}
+}

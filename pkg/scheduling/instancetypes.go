@@ -1,0 +1,250 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Instance types: which of a pool's types remain possible for a claim, in price order.
+
+// priced is an instance type (position in its pool) with the price of its cheapest offering.
+type priced struct {
+	i     int
+	price float64
+}
+
+// compatible returns the instance types of p whose labels and available offerings can satisfy
+// the requirement set id, computed once per (pool, requirement set).
+func (s *solver) compatible(p *poolState, id int32) bitset {
+	if b, ok := p.compat[id]; ok {
+		return b
+	}
+	reqs := s.reqByID[id]
+	b := newBitset(len(p.its))
+	for i, it := range p.its {
+		if !reqs.Has(LabelInstanceType, it.Name) || it.Requirements.Intersects(reqs) != nil {
+			continue
+		}
+		for oi := range it.Offerings {
+			if it.Offerings[oi].compatible(reqs) {
+				b.set(i)
+				break
+			}
+		}
+	}
+	p.compat[id] = b
+	return b
+}
+
+// types narrows a claim's instance types to those compatible with requirement set id that can
+// still hold the claim's pods plus req. It honours minValues (unless BestEffort).
+func (s *solver) types(t *target, id int32, req resVec) (bitset, bool) {
+	compat := s.compatible(t.pool, id)
+	out := make(bitset, len(t.its))
+	any := false
+	for wi := range t.its {
+		w := t.its[wi] & compat[wi]
+		for w != 0 {
+			b := w & -w
+			i := wi*64 + bits.TrailingZeros64(w)
+			w ^= b
+			if sumFitsIn(t.used, req, t.pool.alloc[i]) {
+				out[wi] |= b
+				any = true
+			}
+		}
+	}
+	if !any {
+		return nil, false
+	}
+	if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
+		if _, ok := s.minValuesShortfall(t.pool, id, out); ok {
+			return nil, false
+		}
+	}
+	return out, true
+}
+
+// minValuesShortfall reports the first key whose minValues the instance types do not reach.
+func (s *solver) minValuesShortfall(p *poolState, id int32, its bitset) (string, bool) {
+	for _, r := range s.reqByID[id].reqs {
+		if r.MinValues == nil {
+			continue
+		}
+		seen := map[string]bool{}
+		its.forEach(func(i int) {
+			for _, v := range s.valuesOf(p, i, r.Key) {
+				if r.Has(v) {
+					seen[v] = true
+				}
+			}
+		})
+		if len(seen) < *r.MinValues {
+			return fmt.Sprintf("minValues %d for %s not met (only %d values)", *r.MinValues, r.Key, len(seen)), true
+		}
+	}
+	return "", false
+}
+
+// valuesOf is the set of values instance type i gives key.
+func (s *solver) valuesOf(p *poolState, i int, key string) []string {
+	it := p.its[i]
+	switch key {
+	case LabelZone, LabelCapacityType:
+		var out []string
+		for _, o := range it.Offerings {
+			if o.Available {
+				if key == LabelZone {
+					out = append(out, o.Zone)
+				} else {
+					out = append(out, o.CapacityType)
+				}
+			}
+		}
+		return out
+	}
+	if key == LabelInstanceType {
+		return []string{it.Name}
+	}
+	if r, ok := it.Requirements.Get(key); ok && !r.complement {
+		return r.values
+	}
+	return nil
+}
+
+// itRequirements is instance type i's labels including its name.
+func (s *solver) itRequirements(p *poolState, i int) Requirements {
+	return p.its[i].Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, p.its[i].Name))
+}
+
+// nameOrder lists the pool's instance type positions sorted by name.
+func (p *poolState) nameOrder() []int {
+	if p.byName == nil {
+		p.byName = make([]int, len(p.its))
+		for i := range p.byName {
+			p.byName[i] = i
+		}
+		sort.SliceStable(p.byName, func(a, b int) bool { return p.its[p.byName[a]].Name < p.its[p.byName[b]].Name })
+	}
+	return p.byName
+}
+
+func (s *solver) maxAlloc(p *poolState, its bitset) resVec {
+	out := make(resVec, len(s.ri.names))
+	its.forEach(func(i int) {
+		for r, v := range p.alloc[i] {
+			if v > out[r] {
+				out[r] = v
+			}
+		}
+	})
+	return out
+}
+
+// ordered returns a pool's instance types compatible with requirement set id, cheapest first,
+// each with its cheapest compatible available offering's price.
+func (s *solver) ordered(p *poolState, id int32) []priced {
+	if o, ok := p.ordered[id]; ok {
+		return o
+	}
+	reqs := s.reqByID[id]
+	var out []priced
+	s.compatible(p, id).forEach(func(i int) {
+		best := math.Inf(1)
+		for oi := range p.its[i].Offerings {
+			o := &p.its[i].Offerings[oi]
+			if o.compatible(reqs) && o.Price < best {
+				best = o.Price
+			}
+		}
+		out = append(out, priced{i: i, price: best})
+	})
+	sort.SliceStable(out, func(a, b int) bool {
+		if out[a].price != out[b].price {
+			return out[a].price < out[b].price
+		}
+		return p.its[out[a].i].Name < p.its[out[b].i].Name
+	})
+	p.ordered[id] = out
+	return out
+}
+
+// chooseTypes orders a claim's candidate types by price and keeps the first MaxInstanceTypes,
+// plus, past the cap, any type that brings a value minValues still lacks.
+func (s *solver) chooseTypes(t *target) *claimTypes {
+	var mins []Requirement
+	for _, r := range t.reqs.reqs {
+		if r.MinValues != nil {
+			mins = append(mins, r)
+		}
+	}
+	seen := make([]map[string]bool, len(mins))
+	for i := range seen {
+		seen[i] = map[string]bool{}
+	}
+	needMore := func() bool {
+		for i, r := range mins {
+			if len(seen[i]) < *r.MinValues {
+				return true
+			}
+		}
+		return false
+	}
+	ordered := s.ordered(t.pool, t.reqID)
+	chosen := make([]priced, 0, min(len(ordered), s.opts.MaxInstanceTypes))
+	for _, pr := range ordered {
+		if !t.its.has(pr.i) {
+			continue
+		}
+		if len(chosen) >= s.opts.MaxInstanceTypes {
+			adds := false
+			for mi, r := range mins {
+				if len(seen[mi]) >= *r.MinValues {
+					continue
+				}
+				for _, v := range s.valuesOf(t.pool, pr.i, r.Key) {
+					if r.Has(v) && !seen[mi][v] {
+						adds = true
+					}
+				}
+			}
+			if !adds || !needMore() {
+				continue
+			}
+		}
+		chosen = append(chosen, pr)
+		for mi, r := range mins {
+			for _, v := range s.valuesOf(t.pool, pr.i, r.Key) {
+				if r.Has(v) {
+					seen[mi][v] = true
+				}
+			}
+		}
+	}
+	ct := &claimTypes{its: make([]*InstanceType, 0, len(chosen))}
+	for _, pr := range chosen {
+		ct.its = append(ct.its, t.pool.its[pr.i])
+	}
+	if len(chosen) > 0 {
+		ct.price = chosen[0].price
+		ct.overhead = s.ri.list(t.pool.overhead[chosen[0].i])
+	}
+	// The instance-type requirement lists names sorted; walking the pool's name order avoids a
+	// sort per claim.
+	chosenBits := newBitset(len(t.pool.its))
+	for _, pr := range chosen {
+		chosenBits.set(pr.i)
+	}
+	ct.names = make([]string, 0, len(chosen))
+	for _, i := range t.pool.nameOrder() {
+		if chosenBits.has(i) {
+			ct.names = append(ct.names, t.pool.its[i].Name)
+		}
+	}
+	ct.names = dedupSorted(ct.names)
+	return ct
+}

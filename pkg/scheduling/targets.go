@@ -1,0 +1,141 @@
+package scheduling
+
+import (
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Targets: the places a pod can go (existing nodes and claims opened in this solve) and what
+// trying and committing a pod there involves.
+
+// target is somewhere a pod can go: an existing (or in-flight) node, or a claim this solve
+// creates. Existing nodes have fixed labels; claims have requirements that narrow as pods join
+// and a set of instance types still able to hold everything on them.
+type target struct {
+	idx      int
+	hostname string
+	existing *ExistingNode
+	pool     *poolState
+
+	reqs   Requirements
+	reqID  int32
+	taints []corev1.Taint
+
+	used  resVec // requests of pods on it (existing: bound pods too)
+	avail resVec // existing: allocatable; claims: componentwise max of candidates' allocatable
+	its   bitset // claims: candidate instance types (positions in pool.its)
+
+	reserved resVec // claims: limit reservation (max capacity of candidates)
+
+	ports   []hostPort
+	bound   []*corev1.Pod
+	pods    []*corev1.Pod // placed by this solve
+	relaxed bool          // minValues relaxed (BestEffort)
+}
+
+func (t *target) allPods() []*corev1.Pod {
+	if len(t.bound) == 0 {
+		return t.pods
+	}
+	if len(t.pods) == 0 {
+		return t.bound
+	}
+	return append(append([]*corev1.Pod(nil), t.bound...), t.pods...)
+}
+
+// plan is the state a claim moves to when a pod joins it.
+type plan struct {
+	reqID int32
+	its   bitset
+}
+
+// tryTarget checks every constraint of the attempt against t, cheapest checks first.
+func (s *solver) tryTarget(a *attempt, t *target) (plan, bool) {
+	p := a.p
+	// Hostname-keyed topology first: an array lookup rejects most crowded targets.
+	for _, og := range a.own {
+		if og.g.hostname && !s.domainAllowed(a, og, t, t.hostname) {
+			return plan{}, false
+		}
+	}
+	for _, g := range a.inverse {
+		if g.hostname && getIdx(g.hostOwners, t.idx) > 0 {
+			return plan{}, false
+		}
+	}
+	if t.existing == nil {
+		if a.poolErr[t.pool.idx] != nil || !sumFitsIn(t.used, p.requests, t.avail) {
+			return plan{}, false
+		}
+		if a.hostReq != nil && !a.hostReq.Has(t.hostname) {
+			return plan{}, false
+		}
+	} else {
+		if !sumFitsIn(t.used, p.requests, t.avail) {
+			return plan{}, false
+		}
+		if ToleratesTaints(p.pod.Spec.Tolerations, t.taints, !p.preferNoScheduleTolerated) != nil {
+			return plan{}, false
+		}
+	}
+	m := s.merge(t, a.reqID)
+	if m.err != nil {
+		return plan{}, false
+	}
+	if len(p.ports) > 0 {
+		if _, c := portsConflict(t.ports, p.ports); c {
+			return plan{}, false
+		}
+	}
+	pl, err := s.topologyAndTypes(a, t, m.merged)
+	return pl, err == nil
+}
+
+// commit applies a successful attempt (a nil attempt only updates the claim's state).
+func (s *solver) commit(a *attempt, t *target, pl plan) {
+	if t.existing == nil && pl.its != nil && equalBits(pl.its, t.its) && (t.pool.limited == nil || t.reserved != nil) {
+		t.reqID = pl.reqID
+		t.reqs = s.reqByID[pl.reqID]
+	} else if t.existing == nil {
+		t.reqID = pl.reqID
+		t.reqs = s.reqByID[pl.reqID]
+		t.its = pl.its
+		t.avail = s.maxAlloc(t.pool, t.its)
+		if t.pool.limited != nil {
+			res := make(resVec, len(s.ri.names))
+			t.its.forEach(func(i int) {
+				for r, v := range t.pool.capacity[i] {
+					if t.pool.limited[r] && v > res[r] {
+						res[r] = v
+					}
+				}
+			})
+			if t.reserved != nil {
+				t.pool.remaining.add(t.reserved)
+			}
+			t.pool.remaining.sub(res)
+			t.reserved = res
+		}
+		if s.hasMin[pl.reqID] && s.opts.MinValuesPolicy == MinValuesPolicyBestEffort {
+			if _, short := s.minValuesShortfall(t.pool, pl.reqID, t.its); short {
+				t.relaxed = true
+			}
+		}
+	}
+	if a == nil {
+		return
+	}
+	p := a.p
+	t.used.add(p.requests)
+	t.ports = append(t.ports, p.ports...)
+	t.pods = append(t.pods, p.pod)
+	for _, g := range s.matchedGroups(p) {
+		s.recordInGroup(g, p.pod, t)
+	}
+	for _, id := range s.ownedAntiIdentities(p.pod) {
+		// Owner counts of groups the pod matches were recorded above; groups it owns but does
+		// not match are recorded here.
+		if g, ok := s.groupsByID[id]; ok && !g.matches(p.pod) {
+			s.recordInGroup(g, p.pod, t)
+		}
+	}
+}
