@@ -5,11 +5,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/providers"
 )
 
 func TestAWSSaysNotImplemented(t *testing.T) {
 	err := run(context.Background(), []string{"--cloud-provider=aws"}, func(string) string { return "" })
-	if !errors.Is(err, ErrAWSNotImplemented) {
+	if !errors.Is(err, providers.ErrNotImplemented) || !strings.Contains(err.Error(), "cloud provider aws is not implemented yet") {
 		t.Fatalf("want the not-implemented error, got %v", err)
 	}
 }

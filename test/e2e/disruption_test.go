@@ -15,9 +15,9 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karpenter-go/karpenter/cmd/demo/kit"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
 // The voluntary disruption tests: Karpenter runs against the local cluster

@@ -17,8 +17,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/karpenter-go/karpenter/cmd/demo/kit"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
 // `kubectl delete node` on a Karpenter node running pods of a Deployment

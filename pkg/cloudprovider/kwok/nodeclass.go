@@ -59,6 +59,6 @@ func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 }
 
 // Register adds the controller to the manager.
-func (c *NodeClassController) Register(mgr manager.Manager) error {
+func (c *NodeClassController) Register(_ context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named(c.Name()).For(&kwokv1alpha1.KWOKNodeClass{}).Complete(c)
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
+	"github.com/karpenter-go/karpenter/pkg/events"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
@@ -73,7 +74,7 @@ func NewController(kube client.Client, cluster *state.Cluster, prov *provisionin
 	}
 	return &Controller{
 		kube: kube, cluster: cluster, provisioner: prov, cloudProvider: cp, queue: queue,
-		recorder: provisioning.NewDedupingRecorder(recorder, clk), clock: clk, opts: opts, cache: scheduling.NewCache(),
+		recorder: events.NewDedupingRecorder(recorder, clk), clock: clk, opts: opts, cache: scheduling.NewCache(),
 	}
 }
 

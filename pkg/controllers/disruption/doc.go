@@ -25,7 +25,7 @@
 //     while something holds a wanted node back, so the many nodes nothing wants
 //     to disrupt carry no extra condition. A NodePool whose budget allows
 //     nothing gets a DisruptionBlocked event. Events go through the
-//     provisioner's deduplicating recorder (one per object, reason and message
+//     deduplicating recorder of pkg/events (one per object, reason and message
 //     per 2 minutes), so a pass every 10 s does not flood the API server;
 //  5. for emptiness and consolidation, waits 15 s on the clock and validates
 //     the decision against a fresh snapshot (pkg/disruption.Validate: still

@@ -12,14 +12,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 
-	"github.com/karpenter-go/karpenter/cmd/demo/kit"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
+	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/kit"
 	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 )
 
@@ -42,10 +42,10 @@ func TestKWOKNodesInitializeInTheLocalCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	cp := cpmetrics.Decorate(kwok.New(ctx, mgr.GetClient(), clock.RealClock{}, catalog))
-	if err := nodeclaim.Register(ctx, mgr, mgr.GetClient(), cp, clock.RealClock{}, nil); err != nil {
+	if err := controllers.RegisterEach(ctx, mgr, controllers.NodeLifecycle(mgr.GetClient(), cp, clock.RealClock{}, nil)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := kwok.NewNodeClassController(mgr.GetClient(), clock.RealClock{}).Register(mgr); err != nil {
+	if err := kwok.NewNodeClassController(mgr.GetClient(), clock.RealClock{}).Register(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
 	env.RunManager(ctx, t, mgr)

@@ -16,8 +16,7 @@ import (
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
+	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -39,13 +38,13 @@ func TestControllersUnderAManager(t *testing.T) {
 	}
 	clk := clock.RealClock{}
 	cp := cpmetrics.Decorate(kwok.New(ctx, mgr.GetClient(), clk, catalog))
-	if err := nodeclaim.Register(ctx, mgr, mgr.GetClient(), cp, clk, mgr.GetEventRecorderFor("karpenter")); err != nil { //nolint:staticcheck
+	if err := controllers.RegisterEach(ctx, mgr, controllers.NodeLifecycle(mgr.GetClient(), cp, clk, mgr.GetEventRecorderFor("karpenter"))...); err != nil { //nolint:staticcheck
 		t.Fatal(err)
 	}
-	if err := nodepool.Register(mgr, mgr.GetClient(), cp, clk); err != nil {
+	if err := controllers.RegisterEach(ctx, mgr, controllers.NodePools(mgr.GetClient(), cp, clk)...); err != nil {
 		t.Fatal(err)
 	}
-	if err := kwok.NewNodeClassController(mgr.GetClient(), clk).Register(mgr); err != nil {
+	if err := kwok.NewNodeClassController(mgr.GetClient(), clk).Register(ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
 	env.RunManager(ctx, t, mgr)

@@ -9,8 +9,8 @@
 //   - Validation: the ValidationSucceeded condition, for rules the CRD schema
 //     cannot express.
 //   - Hash: the karpenter.sh/nodepool-hash and -hash-version annotations
-//     (computed by the provisioner's NodePoolHash, which stamps new NodeClaims
-//     the same way) that drift compares against; NodeClaims stamped under
+//     (v1.NodePool.Hash, which the provisioner also stamps new NodeClaims
+//     with) that drift compares against; NodeClaims stamped under
 //     another hash version are re-stamped rather than treated as drifted.
 //
 // NodeClassReady and ValidationSucceeded roll up into Ready (see

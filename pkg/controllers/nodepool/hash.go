@@ -9,26 +9,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 )
 
-// HashVersion is the value of karpenter.sh/nodepool-hash-version. The hash
-// itself is the provisioner's (provisioning.NodePoolHash), which stamps new
-// NodeClaims, so that a NodePool and the NodeClaims created from it always
-// agree; this controller only keeps the NodePool annotated and re-stamps
+// HashAnnotations are the annotations a NodeClaim of the NodePool carries:
+// the template hash (v1.NodePool.Hash, which the provisioner also stamps new
+// NodeClaims with, so a NodePool and its NodeClaims always agree) and its
+// version. This controller only keeps the NodePool annotated and re-stamps
 // NodeClaims written under another hash version.
-const HashVersion = provisioning.NodePoolHashVersion
-
-// Hash returns the hash of the NodePool's template (labels, annotations,
-// taints, startup taints, NodeClass reference, terminationGracePeriod and
-// expireAfter; not requirements).
-func Hash(np *v1.NodePool) string { return provisioning.NodePoolHash(np) }
-
-// HashAnnotations are the annotations a NodeClaim of the NodePool carries.
 func HashAnnotations(np *v1.NodePool) map[string]string {
 	return map[string]string{
-		v1.NodePoolHashAnnotationKey:        Hash(np),
-		v1.NodePoolHashVersionAnnotationKey: HashVersion,
+		v1.NodePoolHashAnnotationKey:        np.Hash(),
+		v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion,
 	}
 }
 
@@ -51,7 +42,7 @@ func (h *HashController) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	want := HashAnnotations(np)
 	if np.Annotations[v1.NodePoolHashAnnotationKey] != want[v1.NodePoolHashAnnotationKey] ||
-		np.Annotations[v1.NodePoolHashVersionAnnotationKey] != HashVersion {
+		np.Annotations[v1.NodePoolHashVersionAnnotationKey] != v1.NodePoolHashVersion {
 		stored := np.DeepCopy()
 		if np.Annotations == nil {
 			np.Annotations = map[string]string{}
@@ -69,7 +60,7 @@ func (h *HashController) Reconcile(ctx context.Context, req reconcile.Request) (
 	}
 	for i := range claims.Items {
 		nc := &claims.Items[i]
-		if nc.Annotations[v1.NodePoolHashVersionAnnotationKey] == HashVersion {
+		if nc.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion {
 			continue
 		}
 		stored := nc.DeepCopy()

@@ -199,15 +199,15 @@ func TestHashIsTheProvisionersAndIgnoresRequirementsAndTaintOrder(t *testing.T) 
 	b := nodePool("b", "default")
 	b.Spec.Template.Spec.Taints = []corev1.Taint{a.Spec.Template.Spec.Taints[1], a.Spec.Template.Spec.Taints[0]}
 	b.Spec.Template.Spec.Requirements = nil
-	if nodepool.Hash(a) != nodepool.Hash(b) {
+	if a.Hash() != b.Hash() {
 		t.Fatal("taint order and requirements must not change the hash")
 	}
 	b.Spec.Template.ObjectMeta.Labels["team"] = "b"
-	if nodepool.Hash(a) == nodepool.Hash(b) {
+	if a.Hash() == b.Hash() {
 		t.Fatal("a label change must change the hash")
 	}
 	c := nodePool("c", "other")
-	if nodepool.Hash(a) == nodepool.Hash(c) {
+	if a.Hash() == c.Hash() {
 		t.Fatal("a NodeClass change must change the hash")
 	}
 }
@@ -219,16 +219,16 @@ func TestHashControllerAnnotatesNodePoolAndRestampsOldClaims(t *testing.T) {
 	old := nodeClaim("old", "default", nil)
 	old.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "123", v1.NodePoolHashVersionAnnotationKey: "v2"}
 	current := nodeClaim("current", "default", nil)
-	current.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "stale-but-same-version", v1.NodePoolHashVersionAnnotationKey: nodepool.HashVersion}
+	current.Annotations = map[string]string{v1.NodePoolHashAnnotationKey: "stale-but-same-version", v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion}
 	ExpectApplied(ctx, t, e.Client, old, current)
 
 	ExpectReconciled(ctx, t, nodepool.NewHashController(e.Client), np)
 	np = ExpectExists(ctx, t, e.Client, np)
-	want := nodepool.Hash(np)
-	if np.Annotations[v1.NodePoolHashAnnotationKey] != want || np.Annotations[v1.NodePoolHashVersionAnnotationKey] != nodepool.HashVersion {
+	want := np.Hash()
+	if np.Annotations[v1.NodePoolHashAnnotationKey] != want || np.Annotations[v1.NodePoolHashVersionAnnotationKey] != v1.NodePoolHashVersion {
 		t.Fatalf("nodepool annotations %v", np.Annotations)
 	}
-	if got := ExpectExists(ctx, t, e.Client, old).Annotations; got[v1.NodePoolHashAnnotationKey] != want || got[v1.NodePoolHashVersionAnnotationKey] != nodepool.HashVersion {
+	if got := ExpectExists(ctx, t, e.Client, old).Annotations; got[v1.NodePoolHashAnnotationKey] != want || got[v1.NodePoolHashVersionAnnotationKey] != v1.NodePoolHashVersion {
 		t.Fatalf("claim of another hash version not re-stamped: %v", got)
 	}
 	// Same version, different hash: that is drift, and must be left for the drift check to see.

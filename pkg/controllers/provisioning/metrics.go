@@ -29,11 +29,6 @@ var (
 		Namespace: "karpenter", Subsystem: "scheduler", Name: "queue_depth",
 		Help: "The number of pods the scheduler is currently attempting to schedule.",
 	}, []string{"controller"})
-	// NodeClaimsCreated is karpenter_nodeclaims_created_total.
-	NodeClaimsCreated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "created_total",
-		Help: "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool.",
-	}, []string{"reason", "nodepool", "min_values_relaxed"})
 	// NodePoolUsage is karpenter_nodepools_usage.
 	NodePoolUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "nodepools", Name: "usage",
@@ -51,13 +46,13 @@ var (
 	}, []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"})
 )
 
-// Reasons of NodeClaimsCreated.
+// Reasons of karpenter_nodeclaims_created_total (nodeclaim/metrics.NodeClaimsCreatedTotal).
 const (
 	ReasonProvisioning = "provisioning"
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, QueueDepth, NodeClaimsCreated, NodePoolUsage, NodePoolLimit, PodsState)
+	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, QueueDepth, NodePoolUsage, NodePoolLimit, PodsState)
 }
 
 // MetricsExporter refreshes the NodePool and cluster state gauges every Period, so

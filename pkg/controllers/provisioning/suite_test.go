@@ -186,8 +186,8 @@ func TestNodeClaimCarriesTemplateLabelsHashOwnerFinalizerAndRequirements(t *test
 	if nc.Labels[v1.NodePoolLabelKey] != "default" || nc.Labels["team"] != "blue" || nc.Labels["karpenter.kwok.sh/kwoknodeclass"] != "default" {
 		t.Errorf("labels %v (want nodepool, template and NodeClass labels)", nc.Labels)
 	}
-	if nc.Annotations["example.com/owner"] != "blue" || nc.Annotations[v1.NodePoolHashAnnotationKey] != provisioning.NodePoolHash(np) ||
-		nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != provisioning.NodePoolHashVersion {
+	if nc.Annotations["example.com/owner"] != "blue" || nc.Annotations[v1.NodePoolHashAnnotationKey] != np.Hash() ||
+		nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != v1.NodePoolHashVersion {
 		t.Errorf("annotations %v", nc.Annotations)
 	}
 	if len(nc.OwnerReferences) != 1 || nc.OwnerReferences[0].Kind != "NodePool" || nc.OwnerReferences[0].UID != np.UID {
@@ -486,11 +486,11 @@ func TestHashIgnoresRequirementsAndTaintOrder(t *testing.T) {
 	b.Spec.Template.Spec.Requirements = nil
 	b.Spec.Template.Spec.Taints = append([]corev1.Taint{{Key: "z", Effect: corev1.TaintEffectNoSchedule}}, b.Spec.Template.Spec.Taints...)
 	a.Spec.Template.Spec.Taints = append(a.Spec.Template.Spec.Taints, corev1.Taint{Key: "z", Effect: corev1.TaintEffectNoSchedule})
-	if provisioning.NodePoolHash(a) != provisioning.NodePoolHash(b) {
+	if a.Hash() != b.Hash() {
 		t.Error("requirements or taint order changed the hash")
 	}
 	b.Spec.Template.ObjectMeta.Labels["team"] = "red"
-	if provisioning.NodePoolHash(a) == provisioning.NodePoolHash(b) {
+	if a.Hash() == b.Hash() {
 		t.Error("a label change did not change the hash")
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -40,8 +39,12 @@ func DefaultFeatureGates() map[string]bool {
 	}
 }
 
-// Options are the controller's settings.
+// Options are the controller's settings. A cloud provider's own settings
+// live in its package (see pkg/cloudprovider.Provider).
 type Options struct {
+	// CloudProvider names the provider --cloud-provider (CLOUD_PROVIDER) chose.
+	// The flag belongs to the provider registry (pkg/cloudprovider/providers),
+	// which knows the names, and writes the choice here.
 	CloudProvider                    string
 	ClusterName                      string
 	ServiceName                      string
@@ -67,8 +70,6 @@ type Options struct {
 	IgnoreDRARequests                bool
 	FeatureGates                     map[string]bool
 	SchedulerConfig                  string
-	// InstanceTypesFilePath overrides the KWOK provider's embedded catalog.
-	InstanceTypesFilePath string
 }
 
 // Parse reads flags from args with defaults from the environment (getenv, usually
@@ -88,108 +89,47 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 // Register adds the flags to fs. The returned function must be called after
 // fs.Parse: it converts the string-valued settings and validates everything.
 func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() error) {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	o := &Options{}
-	var errs []error
-	envStr := func(name, def string) string {
-		if v, ok := lookup(getenv, name); ok {
-			return v
-		}
-		return def
-	}
-	envInt := func(name string, def int) int {
-		if v, ok := lookup(getenv, name); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not an integer", name, v))
-				return def
-			}
-			return n
-		}
-		return def
-	}
-	envInt64 := func(name string, def int64) int64 {
-		return int64(envInt(name, int(def)))
-	}
-	envBool := func(name string, def bool) bool {
-		if v, ok := lookup(getenv, name); ok {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a boolean", name, v))
-				return def
-			}
-			return b
-		}
-		return def
-	}
-	envDur := func(name string, def time.Duration) time.Duration {
-		if v, ok := lookup(getenv, name); ok {
-			d, err := time.ParseDuration(v)
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q is not a duration", name, v))
-				return def
-			}
-			return d
-		}
-		return def
-	}
+	env := NewEnv(getenv)
 	var preference, minValues, gates string
-	fs.StringVar(&o.CloudProvider, "cloud-provider", envStr("CLOUD_PROVIDER", "kwok"), "Cloud provider: kwok or aws.")
-	fs.StringVar(&o.ClusterName, "cluster-name", envStr("CLUSTER_NAME", ""), "[REQUIRED for aws] Name of the cluster; tags and names instances.")
-	fs.StringVar(&o.ServiceName, "karpenter-service", envStr("KARPENTER_SERVICE", ""), "The Karpenter Service name for the dynamic webhook certificate.")
-	fs.IntVar(&o.MetricsPort, "metrics-port", envInt("METRICS_PORT", 8080), "Port the Prometheus metrics endpoint binds to.")
-	fs.IntVar(&o.HealthProbePort, "health-probe-port", envInt("HEALTH_PROBE_PORT", 8081), "Port the /healthz and /readyz endpoints bind to.")
-	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", envInt("KUBE_CLIENT_QPS", 200), "Maximum QPS to the Kubernetes API server.")
-	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", envInt("KUBE_CLIENT_BURST", 300), "Maximum burst of requests to the Kubernetes API server.")
-	fs.BoolVar(&o.EnableProfiling, "enable-profiling", envBool("ENABLE_PROFILING", false), "Serve pprof on the metrics port.")
-	fs.BoolVar(&o.DisableControllerWarmup, "disable-controller-warmup", envBool("DISABLE_CONTROLLER_WARMUP", true), "Do not warm controller caches before winning leader election.")
-	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", envBool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with one replica).")
-	fs.BoolVar(&o.DisableClusterStateObservability, "disable-cluster-state-observability", envBool("DISABLE_CLUSTER_STATE_OBSERVABILITY", false), "Turn off the cluster state metrics.")
-	fs.StringVar(&o.LeaderElectionName, "leader-election-name", envStr("LEADER_ELECTION_NAME", "karpenter-leader-election"), "Name of the leader election Lease.")
-	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", envStr("LEADER_ELECTION_NAMESPACE", ""), "Namespace of the leader election Lease (default: the pod's namespace, else kube-system).")
-	fs.Int64Var(&o.MemoryLimit, "memory-limit", envInt64("MEMORY_LIMIT", -1), "Memory limit of the container in bytes; GOMEMLIMIT is set to 90% of it. -1 leaves it alone.")
-	fs.Int64Var(&o.CPURequests, "cpu-requests", envInt64("CPU_REQUESTS", 1000), "CPU requests of the container in millicores; scales controller concurrency.")
-	fs.StringVar(&o.LogLevel, "log-level", envStr("LOG_LEVEL", "info"), "Log verbosity: debug, info or error.")
-	fs.StringVar(&o.LogOutputPaths, "log-output-paths", envStr("LOG_OUTPUT_PATHS", "stdout"), "Comma-separated log destinations (stdout, stderr or file paths).")
-	fs.StringVar(&o.LogErrorOutputPaths, "log-error-output-paths", envStr("LOG_ERROR_OUTPUT_PATHS", "stderr"), "Comma-separated destinations of the logger's internal errors.")
-	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", envDur("BATCH_MAX_DURATION", 10*time.Second), "Longest a provisioning batch stays open.")
-	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", envDur("BATCH_IDLE_DURATION", time.Second), "A batch closes once no pod arrived for this long.")
-	fs.StringVar(&preference, "preference-policy", envStr("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
-	fs.StringVar(&minValues, "min-values-policy", envStr("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
-	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", envBool("IGNORE_DRA_REQUESTS", true), "Do not simulate dynamic resource allocation.")
-	fs.StringVar(&gates, "feature-gates", envStr("FEATURE_GATES", ""), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+".")
-	fs.StringVar(&o.SchedulerConfig, "scheduler-config", envStr("SCHEDULER_CONFIG", ""), "Path to a kube-scheduler configuration with default topology spread constraints.")
-	fs.StringVar(&o.InstanceTypesFilePath, "instance-types-file-path", envStr("INSTANCE_TYPES_FILE_PATH", ""), "KWOK provider: JSON file of instance types replacing the embedded catalog.")
+	fs.StringVar(&o.ClusterName, "cluster-name", env.String("CLUSTER_NAME", ""), "[REQUIRED for aws] Name of the cluster; tags and names instances.")
+	fs.StringVar(&o.ServiceName, "karpenter-service", env.String("KARPENTER_SERVICE", ""), "The Karpenter Service name for the dynamic webhook certificate.")
+	fs.IntVar(&o.MetricsPort, "metrics-port", env.Int("METRICS_PORT", 8080), "Port the Prometheus metrics endpoint binds to.")
+	fs.IntVar(&o.HealthProbePort, "health-probe-port", env.Int("HEALTH_PROBE_PORT", 8081), "Port the /healthz and /readyz endpoints bind to.")
+	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", env.Int("KUBE_CLIENT_QPS", 200), "Maximum QPS to the Kubernetes API server.")
+	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", env.Int("KUBE_CLIENT_BURST", 300), "Maximum burst of requests to the Kubernetes API server.")
+	fs.BoolVar(&o.EnableProfiling, "enable-profiling", env.Bool("ENABLE_PROFILING", false), "Serve pprof on the metrics port.")
+	fs.BoolVar(&o.DisableControllerWarmup, "disable-controller-warmup", env.Bool("DISABLE_CONTROLLER_WARMUP", true), "Do not warm controller caches before winning leader election.")
+	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", env.Bool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with one replica).")
+	fs.BoolVar(&o.DisableClusterStateObservability, "disable-cluster-state-observability", env.Bool("DISABLE_CLUSTER_STATE_OBSERVABILITY", false), "Turn off the cluster state metrics.")
+	fs.StringVar(&o.LeaderElectionName, "leader-election-name", env.String("LEADER_ELECTION_NAME", "karpenter-leader-election"), "Name of the leader election Lease.")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", env.String("LEADER_ELECTION_NAMESPACE", ""), "Namespace of the leader election Lease (default: the pod's namespace, else kube-system).")
+	fs.Int64Var(&o.MemoryLimit, "memory-limit", env.Int64("MEMORY_LIMIT", -1), "Memory limit of the container in bytes; GOMEMLIMIT is set to 90% of it. -1 leaves it alone.")
+	fs.Int64Var(&o.CPURequests, "cpu-requests", env.Int64("CPU_REQUESTS", 1000), "CPU requests of the container in millicores; scales controller concurrency.")
+	fs.StringVar(&o.LogLevel, "log-level", env.String("LOG_LEVEL", "info"), "Log verbosity: debug, info or error.")
+	fs.StringVar(&o.LogOutputPaths, "log-output-paths", env.String("LOG_OUTPUT_PATHS", "stdout"), "Comma-separated log destinations (stdout, stderr or file paths).")
+	fs.StringVar(&o.LogErrorOutputPaths, "log-error-output-paths", env.String("LOG_ERROR_OUTPUT_PATHS", "stderr"), "Comma-separated destinations of the logger's internal errors.")
+	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", env.Duration("BATCH_MAX_DURATION", 10*time.Second), "Longest a provisioning batch stays open.")
+	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", env.Duration("BATCH_IDLE_DURATION", time.Second), "A batch closes once no pod arrived for this long.")
+	fs.StringVar(&preference, "preference-policy", env.String("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
+	fs.StringVar(&minValues, "min-values-policy", env.String("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
+	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Do not simulate dynamic resource allocation.")
+	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", ""), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+".")
+	fs.StringVar(&o.SchedulerConfig, "scheduler-config", env.String("SCHEDULER_CONFIG", ""), "Path to a kube-scheduler configuration with default topology spread constraints.")
 
 	finish := func() error {
 		o.PreferencePolicy = scheduling.PreferencePolicy(preference)
 		o.MinValuesPolicy = scheduling.MinValuesPolicy(minValues)
 		fg, err := ParseFeatureGates(gates)
-		if err != nil {
-			errs = append(errs, err)
-		}
 		o.FeatureGates = fg
-		errs = append(errs, o.Validate())
-		return errors.Join(errs...)
+		return errors.Join(env.Err(), err, o.Validate())
 	}
 	return o, finish
-}
-
-func lookup(getenv func(string) string, name string) (string, bool) {
-	v := getenv(name)
-	return v, v != ""
 }
 
 // Validate checks values a flag type cannot.
 func (o *Options) Validate() error {
 	var errs []error
-	switch o.CloudProvider {
-	case "kwok", "aws":
-	default:
-		errs = append(errs, fmt.Errorf("cloud-provider %q: must be kwok or aws", o.CloudProvider))
-	}
 	switch o.PreferencePolicy {
 	case scheduling.PreferencePolicyRespect, scheduling.PreferencePolicyIgnore:
 	default:

@@ -16,7 +16,6 @@ func TestDefaultsAreUpstreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := map[string][2]any{
-		"cloud-provider":            {o.CloudProvider, "kwok"},
 		"metrics-port":              {o.MetricsPort, 8080},
 		"health-probe-port":         {o.HealthProbePort, 8081},
 		"kube-client-qps":           {o.KubeClientQPS, 200},
@@ -85,7 +84,6 @@ func TestInvalidSettingsAreRejected(t *testing.T) {
 		"idle above max":   {args: []string{"--batch-idle-duration=11s"}, want: "exceeds"},
 		"unknown gate":     {env: map[string]string{"FEATURE_GATES": "Teleport=true"}, want: "unknown gate"},
 		"gate not bool":    {env: map[string]string{"FEATURE_GATES": "NodeRepair=maybe"}, want: "not a boolean"},
-		"bad provider":     {args: []string{"--cloud-provider=gcp"}, want: "kwok or aws"},
 		"bad policy":       {env: map[string]string{"MIN_VALUES_POLICY": "Loose"}, want: "min-values-policy"},
 		"bad log level":    {env: map[string]string{"LOG_LEVEL": "chatty"}, want: "log-level"},
 		"bad port":         {env: map[string]string{"METRICS_PORT": "eighty"}, want: "METRICS_PORT"},
@@ -107,5 +105,31 @@ func TestCPUConcurrency(t *testing.T) {
 	}
 	if got := o.CPUConcurrency(10, 100); got != 10 {
 		t.Errorf("floor not applied: %d", got)
+	}
+}
+
+// TestEnvNamesEveryBadVariable: a provider's settings read the environment
+// through the same Env, so each bad value is reported, by its variable.
+func TestEnvNamesEveryBadVariable(t *testing.T) {
+	e := NewEnv(env(map[string]string{"A": "x", "B": "1.5", "C": "maybe", "D": "soon", "E": "0.075"}))
+	if got := e.Int("A", 3); got != 3 {
+		t.Errorf("bad int: %d, want the default", got)
+	}
+	e.Int64("B", 0)
+	e.Bool("C", false)
+	e.Duration("D", 0)
+	if got := e.Float64("E", 0); got != 0.075 {
+		t.Errorf("float %v, want 0.075", got)
+	}
+	if got := e.String("UNSET", "def"); got != "def" {
+		t.Errorf("unset string %q, want the default", got)
+	}
+	for _, want := range []string{`A="x" is not an integer`, `B="1.5" is not an integer`, `C="maybe" is not a boolean`, `D="soon" is not a duration`} {
+		if err := e.Err(); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("error %v, want it to contain %s", err, want)
+		}
+	}
+	if NewEnv(env(nil)).Err() != nil {
+		t.Error("no variables, no error")
 	}
 }

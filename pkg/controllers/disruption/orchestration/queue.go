@@ -23,7 +23,6 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
-	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
@@ -257,7 +256,7 @@ func (q *Queue) start(ctx context.Context, c *command) error {
 		q.cluster.UpdateNodeClaim(r)
 		q.cluster.Nominate(r.Name)
 		relaxed := r.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] == "true"
-		provisioning.NodeClaimsCreated.WithLabelValues(disruption.MetricReason(c.Method.Reason()), r.Labels[v1.NodePoolLabelKey], fmt.Sprint(relaxed)).Inc()
+		ncmetrics.NodeClaimsCreatedTotal.WithLabelValues(disruption.MetricReason(c.Method.Reason()), r.Labels[v1.NodePoolLabelKey], fmt.Sprint(relaxed)).Inc()
 	}
 	return nil
 }

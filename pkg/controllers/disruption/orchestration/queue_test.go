@@ -14,7 +14,6 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	. "github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
 	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
-	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -23,7 +22,7 @@ func TestStartCommandTaintsConditionsCreatesAndMarks(t *testing.T) {
 	f := setup(t)
 	a, b := f.candidate(t, "start-a"), f.candidate(t, "start-b")
 	r := replacement()
-	createdBefore := testutil.ToFloat64(provisioning.NodeClaimsCreated.WithLabelValues("underutilized", "default", "false"))
+	createdBefore := testutil.ToFloat64(ncmetrics.NodeClaimsCreatedTotal.WithLabelValues("underutilized", "default", "false"))
 	cmd := &Command{
 		Method: disruption.MethodMultiNodeConsolidation, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r},
@@ -70,7 +69,7 @@ func TestStartCommandTaintsConditionsCreatesAndMarks(t *testing.T) {
 	if !inState || !f.cluster.IsNominated(r.Name) {
 		t.Errorf("replacement in cluster state %v, nominated %v; want both right after StartCommand", inState, f.cluster.IsNominated(r.Name))
 	}
-	if got := testutil.ToFloat64(provisioning.NodeClaimsCreated.WithLabelValues("underutilized", "default", "false")); got != createdBefore+1 {
+	if got := testutil.ToFloat64(ncmetrics.NodeClaimsCreatedTotal.WithLabelValues("underutilized", "default", "false")); got != createdBefore+1 {
 		t.Errorf("karpenter_nodeclaims_created_total{reason=underutilized} = %v, want %v", got, createdBefore+1)
 	}
 	// One event per candidate NodeClaim and per Node.

@@ -14,12 +14,12 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim"
+	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
-// Wired as in the controller binary (nodeclaim.Register) under a real
+// Wired as in the controller binary (controllers.NodeLifecycle) under a real
 // manager, with no test code calling Reconcile: `kubectl delete node` and
 // `kubectl delete nodeclaim` each end with the pods evicted, the node, the
 // NodeClaim and the instance gone. Watches (pods leaving, the Node going)
@@ -37,7 +37,7 @@ func TestNodeAndNodeClaimDeletionUnderAManager(t *testing.T) {
 	// Real time: the manager's requeues and the queue's backoff run on it.
 	clk := clock.RealClock{}
 	cp := kwok.New(ctx, mgr.GetClient(), clk, catalog)
-	if err := nodeclaim.Register(ctx, mgr, mgr.GetClient(), cp, clk, mgr.GetEventRecorderFor("karpenter")); err != nil { //nolint:staticcheck // the controllers take a record.EventRecorder
+	if err := controllers.RegisterEach(ctx, mgr, controllers.NodeLifecycle(mgr.GetClient(), cp, clk, mgr.GetEventRecorderFor("karpenter"))...); err != nil { //nolint:staticcheck // the controllers take a record.EventRecorder
 		t.Fatal(err)
 	}
 	env.RunManager(ctx, t, mgr)

@@ -13,7 +13,6 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -107,10 +106,10 @@ var validReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
 // never statically drifted.
 func StaticDrift(np *v1.NodePool, nc *v1.NodeClaim) string {
 	have, ok := nc.Annotations[v1.NodePoolHashAnnotationKey]
-	if !ok || nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != provisioning.NodePoolHashVersion {
+	if !ok || nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != v1.NodePoolHashVersion {
 		return ""
 	}
-	if want := provisioning.NodePoolHash(np); have != want {
+	if want := np.Hash(); have != want {
 		return fmt.Sprintf("NodePool %q template changed since the NodeClaim was created "+
 			"(one of labels, annotations, taints, startupTaints, nodeClassRef, terminationGracePeriod, expireAfter; "+
 			"%s %s, now %s)", np.Name, v1.NodePoolHashAnnotationKey, have, want)

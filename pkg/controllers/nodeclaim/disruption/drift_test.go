@@ -19,7 +19,6 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
-	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -115,7 +114,7 @@ func TestNoDriftOnDisruptionWeightOrLimits(t *testing.T) {
 	np := nodePool("default", "30s")
 	ExpectApplied(f.ctx, t, e.Client, np)
 	nc := launched(f, t, np, "node-a", true)
-	before := provisioning.NodePoolHash(ExpectExists(f.ctx, t, e.Client, np.DeepCopy()))
+	before := ExpectExists(f.ctx, t, e.Client, np.DeepCopy()).Hash()
 	update(f, t, np, func(np *v1.NodePool) {
 		np.Spec.Weight = ptr.To[int32](50)
 		np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("100"), "nodes": resource.MustParse("10")}
@@ -124,7 +123,7 @@ func TestNoDriftOnDisruptionWeightOrLimits(t *testing.T) {
 		np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
 	})
 	stored := ExpectExists(f.ctx, t, e.Client, np.DeepCopy())
-	if after := provisioning.NodePoolHash(stored); after != before {
+	if after := stored.Hash(); after != before {
 		t.Fatalf("NodePool hash changed from %s to %s on a disruption/weight/limits change", before, after)
 	}
 	_, nc = f.reconcile(t, nc)
@@ -144,7 +143,7 @@ func TestDriftByRequirementRemoval(t *testing.T) {
 	update(f, t, np, func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Requirements[1].Values = []string{v1.CapacityTypeSpot}
 	})
-	if got := ExpectExists(f.ctx, t, e.Client, np.DeepCopy()); provisioning.NodePoolHash(got) != nc.Annotations[v1.NodePoolHashAnnotationKey] {
+	if got := ExpectExists(f.ctx, t, e.Client, np.DeepCopy()); got.Hash() != nc.Annotations[v1.NodePoolHashAnnotationKey] {
 		t.Fatal("requirements must not be part of the hash: the drift below has to come from the requirements check")
 	}
 	_, nc = f.reconcile(t, nc)
@@ -299,7 +298,7 @@ func TestNotLaunchedIsNeverDrifted(t *testing.T) {
 // is not drifted; the NodePool hash controller re-stamps it with ours, after
 // which template changes drift it as usual.
 func TestForeignHashVersionIsRestampedNotDrifted(t *testing.T) {
-	if provisioning.NodePoolHashVersion == "v3" {
+	if v1.NodePoolHashVersion == "v3" {
 		t.Fatal(`NodePoolHashVersion must differ from upstream's "v3": our hashes are computed differently`)
 	}
 	f := setup(t)
@@ -316,8 +315,8 @@ func TestForeignHashVersionIsRestampedNotDrifted(t *testing.T) {
 	ExpectReconciled(f.ctx, t, nodepool.NewHashController(e.Client), np)
 	nc = ExpectExists(f.ctx, t, e.Client, nc)
 	stored := ExpectExists(f.ctx, t, e.Client, np.DeepCopy())
-	if nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != provisioning.NodePoolHashVersion ||
-		nc.Annotations[v1.NodePoolHashAnnotationKey] != provisioning.NodePoolHash(stored) {
+	if nc.Annotations[v1.NodePoolHashVersionAnnotationKey] != v1.NodePoolHashVersion ||
+		nc.Annotations[v1.NodePoolHashAnnotationKey] != stored.Hash() {
 		t.Fatalf("NodeClaim not re-stamped: %v", nc.Annotations)
 	}
 	_, nc = f.reconcile(t, nc)

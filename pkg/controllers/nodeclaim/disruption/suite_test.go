@@ -15,7 +15,6 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
-	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -111,8 +110,8 @@ func launched(f *fixture, t *testing.T, np *v1.NodePool, name string, initialize
 			Name:   name,
 			Labels: labels,
 			Annotations: map[string]string{
-				v1.NodePoolHashAnnotationKey:        provisioning.NodePoolHash(np),
-				v1.NodePoolHashVersionAnnotationKey: provisioning.NodePoolHashVersion,
+				v1.NodePoolHashAnnotationKey:        np.Hash(),
+				v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion,
 			},
 		},
 		Spec: v1.NodeClaimSpec{

@@ -21,6 +21,9 @@ const (
 	LabelConsolidationPolicy = "consolidation_policy"
 	// LabelTerminationMode says how the drain that follows is bounded.
 	LabelTerminationMode = "termination_mode"
+	// LabelMinValuesRelaxed says whether the new NodeClaim's minValues were
+	// relaxed (MIN_VALUES_POLICY=BestEffort).
+	LabelMinValuesRelaxed = "min_values_relaxed"
 )
 
 // Values of the termination_mode label, from the NodeClaim's
@@ -45,6 +48,13 @@ const (
 )
 
 var (
+	// NodeClaimsCreatedTotal is karpenter_nodeclaims_created_total: NodeClaims
+	// the provisioner ("provisioning") or the disruption queue (the disruption
+	// reason, for replacements) created.
+	NodeClaimsCreatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "created_total",
+		Help: "Number of nodeclaims created in total by Karpenter. Labeled by reason the nodeclaim was created and the owning nodepool.",
+	}, []string{LabelReason, LabelNodePool, LabelMinValuesRelaxed})
 	// NodesCreatedTotal counts nodes that registered for a NodeClaim.
 	NodesCreatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodes", Name: "created_total",
@@ -88,7 +98,7 @@ var (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, PodsDisruptionInitiatedTotal, NodeClaimTerminationDuration, InstanceTerminationDuration)
+	crmetrics.Registry.MustRegister(NodeClaimsCreatedTotal, NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, PodsDisruptionInitiatedTotal, NodeClaimTerminationDuration, InstanceTerminationDuration)
 }
 
 // TerminationMode is the termination_mode label value for a NodeClaim.

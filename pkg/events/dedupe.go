@@ -1,4 +1,8 @@
-package provisioning
+// Package events holds what the controllers share about Kubernetes events: a
+// recorder that records an identical event at most once per window, for
+// controllers that re-decide the same thing every few seconds (the
+// provisioner's batches, the disruption passes).
+package events
 
 import (
 	"fmt"

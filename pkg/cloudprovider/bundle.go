@@ -1,0 +1,91 @@
+package cloudprovider
+
+import (
+	"context"
+	"flag"
+
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/state"
+)
+
+// Provider is how a cloud provider plugs into the operator. Each provider
+// package exposes one constructor returning its Provider (e.g.
+// kwok.NewProvider), and the registry (pkg/cloudprovider/providers) lists
+// them; --cloud-provider picks one by Name. A Provider value holds its own
+// parsed settings, so the registry builds fresh values for every parse.
+type Provider interface {
+	// Name is the value of --cloud-provider that selects the provider, and
+	// what its CloudProvider's Name returns.
+	Name() string
+	// AddFlags registers the provider's settings on fs, each a flag whose
+	// default comes from the environment variable upstream names it (read
+	// through env, which records values that do not parse). Every
+	// provider's flags are registered, whichever is chosen, so flag names
+	// must not collide with the core's (pkg/operator/options) or another
+	// provider's.
+	AddFlags(fs *flag.FlagSet, env *options.Env)
+	// Validate checks the provider's settings once flags are parsed, with
+	// the core settings at hand. It runs only for the chosen provider, before
+	// anything connects to the cluster, so a bad setting stops start-up with
+	// an error that names it.
+	Validate(core *options.Options) error
+	// New builds the provider's Bundle.
+	New(ctx context.Context, deps Deps) (*Bundle, error)
+}
+
+// Deps are what the operator hands a Provider to build its Bundle.
+type Deps struct {
+	// Manager runs the controllers; providers reach its field indexers, API
+	// reader and REST config through it.
+	Manager manager.Manager
+	// KubeClient is the manager's cached client.
+	KubeClient client.Client
+	// Clock: every controller that waits takes it, so tests can use a fake one.
+	Clock clock.Clock
+	// Recorder writes Kubernetes events.
+	Recorder record.EventRecorder
+	// Options are the core settings (feature gates, cluster name, ...).
+	Options *options.Options
+	// Cluster is the in-memory cluster state the core's controllers share.
+	Cluster *state.Cluster
+}
+
+// Bundle is everything the operator takes from one cloud provider.
+type Bundle struct {
+	// CloudProvider launches and removes instances. Its
+	// GetSupportedNodeClasses names the provider's NodeClass kinds. The
+	// operator wraps it with the metrics decorator
+	// (pkg/cloudprovider/metrics.Decorate) before handing it to the core's
+	// controllers; a provider whose own controllers should be measured too
+	// decorates it itself (Decorate does not wrap twice).
+	CloudProvider CloudProvider
+	// Controllers the provider runs besides the core's (NodeClass status,
+	// pricing refresh, interruption handling, instance garbage collection,
+	// ...), registered with the same manager.
+	Controllers []Controller
+	// WellKnownLabels are the labels the provider sets on nodes beyond
+	// Karpenter's own (v1.WellKnownLabels); the node metrics report each as
+	// a metric label.
+	WellKnownLabels []string
+	// NodeClassLabelKey is the label naming a node's NodeClass (e.g.
+	// karpenter.kwok.sh/kwoknodeclass); the status metrics of NodeClaims and
+	// Nodes carry it.
+	NodeClassLabelKey string
+}
+
+// Controller is anything the operator registers with its manager: a
+// reconciler with its watches, or a Runnable added with mgr.Add.
+type Controller interface {
+	Register(ctx context.Context, mgr manager.Manager) error
+}
+
+// ControllerFunc adapts a registration function to Controller.
+type ControllerFunc func(ctx context.Context, mgr manager.Manager) error
+
+// Register calls f.
+func (f ControllerFunc) Register(ctx context.Context, mgr manager.Manager) error { return f(ctx, mgr) }

@@ -1,0 +1,60 @@
+package kwok
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
+)
+
+// Options are the KWOK provider's settings (upstream KWOK's
+// kwok/options/options.go).
+type Options struct {
+	// InstanceTypesFilePath names a JSON file of instance types replacing the
+	// embedded catalog (--instance-types-file-path, INSTANCE_TYPES_FILE_PATH).
+	InstanceTypesFilePath string
+}
+
+// AddFlags registers the settings on fs, with defaults from env.
+func (o *Options) AddFlags(fs *flag.FlagSet, env *options.Env) {
+	fs.StringVar(&o.InstanceTypesFilePath, "instance-types-file-path", env.String(InstanceTypesFilePathEnv, ""),
+		"KWOK provider: JSON file of instance types replacing the embedded catalog.")
+}
+
+// Provider builds the KWOK bundle: the simulated CloudProvider over the
+// catalog, the KWOKNodeClass readiness controller, the catalog's labels and
+// the KWOKNodeClass label.
+type Provider struct {
+	Options Options
+}
+
+var _ cloudprovider.Provider = (*Provider)(nil)
+
+// NewProvider returns the KWOK provider with its settings at their defaults.
+func NewProvider() *Provider { return &Provider{} }
+
+// Name is "kwok".
+func (p *Provider) Name() string { return ProviderName }
+
+// AddFlags registers the KWOK settings.
+func (p *Provider) AddFlags(fs *flag.FlagSet, env *options.Env) { p.Options.AddFlags(fs, env) }
+
+// Validate accepts every setting: the catalog file is read (and checked) by
+// New.
+func (p *Provider) Validate(*options.Options) error { return nil }
+
+// New loads the catalog and builds the bundle.
+func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprovider.Bundle, error) {
+	catalog, err := LoadInstanceTypes(p.Options.InstanceTypesFilePath)
+	if err != nil {
+		return nil, fmt.Errorf("loading KWOK instance types: %w", err)
+	}
+	return &cloudprovider.Bundle{
+		CloudProvider:     New(ctx, deps.KubeClient, deps.Clock, catalog),
+		Controllers:       []cloudprovider.Controller{NewNodeClassController(deps.KubeClient, deps.Clock)},
+		WellKnownLabels:   WellKnownLabels,
+		NodeClassLabelKey: NodeClassLabelKey,
+	}, nil
+}

@@ -1,0 +1,190 @@
+// Package controllers wires every controller of the operator into its
+// manager; it is the one place that does. cmd/karpenter builds the operator,
+// the cluster state and the chosen cloud provider's Bundle, and calls
+// Register. The packages below hold the controllers themselves:
+// provisioning (pods to NodeClaims), nodeclaim/* (a NodeClaim's life),
+// node/termination (draining deleted Nodes), nodepool (NodePool status and
+// hash), disruption (passes and the orchestration queue) and metrics/*
+// (cluster state, pod and status-condition metrics).
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
+	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+	statusmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/status"
+	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
+	ncdisruption "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
+	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/state"
+	"github.com/karpenter-go/karpenter/pkg/state/informer"
+)
+
+// Deps are what the controllers share.
+type Deps struct {
+	KubeClient client.Client
+	Clock      clock.Clock
+	Recorder   record.EventRecorder
+	Options    *options.Options
+	// Cluster is the in-memory cluster state; Register adds the informers
+	// that feed it.
+	Cluster *state.Cluster
+	// Bundle is the chosen cloud provider's (pkg/cloudprovider/providers).
+	Bundle *cloudprovider.Bundle
+}
+
+// Register adds every controller to mgr: the provider's own, the cluster
+// state informers, provisioning, the metrics controllers (unless
+// DISABLE_CLUSTER_STATE_OBSERVABILITY), the NodeClaim and Node lifecycle, the
+// NodePool controllers and disruption. The core's controllers reach the
+// provider through the metrics decorator, so its calls are measured.
+func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
+	cp := cpmetrics.Decorate(d.Bundle.CloudProvider)
+	all := append([]cloudprovider.Controller(nil), d.Bundle.Controllers...)
+	all = append(all, StateInformers(d.KubeClient, d.Cluster)...)
+
+	prov := provisioning.NewProvisioner(d.KubeClient, cp, d.Cluster, d.Recorder, d.Clock, provisioning.Options{
+		BatchIdleDuration: d.Options.BatchIdleDuration,
+		BatchMaxDuration:  d.Options.BatchMaxDuration,
+		PreferencePolicy:  d.Options.PreferencePolicy,
+		MinValuesPolicy:   d.Options.MinValuesPolicy,
+	})
+	all = append(all, runnable(prov), cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error {
+		return provisioning.NewPodTrigger(d.KubeClient, prov.Batcher()).Register(mgr, d.Options.CPUConcurrency(10, 1000))
+	}))
+	if !d.Options.DisableClusterStateObservability {
+		metrics, err := observability(d)
+		if err != nil {
+			return err
+		}
+		all = append(all, metrics...)
+	}
+	all = append(all, NodeLifecycle(d.KubeClient, cp, d.Clock, d.Recorder)...)
+	all = append(all, NodePools(d.KubeClient, cp, d.Clock)...)
+
+	// The disruption controller decides; the orchestration queue carries its
+	// commands out.
+	queue := orchestration.NewQueue(d.KubeClient, d.Cluster, d.Recorder, d.Clock)
+	all = append(all, registerer(queue.Register), runnable(disruption.NewController(d.KubeClient, d.Cluster, prov, cp, queue, d.Recorder, d.Clock, disruption.Options{
+		SpotToSpotConsolidation: d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation),
+	})))
+
+	if err := RegisterEach(ctx, mgr, all...); err != nil {
+		return err
+	}
+	// Decide once right after start-up (or winning leadership): pods that went
+	// pending while no controller ran would otherwise wait for their re-trigger.
+	prov.Trigger(types.UID("startup"))
+	return nil
+}
+
+// RegisterEach registers cs with mgr in order, stopping at the first error.
+func RegisterEach(ctx context.Context, mgr manager.Manager, cs ...cloudprovider.Controller) error {
+	for _, c := range cs {
+		if err := c.Register(ctx, mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StateInformers feed the cluster state from Nodes, NodeClaims, pods,
+// DaemonSets and NodePools.
+func StateInformers(kube client.Reader, cluster *state.Cluster) []cloudprovider.Controller {
+	var out []cloudprovider.Controller
+	for _, c := range informer.All(kube, cluster) {
+		out = append(out, cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error {
+			if err := c.Register(mgr); err != nil {
+				return fmt.Errorf("registering %s: %w", c.Name(), err)
+			}
+			return nil
+		}))
+	}
+	return out
+}
+
+// NodeLifecycle are the controllers that own a NodeClaim once it exists and
+// the Node behind it: lifecycle (launch, registration, initialization,
+// liveness, the NodeClaim finalizer), Node termination (drain, with its
+// eviction queue), pod events, the Consolidatable and Drifted conditions,
+// expiration, and garbage collection of instances against NodeClaims. cp
+// should be the decorated provider, so that their calls are measured.
+func NodeLifecycle(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) []cloudprovider.Controller {
+	return []cloudprovider.Controller{
+		lifecycle.NewController(kube, cp, clk, recorder),
+		termination.NewController(kube, cp, clk, recorder),
+		podevents.NewController(kube, clk),
+		registerer(ncdisruption.NewController(kube, cp, clk).Register),
+		registerer(expiration.NewController(kube, clk, recorder).Register),
+		registerer(garbagecollection.NewController(kube, cp, clk, recorder).Register),
+	}
+}
+
+// NodePools are the NodePool controllers: resource counter, NodeClassReady,
+// validation and the hash annotations.
+func NodePools(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clock) []cloudprovider.Controller {
+	return []cloudprovider.Controller{
+		registerer(nodepool.NewCounter(kube, clk).Register),
+		registerer(nodepool.NewReadiness(kube, cp, clk).Register),
+		registerer(nodepool.NewValidation(kube, clk).Register),
+		registerer(nodepool.NewHashController(kube).Register),
+	}
+}
+
+// observability: the NodePool and cluster state gauges, per-node gauges and
+// cluster utilization (upstream's metrics.node), pod bound/startup latencies
+// and waiting-pod gauges (metrics.pod), and operator_<kind>_status_condition_*
+// and _termination_* (operatorpkg's status controllers).
+func observability(d Deps) ([]cloudprovider.Controller, error) {
+	out := []cloudprovider.Controller{runnable(&provisioning.MetricsExporter{Cluster: d.Cluster, Clock: d.Clock})}
+	nodeMetrics, err := nodemetrics.NewController(d.Cluster, d.Clock, crmetrics.Registry, d.Bundle.WellKnownLabels...)
+	if err != nil {
+		return nil, err
+	}
+	podMetrics, err := podmetrics.NewController(d.KubeClient, d.Clock, crmetrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, runnable(nodeMetrics), registerer(podMetrics.Register))
+	for _, kind := range []statusmetrics.Kind{
+		statusmetrics.NodeClaimKind(d.Bundle.NodeClassLabelKey),
+		statusmetrics.NodePoolKind(),
+		statusmetrics.NodeKind(d.Bundle.NodeClassLabelKey),
+	} {
+		statusMetrics, err := statusmetrics.NewController(d.KubeClient, d.Clock, crmetrics.Registry, kind)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, registerer(statusMetrics.Register))
+	}
+	return out, nil
+}
+
+// registerer adapts a controller whose Register takes no context.
+func registerer(register func(manager.Manager) error) cloudprovider.Controller {
+	return cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return register(mgr) })
+}
+
+// runnable adapts a manager Runnable (a controller with its own loop).
+func runnable(r manager.Runnable) cloudprovider.Controller {
+	return cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(r) })
+}

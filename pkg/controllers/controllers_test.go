@@ -1,0 +1,157 @@
+package controllers_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/controllers"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/state"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+// TestRegisterWiresTheOperator builds what cmd/karpenter builds (the KWOK
+// bundle, cluster state, every controller through Register) under a real
+// manager, and follows a pending pod: the KWOKNodeClass and NodePool become
+// Ready (the bundle's controller, the NodePool controllers), the provisioner
+// (fed by the pod trigger and the state informers) creates a NodeClaim, the
+// lifecycle controller launches it through the decorated provider, and the
+// NodeClaim and provider call metrics move.
+func TestRegisterWiresTheOperator(t *testing.T) {
+	e := env.StartT(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	mgr := env.NewManager(t, e.Config, e.Scheme)
+	opts, err := options.Parse([]string{"--batch-idle-duration=100ms", "--batch-max-duration=1s"}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := clock.RealClock{}
+	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // the controllers take a record.EventRecorder
+	cluster := state.NewCluster(clk, mgr.GetClient())
+	bundle, err := kwok.NewProvider().New(ctx, cloudprovider.Deps{
+		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: cluster,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controllers.Register(ctx, mgr, controllers.Deps{
+		KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: cluster, Bundle: bundle,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	env.RunManager(ctx, t, mgr)
+
+	// Plain creates: running controllers write status concurrently, which an
+	// apply-with-status would race with.
+	create(ctx, t, e, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	np := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1.NodePoolSpec{
+			// Nothing may be disrupted while the test looks.
+			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration("Never")},
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+			}},
+		},
+	}
+	create(ctx, t, e, np)
+	Eventually(t, 30*time.Second, func() error {
+		got := ExpectExists(ctx, t, e.Client, np.DeepCopy())
+		if !got.StatusConditions().Root().IsTrue() {
+			return fmt.Errorf("NodePool not Ready: %v", got.Status.Conditions)
+		}
+		if got.Annotations[v1.NodePoolHashAnnotationKey] != got.Hash() {
+			return errors.New("NodePool without its hash annotation")
+		}
+		return nil
+	})
+
+	ExpectApplied(ctx, t, e.Client, &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "pending", Namespace: "default"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}}},
+		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
+		}}},
+	})
+	Eventually(t, 60*time.Second, func() error {
+		l := &v1.NodeClaimList{}
+		if err := e.Client.List(ctx, l); err != nil {
+			return err
+		}
+		if len(l.Items) != 1 {
+			return fmt.Errorf("%d NodeClaims, want one for the pending pod", len(l.Items))
+		}
+		nc := l.Items[0]
+		if nc.Labels[v1.NodePoolLabelKey] != "default" || nc.Labels[bundle.NodeClassLabelKey] != "default" {
+			return fmt.Errorf("NodeClaim labels %v", nc.Labels)
+		}
+		if !nc.StatusConditions().Get(v1.ConditionTypeLaunched).IsTrue() {
+			return fmt.Errorf("NodeClaim not launched: %v", nc.Status.Conditions)
+		}
+		return nil
+	})
+	for _, m := range []struct {
+		name   string
+		labels map[string]string
+	}{
+		{"karpenter_nodeclaims_created_total", map[string]string{"reason": "provisioning", "nodepool": "default"}},
+		{"karpenter_cloudprovider_duration_seconds", map[string]string{"method": "Create", "provider": "kwok"}},
+	} {
+		if !reported(t, m.name, m.labels) {
+			t.Errorf("%s%v not reported", m.name, m.labels)
+		}
+	}
+}
+
+func create(ctx context.Context, t *testing.T, e *env.Environment, o client.Object) {
+	t.Helper()
+	if err := e.Client.Create(ctx, o.DeepCopyObject().(client.Object)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// reported: the registry has a sample of name carrying labels.
+func reported(t *testing.T, name string, labels map[string]string) bool {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != name {
+			continue
+		}
+	sample:
+		for _, m := range f.GetMetric() {
+			have := map[string]string{}
+			for _, l := range m.GetLabel() {
+				have[l.GetName()] = l.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue sample
+				}
+			}
+			return true
+		}
+	}
+	return false
+}
