@@ -1,0 +1,96 @@
+package awsemulator
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"time"
+)
+
+// serveControl answers the unsigned control endpoint the binary's users drive:
+//
+//	POST   /_emulator/faults                 a Fault as JSON (Latency: "250ms" or nanoseconds)
+//	DELETE /_emulator/faults                 clear every fault
+//	GET    /_emulator/calls                  {"ec2/DescribeSubnets": 3, ...}
+//	POST   /_emulator/insufficient-capacity  {"capacityType","instanceType","zone","on"}
+//	POST   /_emulator/deny                   {"service","action","deny"}
+func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
+	reply := func(status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_ = json.NewEncoder(w).Encode(v)
+	}
+	bad := func(err error) { reply(http.StatusBadRequest, map[string]string{"error": err.Error()}) }
+	switch {
+	case r.URL.Path == "/_emulator/faults" && r.Method == http.MethodPost:
+		var in struct {
+			Service, Action, Code string
+			Rate                  float64
+			Count                 int
+			Latency               json.RawMessage
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			bad(err)
+			return
+		}
+		latency, err := parseLatency(in.Latency)
+		if err != nil {
+			bad(err)
+			return
+		}
+		if in.Rate < 0 || in.Rate > 1 || in.Count < 0 {
+			bad(fmt.Errorf("rate must be within 0..1 and count >= 0"))
+			return
+		}
+		e.InjectFault(Fault{Service: in.Service, Action: in.Action, Code: in.Code, Rate: in.Rate, Count: in.Count, Latency: latency})
+		reply(http.StatusOK, map[string]string{"status": "injected"})
+	case r.URL.Path == "/_emulator/faults" && r.Method == http.MethodDelete:
+		e.ClearFaults()
+		reply(http.StatusOK, map[string]string{"status": "cleared"})
+	case r.URL.Path == "/_emulator/calls" && r.Method == http.MethodGet:
+		reply(http.StatusOK, e.AllCalls())
+	case r.URL.Path == "/_emulator/insufficient-capacity" && r.Method == http.MethodPost:
+		var in struct {
+			CapacityType, InstanceType, Zone string
+			On                               bool
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			bad(err)
+			return
+		}
+		e.SetInsufficientCapacity(in.CapacityType, in.InstanceType, in.Zone, in.On)
+		reply(http.StatusOK, map[string]string{"status": "set"})
+	case r.URL.Path == "/_emulator/deny" && r.Method == http.MethodPost:
+		var in struct {
+			Service, Action string
+			Deny            bool
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			bad(err)
+			return
+		}
+		if in.Deny {
+			e.DenyAction(in.Service, in.Action)
+		} else {
+			e.AllowAction(in.Service, in.Action)
+		}
+		reply(http.StatusOK, map[string]string{"status": "set"})
+	default:
+		reply(http.StatusNotFound, map[string]string{"error": "unknown control request " + r.Method + " " + r.URL.Path})
+	}
+}
+
+func parseLatency(raw json.RawMessage) (time.Duration, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return 0, nil
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err == nil {
+		return time.ParseDuration(s)
+	}
+	var n int64
+	if err := json.Unmarshal(raw, &n); err != nil {
+		return 0, fmt.Errorf("latency must be a duration string or nanoseconds: %w", err)
+	}
+	return time.Duration(n), nil
+}

@@ -1,0 +1,214 @@
+package awsemulator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+)
+
+// Options configure an Emulator. The zero value is the default seed of the contract.
+type Options struct {
+	Region            string   // default "us-west-2"
+	Zones             []string // default: <region>a .. <region>d
+	ClusterName       string   // default "karpenter-demo"
+	KubernetesVersion string   // EKS cluster version, default "1.34"
+	AccountID         string   // default "123456789012"
+	AccessKeyID       string   // default "AKIAEMULATOR00000000"
+	SecretAccessKey   string   // default "emulator-secret-access-key"
+	Listen            string   // default "127.0.0.1:0"
+}
+
+func (o Options) withDefaults() Options {
+	if o.Region == "" {
+		o.Region = "us-west-2"
+	}
+	if len(o.Zones) == 0 {
+		for _, s := range []string{"a", "b", "c", "d"} {
+			o.Zones = append(o.Zones, o.Region+s)
+		}
+	} else {
+		o.Zones = append([]string(nil), o.Zones...)
+	}
+	if o.ClusterName == "" {
+		o.ClusterName = "karpenter-demo"
+	}
+	if o.KubernetesVersion == "" {
+		o.KubernetesVersion = "1.34"
+	}
+	if o.AccountID == "" {
+		o.AccountID = "123456789012"
+	}
+	if o.AccessKeyID == "" {
+		o.AccessKeyID = "AKIAEMULATOR00000000"
+	}
+	if o.SecretAccessKey == "" {
+		o.SecretAccessKey = "emulator-secret-access-key"
+	}
+	if o.Listen == "" {
+		o.Listen = "127.0.0.1:0"
+	}
+	return o
+}
+
+// Emulator is a running AWS emulator: one HTTP listener for every service.
+type Emulator struct {
+	opts     Options
+	listener net.Listener
+	server   *http.Server
+	endpoint string
+	done     chan struct{} // closed by Close; wakes long polls and fault latencies
+	closeOne sync.Once
+
+	mu sync.Mutex // guards st
+	st *state
+
+	callsMu sync.Mutex
+	calls   map[string]int // "service/Action" -> answered requests
+
+	faults faultSet
+}
+
+// Start seeds the state from opts and serves until Close.
+func Start(opts Options) (*Emulator, error) {
+	opts = opts.withDefaults()
+	st, err := seed(opts)
+	if err != nil {
+		return nil, fmt.Errorf("seeding emulator state: %w", err)
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("listening on %s: %w", opts.Listen, err)
+	}
+	e := &Emulator{
+		opts:     opts,
+		listener: ln,
+		endpoint: "http://" + ln.Addr().String(),
+		done:     make(chan struct{}),
+		st:       st,
+		calls:    map[string]int{},
+	}
+	e.server = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = e.server.Serve(ln) }()
+	return e, nil
+}
+
+// StartForTest starts an emulator that closes when the test ends; it fails the test when
+// the emulator cannot start.
+func StartForTest(t testing.TB, opts Options) *Emulator {
+	t.Helper()
+	e, err := Start(opts)
+	if err != nil {
+		t.Fatalf("starting AWS emulator: %v", err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// Endpoint is the base URL of the emulator, e.g. "http://127.0.0.1:41234".
+func (e *Emulator) Endpoint() string { return e.endpoint }
+
+// Close stops serving; pending long polls return at once.
+func (e *Emulator) Close() error {
+	var err error
+	e.closeOne.Do(func() {
+		close(e.done)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err = e.server.Shutdown(ctx); err != nil {
+			err = e.server.Close()
+		}
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+	})
+	return err
+}
+
+// Options returns the options with defaults filled in.
+func (e *Emulator) Options() Options {
+	o := e.opts
+	o.Zones = append([]string(nil), o.Zones...)
+	return o
+}
+
+// AWSConfig is an aws.Config reaching this emulator: region, static credentials and
+// BaseEndpoint. The SDK's standard retryer stays on.
+func (e *Emulator) AWSConfig() aws.Config {
+	return aws.Config{
+		Region:       e.opts.Region,
+		Credentials:  credentials.NewStaticCredentialsProvider(e.opts.AccessKeyID, e.opts.SecretAccessKey, ""),
+		BaseEndpoint: aws.String(e.endpoint),
+	}
+}
+
+// Env is the environment a process needs to reach this emulator through the SDK's
+// standard settings (KEY=VALUE).
+func (e *Emulator) Env() []string {
+	return []string{
+		"AWS_ENDPOINT_URL=" + e.endpoint,
+		"AWS_REGION=" + e.opts.Region,
+		"AWS_ACCESS_KEY_ID=" + e.opts.AccessKeyID,
+		"AWS_SECRET_ACCESS_KEY=" + e.opts.SecretAccessKey,
+	}
+}
+
+// Calls is how many requests of service ("ec2", "iam", "ssm", "pricing", "sqs", "eks")
+// and action ("DescribeSubnets", ...) were answered, including rejected and faulted ones.
+// An empty action sums over the service's actions.
+func (e *Emulator) Calls(service, action string) int {
+	e.callsMu.Lock()
+	defer e.callsMu.Unlock()
+	if action != "" {
+		return e.calls[service+"/"+action]
+	}
+	n := 0
+	for k, v := range e.calls {
+		if strings.HasPrefix(k, service+"/") {
+			n += v
+		}
+	}
+	return n
+}
+
+// AllCalls returns every counter as "service/Action" -> count.
+func (e *Emulator) AllCalls() map[string]int {
+	e.callsMu.Lock()
+	defer e.callsMu.Unlock()
+	out := make(map[string]int, len(e.calls))
+	for k, v := range e.calls {
+		out[k] = v
+	}
+	return out
+}
+
+// ResetCalls zeroes every counter.
+func (e *Emulator) ResetCalls() {
+	e.callsMu.Lock()
+	defer e.callsMu.Unlock()
+	e.calls = map[string]int{}
+}
+
+func (e *Emulator) countCall(service, action string) {
+	e.callsMu.Lock()
+	defer e.callsMu.Unlock()
+	e.calls[service+"/"+action]++
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
