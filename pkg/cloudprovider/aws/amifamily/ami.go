@@ -119,7 +119,7 @@ type Provider struct {
 // Option adjusts a Provider.
 type Option func(*Provider)
 
-// WithPageSize sets DescribeImages MaxResults (5..1000; default 1000).
+// WithPageSize sets DescribeImages MaxResults (6..1000; default 1000).
 func WithPageSize(n int32) Option { return func(p *Provider) { p.pageSize = n } }
 
 // NewProvider returns a provider whose DescribeImages answers live for ttl
