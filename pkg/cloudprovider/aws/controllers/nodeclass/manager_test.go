@@ -55,6 +55,17 @@ func TestManagerFinalizerWaitsForNodeClaims(t *testing.T) {
 	for _, cl := range append(claims, other) {
 		ExpectApplied(ctx, t, e.Client, cl)
 	}
+	// The controller reads NodeClaims from the manager's cache: let it see them first.
+	Eventually(t, 30*time.Second, func() error {
+		list := &karpv1.NodeClaimList{}
+		if err := mgr.GetClient().List(ctx, list); err != nil {
+			return err
+		}
+		if len(list.Items) != 3 {
+			return fmt.Errorf("cache holds %d NodeClaims", len(list.Items))
+		}
+		return nil
+	})
 	ExpectDeleted(ctx, t, e.Client, nc)
 	Eventually(t, 30*time.Second, func() error {
 		events := &corev1.EventList{}

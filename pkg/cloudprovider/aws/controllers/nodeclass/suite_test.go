@@ -9,11 +9,9 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awstest"
@@ -105,6 +103,3 @@ func conditionSummary(nc *v1.EC2NodeClass) string {
 	}
 	return strings.Join(parts, "\n")
 }
-
-var _ = status.ConditionReady
-var _ = ptr.To[string]
