@@ -20,6 +20,11 @@ func ec2Ops() map[string]handler {
 		"CreateFleet":                   ec2CreateFleet,
 		"CreateLaunchTemplate":          ec2CreateLaunchTemplate,
 		"RunInstances":                  ec2RunInstances,
+		"DescribeLaunchTemplates":       ec2DescribeLaunchTemplates,
+		"DeleteLaunchTemplate":          ec2DeleteLaunchTemplate,
+		"DescribeInstances":             ec2DescribeInstances,
+		"TerminateInstances":            ec2TerminateInstances,
+		"CreateTags":                    ec2CreateTags,
 	}
 }
 

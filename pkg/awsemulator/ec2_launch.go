@@ -4,20 +4,6 @@ package awsemulator
 // DryRun request that reaches them answers DryRunOperation, as EC2 does for a caller
 // that holds the permission.
 
-func ec2CreateFleet(c *call) (any, error) {
-	if c.boolean("DryRun") {
-		return nil, dryRun()
-	}
-	return nil, notYet(c)
-}
-
-func ec2CreateLaunchTemplate(c *call) (any, error) {
-	if c.boolean("DryRun") {
-		return nil, dryRun()
-	}
-	return nil, notYet(c)
-}
-
 func ec2RunInstances(c *call) (any, error) {
 	if c.boolean("DryRun") {
 		return nil, dryRun()
@@ -26,5 +12,5 @@ func ec2RunInstances(c *call) (any, error) {
 }
 
 func notYet(c *call) *apiError {
-	return errorf(400, "UnsupportedOperation", "The emulator answers %s only with DryRun so far.", c.action)
+	return errorf(400, "UnsupportedOperation", "The emulator answers %s only with DryRun; launch through CreateFleet.", c.action)
 }

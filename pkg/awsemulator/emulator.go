@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sort"
@@ -141,15 +142,43 @@ func (e *Emulator) Options() Options {
 	return o
 }
 
-// AWSConfig is an aws.Config reaching this emulator: region, static credentials and
-// BaseEndpoint. The SDK's standard retryer stays on.
+// AWSConfig is an aws.Config reaching this emulator: region, static credentials,
+// BaseEndpoint and HTTPClient(). The SDK's standard retryer stays on.
 func (e *Emulator) AWSConfig() aws.Config {
 	return aws.Config{
 		Region:       e.opts.Region,
 		Credentials:  credentials.NewStaticCredentialsProvider(e.opts.AccessKeyID, e.opts.SecretAccessKey, ""),
 		BaseEndpoint: aws.String(e.endpoint),
+		HTTPClient:   HTTPClient(),
 	}
 }
+
+// HTTPClient is an HTTP client for SDK clients talking to an emulator on loopback.
+//
+// Why: the SDK closes a request's body as soon as the response headers are in, while
+// net/http's writer may still make its final read of that body (through WriteTo, which
+// then reports io.EOF as an error); the transport then closes the connection under the
+// response being read, and the SDK retries "use of closed network connection"
+// (aws-sdk-go-v2 #2737). Against AWS the network latency hides the race; against a
+// loopback emulator it hit about one request in four, making Calls counts flaky and
+// non-idempotent calls repeat. Hiding WriteTo makes net/http read the body with Read,
+// which the SDK's closed body answers with a plain EOF.
+func HTTPClient() *http.Client {
+	return &http.Client{Transport: readBodyTransport{http.DefaultTransport.(*http.Transport).Clone()}}
+}
+
+type readBodyTransport struct{ base http.RoundTripper }
+
+func (t readBodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Body != nil && r.Body != http.NoBody {
+		r = r.Clone(r.Context())
+		r.Body = readOnlyBody{r.Body}
+	}
+	return t.base.RoundTrip(r)
+}
+
+// readOnlyBody exposes only Read and Close (no WriteTo).
+type readOnlyBody struct{ io.ReadCloser }
 
 // Env is the environment a process needs to reach this emulator through the SDK's
 // standard settings (KEY=VALUE).

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"io"
 	"net/http"
 	"sort"
 	"strconv"
@@ -99,10 +100,12 @@ func writeSuccess(w http.ResponseWriter, c *call, out any) {
 	switch c.svc.protocol {
 	case protoEC2Query:
 		body, _ := out.(xmlBody)
-		w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
-		w.WriteHeader(http.StatusOK)
-		fmt.Fprintf(w, `<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<%sResponse xmlns="%s"><requestId>%s</requestId>%s</%sResponse>`,
+		doc := fmt.Sprintf(`<?xml version="1.0" encoding="UTF-8"?>`+"\n"+`<%sResponse xmlns="%s"><requestId>%s</requestId>%s</%sResponse>`,
 			c.action, c.svc.xmlns, c.requestID, body, c.action)
+		w.Header().Set("Content-Type", "text/xml;charset=UTF-8")
+		w.Header().Set("Content-Length", strconv.Itoa(len(doc)))
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, doc)
 	case protoAWSQuery:
 		body, _ := out.(xmlBody)
 		w.Header().Set("Content-Type", "text/xml")

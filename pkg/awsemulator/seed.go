@@ -43,6 +43,9 @@ func seed(opts Options) (*state, error) {
 		instanceProfiles:  map[string]*InstanceProfile{},
 		queues:            map[string]*queue{},
 		denied:            map[string]bool{},
+		launchTemplates:   map[string]*LaunchTemplate{},
+		instances:         map[string]*Instance{},
+		addressSeq:        map[string]int{},
 	}
 	prefix := zoneIDPrefix(opts.Region)
 	for i, z := range opts.Zones {
@@ -105,7 +108,7 @@ func (s *state) seedNetwork() {
 	clusterSG := &SecurityGroup{
 		ID: hexID("sg", c, s.opts.Region, "cluster"), Name: "eks-cluster-sg-" + c, VPCID: s.vpcID,
 		Description: "EKS created security group applied to ENI that is attached to EKS Control Plane master nodes, as well as any managed workloads.",
-		Tags: map[string]string{"karpenter.sh/discovery": c, "kubernetes.io/cluster/" + c: "owned", "Name": "eks-cluster-sg-" + c},
+		Tags:        map[string]string{"karpenter.sh/discovery": c, "kubernetes.io/cluster/" + c: "owned", "Name": "eks-cluster-sg-" + c},
 	}
 	def := &SecurityGroup{ID: hexID("sg", c, s.opts.Region, "default"), Name: "default", VPCID: s.vpcID,
 		Description: "default VPC security group", Tags: map[string]string{}}

@@ -2,7 +2,6 @@ package awsemulator
 
 import (
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -165,6 +164,3 @@ func versionLess(a, b string) bool {
 	}
 	return amin < bmin
 }
-
-// ssmArch maps an EC2 architecture to the spelling of SSM paths.
-func ssmArch(a string) string { return strings.ReplaceAll(a, "aarch64", "arm64") }

@@ -170,21 +170,21 @@ func newInstanceType(f *factsEntry) *instanceType {
 		maxENIs: vpc.ENIs, ipv4PerENI: vpc.IPv4PerENI, hypervisor: hypervisor, labels: l,
 	}
 	it.filterFields = map[string][]string{
-		"instance-type":                         {f.Name},
-		"supported-virtualization-type":         {"hvm"},
-		"processor-info.supported-architecture": archs,
-		"current-generation":                    {strconv.FormatBool(currentGen)},
-		"bare-metal":                            {strconv.FormatBool(bareMetal)},
-		"hypervisor":                            {hypervisor},
-		"burstable-performance-supported":       {strconv.FormatBool(burstable)},
-		"vcpu-info.default-vcpus":               {strconv.Itoa(vcpu)},
-		"memory-info.size-in-mib":               {strconv.FormatInt(mem, 10)},
-		"instance-storage-supported":            {strconv.FormatBool(nvme != "")},
-		"network-info.efa-supported":            {strconv.FormatBool(efa)},
+		"instance-type":                                {f.Name},
+		"supported-virtualization-type":                {"hvm"},
+		"processor-info.supported-architecture":        archs,
+		"current-generation":                           {strconv.FormatBool(currentGen)},
+		"bare-metal":                                   {strconv.FormatBool(bareMetal)},
+		"hypervisor":                                   {hypervisor},
+		"burstable-performance-supported":              {strconv.FormatBool(burstable)},
+		"vcpu-info.default-vcpus":                      {strconv.Itoa(vcpu)},
+		"memory-info.size-in-mib":                      {strconv.FormatInt(mem, 10)},
+		"instance-storage-supported":                   {strconv.FormatBool(nvme != "")},
+		"network-info.efa-supported":                   {strconv.FormatBool(efa)},
 		"network-info.encryption-in-transit-supported": {strconv.FormatBool(eit)},
-		"supported-usage-class":                 {"on-demand", "spot"},
-		"supported-root-device-type":            {"ebs"},
-		"free-tier-eligible":                    {strconv.FormatBool(f.Name == "t2.micro" || f.Name == "t3.micro")},
+		"supported-usage-class":                        {"on-demand", "spot"},
+		"supported-root-device-type":                   {"ebs"},
+		"free-tier-eligible":                           {strconv.FormatBool(f.Name == "t2.micro" || f.Name == "t3.micro")},
 	}
 
 	var b xb
@@ -284,7 +284,9 @@ func newInstanceType(f *factsEntry) *instanceType {
 	b.boolean("encryptionInTransitSupported", eit)
 	b.close("networkInfo")
 
-	if n := atoi(l["karpenter.k8s.aws/instance-gpu-count"]); n > 0 {
+	// g6f/gr6f carry a fraction of a GPU: AWS reports a count of 0 (and Karpenter's label says so).
+	if count, ok := l["karpenter.k8s.aws/instance-gpu-count"]; ok {
+		n := atoi(count)
 		gname := gpuNames[l["karpenter.k8s.aws/instance-gpu-name"]]
 		if gname == "" {
 			gname = titleWords(l["karpenter.k8s.aws/instance-gpu-name"])
@@ -301,7 +303,7 @@ func newInstanceType(f *factsEntry) *instanceType {
 		b.close("memoryInfo")
 		b.close("item")
 		b.close("gpus")
-		b.integer("totalGpuMemoryInMiB", gmem*int64(n))
+		b.integer("totalGpuMemoryInMiB", gmem*int64(max(n, 1)))
 		b.close("gpuInfo")
 	}
 	if n := atoi(l["karpenter.k8s.aws/instance-accelerator-count"]); n > 0 {

@@ -24,8 +24,8 @@ type state struct {
 	instanceTypes     []*instanceType // sorted by name
 	instanceTypeIndex map[string]*instanceType
 	offered           map[string]map[string]bool // type -> zone name -> offered
-	spotPrices        map[offeringKey]float64     // (type, zone) -> USD/h
-	insufficient      map[capacityKey]bool        // (capacity type, type, zone) out of capacity
+	spotPrices        map[offeringKey]float64    // (type, zone) -> USD/h
+	insufficient      map[capacityKey]bool       // (capacity type, type, zone) out of capacity
 
 	parameters       map[string]*Parameter
 	roles            map[string]*Role
@@ -35,6 +35,11 @@ type state struct {
 	pricing          []priceItem // built on first GetProducts
 
 	denied map[string]bool // "service/Action"
+
+	launchTemplates map[string]*LaunchTemplate // by ID
+	instances       map[string]*Instance       // by ID
+	instanceOrder   []string                   // launch order
+	addressSeq      map[string]int             // subnet ID -> addresses handed out
 
 	seq int // deterministic counter for generated IDs
 }

@@ -1,0 +1,72 @@
+// Command aws-emulator serves the AWS emulator of pkg/awsemulator on one endpoint:
+// EC2, IAM, SSM, Pricing, SQS and EKS as aws-sdk-go-v2 speaks them, seeded with the
+// default world (1,363 instance types, subnets, security groups, AMIs and SSM
+// parameters, an EKS cluster). It prints the endpoint and the environment to export
+// so the SDK's standard settings reach it, then serves until SIGTERM or SIGINT.
+// Faults are injected over HTTP: POST <endpoint>/_emulator/faults (see control.go).
+package main
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/karpenter-go/karpenter/pkg/awsemulator"
+)
+
+func main() {
+	if err := run(os.Args[1:], os.Stdout, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "aws-emulator:", err)
+		os.Exit(1)
+	}
+}
+
+// run parses args, starts the emulator, prints how to reach it to out and serves until
+// a signal arrives (or stop is closed, for tests).
+func run(args []string, out io.Writer, stop <-chan struct{}) error {
+	fs := flag.NewFlagSet("aws-emulator", flag.ContinueOnError)
+	var o awsemulator.Options
+	var zones string
+	fs.StringVar(&o.Region, "region", "us-west-2", "AWS region the emulator serves")
+	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a..d)")
+	fs.StringVar(&o.ClusterName, "cluster-name", "karpenter-demo", "name of the EKS cluster, its subnets' and security groups' discovery tag")
+	fs.StringVar(&o.KubernetesVersion, "kubernetes-version", "1.34", "Kubernetes version of the EKS cluster")
+	fs.StringVar(&o.AccountID, "account-id", "123456789012", "AWS account ID")
+	fs.StringVar(&o.AccessKeyID, "access-key-id", "AKIAEMULATOR00000000", "access key ID requests must be signed with")
+	fs.StringVar(&o.SecretAccessKey, "secret-access-key", "emulator-secret-access-key", "secret access key requests must be signed with")
+	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to listen on")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if zones != "" {
+		for _, z := range strings.Split(zones, ",") {
+			if z = strings.TrimSpace(z); z != "" {
+				o.Zones = append(o.Zones, z)
+			}
+		}
+	}
+	e, err := awsemulator.Start(o)
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	fmt.Fprintf(out, "AWS emulator listening on %s\n", e.Endpoint())
+	for _, kv := range e.Env() {
+		fmt.Fprintf(out, "export %s\n", kv)
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)
+	defer signal.Stop(sig)
+	select {
+	case <-sig:
+	case <-stop:
+	}
+	return e.Close()
+}

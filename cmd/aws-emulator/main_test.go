@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"strings"
+	"testing"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+)
+
+func TestRunServesUntilStopped(t *testing.T) {
+	r, w := io.Pipe()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"--region", "eu-west-1", "--zones", "eu-west-1a,eu-west-1b", "--cluster-name", "demo"}, w, stop)
+		w.Close()
+	}()
+	env := map[string]string{}
+	sc := bufio.NewScanner(r)
+	for len(env) < 4 && sc.Scan() {
+		if kv, ok := strings.CutPrefix(sc.Text(), "export "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	if env["AWS_REGION"] != "eu-west-1" || !strings.HasPrefix(env["AWS_ENDPOINT_URL"], "http://127.0.0.1:") {
+		t.Fatalf("printed env %v", env)
+	}
+	cfg := aws.Config{
+		Region:       env["AWS_REGION"],
+		Credentials:  credentials.NewStaticCredentialsProvider(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], ""),
+		BaseEndpoint: aws.String(env["AWS_ENDPOINT_URL"]),
+	}
+	out, err := ec2.NewFromConfig(cfg).DescribeAvailabilityZones(context.Background(), &ec2.DescribeAvailabilityZonesInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.AvailabilityZones) != 2 || *out.AvailabilityZones[1].ZoneId != "euw1-az2" {
+		t.Fatalf("zones %+v", out.AvailabilityZones)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunRejectsBadFlags(t *testing.T) {
+	if err := run([]string{"--no-such-flag"}, io.Discard, nil); err == nil {
+		t.Fatal("unknown flag accepted")
+	}
+	if err := run([]string{"extra"}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
+		t.Fatalf("positional argument: %v", err)
+	}
+	if err := run([]string{"--listen", "256.0.0.1:1"}, io.Discard, nil); err == nil {
+		t.Fatal("bad listen address accepted")
+	}
+}

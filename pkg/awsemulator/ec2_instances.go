@@ -1,0 +1,725 @@
+package awsemulator
+
+import (
+	"fmt"
+	"math"
+	"net/netip"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Instance is an EC2 instance launched through CreateFleet.
+//
+// States advance when observed: an instance is "pending" when created and "running"
+// at the next DescribeInstances (or Instances()); TerminateInstances makes it
+// "shutting-down", the next observation "terminated". SetInstanceState forces a state.
+type Instance struct {
+	ID                 string
+	InstanceType       string
+	Architecture       string
+	Zone               string
+	ZoneID             string
+	SubnetID           string
+	VPCID              string
+	ImageID            string
+	CapacityType       string // "spot" | "on-demand"
+	State              string // pending | running | shutting-down | terminated | stopping | stopped
+	LaunchTime         time.Time
+	PrivateIP          string
+	PrivateDNSName     string
+	SecurityGroupIDs   []string
+	InstanceProfileARN string
+	LaunchTemplateID   string
+	LaunchTemplateName string
+	UserData           string // base64, from the launch template
+	Tags               map[string]string
+	ReservationID      string
+	FleetID            string
+	SpotRequestID      string
+	// MetadataOptions are the launch template's MetadataOptions.* (HttpTokens, HttpPutResponseHopLimit, ...).
+	MetadataOptions map[string]string
+}
+
+var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
+
+func (s *state) observeInstances() {
+	for _, in := range s.instances {
+		switch in.State {
+		case "pending":
+			in.State = "running"
+		case "shutting-down":
+			in.State = "terminated"
+		}
+	}
+}
+
+func (in *Instance) clone() Instance {
+	cp := *in
+	cp.Tags = cloneTags(in.Tags)
+	cp.MetadataOptions = cloneTags(in.MetadataOptions)
+	cp.SecurityGroupIDs = append([]string(nil), in.SecurityGroupIDs...)
+	return cp
+}
+
+// Instances returns every instance (terminated ones included) sorted by launch order;
+// like DescribeInstances it advances pending -> running and shutting-down -> terminated.
+func (e *Emulator) Instances() []Instance {
+	var out []Instance
+	e.locked(func(s *state) {
+		s.observeInstances()
+		for _, id := range s.instanceOrder {
+			out = append(out, s.instances[id].clone())
+		}
+	})
+	return out
+}
+
+// SetInstanceState forces an instance's state (e.g. "stopped", "terminated" for a spot
+// reclaim). A terminated instance frees its subnet address.
+func (e *Emulator) SetInstanceState(id, st string) error {
+	if _, ok := stateCodes[st]; !ok {
+		return fmt.Errorf("unknown instance state %q", st)
+	}
+	var err error
+	e.locked(func(s *state) {
+		in := s.instances[id]
+		if in == nil {
+			err = fmt.Errorf("instance %s does not exist", id)
+			return
+		}
+		if st == "terminated" || st == "shutting-down" {
+			s.releaseAddress(in)
+		}
+		in.State = st
+	})
+	return err
+}
+
+func (s *state) releaseAddress(in *Instance) {
+	if in.State == "terminated" || in.State == "shutting-down" {
+		return
+	}
+	if sn := s.subnets[in.SubnetID]; sn != nil {
+		sn.AvailableIPs++
+	}
+}
+
+// --- CreateFleet (instant) ---
+
+type fleetCandidate struct {
+	lt           *LaunchTemplate
+	ltVersion    string
+	instanceType string
+	subnet       *Subnet
+	zone         string
+	imageID      string
+	priority     float64 // lower first; +Inf when unset
+	price        float64
+	overrides    map[string]string // as sent, for the answer's launchTemplateAndOverrides
+}
+
+type fleetError struct {
+	cand      *fleetCandidate
+	code, msg string
+	capacity  string
+}
+
+type fleetLaunch struct {
+	cand *fleetCandidate
+	ids  []string
+}
+
+func ec2CreateFleet(c *call) (any, error) {
+	if c.boolean("DryRun") {
+		return nil, dryRun()
+	}
+	if t := c.str("Type"); t != "instant" {
+		return nil, errorf(400, "UnsupportedOperation", "The emulator implements instant fleets only (Type=%q).", t)
+	}
+	total, _, apiErr := c.integer("TargetCapacitySpecification.TotalTargetCapacity")
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	if total < 1 {
+		return nil, errorf(400, "InvalidTargetCapacitySpecification", "TotalTargetCapacity should be greater than 0")
+	}
+	capacityType := c.str("TargetCapacitySpecification.DefaultTargetCapacityType")
+	switch capacityType {
+	case "spot", "on-demand":
+	case "":
+		capacityType = "on-demand"
+	default:
+		return nil, errorf(400, "UnsupportedOperation", "The emulator does not implement DefaultTargetCapacityType %q.", capacityType)
+	}
+	strategy := c.str("OnDemandOptions.AllocationStrategy")
+	if capacityType == "spot" {
+		strategy = c.str("SpotOptions.AllocationStrategy")
+	}
+	form := formMap(c)
+	tags := tagSpecs(form, "TagSpecification")
+	configs := c.count("LaunchTemplateConfigs")
+	if configs == 0 {
+		return nil, errorf(400, "MissingParameter", "The request must contain the parameter LaunchTemplateConfigs")
+	}
+
+	var out xb
+	c.e.locked(func(s *state) {
+		var cands []*fleetCandidate
+		for i := 1; i <= configs; i++ {
+			p := "LaunchTemplateConfigs." + strconv.Itoa(i)
+			lt, err := s.findLaunchTemplate(form[p+".LaunchTemplateSpecification.LaunchTemplateId"], form[p+".LaunchTemplateSpecification.LaunchTemplateName"])
+			if err != nil {
+				apiErr = err
+				return
+			}
+			version := form[p+".LaunchTemplateSpecification.Version"]
+			for j := 1; j <= max(1, c.count(p+".Overrides")); j++ {
+				op := p + ".Overrides." + strconv.Itoa(j) + "."
+				ov := map[string]string{}
+				for k, v := range form {
+					if rest, ok := strings.CutPrefix(k, op); ok {
+						ov[rest] = v
+					}
+				}
+				cands = append(cands, s.fleetCandidate(lt, version, ov, capacityType))
+			}
+		}
+		sortCandidates(cands, strategy)
+
+		fleetID := "fleet-" + uuidLike("fleet", s.nextSeq())
+		reservationID := hexID("r", "reservation", fleetID)
+		var errs []fleetError
+		var launches []fleetLaunch
+		remaining := total
+		for _, cand := range cands {
+			if remaining == 0 {
+				break
+			}
+			if code, msg := s.unfulfillable(cand, capacityType); code != "" {
+				errs = append(errs, fleetError{cand, code, msg, capacityType})
+				continue
+			}
+			n := min(remaining, cand.subnet.AvailableIPs)
+			l := fleetLaunch{cand: cand}
+			for k := 0; k < n; k++ {
+				l.ids = append(l.ids, s.launch(cand, capacityType, fleetID, reservationID, tags["instance"]).ID)
+			}
+			remaining -= n
+			launches = append(launches, l)
+		}
+		out.leafAlways("fleetId", fleetID)
+		out.open("errorSet")
+		for _, fe := range errs {
+			out.open("item")
+			writeLaunchTemplateAndOverrides(&out, fe.cand)
+			out.leafAlways("lifecycle", fe.capacity)
+			out.leafAlways("errorCode", fe.code)
+			out.leafAlways("errorMessage", fe.msg)
+			out.close("item")
+		}
+		out.close("errorSet")
+		out.open("fleetInstanceSet")
+		for _, l := range launches {
+			out.open("item")
+			writeLaunchTemplateAndOverrides(&out, l.cand)
+			out.leafAlways("lifecycle", capacityType)
+			out.stringList("instanceIds", "item", l.ids)
+			out.leafAlways("instanceType", l.cand.instanceType)
+			out.close("item")
+		}
+		out.close("fleetInstanceSet")
+	})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return out.body(), nil
+}
+
+func (s *state) findLaunchTemplate(id, name string) (*LaunchTemplate, *apiError) {
+	for _, lt := range s.launchTemplates {
+		if (id != "" && lt.ID == id) || (id == "" && name != "" && lt.Name == name) {
+			return lt, nil
+		}
+	}
+	if id != "" {
+		return nil, errorf(400, "InvalidLaunchTemplateId.NotFound", "The specified launch template, with template ID %s, does not exist.", id)
+	}
+	return nil, errorf(400, "InvalidLaunchTemplateName.NotFoundException", "The specified launch template, with template name %s, does not exist.", name)
+}
+
+func (s *state) fleetCandidate(lt *LaunchTemplate, version string, ov map[string]string, capacityType string) *fleetCandidate {
+	cand := &fleetCandidate{lt: lt, ltVersion: version, overrides: ov, priority: math.Inf(1)}
+	cand.instanceType = ov["InstanceType"]
+	if cand.instanceType == "" {
+		cand.instanceType = lt.InstanceType()
+	}
+	cand.imageID = ov["ImageId"]
+	if cand.imageID == "" {
+		cand.imageID = lt.ImageID()
+	}
+	if p, err := strconv.ParseFloat(ov["Priority"], 64); err == nil {
+		cand.priority = p
+	}
+	switch {
+	case ov["SubnetId"] != "":
+		cand.subnet = s.subnets[ov["SubnetId"]]
+		if cand.subnet == nil {
+			cand.subnet = &Subnet{ID: ov["SubnetId"], AvailableIPs: -1} // reported as not found
+		}
+	default:
+		zone := ov["AvailabilityZone"]
+		for _, id := range sortedKeys(s.subnets) {
+			sn := s.subnets[id]
+			if (zone == "" || sn.Zone == zone) && (cand.subnet == nil || sn.AvailableIPs > cand.subnet.AvailableIPs) {
+				cand.subnet = sn
+			}
+		}
+		if cand.subnet == nil {
+			cand.subnet = &Subnet{Zone: zone, AvailableIPs: -1}
+		}
+	}
+	cand.zone = cand.subnet.Zone
+	cand.price = math.Inf(1)
+	if capacityType == "spot" {
+		if p, ok := s.spotPrices[offeringKey{cand.instanceType, cand.zone}]; ok {
+			cand.price = p
+		}
+	} else if it := s.instanceTypeIndex[cand.instanceType]; it != nil && it.onDemandUSD > 0 {
+		cand.price = it.onDemandUSD
+	}
+	return cand
+}
+
+// sortCandidates orders pools as the allocation strategy would: by priority for the
+// prioritized strategies, else by price; ties by type, then zone.
+func sortCandidates(cands []*fleetCandidate, strategy string) {
+	prioritized := strategy == "prioritized" || strategy == "capacity-optimized-prioritized"
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i], cands[j]
+		if prioritized && a.priority != b.priority {
+			return a.priority < b.priority
+		}
+		if a.price != b.price {
+			return a.price < b.price
+		}
+		if a.instanceType != b.instanceType {
+			return a.instanceType < b.instanceType
+		}
+		return a.zone < b.zone
+	})
+}
+
+// unfulfillable returns the error code EC2 reports for a pool it cannot launch in.
+func (s *state) unfulfillable(c *fleetCandidate, capacityType string) (string, string) {
+	it := s.instanceTypeIndex[c.instanceType]
+	switch {
+	case c.subnet.AvailableIPs < 0 && c.subnet.ID != "":
+		return "InvalidSubnetID.NotFound", fmt.Sprintf("The subnet ID '%s' does not exist", c.subnet.ID)
+	case c.subnet.AvailableIPs < 0:
+		return "InvalidParameterValue", fmt.Sprintf("No subnet found in availability zone '%s'", c.zone)
+	case it == nil:
+		return "InvalidParameterValue", fmt.Sprintf("The instance type '%s' does not exist", c.instanceType)
+	case !s.offered[c.instanceType][c.zone]:
+		return "Unsupported", fmt.Sprintf("Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.", c.instanceType, c.zone, strings.Join(s.offeredZones(c.instanceType), ", "))
+	case s.insufficient[capacityKey{capacityType, c.instanceType, c.zone}]:
+		return "InsufficientInstanceCapacity", fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity.", c.instanceType, c.zone)
+	case capacityType == "spot" && math.IsInf(c.price, 1):
+		return "Unsupported", fmt.Sprintf("The instance type %s is not available as spot capacity in %s.", c.instanceType, c.zone)
+	case c.subnet.AvailableIPs == 0:
+		return "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
+	}
+	if c.imageID == "" {
+		return "MissingParameter", "The request must contain the parameter ImageId"
+	}
+	img := s.images[c.imageID]
+	if img == nil {
+		return "InvalidAMIID.NotFound", fmt.Sprintf("The image id '[%s]' does not exist", c.imageID)
+	}
+	if img.Architecture != it.arch {
+		return "InvalidParameterValue", fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI. Specify an instance type and an AMI that have matching architectures, and try again.", it.arch, img.Architecture)
+	}
+	for _, sg := range c.lt.SecurityGroupIDs() {
+		if s.securityGroups[sg] == nil {
+			return "InvalidGroup.NotFound", fmt.Sprintf("The security group '%s' does not exist", sg)
+		}
+	}
+	if name, arn := c.lt.InstanceProfile(); name != "" || arn != "" {
+		if s.profileByNameOrARN(name, arn) == nil {
+			param, v := "iamInstanceProfile.name", name
+			if name == "" {
+				param, v = "iamInstanceProfile.arn", arn
+			}
+			return "InvalidParameterValue", fmt.Sprintf("Value (%s) for parameter %s is invalid. Invalid IAM Instance Profile name", v, param)
+		}
+	}
+	return "", ""
+}
+
+func (s *state) offeredZones(instanceType string) []string {
+	var out []string
+	for _, z := range s.zones {
+		if s.offered[instanceType][z.name] {
+			out = append(out, z.name)
+		}
+	}
+	return out
+}
+
+func (s *state) profileByNameOrARN(name, arn string) *InstanceProfile {
+	for _, p := range s.instanceProfiles {
+		if (name != "" && p.Name == name) || (arn != "" && p.ARN == arn) {
+			return p
+		}
+	}
+	return nil
+}
+
+// launch creates one instance in the candidate's pool and takes an address of its subnet.
+func (s *state) launch(c *fleetCandidate, capacityType, fleetID, reservationID string, fleetTags map[string]string) *Instance {
+	seq := s.nextSeq()
+	it := s.instanceTypeIndex[c.instanceType]
+	ip := s.nextAddress(c.subnet)
+	tags := cloneTags(c.lt.TagsFor("instance"))
+	for k, v := range fleetTags {
+		tags[k] = v
+	}
+	tags["aws:ec2:fleet-id"] = fleetID
+	tags["aws:ec2launchtemplate:id"] = c.lt.ID
+	tags["aws:ec2launchtemplate:version"] = strconv.FormatInt(c.lt.Version, 10)
+	in := &Instance{
+		ID: hexID("i", "instance", seq), InstanceType: c.instanceType, Architecture: it.arch,
+		Zone: c.zone, ZoneID: c.subnet.ZoneID, SubnetID: c.subnet.ID, VPCID: c.subnet.VPCID, ImageID: c.imageID,
+		CapacityType: capacityType, State: "pending", LaunchTime: time.Now().UTC().Truncate(time.Second),
+		PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + s.opts.Region + ".compute.internal",
+		SecurityGroupIDs: c.lt.SecurityGroupIDs(), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name,
+		UserData: c.lt.UserData(), Tags: tags, ReservationID: reservationID, FleetID: fleetID, MetadataOptions: map[string]string{},
+	}
+	if name, arn := c.lt.InstanceProfile(); name != "" || arn != "" {
+		if p := s.profileByNameOrARN(name, arn); p != nil {
+			in.InstanceProfileARN = p.ARN
+		}
+	}
+	for k, v := range c.lt.Data {
+		if rest, ok := strings.CutPrefix(k, "MetadataOptions."); ok {
+			in.MetadataOptions[rest] = v
+		}
+	}
+	if capacityType == "spot" {
+		in.SpotRequestID = "sir-" + hashHex(8, "spot-request", in.ID)
+	}
+	c.subnet.AvailableIPs--
+	s.instances[in.ID] = in
+	s.instanceOrder = append(s.instanceOrder, in.ID)
+	return in
+}
+
+// nextAddress hands out the subnet's addresses in order, after AWS's 4 reserved ones.
+func (s *state) nextAddress(sn *Subnet) string {
+	s.addressSeq[sn.ID]++
+	prefix, err := netip.ParsePrefix(sn.CIDR)
+	if err != nil {
+		return "10.255.255.254"
+	}
+	a := prefix.Addr().As4()
+	n := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	n += uint32(3 + s.addressSeq[sn.ID])
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
+}
+
+func uuidLike(parts ...string) string {
+	h := hashHex(32, parts...)
+	return fmt.Sprintf("%s-%s-%s-%s-%s", h[0:8], h[8:12], h[12:16], h[16:20], h[20:32])
+}
+
+func writeLaunchTemplateAndOverrides(b *xb, c *fleetCandidate) {
+	b.open("launchTemplateAndOverrides")
+	b.open("launchTemplateSpecification")
+	b.leafAlways("launchTemplateId", c.lt.ID)
+	b.leafAlways("launchTemplateName", c.lt.Name)
+	b.leaf("version", c.ltVersion)
+	b.close("launchTemplateSpecification")
+	b.open("overrides")
+	b.leaf("instanceType", c.instanceType)
+	b.leaf("subnetId", c.subnet.ID)
+	b.leaf("availabilityZone", c.zone)
+	b.leaf("imageId", c.overrides["ImageId"])
+	b.leaf("priority", c.overrides["Priority"])
+	b.leaf("maxPrice", c.overrides["MaxPrice"])
+	b.close("overrides")
+	b.close("launchTemplateAndOverrides")
+}
+
+// --- DescribeInstances, TerminateInstances, CreateTags ---
+
+var instanceFilters = nameSet("instance-id", "instance-state-name", "instance-state-code", "instance-type", "availability-zone",
+	"subnet-id", "vpc-id", "image-id", "private-ip-address", "private-dns-name", "instance-lifecycle", "reservation-id",
+	"iam-instance-profile.arn", "architecture")
+
+func instanceFields(in *Instance) filterFields {
+	lifecycle := ""
+	if in.CapacityType == "spot" {
+		lifecycle = "spot"
+	}
+	return fieldMap(map[string][]string{
+		"instance-id": {in.ID}, "instance-state-name": {in.State}, "instance-state-code": {strconv.Itoa(stateCodes[in.State])},
+		"instance-type": {in.InstanceType}, "availability-zone": {in.Zone}, "subnet-id": {in.SubnetID}, "vpc-id": {in.VPCID},
+		"image-id": {in.ImageID}, "private-ip-address": {in.PrivateIP}, "private-dns-name": {in.PrivateDNSName},
+		"instance-lifecycle": {lifecycle}, "reservation-id": {in.ReservationID}, "iam-instance-profile.arn": {in.InstanceProfileARN},
+		"architecture": {in.Architecture},
+	})
+}
+
+func checkInstanceIDs(s *state, ids []string) *apiError {
+	for _, id := range ids {
+		if !strings.HasPrefix(id, "i-") {
+			return errorf(400, "InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+		}
+	}
+	var missing []string
+	for _, id := range ids {
+		if s.instances[id] == nil {
+			missing = append(missing, id)
+		}
+	}
+	if len(missing) == 1 {
+		return errorf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", missing[0])
+	} else if len(missing) > 1 {
+		return errorf(400, "InvalidInstanceID.NotFound", "The instance IDs '%s' do not exist", strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+func ec2DescribeInstances(c *call) (any, error) {
+	filters := parseFilters(c)
+	if err := checkFilters(filters, instanceFilters); err != nil {
+		return nil, err
+	}
+	ids := c.list("InstanceId")
+	if err := idsWithMaxResults(c, ids, "instanceIds"); err != nil {
+		return nil, err
+	}
+	var matched []Instance
+	var apiErr *apiError
+	c.e.locked(func(s *state) {
+		if apiErr = checkInstanceIDs(s, ids); apiErr != nil {
+			return
+		}
+		s.observeInstances()
+		want := nameSet(ids...)
+		for _, id := range s.instanceOrder {
+			in := s.instances[id]
+			if len(want) > 0 && !want[id] {
+				continue
+			}
+			if matchFilters(filters, instanceFields(in), in.Tags) {
+				matched = append(matched, in.clone())
+			}
+		}
+	})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	items, next, apiErr := paginate(c, matched, page{def: 0, min: 5, max: 1000})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	// One reservation per launch (fleet), in launch order.
+	var b xb
+	b.open("reservationSet")
+	for i := 0; i < len(items); {
+		j := i
+		for j < len(items) && items[j].ReservationID == items[i].ReservationID {
+			j++
+		}
+		b.open("item")
+		b.leafAlways("reservationId", items[i].ReservationID)
+		b.leafAlways("ownerId", c.e.opts.AccountID)
+		b.open("groupSet")
+		b.close("groupSet")
+		b.open("instancesSet")
+		for k := i; k < j; k++ {
+			writeInstance(&b, c.e, &items[k])
+		}
+		b.close("instancesSet")
+		b.close("item")
+		i = j
+	}
+	b.close("reservationSet")
+	b.leaf("nextToken", next)
+	return b.body(), nil
+}
+
+func writeState(b *xb, name, st string) {
+	b.open(name)
+	b.integer("code", int64(stateCodes[st]))
+	b.leafAlways("name", st)
+	b.close(name)
+}
+
+func writeInstance(b *xb, e *Emulator, in *Instance) {
+	b.open("item")
+	b.leafAlways("instanceId", in.ID)
+	b.leafAlways("imageId", in.ImageID)
+	writeState(b, "instanceState", in.State)
+	b.leafAlways("privateDnsName", in.PrivateDNSName)
+	b.leafAlways("dnsName", "")
+	b.integer("amiLaunchIndex", 0)
+	b.leafAlways("instanceType", in.InstanceType)
+	b.timestamp("launchTime", in.LaunchTime)
+	b.open("placement")
+	b.leafAlways("availabilityZone", in.Zone)
+	b.leaf("availabilityZoneId", in.ZoneID)
+	b.leafAlways("tenancy", "default")
+	b.close("placement")
+	b.open("monitoring")
+	b.leafAlways("state", "disabled")
+	b.close("monitoring")
+	b.leafAlways("subnetId", in.SubnetID)
+	b.leafAlways("vpcId", in.VPCID)
+	b.leafAlways("privateIpAddress", in.PrivateIP)
+	b.open("groupSet")
+	for _, g := range in.SecurityGroupIDs {
+		b.open("item")
+		b.leafAlways("groupId", g)
+		b.close("item")
+	}
+	b.close("groupSet")
+	b.leafAlways("architecture", in.Architecture)
+	b.leafAlways("rootDeviceType", "ebs")
+	b.leafAlways("rootDeviceName", "/dev/xvda")
+	if in.CapacityType == "spot" {
+		b.leafAlways("instanceLifecycle", "spot")
+		b.leafAlways("spotInstanceRequestId", in.SpotRequestID)
+	}
+	b.leafAlways("virtualizationType", "hvm")
+	b.leafAlways("hypervisor", "xen")
+	if in.InstanceProfileARN != "" {
+		b.open("iamInstanceProfile")
+		b.leafAlways("arn", in.InstanceProfileARN)
+		b.leafAlways("id", upperID("AIPA", "profile-id", in.InstanceProfileARN))
+		b.close("iamInstanceProfile")
+	}
+	if len(in.MetadataOptions) > 0 {
+		b.open("metadataOptions")
+		b.leafAlways("state", "applied")
+		for _, k := range []string{"HttpTokens", "HttpPutResponseHopLimit", "HttpEndpoint", "HttpProtocolIpv6", "InstanceMetadataTags"} {
+			if v := in.MetadataOptions[k]; v != "" {
+				b.leafAlways(strings.ToLower(k[:1])+k[1:], v)
+			}
+		}
+		b.close("metadataOptions")
+	}
+	b.tagSet("tagSet", "item", "key", "value", in.Tags)
+	b.close("item")
+}
+
+func ec2TerminateInstances(c *call) (any, error) {
+	if c.boolean("DryRun") {
+		return nil, dryRun()
+	}
+	ids := c.list("InstanceId")
+	if len(ids) == 0 {
+		return nil, errorf(400, "MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	var b xb
+	var apiErr *apiError
+	c.e.locked(func(s *state) {
+		if apiErr = checkInstanceIDs(s, ids); apiErr != nil {
+			return
+		}
+		b.open("instancesSet")
+		for _, id := range ids {
+			in := s.instances[id]
+			prev := in.State
+			s.releaseAddress(in)
+			if in.State != "terminated" {
+				in.State = "shutting-down"
+			}
+			b.open("item")
+			b.leafAlways("instanceId", id)
+			writeState(&b, "currentState", in.State)
+			writeState(&b, "previousState", prev)
+			b.close("item")
+		}
+		b.close("instancesSet")
+	})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return b.body(), nil
+}
+
+// ec2CreateTags tags instances, subnets, security groups, images and launch templates.
+func ec2CreateTags(c *call) (any, error) {
+	if c.boolean("DryRun") {
+		return nil, dryRun()
+	}
+	ids := c.list("ResourceId")
+	tags := map[string]string{}
+	for i := 1; i <= c.count("Tag"); i++ {
+		p := "Tag." + strconv.Itoa(i)
+		k := c.str(p + ".Key")
+		if k == "" || len(k) > 128 {
+			return nil, errorf(400, "InvalidParameterValue", "Tag key must be between 1 and 128 characters")
+		}
+		if strings.HasPrefix(strings.ToLower(k), "aws:") {
+			return nil, errorf(400, "InvalidParameterValue", "Tag keys starting with 'aws:' are reserved for internal use")
+		}
+		tags[k] = c.str(p + ".Value")
+	}
+	if len(ids) == 0 {
+		return nil, errorf(400, "MissingParameter", "The request must contain the parameter ResourceId")
+	}
+	var apiErr *apiError
+	c.e.locked(func(s *state) {
+		var targets []map[string]string
+		for _, id := range ids {
+			var t *map[string]string
+			switch {
+			case strings.HasPrefix(id, "i-") && s.instances[id] != nil:
+				t = &s.instances[id].Tags
+			case strings.HasPrefix(id, "subnet-") && s.subnets[id] != nil:
+				t = &s.subnets[id].Tags
+			case strings.HasPrefix(id, "sg-") && s.securityGroups[id] != nil:
+				t = &s.securityGroups[id].Tags
+			case strings.HasPrefix(id, "ami-") && s.images[id] != nil:
+				t = &s.images[id].Tags
+			case strings.HasPrefix(id, "lt-") && s.launchTemplates[id] != nil:
+				t = &s.launchTemplates[id].Tags
+			case strings.HasPrefix(id, "i-"):
+				apiErr = errorf(400, "InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+				return
+			default:
+				apiErr = errorf(400, "InvalidID", "The ID '%s' is not valid", id)
+				return
+			}
+			if *t == nil {
+				*t = map[string]string{}
+			}
+			targets = append(targets, *t)
+		}
+		for _, t := range targets {
+			added := 0
+			for k := range tags {
+				if _, ok := t[k]; !ok {
+					added++
+				}
+			}
+			if len(t)+added > 50 {
+				apiErr = errorf(400, "TagLimitExceeded", "The maximum number of tags per resource (50) was exceeded")
+				return
+			}
+		}
+		for _, t := range targets {
+			for k, v := range tags {
+				t[k] = v
+			}
+		}
+	})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	return xmlBody("<return>true</return>"), nil
+}
