@@ -1,0 +1,59 @@
+// Package filters turns EC2NodeClass selector terms into EC2 Describe*
+// filters, and renders a term for the messages that report it.
+//
+// A term's fields are ANDed (EC2 ANDs the filters of one request); terms are
+// ORed by the callers, one request per term. A tag value "*" means "the key
+// exists with any value" (filter tag-key); any other value must match exactly
+// (filter tag:<key>). Filters come out sorted by key so equal terms always
+// produce equal requests (and cache keys).
+package filters
+
+import (
+	"encoding/json"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+)
+
+// Tags returns the filters selecting resources that carry every tag.
+func Tags(tags map[string]string) []ec2types.Filter {
+	keys := make([]string, 0, len(tags))
+	for k := range tags {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]ec2types.Filter, 0, len(keys))
+	for _, k := range keys {
+		if tags[k] == "*" {
+			out = append(out, ec2types.Filter{Name: aws.String("tag-key"), Values: []string{k}})
+			continue
+		}
+		out = append(out, ec2types.Filter{Name: aws.String("tag:" + k), Values: []string{tags[k]}})
+	}
+	return out
+}
+
+// Key renders filters (and owners) as a stable string, for cache keys.
+func Key(fs []ec2types.Filter, extra ...string) string {
+	type f struct {
+		N string
+		V []string
+	}
+	out := make([]f, 0, len(fs))
+	for _, x := range fs {
+		out = append(out, f{N: aws.ToString(x.Name), V: x.Values})
+	}
+	b, _ := json.Marshal(struct {
+		F []f
+		E []string
+	}{out, extra})
+	return string(b)
+}
+
+// DescribeTags renders tags as JSON with sorted keys, e.g.
+// {"karpenter.sh/discovery":"demo"}, for messages.
+func DescribeTags(tags map[string]string) string {
+	b, _ := json.Marshal(tags) // encoding/json sorts map keys
+	return string(b)
+}

@@ -1,0 +1,215 @@
+// Package options holds the AWS provider's settings. Like the core settings in
+// pkg/operator/options, every setting is a flag whose default comes from the
+// environment variable upstream Karpenter reads (CLUSTER_ENDPOINT,
+// VM_MEMORY_OVERHEAD_PERCENT, ...), so a Helm chart written for upstream
+// configures this provider unchanged. Precedence: flag, then environment, then
+// the upstream default.
+//
+// The AWS region is not a flag: as upstream, it comes from the SDK's own
+// configuration chain (AWS_REGION, the shared config file), see LoadAWSConfig.
+package options
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+)
+
+// Upstream defaults.
+const (
+	DefaultVMMemoryOverheadPercent = 0.075
+	DefaultAMIRefreshInterval      = time.Minute
+	DefaultSubnetRefreshInterval   = time.Minute
+)
+
+// Options are the AWS provider's settings.
+type Options struct {
+	// ClusterName names the cluster: instances, instance profiles and launch
+	// templates are tagged with it and discovery selects by it. Required.
+	ClusterName string
+	// ClusterEndpoint is the API server URL nodes join; discovered through
+	// EKS DescribeCluster when empty.
+	ClusterEndpoint string
+	// ClusterCABundle is the base64 PEM CA nodes trust for the API server;
+	// taken from the controller's own kubeconfig when empty.
+	ClusterCABundle string
+	// IsolatedVPC: AWS services without a VPC endpoint (the Pricing API) are
+	// unreachable, so static prices are used.
+	IsolatedVPC bool
+	// EKSControlPlane: the cluster is an EKS cluster (its version and
+	// endpoint can be read through EKS DescribeCluster).
+	EKSControlPlane bool
+	// VMMemoryOverheadPercent of an instance type's memory is assumed lost to
+	// the hypervisor before the kubelet sees it.
+	VMMemoryOverheadPercent float64
+	// InterruptionQueue is the SQS queue name of EC2 interruption events;
+	// interruption handling is off when empty.
+	InterruptionQueue string
+	// ReservedENIs are network interfaces left out of the max-pods math
+	// (VPC CNI custom networking).
+	ReservedENIs int
+	// DisableDryRun skips the dry-run authorization checks of EC2NodeClass
+	// validation (for accounts whose SCPs deny dry runs).
+	DisableDryRun bool
+	// AMIRefreshInterval is how often an EC2NodeClass's AMIs are resolved again.
+	AMIRefreshInterval time.Duration
+	// SubnetRefreshInterval is how often an EC2NodeClass's subnets are resolved again.
+	SubnetRefreshInterval time.Duration
+
+	envErrs []error
+	// sharedClusterName is the core options' cluster-name flag when it was
+	// registered on the same FlagSet first (both upstream binaries read one
+	// CLUSTER_NAME); Validate copies its value.
+	sharedClusterName *flag.Flag
+}
+
+// Register adds the AWS flags to fs with defaults from the environment
+// (getenv, usually os.Getenv; nil means os.Getenv) and returns the options
+// they fill once fs is parsed. Call Validate after fs.Parse. A malformed
+// environment value is reported by Validate, naming the variable.
+//
+// cluster-name is shared with the core options: when fs already has it, that
+// flag is used instead of defining a second one.
+func Register(fs *flag.FlagSet, getenv func(string) string) *Options {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	o := &Options{}
+	e := envReader{getenv: getenv, errs: &o.envErrs}
+	if f := fs.Lookup("cluster-name"); f != nil {
+		o.sharedClusterName = f
+	} else {
+		fs.StringVar(&o.ClusterName, "cluster-name", e.str("CLUSTER_NAME", ""), "[REQUIRED] Name of the cluster; resources Karpenter creates are tagged with it.")
+	}
+	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", e.str("CLUSTER_ENDPOINT", ""), "API server URL new nodes join. Discovered through EKS DescribeCluster when unset.")
+	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", e.str("CLUSTER_CA_BUNDLE", ""), "Base64 PEM CA bundle nodes use to verify the API server. Taken from the controller's own configuration when unset.")
+	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", e.boolean("ISOLATED_VPC", false), "Assume AWS services without a VPC endpoint (the Pricing API) are unreachable and use static prices.")
+	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", e.boolean("EKS_CONTROL_PLANE", false), "The cluster runs on an EKS control plane.")
+	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", e.float("VM_MEMORY_OVERHEAD_PERCENT", DefaultVMMemoryOverheadPercent), "Fraction of an instance type's memory subtracted for the hypervisor (0.075 = 7.5%).")
+	fs.StringVar(&o.InterruptionQueue, "interruption-queue", e.str("INTERRUPTION_QUEUE", ""), "SQS queue name for EC2 interruption events. Interruption handling is off when unset.")
+	fs.IntVar(&o.ReservedENIs, "reserved-enis", e.integer("RESERVED_ENIS", 0), "Network interfaces left out of the max-pods calculation (VPC CNI custom networking).")
+	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", e.boolean("DISABLE_DRY_RUN", false), "Skip the dry-run authorization checks (CreateFleet, CreateLaunchTemplate, RunInstances) of EC2NodeClass validation.")
+	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", e.duration("AMI_REFRESH_INTERVAL", DefaultAMIRefreshInterval), "How often EC2NodeClass AMIs are resolved again.")
+	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", e.duration("SUBNET_REFRESH_INTERVAL", DefaultSubnetRefreshInterval), "How often EC2NodeClass subnets are resolved again.")
+	return o
+}
+
+// Validate checks what a flag type cannot, and reports malformed environment
+// values. Every message names the flag and its environment variable.
+func (o *Options) Validate() error {
+	if o.sharedClusterName != nil {
+		o.ClusterName = o.sharedClusterName.Value.String()
+	}
+	errs := append([]error(nil), o.envErrs...)
+	if strings.TrimSpace(o.ClusterName) == "" {
+		errs = append(errs, errors.New("cluster-name (CLUSTER_NAME) is required for the aws cloud provider"))
+	}
+	if o.VMMemoryOverheadPercent < 0 || o.VMMemoryOverheadPercent >= 1 {
+		errs = append(errs, fmt.Errorf("vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) %v: must be a fraction in [0, 1), e.g. 0.075", o.VMMemoryOverheadPercent))
+	}
+	if o.ReservedENIs < 0 {
+		errs = append(errs, fmt.Errorf("reserved-enis (RESERVED_ENIS) %d: must not be negative", o.ReservedENIs))
+	}
+	if o.ClusterEndpoint != "" && !strings.HasPrefix(o.ClusterEndpoint, "https://") && !strings.HasPrefix(o.ClusterEndpoint, "http://") {
+		errs = append(errs, fmt.Errorf("cluster-endpoint (CLUSTER_ENDPOINT) %q: must be a URL such as https://ABC.gr7.us-west-2.eks.amazonaws.com", o.ClusterEndpoint))
+	}
+	if o.AMIRefreshInterval <= 0 {
+		errs = append(errs, fmt.Errorf("ami-refresh-interval (AMI_REFRESH_INTERVAL) %s: must be positive", o.AMIRefreshInterval))
+	}
+	if o.SubnetRefreshInterval <= 0 {
+		errs = append(errs, fmt.Errorf("subnet-refresh-interval (SUBNET_REFRESH_INTERVAL) %s: must be positive", o.SubnetRefreshInterval))
+	}
+	return errors.Join(errs...)
+}
+
+// LoadAWSConfig loads the SDK configuration the standard way (environment,
+// shared config files, AWS_ENDPOINT_URL[_<SERVICE>]) and fails with a clear
+// message when no region is configured.
+func LoadAWSConfig(ctx context.Context, optFns ...func(*awsconfig.LoadOptions) error) (aws.Config, error) {
+	cfg, err := awsconfig.LoadDefaultConfig(ctx, optFns...)
+	if err != nil {
+		return aws.Config{}, fmt.Errorf("loading AWS SDK configuration: %w", err)
+	}
+	if cfg.Region == "" {
+		return aws.Config{}, errors.New("no AWS region configured: set AWS_REGION (or region in the shared config file)")
+	}
+	return cfg, nil
+}
+
+// envReader converts environment values, collecting errors that name the variable.
+type envReader struct {
+	getenv func(string) string
+	errs   *[]error
+}
+
+func (e envReader) lookup(name string) (string, bool) {
+	v := e.getenv(name)
+	return v, v != ""
+}
+
+func (e envReader) str(name, def string) string {
+	if v, ok := e.lookup(name); ok {
+		return v
+	}
+	return def
+}
+
+func (e envReader) boolean(name string, def bool) bool {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not a boolean (true or false)", name, v))
+		return def
+	}
+	return b
+}
+
+func (e envReader) integer(name string, def int) int {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not an integer", name, v))
+		return def
+	}
+	return n
+}
+
+func (e envReader) float(name string, def float64) float64 {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not a number", name, v))
+		return def
+	}
+	return f
+}
+
+func (e envReader) duration(name string, def time.Duration) time.Duration {
+	v, ok := e.lookup(name)
+	if !ok {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not a duration (e.g. 1m, 30s)", name, v))
+		return def
+	}
+	return d
+}

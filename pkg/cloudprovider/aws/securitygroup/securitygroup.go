@@ -1,0 +1,213 @@
+package securitygroup
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
+)
+
+// SecurityGroup is one resolved security group.
+type SecurityGroup struct {
+	ID    string
+	Name  string
+	VPCID string
+	Tags  map[string]string
+}
+
+// Resolution is what a list of terms resolved to.
+type Resolution struct {
+	// SecurityGroups matched by any term, each once, sorted by id.
+	SecurityGroups []SecurityGroup
+	// Unmatched are the indices of the terms that matched no group.
+	Unmatched []int
+	terms     []v1.SecurityGroupSelectorTerm
+}
+
+// UnmatchedMessage names every term that matched nothing; "" when all matched.
+func (r *Resolution) UnmatchedMessage() string {
+	parts := make([]string, 0, len(r.Unmatched))
+	for _, i := range r.Unmatched {
+		parts = append(parts, fmt.Sprintf("securityGroupSelectorTerms[%d] matched no security group: %s", i, DescribeTerm(r.terms[i])))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// DescribeTerm renders a term for messages.
+func DescribeTerm(t v1.SecurityGroupSelectorTerm) string {
+	var parts []string
+	if t.ID != "" {
+		parts = append(parts, fmt.Sprintf("id %q", t.ID))
+	}
+	if t.Name != "" {
+		parts = append(parts, fmt.Sprintf("name %q", t.Name))
+	}
+	if len(t.Tags) > 0 {
+		parts = append(parts, "tags "+filters.DescribeTags(t.Tags))
+	}
+	if len(parts) == 0 {
+		return "empty term"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Provider resolves security group selector terms.
+type Provider struct {
+	ec2      *ec2.Client
+	cache    *ttlcache.Cache[[]SecurityGroup]
+	pageSize int32
+}
+
+// Option adjusts a Provider.
+type Option func(*Provider)
+
+// WithPageSize sets DescribeSecurityGroups MaxResults (5..1000; default 1000).
+func WithPageSize(n int32) Option { return func(p *Provider) { p.pageSize = n } }
+
+// NewProvider returns a provider whose answers live for ttl (upstream: 1 minute).
+func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, opts ...Option) *Provider {
+	p := &Provider{ec2: ec2api, cache: ttlcache.New[[]SecurityGroup](clk, ttl), pageSize: 1000}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+type query struct {
+	filters []ec2types.Filter
+	terms   []int
+}
+
+func queries(terms []v1.SecurityGroupSelectorTerm) []query {
+	var out []query
+	var ids, names []string
+	var idTerms, nameTerms []int
+	for i, t := range terms {
+		switch {
+		case t.ID != "":
+			ids = append(ids, t.ID)
+			idTerms = append(idTerms, i)
+		case t.Name != "" && len(t.Tags) == 0:
+			names = append(names, t.Name)
+			nameTerms = append(nameTerms, i)
+		case t.Name != "":
+			// The CRD keeps name alone in a term; should both arrive anyway,
+			// AND them in a request of their own.
+			fs := append([]ec2types.Filter{{Name: aws.String("group-name"), Values: []string{t.Name}}}, filters.Tags(t.Tags)...)
+			out = append(out, query{filters: fs, terms: []int{i}})
+		case len(t.Tags) > 0:
+			out = append(out, query{filters: filters.Tags(t.Tags), terms: []int{i}})
+		}
+	}
+	if len(ids) > 0 {
+		sort.Strings(ids)
+		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-id"), Values: uniq(ids)}}, terms: idTerms})
+	}
+	if len(names) > 0 {
+		sort.Strings(names)
+		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-name"), Values: uniq(names)}}, terms: nameTerms})
+	}
+	return out
+}
+
+// List resolves terms. An error means EC2 could not be asked; terms that
+// match nothing are reported in the Resolution.
+func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTerm) (*Resolution, error) {
+	res := &Resolution{terms: terms}
+	matched := make([]bool, len(terms))
+	byID := map[string]SecurityGroup{}
+	for _, q := range queries(terms) {
+		groups, err := p.describe(ctx, q.filters)
+		if err != nil {
+			return nil, fmt.Errorf("describing security groups for %s: %w", termNames(q.terms), err)
+		}
+		for _, g := range groups {
+			byID[g.ID] = g
+		}
+		for _, i := range q.terms {
+			t := terms[i]
+			switch {
+			case t.ID != "":
+				matched[i] = contains(groups, func(g SecurityGroup) bool { return g.ID == t.ID })
+			case t.Name != "" && len(t.Tags) == 0:
+				matched[i] = contains(groups, func(g SecurityGroup) bool { return g.Name == t.Name })
+			default:
+				matched[i] = len(groups) > 0
+			}
+		}
+	}
+	for i := range terms {
+		if !matched[i] {
+			res.Unmatched = append(res.Unmatched, i)
+		}
+	}
+	for _, g := range byID {
+		res.SecurityGroups = append(res.SecurityGroups, g)
+	}
+	sort.Slice(res.SecurityGroups, func(i, j int) bool { return res.SecurityGroups[i].ID < res.SecurityGroups[j].ID })
+	return res, nil
+}
+
+func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]SecurityGroup, error) {
+	key := filters.Key(fs)
+	if g, ok := p.cache.Get(key); ok {
+		return g, nil
+	}
+	var out []SecurityGroup
+	pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range page.SecurityGroups {
+			tags := make(map[string]string, len(g.Tags))
+			for _, t := range g.Tags {
+				tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+			}
+			out = append(out, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId), Tags: tags})
+		}
+	}
+	p.cache.Set(key, out)
+	return out, nil
+}
+
+// Invalidate drops every cached answer.
+func (p *Provider) Invalidate() { p.cache.Flush() }
+
+func contains(groups []SecurityGroup, f func(SecurityGroup) bool) bool {
+	for _, g := range groups {
+		if f(g) {
+			return true
+		}
+	}
+	return false
+}
+
+func termNames(idx []int) string {
+	parts := make([]string, len(idx))
+	for i, n := range idx {
+		parts[i] = fmt.Sprintf("securityGroupSelectorTerms[%d]", n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func uniq(sorted []string) []string {
+	out := sorted[:0:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}

@@ -1,0 +1,280 @@
+package subnet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"k8s.io/utils/clock"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
+)
+
+// Subnet is one resolved subnet.
+type Subnet struct {
+	ID           string
+	Zone         string
+	ZoneID       string
+	VPCID        string
+	AvailableIPs int32
+	Tags         map[string]string
+}
+
+// Resolution is what a list of terms resolved to.
+type Resolution struct {
+	// Subnets matched by any term, each once, most free IPs first, then by id.
+	Subnets []Subnet
+	// Unmatched are the indices of the terms that matched no subnet.
+	Unmatched []int
+	terms     []v1.SubnetSelectorTerm
+}
+
+// UnmatchedMessage names every term that matched nothing, e.g.
+// `subnetSelectorTerms[1] matched no subnet: tags {"Name":"missing"}`; "" when
+// every term matched.
+func (r *Resolution) UnmatchedMessage() string {
+	parts := make([]string, 0, len(r.Unmatched))
+	for _, i := range r.Unmatched {
+		parts = append(parts, fmt.Sprintf("subnetSelectorTerms[%d] matched no subnet: %s", i, DescribeTerm(r.terms[i])))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// DescribeTerm renders a term for messages.
+func DescribeTerm(t v1.SubnetSelectorTerm) string {
+	var parts []string
+	if t.ID != "" {
+		parts = append(parts, fmt.Sprintf("id %q", t.ID))
+	}
+	if len(t.Tags) > 0 {
+		parts = append(parts, "tags "+filters.DescribeTags(t.Tags))
+	}
+	if len(parts) == 0 {
+		return "empty term"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Provider resolves subnet selector terms.
+type Provider struct {
+	ec2      *ec2.Client
+	cache    *ttlcache.Cache[[]Subnet]
+	pageSize int32
+
+	mu sync.Mutex
+	// inflight counts IP addresses claimed by launches since the subnet's
+	// free-address count was last read from EC2.
+	inflight map[string]int32
+}
+
+// Option adjusts a Provider.
+type Option func(*Provider)
+
+// WithPageSize sets DescribeSubnets MaxResults (5..1000; default 1000).
+func WithPageSize(n int32) Option { return func(p *Provider) { p.pageSize = n } }
+
+// NewProvider returns a provider whose answers live for ttl (upstream: the
+// subnet refresh interval, 1 minute).
+func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, opts ...Option) *Provider {
+	p := &Provider{ec2: ec2api, cache: ttlcache.New[[]Subnet](clk, ttl), pageSize: 1000, inflight: map[string]int32{}}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// query is one DescribeSubnets request and the terms it answers.
+type query struct {
+	filters []ec2types.Filter
+	terms   []int
+}
+
+// queries groups id terms into one request and gives every tag term its own.
+func queries(terms []v1.SubnetSelectorTerm) []query {
+	var out []query
+	var ids []string
+	var idTerms []int
+	for i, t := range terms {
+		if t.ID != "" {
+			ids = append(ids, t.ID)
+			idTerms = append(idTerms, i)
+			continue
+		}
+		if len(t.Tags) == 0 {
+			continue // the CRD rejects such a term; it selects nothing
+		}
+		out = append(out, query{filters: filters.Tags(t.Tags), terms: []int{i}})
+	}
+	if len(ids) > 0 {
+		sort.Strings(ids)
+		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: uniq(ids)}}, terms: idTerms})
+	}
+	return out
+}
+
+// List resolves terms. An error means EC2 could not be asked (after the SDK's
+// retries); terms that match nothing are not an error but are reported in
+// the Resolution.
+func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) (*Resolution, error) {
+	res := &Resolution{terms: terms}
+	matched := make([]bool, len(terms))
+	byID := map[string]Subnet{}
+	for _, q := range queries(terms) {
+		subnets, err := p.describe(ctx, q.filters)
+		if err != nil {
+			return nil, fmt.Errorf("describing subnets for %s: %w", termNames(q.terms), err)
+		}
+		for _, s := range subnets {
+			byID[s.ID] = s
+		}
+		for _, i := range q.terms {
+			if terms[i].ID != "" {
+				matched[i] = containsID(subnets, terms[i].ID)
+			} else {
+				matched[i] = len(subnets) > 0
+			}
+		}
+	}
+	for i := range terms {
+		if !matched[i] {
+			res.Unmatched = append(res.Unmatched, i)
+		}
+	}
+	for _, s := range byID {
+		res.Subnets = append(res.Subnets, s)
+	}
+	sort.Slice(res.Subnets, func(i, j int) bool {
+		a, b := res.Subnets[i], res.Subnets[j]
+		if a.AvailableIPs != b.AvailableIPs {
+			return a.AvailableIPs > b.AvailableIPs
+		}
+		return a.ID < b.ID
+	})
+	return res, nil
+}
+
+func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]Subnet, error) {
+	key := filters.Key(fs)
+	if s, ok := p.cache.Get(key); ok {
+		return s, nil
+	}
+	var out []Subnet
+	pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range page.Subnets {
+			out = append(out, fromEC2(s))
+		}
+	}
+	p.cache.Set(key, out)
+	// Fresh counts from EC2 already include the addresses of finished launches.
+	p.mu.Lock()
+	for _, s := range out {
+		delete(p.inflight, s.ID)
+	}
+	p.mu.Unlock()
+	return out, nil
+}
+
+func fromEC2(s ec2types.Subnet) Subnet {
+	tags := make(map[string]string, len(s.Tags))
+	for _, t := range s.Tags {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return Subnet{
+		ID:           aws.ToString(s.SubnetId),
+		Zone:         aws.ToString(s.AvailabilityZone),
+		ZoneID:       aws.ToString(s.AvailabilityZoneId),
+		VPCID:        aws.ToString(s.VpcId),
+		AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount),
+		Tags:         tags,
+	}
+}
+
+// ZonalSubnets resolves terms and returns, per zone, the subnet with the most
+// free IP addresses after discounting in-flight launches.
+func (p *Provider) ZonalSubnets(ctx context.Context, terms []v1.SubnetSelectorTerm) (map[string]Subnet, error) {
+	res, err := p.List(ctx, terms)
+	if err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	adjusted := make([]Subnet, len(res.Subnets))
+	for i, s := range res.Subnets {
+		s.AvailableIPs -= p.inflight[s.ID]
+		adjusted[i] = s
+	}
+	p.mu.Unlock()
+	return MostFreeIPsPerZone(adjusted), nil
+}
+
+// ReserveIPs records that a launch into subnetID will use n addresses, until
+// the subnet's free-address count is next read from EC2.
+func (p *Provider) ReserveIPs(subnetID string, n int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.inflight[subnetID] += n
+}
+
+// ReleaseIPs undoes ReserveIPs for a launch that failed.
+func (p *Provider) ReleaseIPs(subnetID string, n int32) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.inflight[subnetID] -= n; p.inflight[subnetID] <= 0 {
+		delete(p.inflight, subnetID)
+	}
+}
+
+// MostFreeIPsPerZone picks, for each zone, the subnet with the most free IP
+// addresses (ties: the lowest id, so the choice is stable).
+func MostFreeIPsPerZone(subnets []Subnet) map[string]Subnet {
+	out := map[string]Subnet{}
+	for _, s := range subnets {
+		cur, ok := out[s.Zone]
+		if !ok || s.AvailableIPs > cur.AvailableIPs || (s.AvailableIPs == cur.AvailableIPs && s.ID < cur.ID) {
+			out[s.Zone] = s
+		}
+	}
+	return out
+}
+
+// Invalidate drops every cached answer, so the next List asks EC2.
+func (p *Provider) Invalidate() { p.cache.Flush() }
+
+func containsID(subnets []Subnet, id string) bool {
+	for _, s := range subnets {
+		if s.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+func termNames(idx []int) string {
+	parts := make([]string, len(idx))
+	for i, n := range idx {
+		parts[i] = fmt.Sprintf("subnetSelectorTerms[%d]", n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func uniq(sorted []string) []string {
+	out := sorted[:0:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
