@@ -60,7 +60,7 @@ type Bundle struct {
 	// CloudProvider launches and removes instances. Its
 	// GetSupportedNodeClasses names the provider's NodeClass kinds. The
 	// operator wraps it with the metrics decorator
-	// (pkg/cloudprovider/metrics.Decorate) before handing it to the core's
+	// (pkg/cloudprovider/instrumented.Decorate) before handing it to the core's
 	// controllers; a provider whose own controllers should be measured too
 	// decorates it itself (Decorate does not wrap twice).
 	CloudProvider CloudProvider

@@ -20,14 +20,14 @@ import (
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
-	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
-	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
-	statusmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/status"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
-	ncdisruption "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
@@ -58,7 +58,7 @@ type Deps struct {
 // NodePool controllers and disruption. The core's controllers reach the
 // provider through the metrics decorator, so its calls are measured.
 func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
-	cp := cpmetrics.Decorate(d.Bundle.CloudProvider)
+	cp := instrumented.Decorate(d.Bundle.CloudProvider)
 	all := append([]cloudprovider.Controller(nil), d.Bundle.Controllers...)
 	all = append(all, StateInformers(d.KubeClient, d.Cluster)...)
 
@@ -84,7 +84,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	// The disruption controller decides; the orchestration queue carries its
 	// commands out.
 	queue := orchestration.NewQueue(d.KubeClient, d.Cluster, d.Recorder, d.Clock)
-	all = append(all, registerer(queue.Register), runnable(disruption.NewController(d.KubeClient, d.Cluster, prov, cp, queue, d.Recorder, d.Clock, disruption.Options{
+	all = append(all, registerer(queue.Register), runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, cp, queue, d.Recorder, d.Clock, disrupter.Options{
 		SpotToSpotConsolidation: d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation),
 	})))
 
@@ -133,7 +133,7 @@ func NodeLifecycle(kube client.Client, cp cloudprovider.CloudProvider, clk clock
 		lifecycle.NewController(kube, cp, clk, recorder),
 		termination.NewController(kube, cp, clk, recorder),
 		podevents.NewController(kube, clk),
-		registerer(ncdisruption.NewController(kube, cp, clk).Register),
+		registerer(candidacy.NewController(kube, cp, clk).Register),
 		registerer(expiration.NewController(kube, clk, recorder).Register),
 		registerer(garbagecollection.NewController(kube, cp, clk, recorder).Register),
 	}
@@ -165,12 +165,12 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 		return nil, err
 	}
 	out = append(out, runnable(nodeMetrics), registerer(podMetrics.Register))
-	for _, kind := range []statusmetrics.Kind{
-		statusmetrics.NodeClaimKind(d.Bundle.NodeClassLabelKey),
-		statusmetrics.NodePoolKind(),
-		statusmetrics.NodeKind(d.Bundle.NodeClassLabelKey),
+	for _, kind := range []conditions.Kind{
+		conditions.NodeClaimKind(d.Bundle.NodeClassLabelKey),
+		conditions.NodePoolKind(),
+		conditions.NodeKind(d.Bundle.NodeClassLabelKey),
 	} {
-		statusMetrics, err := statusmetrics.NewController(d.KubeClient, d.Clock, crmetrics.Registry, kind)
+		statusMetrics, err := conditions.NewController(d.KubeClient, d.Clock, crmetrics.Registry, kind)
 		if err != nil {
 			return nil, err
 		}

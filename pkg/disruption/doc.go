@@ -3,7 +3,7 @@
 // with budgets and instance types, PodDisruptionBudgets, "now"), it decides at
 // most one disruption command per pass and says, for every node a method wanted
 // but left alone, why. It makes no API calls and reads no clock; the same Input
-// gives the same Result. The controller in pkg/controllers/disruption gathers
+// gives the same Result. The controller in pkg/controllers/disrupter gathers
 // the snapshot, calls Run, validates and hands the decision to the
 // orchestration queue; tests and benchmarks call Run directly.
 //

@@ -318,7 +318,7 @@ func TestDisruptionDoNotDisruptPod(t *testing.T) {
 		if err := e.Client.Get(e.ctx, client.ObjectKey{Name: claim}, nc); err != nil {
 			return false, err
 		}
-		cond := nc.StatusConditions().Get("DisruptionBlocked") // ours, see pkg/controllers/disruption
+		cond := nc.StatusConditions().Get("DisruptionBlocked") // ours, see pkg/controllers/disrupter
 		last = fmt.Sprintf("nodes %v, DisruptionBlocked %+v", names, cond)
 		return len(names) == 1 && names[0] == guardedNode && cond.IsTrue() &&
 			cond.Reason == "DoNotDisrupt" && strings.Contains(cond.Message, guardedPod), nil

@@ -14,8 +14,8 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
 	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -41,7 +41,7 @@ func TestKWOKNodesInitializeInTheLocalCluster(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cp := cpmetrics.Decorate(kwok.New(ctx, mgr.GetClient(), clock.RealClock{}, catalog))
+	cp := instrumented.Decorate(kwok.New(ctx, mgr.GetClient(), clock.RealClock{}, catalog))
 	if err := controllers.RegisterEach(ctx, mgr, controllers.NodeLifecycle(mgr.GetClient(), cp, clock.RealClock{}, nil)...); err != nil {
 		t.Fatal(err)
 	}

@@ -14,8 +14,8 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
 	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -37,7 +37,7 @@ func TestControllersUnderAManager(t *testing.T) {
 		t.Fatal(err)
 	}
 	clk := clock.RealClock{}
-	cp := cpmetrics.Decorate(kwok.New(ctx, mgr.GetClient(), clk, catalog))
+	cp := instrumented.Decorate(kwok.New(ctx, mgr.GetClient(), clk, catalog))
 	if err := controllers.RegisterEach(ctx, mgr, controllers.NodeLifecycle(mgr.GetClient(), cp, clk, mgr.GetEventRecorderFor("karpenter"))...); err != nil { //nolint:staticcheck
 		t.Fatal(err)
 	}

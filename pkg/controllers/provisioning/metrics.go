@@ -46,7 +46,7 @@ var (
 	}, []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"})
 )
 
-// Reasons of karpenter_nodeclaims_created_total (nodeclaim/metrics.NodeClaimsCreatedTotal).
+// Reasons of karpenter_nodeclaims_created_total (metrics.NodeClaimsCreatedTotal in pkg/metrics).
 const (
 	ReasonProvisioning = "provisioning"
 )

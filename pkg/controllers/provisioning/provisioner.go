@@ -24,8 +24,8 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 	"github.com/karpenter-go/karpenter/pkg/events"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
@@ -422,7 +422,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			}
 			p.cluster.UpdateNodeClaim(nc)
 			p.cluster.Nominate(nc.Name)
-			ncmetrics.NodeClaimsCreatedTotal.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
+			metrics.NodeClaimsCreatedTotal.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
 			for _, pod := range c.Pods {
 				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
 			}

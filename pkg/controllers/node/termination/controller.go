@@ -24,10 +24,10 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/instance"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
 // Name of the controller.
@@ -81,7 +81,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 //     (InstanceTerminating);
 //  6. only then the finalizer is removed.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = cpmetrics.WithController(ctx, Name)
+	ctx = instrumented.WithController(ctx, Name)
 	node := &corev1.Node{}
 	if err := c.kubeClient.Get(ctx, req.NamespacedName, node); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -6,12 +6,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
 // Node termination metrics, with upstream's names. karpenter_nodes_terminated_total
 // is shared with the other lifecycle controllers and lives in
-// pkg/controllers/nodeclaim/metrics.
+// pkg/metrics.
 var (
 	// TerminationDuration is the time from a Node's deletion to the removal
 	// of its finalizer: drain, volume detachment and instance termination.

@@ -19,7 +19,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/instance"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 

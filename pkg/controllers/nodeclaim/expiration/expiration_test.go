@@ -11,7 +11,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 

@@ -31,8 +31,8 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
 // Name of the controller.
@@ -78,7 +78,7 @@ type Result struct {
 
 // Reconcile runs one pass.
 func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
-	ctx = cpmetrics.WithController(ctx, Name)
+	ctx = instrumented.WithController(ctx, Name)
 	var res Result
 	instances, err := c.cloudProvider.List(ctx)
 	if err != nil {

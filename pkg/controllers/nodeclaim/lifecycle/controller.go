@@ -21,8 +21,8 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
 // Name of the lifecycle controller.
@@ -66,7 +66,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 
 // Reconcile advances one NodeClaim.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = cpmetrics.WithController(ctx, Name)
+	ctx = instrumented.WithController(ctx, Name)
 	nc := &v1.NodeClaim{}
 	if err := c.kubeClient.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

@@ -16,7 +16,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
 // NodeClassNotReadyRetry is how soon a launch blocked on a NodeClass that is

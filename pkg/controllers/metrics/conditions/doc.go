@@ -1,4 +1,4 @@
-// Package status exports, per watched kind, the status condition metrics that
+// Package conditions exports, per watched kind, the status condition metrics that
 // upstream Karpenter v1 gets from awslabs/operatorpkg's status controller, under
 // the same names and labels so its dashboards and alerts keep working. <kind> is
 // the lower-case kind (nodeclaim, nodepool, node):
@@ -34,4 +34,4 @@
 // under the same name (new UID) starts afresh. Upstream's deprecated
 // kind-agnostic operator_status_condition_* families (group and kind labels) and
 // its condition-transition and Finalized events are not emitted.
-package status
+package conditions

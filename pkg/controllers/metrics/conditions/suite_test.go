@@ -1,4 +1,4 @@
-package status_test
+package conditions_test
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
-	apistatus "github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/status"
+	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -49,9 +49,9 @@ func newFixture(t *testing.T) *fixture {
 	return &fixture{ctx: ctx, clock: clocktesting.NewFakeClock(t0), reg: prometheus.NewRegistry(), t0: t0}
 }
 
-func (f *fixture) controller(t *testing.T, kind status.Kind) *status.Controller {
+func (f *fixture) controller(t *testing.T, kind conditions.Kind) *conditions.Controller {
 	t.Helper()
-	c, err := status.NewController(testEnv.Client, f.clock, f.reg, kind)
+	c, err := conditions.NewController(testEnv.Client, f.clock, f.reg, kind)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,8 +61,8 @@ func (f *fixture) controller(t *testing.T, kind status.Kind) *status.Controller 
 // at sets the fake clock to t0+d.
 func (f *fixture) at(d time.Duration) { f.clock.SetTime(f.t0.Add(d)) }
 
-func (f *fixture) cond(typ string, s metav1.ConditionStatus, reason string, after time.Duration) apistatus.Condition {
-	return apistatus.Condition{Type: typ, Status: s, Reason: reason, Message: "set by a test", LastTransitionTime: metav1.NewTime(f.t0.Add(after))}
+func (f *fixture) cond(typ string, s metav1.ConditionStatus, reason string, after time.Duration) status.Condition {
+	return status.Condition{Type: typ, Status: s, Reason: reason, Message: "set by a test", LastTransitionTime: metav1.NewTime(f.t0.Add(after))}
 }
 
 // series gathers the family name into a map from its label set, rendered as
@@ -187,8 +187,8 @@ func (f *fixture) expectHistograms(t *testing.T, name string, want map[string]ob
 
 func expectRequeue(t *testing.T, res reconcile.Result) {
 	t.Helper()
-	if res.RequeueAfter != status.RefreshPeriod {
-		t.Errorf("RequeueAfter %v, want %v", res.RequeueAfter, status.RefreshPeriod)
+	if res.RequeueAfter != conditions.RefreshPeriod {
+		t.Errorf("RequeueAfter %v, want %v", res.RequeueAfter, conditions.RefreshPeriod)
 	}
 }
 
@@ -203,7 +203,7 @@ const (
 
 // nodeClaim is a NodeClaim of NodePool pool-a and KWOKNodeClass default,
 // labelled with both, as the provisioner labels the NodeClaims it creates.
-func nodeClaim(name string, conds ...apistatus.Condition) *v1.NodeClaim {
+func nodeClaim(name string, conds ...status.Condition) *v1.NodeClaim {
 	return &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 			v1.NodePoolLabelKey: "pool-a", kwok.NodeClassLabelKey: "default",
@@ -227,7 +227,7 @@ const ncExtra = "karpenter_kwok_sh_kwoknodeclass=default,karpenter_sh_nodepool=p
 // without a change counts nothing new.
 func TestNodeClaimConditionFlip(t *testing.T) {
 	f := newFixture(t)
-	ctrl := f.controller(t, status.NodeClaimKind(kwok.NodeClassLabelKey))
+	ctrl := f.controller(t, conditions.NodeClaimKind(kwok.NodeClassLabelKey))
 	nc := nodeClaim("flip", f.cond(v1.ConditionTypeLaunched, metav1.ConditionUnknown, "AwaitingLaunch", 0))
 	ExpectApplied(f.ctx, t, testEnv.Client, nc)
 
@@ -249,7 +249,7 @@ func TestNodeClaimConditionFlip(t *testing.T) {
 		"reason=AwaitingLaunch,status=Unknown,type=Launched," + ncExtra: 1,
 	})
 
-	nc.Status.Conditions = []apistatus.Condition{f.cond(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", 45*time.Second)}
+	nc.Status.Conditions = []status.Condition{f.cond(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", 45*time.Second)}
 	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
 	f.at(60 * time.Second)
 	expectRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
@@ -278,7 +278,7 @@ func TestNodeClaimConditionFlip(t *testing.T) {
 // untouched by the first one's deletion.
 func TestNodeClaimDeletionRemovesSeries(t *testing.T) {
 	f := newFixture(t)
-	ctrl := f.controller(t, status.NodeClaimKind(kwok.NodeClassLabelKey))
+	ctrl := f.controller(t, conditions.NodeClaimKind(kwok.NodeClassLabelKey))
 	nc := nodeClaim("doomed", f.cond(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", 0))
 	nc.Finalizers = []string{"karpenter.sh/termination"}
 	other := nodeClaim("other", f.cond(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", 0))
@@ -328,16 +328,16 @@ func TestNodeClaimDeletionRemovesSeries(t *testing.T) {
 // appearance.
 func TestNodePoolConditions(t *testing.T) {
 	f := newFixture(t)
-	ctrl := f.controller(t, status.NodePoolKind())
+	ctrl := f.controller(t, conditions.NodePoolKind())
 	np := &v1.NodePool{
 		ObjectMeta: metav1.ObjectMeta{Name: "pool"},
 		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
 			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
 		}}},
-		Status: v1.NodePoolStatus{Conditions: []apistatus.Condition{
+		Status: v1.NodePoolStatus{Conditions: []status.Condition{
 			f.cond(v1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, "ValidationSucceeded", 0),
-			f.cond(apistatus.ConditionReady, metav1.ConditionFalse, "NodeClassNotReady", 0),
+			f.cond(status.ConditionReady, metav1.ConditionFalse, "NodeClassNotReady", 0),
 		}},
 	}
 	ExpectApplied(f.ctx, t, testEnv.Client, np)
@@ -348,7 +348,7 @@ func TestNodePoolConditions(t *testing.T) {
 	f.expectGauges(t, "operator_nodepool_status_condition_count", map[string]float64{valid: 1, notReady: 1})
 	f.expectGauges(t, "operator_nodepool_status_condition_current_status_seconds", map[string]float64{valid: 10, notReady: 10})
 
-	np.Status.Conditions[1] = f.cond(apistatus.ConditionReady, metav1.ConditionTrue, "Ready", 90*time.Second)
+	np.Status.Conditions[1] = f.cond(status.ConditionReady, metav1.ConditionTrue, "Ready", 90*time.Second)
 	ExpectStatusUpdated(f.ctx, t, testEnv.Client, np)
 	f.at(100 * time.Second)
 	ExpectReconciled(f.ctx, t, ctrl, np)
@@ -365,7 +365,7 @@ func TestNodePoolConditions(t *testing.T) {
 	})
 
 	// Its NodeClaim-kind sibling in the same registry stays empty.
-	f.controller(t, status.NodeClaimKind(kwok.NodeClassLabelKey))
+	f.controller(t, conditions.NodeClaimKind(kwok.NodeClassLabelKey))
 	f.expectGauges(t, ncCount, map[string]float64{})
 }
 
@@ -376,7 +376,7 @@ func TestNodePoolConditions(t *testing.T) {
 // histogram observes how long it was False.
 func TestNodeConditionsAndLabelChange(t *testing.T) {
 	f := newFixture(t)
-	ctrl := f.controller(t, status.NodeKind(kwok.NodeClassLabelKey))
+	ctrl := f.controller(t, conditions.NodeKind(kwok.NodeClassLabelKey))
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: map[string]string{v1.NodePoolLabelKey: "pool-a"}},
 		Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{{
@@ -418,7 +418,7 @@ func TestNodeConditionsAndLabelChange(t *testing.T) {
 // predecessor's, so no transition duration is observed across the two.
 func TestNodeClaimRecreatedStartsAfresh(t *testing.T) {
 	f := newFixture(t)
-	ctrl := f.controller(t, status.NodeClaimKind(kwok.NodeClassLabelKey))
+	ctrl := f.controller(t, conditions.NodeClaimKind(kwok.NodeClassLabelKey))
 	nc := nodeClaim("again", f.cond(v1.ConditionTypeLaunched, metav1.ConditionFalse, "LaunchFailed", 0))
 	ExpectApplied(f.ctx, t, testEnv.Client, nc)
 	f.at(10 * time.Second)

@@ -1,4 +1,4 @@
-package disruption
+package disrupter
 
 import (
 	"github.com/prometheus/client_golang/prometheus"

@@ -1,4 +1,4 @@
-package disruption_test
+package disrupter_test
 
 import (
 	"testing"
@@ -7,7 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -29,7 +29,7 @@ func TestScheduledBudgetBlocksUntilItsWindowEnds(t *testing.T) {
 	}
 	const msg = "nodepool default: budget allows 0 Empty disruptions until 17:00 UTC"
 	got := ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
-	if c := got.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked); !c.IsTrue() || c.Message != msg {
+	if c := got.StatusConditions().Get(disrupter.ConditionTypeDisruptionBlocked); !c.IsTrue() || c.Message != msg {
 		t.Fatalf("DisruptionBlocked condition %+v, want message %q", c, msg)
 	}
 	if !containsEvent(f.events(), "Normal DisruptionBlocked "+msg) {
@@ -75,7 +75,7 @@ func TestBudgetForOneReasonLeavesTheOthers(t *testing.T) {
 		t.Fatalf("DisruptionReason condition of the drifted node %+v", c)
 	}
 	got = ExpectExists(f.ctx, t, testEnv.Client, empty.DeepCopy())
-	if c := got.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked); !c.IsTrue() || c.Reason != "DisruptionBudget" {
+	if c := got.StatusConditions().Get(disrupter.ConditionTypeDisruptionBlocked); !c.IsTrue() || c.Reason != "DisruptionBudget" {
 		t.Fatalf("DisruptionBlocked condition of the empty node %+v", c)
 	}
 }

@@ -1,4 +1,4 @@
-package disruption
+package candidacy
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	cpmetrics "github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 )
 
 // Name of the controller.
@@ -49,7 +49,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 // Reconcile computes both conditions for one NodeClaim and writes its status
 // once.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	ctx = cpmetrics.WithController(ctx, Name)
+	ctx = instrumented.WithController(ctx, Name)
 	nc := &v1.NodeClaim{}
 	if err := c.kubeClient.Get(ctx, req.NamespacedName, nc); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)

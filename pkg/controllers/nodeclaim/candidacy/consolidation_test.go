@@ -1,4 +1,4 @@
-package disruption_test
+package candidacy_test
 
 import (
 	"strings"
@@ -8,7 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -24,8 +24,8 @@ func TestConsolidatableFlipsExactlyAtConsolidateAfter(t *testing.T) {
 
 	requeue, nc := f.reconcile(t, nc)
 	c := cond(nc, v1.ConditionTypeConsolidatable)
-	if !c.IsFalse() || c.Reason != disruption.ReasonConsolidateAfterNotElapsed {
-		t.Fatalf("Consolidatable = %+v, want False/%s", c, disruption.ReasonConsolidateAfterNotElapsed)
+	if !c.IsFalse() || c.Reason != candidacy.ReasonConsolidateAfterNotElapsed {
+		t.Fatalf("Consolidatable = %+v, want False/%s", c, candidacy.ReasonConsolidateAfterNotElapsed)
 	}
 	if !strings.Contains(c.Message, "30s") || !strings.Contains(c.Message, "initialized") {
 		t.Errorf("message %q should name consolidateAfter and what it counts from", c.Message)
@@ -101,12 +101,12 @@ func TestConsolidateAfterNever(t *testing.T) {
 	f.clk.Step(1000 * time.Hour)
 	requeue, nc := f.reconcile(t, nc)
 	c := cond(nc, v1.ConditionTypeConsolidatable)
-	if !c.IsFalse() || c.Reason != disruption.ReasonConsolidationDisabled || !strings.Contains(c.Message, "Never") {
-		t.Fatalf("Consolidatable = %+v, want False/%s", c, disruption.ReasonConsolidationDisabled)
+	if !c.IsFalse() || c.Reason != candidacy.ReasonConsolidationDisabled || !strings.Contains(c.Message, "Never") {
+		t.Fatalf("Consolidatable = %+v, want False/%s", c, candidacy.ReasonConsolidationDisabled)
 	}
 	// Only drift's periodic re-check remains.
-	if requeue != disruption.DriftRecheckInterval {
-		t.Fatalf("RequeueAfter = %v, want the drift re-check %v", requeue, disruption.DriftRecheckInterval)
+	if requeue != candidacy.DriftRecheckInterval {
+		t.Fatalf("RequeueAfter = %v, want the drift re-check %v", requeue, candidacy.DriftRecheckInterval)
 	}
 
 	// Turning consolidation on makes the (long idle) node consolidatable.

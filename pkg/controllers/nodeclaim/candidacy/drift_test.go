@@ -1,4 +1,4 @@
-package disruption_test
+package candidacy_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -57,15 +57,15 @@ func TestDriftByLegacyTaint(t *testing.T) {
 	nc := launched(f, t, np, "old-node", true)
 	requeue, nc := f.reconcile(t, nc)
 	expectNotDrifted(t, nc, "fresh NodeClaim")
-	if requeue > disruption.DriftRecheckInterval {
-		t.Fatalf("RequeueAfter = %v, want at most the drift re-check %v", requeue, disruption.DriftRecheckInterval)
+	if requeue > candidacy.DriftRecheckInterval {
+		t.Fatalf("RequeueAfter = %v, want at most the drift re-check %v", requeue, candidacy.DriftRecheckInterval)
 	}
 
 	update(f, t, np, func(np *v1.NodePool) {
 		np.Spec.Template.Spec.Taints = append(np.Spec.Template.Spec.Taints, legacyTaint)
 	})
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonNodePoolDrifted, `NodePool "old"`, "taints")
+	expectDrifted(t, nc, candidacy.ReasonNodePoolDrifted, `NodePool "old"`, "taints")
 
 	update(f, t, np, func(np *v1.NodePool) { np.Spec.Template.Spec.Taints = nil })
 	_, nc = f.reconcile(t, nc)
@@ -101,7 +101,7 @@ func TestDriftByTemplateChanges(t *testing.T) {
 			expectNotDrifted(t, nc, "before the change")
 			update(f, t, np, tc.mutate)
 			_, nc = f.reconcile(t, nc)
-			expectDrifted(t, nc, disruption.ReasonNodePoolDrifted, `NodePool "default"`)
+			expectDrifted(t, nc, candidacy.ReasonNodePoolDrifted, `NodePool "default"`)
 		})
 	}
 }
@@ -147,7 +147,7 @@ func TestDriftByRequirementRemoval(t *testing.T) {
 		t.Fatal("requirements must not be part of the hash: the drift below has to come from the requirements check")
 	}
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonRequirementsDrifted, v1.CapacityTypeLabelKey+"="+v1.CapacityTypeOnDemand, "In [spot]")
+	expectDrifted(t, nc, candidacy.ReasonRequirementsDrifted, v1.CapacityTypeLabelKey+"="+v1.CapacityTypeOnDemand, "In [spot]")
 
 	// Allowing it again clears the drift.
 	update(f, t, np, func(np *v1.NodePool) {
@@ -175,7 +175,7 @@ func TestDriftByNewRequirementOnMissingLabel(t *testing.T) {
 			v1.NodeSelectorRequirementWithMinValues{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"arm64"}})
 	})
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonRequirementsDrifted, corev1.LabelArchStable, "arm64")
+	expectDrifted(t, nc, candidacy.ReasonRequirementsDrifted, corev1.LabelArchStable, "arm64")
 }
 
 // TestDriftByCloudProvider: the provider's reason becomes the condition's;
@@ -192,7 +192,7 @@ func TestDriftByCloudProvider(t *testing.T) {
 
 	f.cloud.reason = "image changed: ami-1 -> ami-2"
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonCloudProviderDrifted, "image changed: ami-1 -> ami-2")
+	expectDrifted(t, nc, candidacy.ReasonCloudProviderDrifted, "image changed: ami-1 -> ami-2")
 
 	f.cloud.reason = ""
 	_, nc = f.reconcile(t, nc)
@@ -237,9 +237,9 @@ func TestDriftByInstanceTypeNotFound(t *testing.T) {
 
 	// The API server stamped creation with its own (real) clock, a second or
 	// so after the fake clock's start.
-	f.clk.Step(disruption.InstanceTypeDriftMinAge + 2*time.Second)
+	f.clk.Step(candidacy.InstanceTypeDriftMinAge + 2*time.Second)
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonInstanceTypeNotFound, "c-2x-amd64-linux", "no longer offered")
+	expectDrifted(t, nc, candidacy.ReasonInstanceTypeNotFound, "c-2x-amd64-linux", "no longer offered")
 
 	// The type is back, but without its on-demand offering in test-zone-a.
 	reduced := *own
@@ -252,7 +252,7 @@ func TestDriftByInstanceTypeNotFound(t *testing.T) {
 	}
 	f.cloud.instanceTypes = append([]*scheduling.InstanceType{&reduced}, others...)
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonInstanceTypeNotFound, "no on-demand offering in zone test-zone-a")
+	expectDrifted(t, nc, candidacy.ReasonInstanceTypeNotFound, "no on-demand offering in zone test-zone-a")
 
 	// Unavailable is not gone.
 	unavailable := *own
@@ -275,7 +275,7 @@ func TestStaticDriftWinsOverProvider(t *testing.T) {
 	f.cloud.reason = "ImageDrifted"
 	update(f, t, np, func(np *v1.NodePool) { np.Spec.Template.Spec.Taints = []corev1.Taint{legacyTaint} })
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonNodePoolDrifted)
+	expectDrifted(t, nc, candidacy.ReasonNodePoolDrifted)
 }
 
 // TestNotLaunchedIsNeverDrifted: before the instance exists nothing can be
@@ -324,7 +324,7 @@ func TestForeignHashVersionIsRestampedNotDrifted(t *testing.T) {
 
 	update(f, t, np, func(np *v1.NodePool) { np.Spec.Template.Spec.Taints = []corev1.Taint{legacyTaint} })
 	_, nc = f.reconcile(t, nc)
-	expectDrifted(t, nc, disruption.ReasonNodePoolDrifted)
+	expectDrifted(t, nc, candidacy.ReasonNodePoolDrifted)
 }
 
 // TestNodeClaimWithoutHashIsNotStaticallyDrifted: a NodeClaim someone wrote
@@ -360,7 +360,7 @@ func TestUnderAManager(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := disruption.NewController(mgr.GetClient(), f.cloud, f.clk).Register(mgr); err != nil {
+	if err := candidacy.NewController(mgr.GetClient(), f.cloud, f.clk).Register(mgr); err != nil {
 		t.Fatal(err)
 	}
 	if err := nodepool.NewHashController(mgr.GetClient()).Register(mgr); err != nil {
@@ -385,7 +385,7 @@ func TestUnderAManager(t *testing.T) {
 	update(f, t, np, func(np *v1.NodePool) { np.Spec.Template.Spec.Taints = []corev1.Taint{legacyTaint} })
 	Eventually(t, 20*time.Second, func() error {
 		c := cond(ExpectExists(f.ctx, t, e.Client, nc.DeepCopy()), v1.ConditionTypeDrifted)
-		if !c.IsTrue() || c.Reason != disruption.ReasonNodePoolDrifted {
+		if !c.IsTrue() || c.Reason != candidacy.ReasonNodePoolDrifted {
 			return fmt.Errorf("Drifted = %+v", c)
 		}
 		return nil

@@ -1,4 +1,4 @@
-// Package disruption is the voluntary disruption controller: a leader-only
+// Package disrupter is the voluntary disruption controller: a leader-only
 // loop that, every 10 s on its clock (at once after a pass that acted), takes
 // a snapshot of the cluster, lets the pure core in pkg/disruption decide, and
 // hands the decision to the orchestration queue (subpackage orchestration),
@@ -49,4 +49,4 @@
 // consolidation_type is empty, multi, single, or "" for drift. A
 // NodePool without an active budget for a reason reports 2147483647 allowed
 // disruptions, as upstream does.
-package disruption
+package disrupter

@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"

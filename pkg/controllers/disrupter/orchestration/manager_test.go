@@ -10,7 +10,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	. "github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	. "github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )

@@ -1,4 +1,4 @@
-package disruption_test
+package disrupter_test
 
 import (
 	"context"
@@ -22,8 +22,8 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
-	"github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state"
@@ -45,7 +45,7 @@ type fixture struct {
 	recorder  *record.FakeRecorder
 	cp        *kwok.CloudProvider
 	queue     *orchestration.Queue
-	ctrl      *disruption.Controller
+	ctrl      *disrupter.Controller
 	types     map[string]*scheduling.InstanceType
 }
 
@@ -83,7 +83,7 @@ func newFixture(t *testing.T, budgets ...v1.Budget) *fixture {
 	f.informers = informer.All(testEnv.Client, f.cluster)
 	prov := provisioning.NewProvisioner(testEnv.Client, f.cp, f.cluster, f.recorder, f.clock, provisioning.Options{SyncTimeout: 2 * time.Second})
 	f.queue = orchestration.NewQueue(testEnv.Client, f.cluster, f.recorder, f.clock)
-	f.ctrl = disruption.NewController(testEnv.Client, f.cluster, prov, f.cp, f.queue, f.recorder, f.clock, disruption.Options{})
+	f.ctrl = disrupter.NewController(testEnv.Client, f.cluster, prov, f.cp, f.queue, f.recorder, f.clock, disrupter.Options{})
 
 	nc := fixtures.KWOKNodeClass("default", 0, true)
 	if len(budgets) == 0 {
@@ -267,7 +267,7 @@ func (f *fixture) pass(t *testing.T) passResult {
 			return r
 		case <-time.After(10 * time.Millisecond):
 			if f.clock.HasWaiters() {
-				f.clock.Step(disruption.ValidationDelay)
+				f.clock.Step(disrupter.ValidationDelay)
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package disruption_test
+package candidacy_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/disruption"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -49,7 +49,7 @@ type fixture struct {
 	ctx   context.Context
 	clk   *clocktesting.FakeClock
 	cloud *driftingCloud
-	ctrl  *disruption.Controller
+	ctrl  *candidacy.Controller
 }
 
 // setup empties the cluster and returns the controller on a fake clock that
@@ -66,7 +66,7 @@ func setup(t *testing.T) *fixture {
 		t.Fatal(err)
 	}
 	cloud := &driftingCloud{CloudProvider: kwok.New(ctx, e.Client, clk, catalog)}
-	return &fixture{ctx: ctx, clk: clk, cloud: cloud, ctrl: disruption.NewController(e.Client, cloud, clk)}
+	return &fixture{ctx: ctx, clk: clk, cloud: cloud, ctrl: candidacy.NewController(e.Client, cloud, clk)}
 }
 
 func nodePool(name string, consolidateAfter string) *v1.NodePool {

@@ -1,10 +1,10 @@
-// Package metrics decorates a CloudProvider with Prometheus metrics: how long
+// Package instrumented decorates a CloudProvider with Prometheus metrics: how long
 // each call takes and which calls fail, labelled by the controller that made the
 // call, the method and the provider; and, from every GetInstanceTypes answer,
 // each instance type's vCPUs and memory and each offering's availability and
 // price. The metrics live on controller-runtime's registry, which the operator
 // serves on its metrics port.
-package metrics
+package instrumented
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package disruption_test
+package disrupter_test
 
 import (
 	"context"
@@ -12,8 +12,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/disruption"
-	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -22,12 +22,12 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	node, nc := f.node(t, "empty", "c-4x-amd64-linux")
 	busy, _ := f.node(t, "busy", "c-4x-amd64-linux", notConsolidatable)
 	f.pod(t, "db", busy.Name, "1", nil)
-	before := testutil.ToFloat64(disruption.DecisionsTotal.WithLabelValues("delete", "empty", "empty"))
-	byPoolBefore := testutil.ToFloat64(disruption.DecisionsByNodePoolTotal.WithLabelValues("default", "delete", "empty", "empty"))
+	before := testutil.ToFloat64(disrupter.DecisionsTotal.WithLabelValues("delete", "empty", "empty"))
+	byPoolBefore := testutil.ToFloat64(disrupter.DecisionsByNodePoolTotal.WithLabelValues("default", "delete", "empty", "empty"))
 	// The disruption counter carries the NodePool's policy and, with no
 	// terminationGracePeriod, the graceful termination mode.
-	disrupted := ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey],
-		string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)
+	disrupted := metrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey],
+		string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeGraceful)
 	disruptedBefore := testutil.ToFloat64(disrupted)
 
 	done := f.startPass(t)
@@ -36,7 +36,7 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	if n := ExpectExists(f.ctx, t, testEnv.Client, node.DeepCopy()); hasTaint(n, v1.DisruptedTaintKey) {
 		t.Fatal("node tainted before validation")
 	}
-	f.clock.Step(disruption.ValidationDelay)
+	f.clock.Step(disrupter.ValidationDelay)
 	if r := f.finish(t, done); !r.acted || r.err != nil {
 		t.Fatalf("want a command started, got %+v", r)
 	}
@@ -47,10 +47,10 @@ func TestEmptyNodeDeletedAfterValidation(t *testing.T) {
 	if c := got.StatusConditions().Get(v1.ConditionTypeDisruptionReason); !c.IsTrue() || c.Reason != string(v1.DisruptionReasonEmpty) {
 		t.Fatalf("DisruptionReason condition %+v", c)
 	}
-	if after := testutil.ToFloat64(disruption.DecisionsTotal.WithLabelValues("delete", "empty", "empty")); after != before+1 {
+	if after := testutil.ToFloat64(disrupter.DecisionsTotal.WithLabelValues("delete", "empty", "empty")); after != before+1 {
 		t.Fatalf("decisions_total{delete,empty,empty} %v -> %v", before, after)
 	}
-	if after := testutil.ToFloat64(disruption.DecisionsByNodePoolTotal.WithLabelValues("default", "delete", "empty", "empty")); after != byPoolBefore+1 {
+	if after := testutil.ToFloat64(disrupter.DecisionsByNodePoolTotal.WithLabelValues("default", "delete", "empty", "empty")); after != byPoolBefore+1 {
 		t.Fatalf("decisions_by_nodepool_total{default,delete,empty,empty} %v -> %v", byPoolBefore, after)
 	}
 	// A delete has no replacement to wait for: the queue deletes the candidate.
@@ -81,8 +81,8 @@ func TestConsolidationReplacesWithCheaperNodeAfterItInitializes(t *testing.T) {
 	}
 	_, nc := f.node(t, "big", "c-16x-amd64-linux")
 	f.pod(t, "web", "big", "1", nil)
-	podsDisrupted := ncmetrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand,
-		string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)
+	podsDisrupted := metrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand,
+		string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeGraceful)
 	podsBefore := testutil.ToFloat64(podsDisrupted)
 
 	if r := f.pass(t); !r.acted || r.err != nil {
@@ -141,7 +141,7 @@ func TestConsolidationReplacesWithCheaperNodeAfterItInitializes(t *testing.T) {
 func TestBudgetZeroBlocksWithEvent(t *testing.T) {
 	f := newFixture(t, v1.Budget{Nodes: "0"})
 	node, nc := f.node(t, "empty", "c-4x-amd64-linux")
-	before := testutil.ToFloat64(disruption.FailedValidationsTotal.WithLabelValues("empty"))
+	before := testutil.ToFloat64(disrupter.FailedValidationsTotal.WithLabelValues("empty"))
 	if r := f.pass(t); r.acted || r.err != nil {
 		t.Fatalf("want nothing done, got %+v", r)
 	}
@@ -151,17 +151,17 @@ func TestBudgetZeroBlocksWithEvent(t *testing.T) {
 		t.Fatalf("want a DisruptionBlocked event %q, got %q", msg, events)
 	}
 	got := ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
-	c := got.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked)
+	c := got.StatusConditions().Get(disrupter.ConditionTypeDisruptionBlocked)
 	if !c.IsTrue() || c.Reason != "DisruptionBudget" || c.Message != msg {
 		t.Fatalf("DisruptionBlocked condition %+v", c)
 	}
 	if n := ExpectExists(f.ctx, t, testEnv.Client, node.DeepCopy()); hasTaint(n, v1.DisruptedTaintKey) {
 		t.Fatal("node tainted despite a zero budget")
 	}
-	if v := gaugeSeries(t, disruption.NodePoolAllowedDisruptions, map[string]string{"nodepool": "default", "reason": "Empty"}); v != 0 {
+	if v := gaugeSeries(t, disrupter.NodePoolAllowedDisruptions, map[string]string{"nodepool": "default", "reason": "Empty"}); v != 0 {
 		t.Fatalf("karpenter_nodepools_allowed_disruptions{default,Empty} = %v, want 0", v)
 	}
-	if testutil.ToFloat64(disruption.FailedValidationsTotal.WithLabelValues("empty")) != before {
+	if testutil.ToFloat64(disrupter.FailedValidationsTotal.WithLabelValues("empty")) != before {
 		t.Fatal("nothing was decided, so nothing failed validation")
 	}
 
@@ -173,7 +173,7 @@ func TestBudgetZeroBlocksWithEvent(t *testing.T) {
 		t.Fatalf("want the empty node disrupted once the budget allows it, got %+v", r)
 	}
 	got = ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
-	if c := got.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked); c != nil {
+	if c := got.StatusConditions().Get(disrupter.ConditionTypeDisruptionBlocked); c != nil {
 		t.Fatalf("DisruptionBlocked should be gone once the node is disrupted, got %+v", c)
 	}
 }
@@ -192,7 +192,7 @@ func TestPDBBlocksWithEvent(t *testing.T) {
 		t.Fatalf("want a DisruptionBlocked event %q, got %q", msg, events)
 	}
 	got := ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
-	if c := got.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked); !c.IsTrue() || c.Reason != "PodDisruptionBudget" || c.Message != msg {
+	if c := got.StatusConditions().Get(disrupter.ConditionTypeDisruptionBlocked); !c.IsTrue() || c.Reason != "PodDisruptionBudget" || c.Message != msg {
 		t.Fatalf("DisruptionBlocked condition %+v", c)
 	}
 	if n := ExpectExists(f.ctx, t, testEnv.Client, node.DeepCopy()); hasTaint(n, v1.DisruptedTaintKey) {
@@ -210,18 +210,18 @@ func TestPDBBlocksWithEvent(t *testing.T) {
 func TestValidationDropsDecisionWhenCandidateGetsPod(t *testing.T) {
 	f := newFixture(t)
 	node, nc := f.node(t, "empty", "c-4x-amd64-linux")
-	before := testutil.ToFloat64(disruption.FailedValidationsTotal.WithLabelValues("empty"))
+	before := testutil.ToFloat64(disrupter.FailedValidationsTotal.WithLabelValues("empty"))
 
 	done := f.startPass(t)
 	f.awaitValidation(t, done)
 	// A pod lands on the node while the decision waits.
 	f.pod(t, "arrived", node.Name, "500m", nil)
 	f.sync(t)
-	f.clock.Step(disruption.ValidationDelay)
+	f.clock.Step(disrupter.ValidationDelay)
 	if r := f.finish(t, done); r.acted || r.err != nil {
 		t.Fatalf("want the decision dropped, got %+v", r)
 	}
-	if after := testutil.ToFloat64(disruption.FailedValidationsTotal.WithLabelValues("empty")); after != before+1 {
+	if after := testutil.ToFloat64(disrupter.FailedValidationsTotal.WithLabelValues("empty")); after != before+1 {
 		t.Fatalf("failed_validations_total{empty} %v -> %v", before, after)
 	}
 	if n := ExpectExists(f.ctx, t, testEnv.Client, node.DeepCopy()); hasTaint(n, v1.DisruptedTaintKey) {
@@ -264,7 +264,7 @@ func TestUnconsolidatableExplainedAndClearedWhenItChanges(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 	got := ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
-	c := got.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked)
+	c := got.StatusConditions().Get(disrupter.ConditionTypeDisruptionBlocked)
 	if !c.IsTrue() || c.Reason != "Unconsolidatable" {
 		t.Fatalf("DisruptionBlocked %+v", c)
 	}
@@ -279,7 +279,7 @@ func TestUnconsolidatableExplainedAndClearedWhenItChanges(t *testing.T) {
 		t.Fatalf("got %+v", r)
 	}
 	got = ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
-	if c := got.StatusConditions().Get(disruption.ConditionTypeDisruptionBlocked); c != nil {
+	if c := got.StatusConditions().Get(disrupter.ConditionTypeDisruptionBlocked); c != nil {
 		t.Fatalf("stale DisruptionBlocked condition %+v", c)
 	}
 }
@@ -302,16 +302,16 @@ func TestMetricsOfAPass(t *testing.T) {
 	// 50% of 3 initialized nodes, rounded up; the NotReady node is not
 	// subtracted from this gauge but shows in nodes_consuming_budgets.
 	drifted := map[string]string{"nodepool": "default", "reason": "Drifted"}
-	if v := gaugeSeries(t, disruption.NodePoolAllowedDisruptions, drifted); v != 2 {
+	if v := gaugeSeries(t, disrupter.NodePoolAllowedDisruptions, drifted); v != 2 {
 		t.Fatalf("allowed_disruptions{default,Drifted} = %v, want 2", v)
 	}
-	if v := gaugeSeries(t, disruption.NodePoolNodesConsumingBudgets, drifted); v != 1 {
+	if v := gaugeSeries(t, disrupter.NodePoolNodesConsumingBudgets, drifted); v != 1 {
 		t.Fatalf("nodes_consuming_budgets{default,Drifted} = %v, want 1 (the NotReady node)", v)
 	}
-	if v := testutil.ToFloat64(disruption.EligibleNodes.WithLabelValues("underutilized")); v != 0 {
+	if v := testutil.ToFloat64(disrupter.EligibleNodes.WithLabelValues("underutilized")); v != 0 {
 		t.Fatalf("eligible_nodes{underutilized} = %v, want 0", v)
 	}
-	if testutil.CollectAndCount(disruption.EvaluationDuration) == 0 {
+	if testutil.CollectAndCount(disrupter.EvaluationDuration) == 0 {
 		t.Fatal("no evaluation duration observed")
 	}
 }
@@ -343,7 +343,7 @@ func TestStartRunsPassesOnTheClock(t *testing.T) {
 	}
 	// First pass: a is empty; it waits for validation, then acts.
 	Eventually(t, 20*time.Second, waiting)
-	f.clock.Step(disruption.ValidationDelay)
+	f.clock.Step(disrupter.ValidationDelay)
 	Eventually(t, 20*time.Second, tainted(a))
 	// The next pass runs at once, finds a already held by the queue, and
 	// sleeps for the poll period.
@@ -353,8 +353,8 @@ func TestStartRunsPassesOnTheClock(t *testing.T) {
 	if hasTaint(ExpectExists(f.ctx, t, testEnv.Client, b.DeepCopy()), v1.DisruptedTaintKey) {
 		t.Fatal("b disrupted before the poll period passed")
 	}
-	f.clock.Step(disruption.PollPeriod)
+	f.clock.Step(disrupter.PollPeriod)
 	Eventually(t, 20*time.Second, waiting)
-	f.clock.Step(disruption.ValidationDelay)
+	f.clock.Step(disrupter.ValidationDelay)
 	Eventually(t, 20*time.Second, tainted(b))
 }

@@ -22,8 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
 
@@ -256,7 +256,7 @@ func (q *Queue) start(ctx context.Context, c *command) error {
 		q.cluster.UpdateNodeClaim(r)
 		q.cluster.Nominate(r.Name)
 		relaxed := r.Annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] == "true"
-		ncmetrics.NodeClaimsCreatedTotal.WithLabelValues(disruption.MetricReason(c.Method.Reason()), r.Labels[v1.NodePoolLabelKey], fmt.Sprint(relaxed)).Inc()
+		metrics.NodeClaimsCreatedTotal.WithLabelValues(disruption.MetricReason(c.Method.Reason()), r.Labels[v1.NodePoolLabelKey], fmt.Sprint(relaxed)).Inc()
 	}
 	return nil
 }
@@ -369,7 +369,7 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 			continue
 		}
 		m := c.Metrics[nc.Name]
-		ncmetrics.CountDisrupted(nc, disruption.MetricReason(c.Method.Reason()), m.ConsolidationPolicy, m.ReschedulablePods)
+		metrics.CountDisrupted(nc, disruption.MetricReason(c.Method.Reason()), m.ConsolidationPolicy, m.ReschedulablePods)
 		q.record(c, nc, corev1.EventTypeNormal, EventDisruptionTerminating, fmt.Sprintf("Disrupting node: %s/%s: %s", c.Method.Reason(), c.Decision, c.Explanation))
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -12,9 +12,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	. "github.com/karpenter-go/karpenter/pkg/controllers/disruption/orchestration"
-	ncmetrics "github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/metrics"
+	. "github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -22,7 +22,7 @@ func TestStartCommandTaintsConditionsCreatesAndMarks(t *testing.T) {
 	f := setup(t)
 	a, b := f.candidate(t, "start-a"), f.candidate(t, "start-b")
 	r := replacement()
-	createdBefore := testutil.ToFloat64(ncmetrics.NodeClaimsCreatedTotal.WithLabelValues("underutilized", "default", "false"))
+	createdBefore := testutil.ToFloat64(metrics.NodeClaimsCreatedTotal.WithLabelValues("underutilized", "default", "false"))
 	cmd := &Command{
 		Method: disruption.MethodMultiNodeConsolidation, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r},
@@ -69,7 +69,7 @@ func TestStartCommandTaintsConditionsCreatesAndMarks(t *testing.T) {
 	if !inState || !f.cluster.IsNominated(r.Name) {
 		t.Errorf("replacement in cluster state %v, nominated %v; want both right after StartCommand", inState, f.cluster.IsNominated(r.Name))
 	}
-	if got := testutil.ToFloat64(ncmetrics.NodeClaimsCreatedTotal.WithLabelValues("underutilized", "default", "false")); got != createdBefore+1 {
+	if got := testutil.ToFloat64(metrics.NodeClaimsCreatedTotal.WithLabelValues("underutilized", "default", "false")); got != createdBefore+1 {
 		t.Errorf("karpenter_nodeclaims_created_total{reason=underutilized} = %v, want %v", got, createdBefore+1)
 	}
 	// One event per candidate NodeClaim and per Node.
@@ -95,7 +95,7 @@ func TestCandidatesDeletedOnlyAfterEveryReplacementIsInitialized(t *testing.T) {
 	f := setup(t)
 	a := f.candidate(t, "drift-a")
 	r1, r2 := replacement(), replacement()
-	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand, "", ncmetrics.TerminationModeGraceful))
+	before := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand, "", metrics.TerminationModeGraceful))
 	cmd := &Command{Method: disruption.MethodDrift, Decision: DecisionReplace,
 		Candidates: []*v1.NodeClaim{a}, Replacements: []*v1.NodeClaim{r1, r2}, Explanation: "NodePool template changed"}
 	if err := f.queue.StartCommand(f.ctx, cmd); err != nil {
@@ -138,7 +138,7 @@ func TestCandidatesDeletedOnlyAfterEveryReplacementIsInitialized(t *testing.T) {
 	if n := countEvents(f.events(), EventDisruptionTerminating, "Drifted"); n != 2 {
 		t.Errorf("%d %s events, want 2", n, EventDisruptionTerminating)
 	}
-	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand, "", ncmetrics.TerminationModeGraceful)); got != before+1 {
+	if got := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues("drifted", "default", v1.CapacityTypeOnDemand, "", metrics.TerminationModeGraceful)); got != before+1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=drifted} = %v, want %v", got, before+1)
 	}
 	// Reconciling a finished command does nothing.
@@ -148,7 +148,7 @@ func TestCandidatesDeletedOnlyAfterEveryReplacementIsInitialized(t *testing.T) {
 func TestDeleteDecisionDeletesAtOnce(t *testing.T) {
 	f := setup(t)
 	a, b := f.candidate(t, "empty-a"), f.candidate(t, "empty-b")
-	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), ncmetrics.TerminationModeGraceful))
+	before := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), metrics.TerminationModeGraceful))
 	cmd := &Command{Method: disruption.MethodEmptiness, Decision: DecisionDelete,
 		Candidates: []*v1.NodeClaim{a, b}, Explanation: "nodes are empty",
 		Metrics: map[string]CandidateMetrics{a.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty}, b.Name: {ConsolidationPolicy: v1.ConsolidationPolicyWhenEmpty}}}
@@ -164,7 +164,7 @@ func TestDeleteDecisionDeletesAtOnce(t *testing.T) {
 	if !deleting(t, f.ctx, a) || !deleting(t, f.ctx, b) {
 		t.Fatal("delete command's candidates not deleted on its first reconcile")
 	}
-	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), ncmetrics.TerminationModeGraceful)); got != before+2 {
+	if got := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues("empty", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmpty), metrics.TerminationModeGraceful)); got != before+2 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total{reason=empty} = %v, want %v", got, before+2)
 	}
 	evs := f.events()
@@ -422,8 +422,8 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	f := setup(t)
 	a, b := f.candidate(t, "elsewhere-a"), f.candidate(t, "elsewhere-b")
 	r := replacement()
-	before := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful))
-	podsBefore := testutil.ToFloat64(ncmetrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful))
+	before := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeGraceful))
+	podsBefore := testutil.ToFloat64(metrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeGraceful))
 	if err := f.queue.StartCommand(f.ctx, &Command{Method: disruption.MethodMultiNodeConsolidation,
 		Decision: DecisionReplace, Candidates: []*v1.NodeClaim{a, b}, Replacements: []*v1.NodeClaim{r},
 		Metrics: map[string]CandidateMetrics{
@@ -437,10 +437,10 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	if !deleting(t, f.ctx, b) || f.queue.Len() != 0 {
 		t.Fatal("command did not finish")
 	}
-	if got := testutil.ToFloat64(ncmetrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)); got != before+1 {
+	if got := testutil.ToFloat64(metrics.NodeClaimsDisruptedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeGraceful)); got != before+1 {
 		t.Errorf("karpenter_nodeclaims_disrupted_total = %v, want %v (only the candidate the queue deleted)", got, before+1)
 	}
-	if got := testutil.ToFloat64(ncmetrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), ncmetrics.TerminationModeGraceful)); got != podsBefore+3 {
+	if got := testutil.ToFloat64(metrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeGraceful)); got != podsBefore+3 {
 		t.Errorf("karpenter_pods_disruption_initiated_total = %v, want %v (the 3 pods of the candidate the queue deleted)", got, podsBefore+3)
 	}
 }

@@ -1,4 +1,4 @@
-// Package disruption maintains the two NodeClaim conditions the disruption
+// Package candidacy maintains the two NodeClaim conditions the disruption
 // controller selects candidates by:
 //
 //   - Consolidatable is True once the NodeClaim is Initialized and its NodePool's
@@ -23,4 +23,4 @@
 //
 // Both conditions are computed by one controller so a NodeClaim's status is
 // written once per pass.
-package disruption
+package candidacy

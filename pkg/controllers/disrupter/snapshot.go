@@ -1,4 +1,4 @@
-package disruption
+package disrupter
 
 import (
 	"context"

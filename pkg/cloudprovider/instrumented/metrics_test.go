@@ -1,4 +1,4 @@
-package metrics_test
+package instrumented_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/metrics"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -87,8 +87,8 @@ func TestDurationAndErrorsAreRecordedPerControllerMethodAndError(t *testing.T) {
 		getErr:    errors.New("boom"),
 		delay:     20 * time.Millisecond,
 	}
-	cp := metrics.Decorate(inner)
-	ctx := metrics.WithController(context.Background(), "nodeclaim.lifecycle")
+	cp := instrumented.Decorate(inner)
+	ctx := instrumented.WithController(context.Background(), "nodeclaim.lifecycle")
 
 	if _, err := cp.Create(ctx, &v1.NodeClaim{}); !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("the decorator must return the provider's error unchanged, got %v", err)
@@ -124,12 +124,12 @@ func TestDurationAndErrorsAreRecordedPerControllerMethodAndError(t *testing.T) {
 		{"Get", "", 1},
 		{"List", "", 0},
 	} {
-		got := testutil.ToFloat64(metrics.ErrorsTotal.WithLabelValues("nodeclaim.lifecycle", c.method, "scripted", c.errType))
+		got := testutil.ToFloat64(instrumented.ErrorsTotal.WithLabelValues("nodeclaim.lifecycle", c.method, "scripted", c.errType))
 		if got != c.want {
 			t.Errorf("errors_total{method=%s,error=%q} = %v, want %v", c.method, c.errType, got, c.want)
 		}
 	}
-	if metrics.Decorate(cp) != cp {
+	if instrumented.Decorate(cp) != cp {
 		t.Fatal("decorating twice must not double count")
 	}
 }
@@ -142,7 +142,7 @@ func TestErrorType(t *testing.T) {
 		"CreateError":               cloudprovider.NewCreateError(errors.New("x"), "Reason", "msg"),
 		"ContextError":              context.DeadlineExceeded,
 	} {
-		if got := metrics.ErrorType(err); got != want {
+		if got := instrumented.ErrorType(err); got != want {
 			t.Errorf("ErrorType(%v) = %q, want %q", err, got, want)
 		}
 	}
@@ -161,7 +161,7 @@ func TestInstanceTypeGaugesFollowTheProvidersAnswer(t *testing.T) {
 		},
 	}
 	inner := &scripted{instanceTypes: []*scheduling.InstanceType{it}}
-	cp := metrics.Decorate(inner)
+	cp := instrumented.Decorate(inner)
 	if _, err := cp.GetInstanceTypes(context.Background(), &v1.NodePool{}); err != nil {
 		t.Fatal(err)
 	}
@@ -170,11 +170,11 @@ func TestInstanceTypeGaugesFollowTheProvidersAnswer(t *testing.T) {
 		got  float64
 		want float64
 	}{
-		{"cpu_cores", testutil.ToFloat64(metrics.InstanceTypeCPU.WithLabelValues("gauge-4x")), 4},
-		{"memory_bytes", testutil.ToFloat64(metrics.InstanceTypeMemory.WithLabelValues("gauge-4x")), 8 << 30},
-		{"offering_available{on-demand}", testutil.ToFloat64(metrics.OfferingAvailable.WithLabelValues("gauge-4x", v1.CapacityTypeOnDemand, "zone-a")), 1},
-		{"offering_price_estimate{on-demand}", testutil.ToFloat64(metrics.OfferingPrice.WithLabelValues("gauge-4x", v1.CapacityTypeOnDemand, "zone-a")), 0.17},
-		{"offering_price_estimate{spot}", testutil.ToFloat64(metrics.OfferingPrice.WithLabelValues("gauge-4x", v1.CapacityTypeSpot, "zone-a")), 0.05},
+		{"cpu_cores", testutil.ToFloat64(instrumented.InstanceTypeCPU.WithLabelValues("gauge-4x")), 4},
+		{"memory_bytes", testutil.ToFloat64(instrumented.InstanceTypeMemory.WithLabelValues("gauge-4x")), 8 << 30},
+		{"offering_available{on-demand}", testutil.ToFloat64(instrumented.OfferingAvailable.WithLabelValues("gauge-4x", v1.CapacityTypeOnDemand, "zone-a")), 1},
+		{"offering_price_estimate{on-demand}", testutil.ToFloat64(instrumented.OfferingPrice.WithLabelValues("gauge-4x", v1.CapacityTypeOnDemand, "zone-a")), 0.17},
+		{"offering_price_estimate{spot}", testutil.ToFloat64(instrumented.OfferingPrice.WithLabelValues("gauge-4x", v1.CapacityTypeSpot, "zone-a")), 0.05},
 	} {
 		if c.got != c.want {
 			t.Errorf("karpenter_cloudprovider_instance_type_%s = %v, want %v", c.name, c.got, c.want)
@@ -184,7 +184,7 @@ func TestInstanceTypeGaugesFollowTheProvidersAnswer(t *testing.T) {
 	if _, err := cp.GetInstanceTypes(context.Background(), &v1.NodePool{}); err != nil {
 		t.Fatal(err)
 	}
-	if got := testutil.ToFloat64(metrics.OfferingAvailable.WithLabelValues("gauge-4x", v1.CapacityTypeSpot, "zone-a")); got != 0 {
+	if got := testutil.ToFloat64(instrumented.OfferingAvailable.WithLabelValues("gauge-4x", v1.CapacityTypeSpot, "zone-a")); got != 0 {
 		t.Errorf("offering_available{spot} = %v after the provider reported it unavailable, want 0", got)
 	}
 }
