@@ -4,7 +4,7 @@
 // Register. The packages below hold the controllers themselves:
 // provisioning (pods to NodeClaims), nodeclaim/* (a NodeClaim's life),
 // node/termination (draining deleted Nodes), nodepool (NodePool status and
-// hash), disruption (passes and the orchestration queue) and metrics/*
+// hash), disrupter (disruption passes and the orchestration queue) and metrics/*
 // (cluster state, pod and status-condition metrics).
 package controllers
 
