@@ -172,7 +172,7 @@ func (p *Provider) List(ctx context.Context, nc *v1.EC2NodeClass) (*Resolution, 
 	for _, q := range queries {
 		imgs, err := p.describe(ctx, q.filters, q.owners)
 		if err != nil {
-			return nil, fmt.Errorf("describing images for %s: %w", termNames(q.terms), err)
+			return nil, fmt.Errorf("describing images for %s: %w", filters.TermNames("amiSelectorTerms", q.terms), err)
 		}
 		for _, i := range q.terms {
 			if id, ok := q.termIDs[i]; ok {
@@ -347,7 +347,7 @@ func (p *Provider) termQueries(ctx context.Context, terms []v1.AMISelectorTerm, 
 		// reports those terms unmatched.
 		if len(ids) > 0 {
 			sort.Strings(ids)
-			idq.filters = []ec2types.Filter{{Name: aws.String("image-id"), Values: uniq(ids)}}
+			idq.filters = []ec2types.Filter{{Name: aws.String("image-id"), Values: filters.Uniq(ids)}}
 			out = append(out, idq)
 		}
 	}
@@ -453,22 +453,4 @@ func containsImage(imgs []image, id string) bool {
 		}
 	}
 	return false
-}
-
-func termNames(idx []int) string {
-	parts := make([]string, len(idx))
-	for i, n := range idx {
-		parts[i] = fmt.Sprintf("amiSelectorTerms[%d]", n)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func uniq(sorted []string) []string {
-	out := sorted[:0:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }

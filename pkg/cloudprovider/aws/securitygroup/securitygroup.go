@@ -111,11 +111,11 @@ func queries(terms []v1.SecurityGroupSelectorTerm) []query {
 	}
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-id"), Values: uniq(ids)}}, terms: idTerms})
+		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-id"), Values: filters.Uniq(ids)}}, terms: idTerms})
 	}
 	if len(names) > 0 {
 		sort.Strings(names)
-		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-name"), Values: uniq(names)}}, terms: nameTerms})
+		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-name"), Values: filters.Uniq(names)}}, terms: nameTerms})
 	}
 	return out
 }
@@ -129,7 +129,7 @@ func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTer
 	for _, q := range queries(terms) {
 		groups, err := p.describe(ctx, q.filters)
 		if err != nil {
-			return nil, fmt.Errorf("describing security groups for %s: %w", termNames(q.terms), err)
+			return nil, fmt.Errorf("describing security groups for %s: %w", filters.TermNames("securityGroupSelectorTerms", q.terms), err)
 		}
 		for _, g := range groups {
 			byID[g.ID] = g
@@ -192,22 +192,4 @@ func contains(groups []SecurityGroup, f func(SecurityGroup) bool) bool {
 		}
 	}
 	return false
-}
-
-func termNames(idx []int) string {
-	parts := make([]string, len(idx))
-	for i, n := range idx {
-		parts[i] = fmt.Sprintf("securityGroupSelectorTerms[%d]", n)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func uniq(sorted []string) []string {
-	out := sorted[:0:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -115,7 +115,7 @@ func queries(terms []v1.SubnetSelectorTerm) []query {
 	}
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: uniq(ids)}}, terms: idTerms})
+		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: filters.Uniq(ids)}}, terms: idTerms})
 	}
 	return out
 }
@@ -130,7 +130,7 @@ func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) (*Re
 	for _, q := range queries(terms) {
 		subnets, err := p.describe(ctx, q.filters)
 		if err != nil {
-			return nil, fmt.Errorf("describing subnets for %s: %w", termNames(q.terms), err)
+			return nil, fmt.Errorf("describing subnets for %s: %w", filters.TermNames("subnetSelectorTerms", q.terms), err)
 		}
 		for _, s := range subnets {
 			byID[s.ID] = s
@@ -259,22 +259,4 @@ func containsID(subnets []Subnet, id string) bool {
 		}
 	}
 	return false
-}
-
-func termNames(idx []int) string {
-	parts := make([]string, len(idx))
-	for i, n := range idx {
-		parts[i] = fmt.Sprintf("subnetSelectorTerms[%d]", n)
-	}
-	return strings.Join(parts, ", ")
-}
-
-func uniq(sorted []string) []string {
-	out := sorted[:0:0]
-	for i, s := range sorted {
-		if i == 0 || s != sorted[i-1] {
-			out = append(out, s)
-		}
-	}
-	return out
 }

@@ -10,7 +10,9 @@ package filters
 
 import (
 	"encoding/json"
+	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
@@ -56,4 +58,24 @@ func Key(fs []ec2types.Filter, extra ...string) string {
 func DescribeTags(tags map[string]string) string {
 	b, _ := json.Marshal(tags) // encoding/json sorts map keys
 	return string(b)
+}
+
+// TermNames renders term indices for messages: "subnetSelectorTerms[0], subnetSelectorTerms[2]".
+func TermNames(field string, idx []int) string {
+	parts := make([]string, len(idx))
+	for i, n := range idx {
+		parts[i] = fmt.Sprintf("%s[%d]", field, n)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Uniq drops repeats from a sorted slice, keeping the first of each run.
+func Uniq(sorted []string) []string {
+	out := sorted[:0:0]
+	for i, s := range sorted {
+		if i == 0 || s != sorted[i-1] {
+			out = append(out, s)
+		}
+	}
+	return out
 }
