@@ -143,8 +143,10 @@ func windows(name, year, build string, minMinor int) *Family {
 		Name: name, Alias: strings.ToLower(name), OS: OSWindows, WindowsBuild: build,
 		EphemeralBlockDevice:       "/dev/sda1",
 		DefaultBlockDeviceMappings: []v1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/sda1"), EBS: defaultEBS("50Gi")}},
-		PodsPerCoreEnabled:         true, EvictionSoftEnabled: true,
-		MinKubernetesMinor: minMinor, LatestOnly: true,
+		// The Windows bootstrap sets no pods-per-core limit: pod density is
+		// maxPods or 110, never the ENI limit.
+		EvictionSoftEnabled: true,
+		MinKubernetesMinor:  minMinor, LatestOnly: true,
 		parameters: windowsParameters(year),
 	}
 }
