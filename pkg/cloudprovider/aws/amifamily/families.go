@@ -11,9 +11,8 @@ import (
 )
 
 // AMIFamilyWindows2025 is upstream's amiFamily for Windows Server 2025 (from
-// upstream v1.9). The v1 API of this repository does not accept it yet; the
-// family is known here so that resolution works once it does.
-const AMIFamilyWindows2025 = "Windows2025"
+// upstream v1.9), kept here for callers of this package.
+const AMIFamilyWindows2025 = v1.AMIFamilyWindows2025
 
 // Operating systems (values of kubernetes.io/os).
 const (
