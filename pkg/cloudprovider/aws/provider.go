@@ -52,6 +52,11 @@ func (p *Provider) Validate(*options.Options) error { return p.Options.Validate(
 // New loads the AWS SDK configuration the standard way (AWS_REGION,
 // credentials chain, AWS_ENDPOINT_URL[_<SERVICE>]) and builds the bundle.
 func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprovider.Bundle, error) {
+	// Again here: Validate is also what copies the shared cluster-name, and a
+	// caller may build the bundle without the registry having validated.
+	if err := p.Options.Validate(); err != nil {
+		return nil, err
+	}
 	cfg, err := awsoptions.LoadAWSConfig(ctx)
 	if err != nil {
 		return nil, err

@@ -16,6 +16,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/providers"
 	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
@@ -209,6 +210,15 @@ func TestTheBundleRuns(t *testing.T) {
 	})
 	if em.Calls("ec2", "DescribeSpotPriceHistory") == 0 {
 		t.Error("the price refresher never asked EC2 for spot prices")
+	}
+}
+
+// TestNewChecksTheSettings: a bundle built without the registry's validation
+// still refuses to run without a cluster name.
+func TestNewChecksTheSettings(t *testing.T) {
+	_, err := aws.NewProvider().New(context.Background(), cloudprovider.Deps{Clock: clock.RealClock{}, KubeClient: e.Client})
+	if err == nil || !strings.Contains(err.Error(), "cluster-name (CLUSTER_NAME) is required for the aws cloud provider") {
+		t.Fatalf("error %v, want it to name CLUSTER_NAME", err)
 	}
 }
 
