@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 
-	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -75,7 +74,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	}
 	opts := &p.Options
 	providers := nodeclass.NewProviders(cfg, opts, disc, deps.Clock)
-	ec2api := ec2.NewFromConfig(cfg)
+	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
 	instanceTypes := instancetype.NewProvider(ec2api, prices, instancetype.NewUnavailableOfferings(deps.Clock), deps.Clock, instancetype.Options{
 		Region:                  cfg.Region,
