@@ -80,6 +80,9 @@ var invalidCases = []invalidCase{
 	{"alias without version", baseV1, `{"spec":{"amiSelectorTerms":[{"alias":"al2023"}]}}`, "spec.amiSelectorTerms[0].alias", "must be in the format 'family@version'"},
 	{"alias of unknown family", baseV1, `{"spec":{"amiSelectorTerms":[{"alias":"ubuntu@latest"}]}}`, "spec.amiSelectorTerms[0].alias", "family is not supported"},
 	{"windows alias pinned", baseV1, `{"spec":{"amiSelectorTerms":[{"alias":"windows2022@v20240101"}]}}`, "spec.amiSelectorTerms[0].alias", "windows families may only use the version 'latest'"},
+	{"windows2025 alias pinned", baseV1, `{"spec":{"amiSelectorTerms":[{"alias":"windows2025@v20250101"}]}}`, "spec.amiSelectorTerms[0].alias", "windows families may only use the version 'latest'"},
+	{"alias windows2025 with amiFamily Windows2022", baseV1, `{"spec":{"amiFamily":"Windows2022","amiSelectorTerms":[{"alias":"windows2025@latest"}]}}`, "spec", "amiFamily must be 'Custom' or the family of the alias"},
+	{"alias windows2026", baseV1, `{"spec":{"amiSelectorTerms":[{"alias":"windows2026@latest"}]}}`, "spec.amiSelectorTerms[0].alias", "must be one of 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'"},
 	{"alias too long", baseV1, `{"spec":{"amiSelectorTerms":[{"alias":"al2023@v2024062500000000000000000"}]}}`, "spec.amiSelectorTerms[0].alias", "may not be more than 30"},
 	{"no amiFamily without alias", baseV1, `{"spec":{"amiSelectorTerms":[{"id":"ami-0123"}]}}`, "spec", "amiFamily must be specified when amiSelectorTerms does not contain an alias"},
 	{"amiSelectorTerms missing", baseV1, `{"spec":{"amiFamily":"AL2","amiSelectorTerms":null}}`, "spec.amiSelectorTerms", "Required value"},
@@ -190,6 +193,28 @@ func TestInvalidManifestsAreRejected(t *testing.T) {
 			u.SetName(fmt.Sprintf("invalid-%d", i))
 			expectRejected(t, create(t, u), c.field, c.message)
 		})
+	}
+}
+
+// TestWindows2025IsAccepted: Windows Server 2025 (upstream v1.9) is an
+// amiFamily and an alias family, alone, combined or under Custom.
+func TestWindows2025IsAccepted(t *testing.T) {
+	for i, patch := range []string{
+		`{"spec":{"amiSelectorTerms":[{"alias":"windows2025@latest"}]}}`,
+		`{"spec":{"amiFamily":"Windows2025","amiSelectorTerms":[{"alias":"windows2025@latest"}]}}`,
+		`{"spec":{"amiFamily":"Windows2025","amiSelectorTerms":[{"id":"ami-0123"}]}}`,
+		`{"spec":{"amiFamily":"Custom","amiSelectorTerms":[{"alias":"windows2025@latest"}]}}`,
+	} {
+		u := parseManifest(t, baseV1)
+		p := map[string]any{}
+		if err := json.Unmarshal([]byte(patch), &p); err != nil {
+			t.Fatalf("bad patch: %v", err)
+		}
+		u.Object = mergePatch(u.Object, p).(map[string]any)
+		u.SetName(fmt.Sprintf("windows2025-%d", i))
+		if err := create(t, u); err != nil {
+			t.Errorf("%s rejected: %v", patch, err)
+		}
 	}
 }
 

@@ -9,13 +9,13 @@
 package providers
 
 import (
-	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"strings"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
@@ -25,15 +25,9 @@ import (
 func All() []cloudprovider.Provider {
 	return []cloudprovider.Provider{
 		kwok.NewProvider(),
-		// Named on the command line before its bundle exists, so that choosing
-		// it says so rather than "unknown provider".
-		notImplemented("aws"),
+		aws.NewProvider(),
 	}
 }
-
-// ErrNotImplemented: the chosen provider is known by name but its bundle is
-// not written yet.
-var ErrNotImplemented = errors.New("not implemented yet")
 
 // Register adds --cloud-provider (CLOUD_PROVIDER; default the first of All) to
 // fs, writing the choice to core.CloudProvider, and every provider's own
@@ -73,16 +67,4 @@ func oneOf(names []string) string {
 		return names[0]
 	}
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
-}
-
-// notImplemented stands for a provider whose bundle is not written yet.
-type notImplemented string
-
-func (n notImplemented) Name() string                       { return string(n) }
-func (notImplemented) AddFlags(*flag.FlagSet, *options.Env) {}
-func (n notImplemented) Validate(*options.Options) error {
-	return fmt.Errorf("cloud provider %s is %w; use --cloud-provider=%s", string(n), ErrNotImplemented, All()[0].Name())
-}
-func (n notImplemented) New(context.Context, cloudprovider.Deps) (*cloudprovider.Bundle, error) {
-	return nil, n.Validate(nil)
 }

@@ -1,7 +1,6 @@
 package providers
 
 import (
-	"errors"
 	"flag"
 	"strings"
 	"testing"
@@ -40,19 +39,48 @@ func TestKWOKIsTheDefault(t *testing.T) {
 }
 
 func TestEnvironmentThenFlagChooses(t *testing.T) {
-	_, _, err := parse(t, nil, map[string]string{"CLOUD_PROVIDER": "aws"})
-	if !errors.Is(err, ErrNotImplemented) {
-		t.Fatalf("CLOUD_PROVIDER=aws: %v, want the not-implemented error", err)
+	if _, name, err := parse(t, nil, map[string]string{"CLOUD_PROVIDER": "aws", "CLUSTER_NAME": "demo"}); err != nil || name != "aws" {
+		t.Fatalf("CLOUD_PROVIDER=aws: %q, %v", name, err)
 	}
 	if _, name, err := parse(t, []string{"--cloud-provider=kwok"}, map[string]string{"CLOUD_PROVIDER": "aws"}); err != nil || name != "kwok" {
 		t.Fatalf("the flag must win over the environment: %q, %v", name, err)
 	}
 }
 
-func TestAWSSaysNotImplemented(t *testing.T) {
+// TestAWSNeedsAClusterName: the aws provider tags and discovers by the
+// cluster name, so choosing it without one stops start-up naming the
+// setting; with one (flag or environment, the core's one flag) it validates.
+func TestAWSNeedsAClusterName(t *testing.T) {
 	_, _, err := parse(t, []string{"--cloud-provider=aws"}, nil)
-	if !errors.Is(err, ErrNotImplemented) || err.Error() != "cloud provider aws is not implemented yet; use --cloud-provider=kwok" {
-		t.Fatalf("error %v, want the not-implemented one", err)
+	if err == nil || !strings.Contains(err.Error(), "cluster-name (CLUSTER_NAME) is required for the aws cloud provider") {
+		t.Fatalf("error %v, want it to name CLUSTER_NAME", err)
+	}
+	for _, c := range []struct {
+		args []string
+		env  map[string]string
+	}{
+		{[]string{"--cloud-provider=aws", "--cluster-name=demo"}, nil},
+		{[]string{"--cloud-provider=aws"}, map[string]string{"CLUSTER_NAME": "demo"}},
+	} {
+		core, name, err := parse(t, c.args, c.env)
+		if err != nil || name != "aws" || core.ClusterName != "demo" {
+			t.Errorf("%v %v: %q, cluster %q, %v", c.args, c.env, name, core.ClusterName, err)
+		}
+	}
+}
+
+// TestAWSSettingsAreCheckedWhenChosen: a malformed AWS variable is reported,
+// named, only when aws is the provider.
+func TestAWSSettingsAreCheckedWhenChosen(t *testing.T) {
+	bad := map[string]string{"CLUSTER_NAME": "demo", "RESERVED_ENIS": "two"}
+	if _, _, err := parse(t, []string{"--cloud-provider=aws"}, bad); err == nil || !strings.Contains(err.Error(), `RESERVED_ENIS="two" is not an integer`) {
+		t.Fatalf("error %v, want it to name RESERVED_ENIS", err)
+	}
+	if _, name, err := parse(t, nil, bad); err != nil || name != "kwok" {
+		t.Fatalf("kwok must not check the aws settings: %q, %v", name, err)
+	}
+	if _, _, err := parse(t, []string{"--cloud-provider=aws", "--vm-memory-overhead-percent=2"}, bad); err == nil || !strings.Contains(err.Error(), "vm-memory-overhead-percent") {
+		t.Fatalf("error %v, want it to name vm-memory-overhead-percent", err)
 	}
 }
 

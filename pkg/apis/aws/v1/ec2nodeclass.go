@@ -60,7 +60,7 @@ type EC2NodeClassSpec struct {
 	// amiSelectorTerms holds an alias (the alias's family is used) and
 	// required otherwise. Custom means the AMI is bootstrapped entirely by
 	// the supplied userData.
-	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022}
+	// +kubebuilder:validation:Enum:={AL2,AL2023,Bottlerocket,Custom,Windows2019,Windows2022,Windows2025}
 	// +optional
 	AMIFamily *string `json:"amiFamily,omitempty" hash:"ignore"`
 	// UserData is merged with the bootstrap configuration Karpenter generates
@@ -157,11 +157,11 @@ type SecurityGroupSelectorTerm struct {
 type AMISelectorTerm struct {
 	// Alias selects the EKS-optimized AMI of a family, written family@version:
 	// al2, al2023 or bottlerocket with a version such as v20240625 or latest,
-	// windows2019 and windows2022 only with latest. "latest" follows every new
+	// windows2019, windows2022 and windows2025 only with latest. "latest" follows every new
 	// release, which replaces (drifts) nodes whenever AWS publishes an AMI.
 	// +kubebuilder:validation:XValidation:message="alias: must be in the format 'family@version'",rule="self.matches('^[a-zA-Z0-9]+@.+$')"
-	// +kubebuilder:validation:XValidation:message="alias: family is not supported, must be one of 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022'",rule="self.find('^[^@]+') in ['al2','al2023','bottlerocket','windows2019','windows2022']"
-	// +kubebuilder:validation:XValidation:message="alias: windows families may only use the version 'latest'",rule="self.find('^[^@]+') in ['windows2019','windows2022'] ? self.find('[^@]+$') == 'latest' : true"
+	// +kubebuilder:validation:XValidation:message="alias: family is not supported, must be one of 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",rule="self.find('^[^@]+') in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']"
+	// +kubebuilder:validation:XValidation:message="alias: windows families may only use the version 'latest'",rule="self.find('^[^@]+') in ['windows2019','windows2022','windows2025'] ? self.find('[^@]+$') == 'latest' : true"
 	// +kubebuilder:validation:MaxLength=30
 	// +optional
 	Alias string `json:"alias,omitempty"`
@@ -355,11 +355,12 @@ const (
 	AMIFamilyBottlerocket = "Bottlerocket"
 	AMIFamilyWindows2019  = "Windows2019"
 	AMIFamilyWindows2022  = "Windows2022"
+	AMIFamilyWindows2025  = "Windows2025"
 	AMIFamilyCustom       = "Custom"
 )
 
 // AliasFamilies are the AMI families that can be selected by alias.
-var AliasFamilies = []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyWindows2019, AMIFamilyWindows2022}
+var AliasFamilies = []string{AMIFamilyAL2, AMIFamilyAL2023, AMIFamilyBottlerocket, AMIFamilyWindows2019, AMIFamilyWindows2022, AMIFamilyWindows2025}
 
 // AliasVersionLatest is the alias version that follows every new AMI release.
 const AliasVersionLatest = "latest"

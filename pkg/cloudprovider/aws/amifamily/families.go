@@ -11,9 +11,8 @@ import (
 )
 
 // AMIFamilyWindows2025 is upstream's amiFamily for Windows Server 2025 (from
-// upstream v1.9). The v1 API of this repository does not accept it yet; the
-// family is known here so that resolution works once it does.
-const AMIFamilyWindows2025 = "Windows2025"
+// upstream v1.9), kept here for callers of this package.
+const AMIFamilyWindows2025 = v1.AMIFamilyWindows2025
 
 // Operating systems (values of kubernetes.io/os).
 const (
@@ -143,8 +142,10 @@ func windows(name, year, build string, minMinor int) *Family {
 		Name: name, Alias: strings.ToLower(name), OS: OSWindows, WindowsBuild: build,
 		EphemeralBlockDevice:       "/dev/sda1",
 		DefaultBlockDeviceMappings: []v1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/sda1"), EBS: defaultEBS("50Gi")}},
-		PodsPerCoreEnabled:         true, EvictionSoftEnabled: true,
-		MinKubernetesMinor: minMinor, LatestOnly: true,
+		// The Windows bootstrap sets no pods-per-core limit: pod density is
+		// maxPods or 110, never the ENI limit.
+		EvictionSoftEnabled: true,
+		MinKubernetesMinor:  minMinor, LatestOnly: true,
 		parameters: windowsParameters(year),
 	}
 }

@@ -43,7 +43,7 @@ func capacity(info *ec2types.InstanceTypeInfo, s *settings, opts Options) corev1
 	add(awsv1.ResourceAWSNeuron, devices)
 	add(awsv1.ResourceAWSNeuronCore, cores)
 	add(awsv1.ResourceEFA, efas(info))
-	if s.family.windows() {
+	if isWindows(s.family) {
 		// Windows pods get secondary IPs of the primary ENI from the VPC
 		// resource controller, advertised as this resource.
 		add(awsv1.ResourcePrivateIPv4Address, privateIPv4Addresses(info))
@@ -124,12 +124,12 @@ func pods(info *ec2types.InstanceTypeInfo, s *settings, reservedENIs int) int64 
 	switch {
 	case s.maxPods != nil:
 		n = int64(*s.maxPods)
-	case s.family.eniLimitedPodDensity:
+	case s.family.SupportsENILimitedPodDensity:
 		n = eniLimitedPods(info, reservedENIs)
 	default:
 		n = defaultMaxPods
 	}
-	if s.podsPerCore != nil && *s.podsPerCore > 0 && s.family.podsPerCore {
+	if s.podsPerCore != nil && *s.podsPerCore > 0 && s.family.PodsPerCoreEnabled {
 		n = min(n, int64(*s.podsPerCore)*vcpus(info))
 	}
 	return n
@@ -155,7 +155,7 @@ func ephemeralStorage(info *ec2types.InstanceTypeInfo, s *settings) resource.Qua
 				break
 			}
 		}
-		if s.family.ephemeralDevice == "" {
+		if isCustom(s.family) {
 			// A custom AMI's layout is unknown: by convention the last
 			// mapping is the data volume.
 			if size := volumeSize(bdms[len(bdms)-1]); size != nil {
@@ -164,7 +164,7 @@ func ephemeralStorage(info *ec2types.InstanceTypeInfo, s *settings) resource.Qua
 			return defaultEBSSize
 		}
 		for _, bdm := range bdms {
-			if bdm.DeviceName != nil && *bdm.DeviceName == s.family.ephemeralDevice {
+			if bdm.DeviceName != nil && *bdm.DeviceName == s.family.EphemeralBlockDevice {
 				if size := volumeSize(bdm); size != nil {
 					return *size
 				}
@@ -172,7 +172,7 @@ func ephemeralStorage(info *ec2types.InstanceTypeInfo, s *settings) resource.Qua
 			}
 		}
 	}
-	if size, ok := s.family.defaultVolumes[s.family.ephemeralDevice]; ok {
+	if size, ok := defaultEphemeralSize(s.family); ok {
 		return size
 	}
 	return defaultEBSSize
@@ -302,7 +302,7 @@ func kubeReserved(info *ec2types.InstanceTypeInfo, s *settings, opts Options) co
 	// Families whose bootstrap sizes reserved memory by the ENI pod limit do
 	// so whatever maxPods says, and without reserved ENIs.
 	podCount := pods(info, s, opts.ReservedENIs)
-	if s.family.eniLimitedMemoryOverhead {
+	if s.family.UsesENILimitedMemoryOverhead {
 		podCount = eniLimitedPods(info, 0)
 	}
 	out := corev1.ResourceList{

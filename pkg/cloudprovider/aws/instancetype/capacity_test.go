@@ -224,6 +224,13 @@ func TestCapacityOfRealInstanceTypes(t *testing.T) {
 			capacity: map[corev1.ResourceName]string{"pods": "110"},
 		},
 		{
+			// Bottlerocket ignores podsPerCore too (upstream: its settings have
+			// no pods-per-core): the 58 ENI pods.
+			name: "m5.xlarge bottlerocket podsPerCore", raw: raw{name: "m5.xlarge", vcpu: 4, memMiB: 16384, cards: []int32{4}, ipv4: 15}, family: "bottlerocket",
+			mutate:   withKubelet(awsv1.KubeletConfiguration{PodsPerCore: ptr[int32](4)}),
+			capacity: map[corev1.ResourceName]string{"pods": "58"},
+		},
+		{
 			// Overrides: kubeReserved cpu 200m, memory 1Gi; systemReserved cpu 100m, memory 512Mi,
 			// ephemeral-storage 2Gi; evictionHard memory.available 5% (of 7577Mi = 7945060352 bytes:
 			// 397253017.6, rounded up to 397253018 bytes), nodefs.available 1Gi.

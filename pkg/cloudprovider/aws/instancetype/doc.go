@@ -12,7 +12,6 @@
 // remembers offerings EC2 recently had no capacity for (3 minutes).
 //
 // The AMI family matters here only for its default root volume, its pod-density
-// and reserved-memory rules and the Windows build label; family.go keeps a
-// small table of its own for that instead of importing the amifamily package
-// (which resolves AMIs and generates userData).
+// and reserved-memory rules and the Windows build label; they come from the
+// amifamily package's table, the one EC2NodeClass resolution uses (family.go).
 package instancetype

@@ -70,7 +70,7 @@ func requirements(info *ec2types.InstanceTypeInfo, s *settings, region string, z
 	arch := architecture(info)
 	var oss []string
 	switch {
-	case !s.family.windows():
+	case !isWindows(s.family):
 		oss = []string{string(corev1.Linux)}
 	case arch == archAMD64:
 		// Windows AMIs exist for x86_64 only: arm64 types get no OS at all,
@@ -100,7 +100,7 @@ func requirements(info *ec2types.InstanceTypeInfo, s *settings, region string, z
 		in(corev1.LabelOSStable, oss...),
 		in(corev1.LabelTopologyZone, zoneNames...),
 		in(corev1.LabelTopologyRegion, region),
-		one(corev1.LabelWindowsBuild, s.family.windowsBuild, s.family.windows()),
+		one(corev1.LabelWindowsBuild, s.family.WindowsBuild, isWindows(s.family)),
 		in(scheduling.LabelCapacityType, capacityTypes...),
 		in(awsv1.LabelInstanceCPU, strconv.FormatInt(vcpus(info), 10)),
 		in(awsv1.LabelInstanceMemory, strconv.FormatInt(memoryMiB(info), 10)),

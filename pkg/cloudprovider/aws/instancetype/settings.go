@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
 )
 
 // Eviction signals that reduce allocatable resources.
@@ -22,7 +23,7 @@ const (
 // and checked once per class rather than once per instance type.
 type settings struct {
 	familyName          string
-	family              family
+	family              *amifamily.Family
 	maxPods             *int32
 	podsPerCore         *int32
 	kubeReserved        corev1.ResourceList

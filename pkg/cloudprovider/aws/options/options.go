@@ -14,13 +14,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
+
+	coreoptions "github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
 // Upstream defaults.
@@ -64,7 +64,10 @@ type Options struct {
 	// SubnetRefreshInterval is how often an EC2NodeClass's subnets are resolved again.
 	SubnetRefreshInterval time.Duration
 
-	envErrs []error
+	// env is the environment reader of Register, whose malformed values
+	// Validate reports; nil when the owner of the Env passed to AddFlags
+	// reports them.
+	env *coreoptions.Env
 	// sharedClusterName is the core options' cluster-name flag when it was
 	// registered on the same FlagSet first (both upstream binaries read one
 	// CLUSTER_NAME); Validate copies its value.
@@ -74,32 +77,37 @@ type Options struct {
 // Register adds the AWS flags to fs with defaults from the environment
 // (getenv, usually os.Getenv; nil means os.Getenv) and returns the options
 // they fill once fs is parsed. Call Validate after fs.Parse. A malformed
-// environment value is reported by Validate, naming the variable.
+// environment value is reported by Validate, naming the variable. (The
+// operator registers through AddFlags instead, with the Env the provider
+// registry hands every provider.)
+func Register(fs *flag.FlagSet, getenv func(string) string) *Options {
+	o := &Options{}
+	o.env = coreoptions.NewEnv(getenv)
+	o.AddFlags(fs, o.env)
+	return o
+}
+
+// AddFlags adds the AWS flags to fs, their defaults read through env, which
+// keeps the malformed values for its owner to report.
 //
 // cluster-name is shared with the core options: when fs already has it, that
-// flag is used instead of defining a second one.
-func Register(fs *flag.FlagSet, getenv func(string) string) *Options {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	o := &Options{}
-	e := envReader{getenv: getenv, errs: &o.envErrs}
+// flag is used instead of defining a second one, and Validate copies its value.
+func (o *Options) AddFlags(fs *flag.FlagSet, env *coreoptions.Env) {
 	if f := fs.Lookup("cluster-name"); f != nil {
 		o.sharedClusterName = f
 	} else {
-		fs.StringVar(&o.ClusterName, "cluster-name", e.str("CLUSTER_NAME", ""), "[REQUIRED] Name of the cluster; resources Karpenter creates are tagged with it.")
+		fs.StringVar(&o.ClusterName, "cluster-name", env.String("CLUSTER_NAME", ""), "[REQUIRED] Name of the cluster; resources Karpenter creates are tagged with it.")
 	}
-	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", e.str("CLUSTER_ENDPOINT", ""), "API server URL new nodes join. Discovered through EKS DescribeCluster when unset.")
-	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", e.str("CLUSTER_CA_BUNDLE", ""), "Base64 PEM CA bundle nodes use to verify the API server. Taken from the controller's own configuration when unset.")
-	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", e.boolean("ISOLATED_VPC", false), "Assume AWS services without a VPC endpoint (the Pricing API) are unreachable and use static prices.")
-	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", e.boolean("EKS_CONTROL_PLANE", false), "The cluster runs on an EKS control plane.")
-	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", e.float("VM_MEMORY_OVERHEAD_PERCENT", DefaultVMMemoryOverheadPercent), "Fraction of an instance type's memory subtracted for the hypervisor (0.075 = 7.5%).")
-	fs.StringVar(&o.InterruptionQueue, "interruption-queue", e.str("INTERRUPTION_QUEUE", ""), "SQS queue name for EC2 interruption events. Interruption handling is off when unset.")
-	fs.IntVar(&o.ReservedENIs, "reserved-enis", e.integer("RESERVED_ENIS", 0), "Network interfaces left out of the max-pods calculation (VPC CNI custom networking).")
-	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", e.boolean("DISABLE_DRY_RUN", false), "Skip the dry-run authorization checks (CreateFleet, CreateLaunchTemplate, RunInstances) of EC2NodeClass validation.")
-	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", e.duration("AMI_REFRESH_INTERVAL", DefaultAMIRefreshInterval), "How often EC2NodeClass AMIs are resolved again.")
-	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", e.duration("SUBNET_REFRESH_INTERVAL", DefaultSubnetRefreshInterval), "How often EC2NodeClass subnets are resolved again.")
-	return o
+	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env.String("CLUSTER_ENDPOINT", ""), "API server URL new nodes join. Discovered through EKS DescribeCluster when unset.")
+	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env.String("CLUSTER_CA_BUNDLE", ""), "Base64 PEM CA bundle nodes use to verify the API server. Taken from the controller's own configuration when unset.")
+	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", env.Bool("ISOLATED_VPC", false), "Assume AWS services without a VPC endpoint (the Pricing API) are unreachable and use static prices.")
+	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", env.Bool("EKS_CONTROL_PLANE", false), "The cluster runs on an EKS control plane.")
+	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", env.Float64("VM_MEMORY_OVERHEAD_PERCENT", DefaultVMMemoryOverheadPercent), "Fraction of an instance type's memory subtracted for the hypervisor (0.075 = 7.5%).")
+	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env.String("INTERRUPTION_QUEUE", ""), "SQS queue name for EC2 interruption events. Interruption handling is off when unset.")
+	fs.IntVar(&o.ReservedENIs, "reserved-enis", env.Int("RESERVED_ENIS", 0), "Network interfaces left out of the max-pods calculation (VPC CNI custom networking).")
+	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", env.Bool("DISABLE_DRY_RUN", false), "Skip the dry-run authorization checks (CreateFleet, CreateLaunchTemplate, RunInstances) of EC2NodeClass validation.")
+	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", env.Duration("AMI_REFRESH_INTERVAL", DefaultAMIRefreshInterval), "How often EC2NodeClass AMIs are resolved again.")
+	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", env.Duration("SUBNET_REFRESH_INTERVAL", DefaultSubnetRefreshInterval), "How often EC2NodeClass subnets are resolved again.")
 }
 
 // Validate checks what a flag type cannot, and reports malformed environment
@@ -108,7 +116,10 @@ func (o *Options) Validate() error {
 	if o.sharedClusterName != nil {
 		o.ClusterName = o.sharedClusterName.Value.String()
 	}
-	errs := append([]error(nil), o.envErrs...)
+	var errs []error
+	if o.env != nil {
+		errs = append(errs, o.env.Err())
+	}
 	if strings.TrimSpace(o.ClusterName) == "" {
 		errs = append(errs, errors.New("cluster-name (CLUSTER_NAME) is required for the aws cloud provider"))
 	}
@@ -142,74 +153,4 @@ func LoadAWSConfig(ctx context.Context, optFns ...func(*awsconfig.LoadOptions) e
 		return aws.Config{}, errors.New("no AWS region configured: set AWS_REGION (or region in the shared config file)")
 	}
 	return cfg, nil
-}
-
-// envReader converts environment values, collecting errors that name the variable.
-type envReader struct {
-	getenv func(string) string
-	errs   *[]error
-}
-
-func (e envReader) lookup(name string) (string, bool) {
-	v := e.getenv(name)
-	return v, v != ""
-}
-
-func (e envReader) str(name, def string) string {
-	if v, ok := e.lookup(name); ok {
-		return v
-	}
-	return def
-}
-
-func (e envReader) boolean(name string, def bool) bool {
-	v, ok := e.lookup(name)
-	if !ok {
-		return def
-	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not a boolean (true or false)", name, v))
-		return def
-	}
-	return b
-}
-
-func (e envReader) integer(name string, def int) int {
-	v, ok := e.lookup(name)
-	if !ok {
-		return def
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not an integer", name, v))
-		return def
-	}
-	return n
-}
-
-func (e envReader) float(name string, def float64) float64 {
-	v, ok := e.lookup(name)
-	if !ok {
-		return def
-	}
-	f, err := strconv.ParseFloat(v, 64)
-	if err != nil {
-		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not a number", name, v))
-		return def
-	}
-	return f
-}
-
-func (e envReader) duration(name string, def time.Duration) time.Duration {
-	v, ok := e.lookup(name)
-	if !ok {
-		return def
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		*e.errs = append(*e.errs, fmt.Errorf("%s=%q is not a duration (e.g. 1m, 30s)", name, v))
-		return def
-	}
-	return d
 }

@@ -111,7 +111,7 @@ func TestClusterNameSharedWithCoreOptions(t *testing.T) {
 	fs := flag.NewFlagSet("karpenter", flag.ContinueOnError)
 	core, finish := coreoptions.Register(fs, env(map[string]string{"CLUSTER_NAME": "env"}))
 	aws := Register(fs, env(map[string]string{"CLUSTER_NAME": "env"}))
-	if err := fs.Parse([]string{"--cluster-name=shared", "--cloud-provider=aws"}); err != nil {
+	if err := fs.Parse([]string{"--cluster-name=shared"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := finish(); err != nil {
