@@ -15,8 +15,8 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
-	awsoptions "github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/options"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
@@ -28,7 +28,7 @@ var NodeClassLabelKey = v1.NodeClassLabelKey(schema.GroupKind{Group: awsv1.Group
 // and price providers, the EC2NodeClass status controller, the price
 // refresher, the AWS well-known labels and the EC2NodeClass label.
 type Provider struct {
-	Options awsoptions.Options
+	Options settings.Options
 }
 
 var _ cloudprovider.Provider = (*Provider)(nil)
@@ -56,7 +56,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	if err := p.Options.Validate(); err != nil {
 		return nil, err
 	}
-	cfg, err := awsoptions.LoadAWSConfig(ctx)
+	cfg, err := settings.LoadAWSConfig(ctx)
 	if err != nil {
 		return nil, err
 	}

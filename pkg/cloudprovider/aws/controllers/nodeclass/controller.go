@@ -27,8 +27,8 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instanceprofile"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/options"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/securitygroup"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/subnet"
 )
 
@@ -49,13 +49,13 @@ type Controller struct {
 	kubeClient client.Client
 	clock      clock.Clock
 	recorder   record.EventRecorder
-	opts       *options.Options
+	opts       *settings.Options
 	providers  Providers
 	validation *validation
 }
 
 // NewController returns the EC2NodeClass controller. recorder may be nil.
-func NewController(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder, opts *options.Options, providers Providers) *Controller {
+func NewController(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder, opts *settings.Options, providers Providers) *Controller {
 	return &Controller{
 		kubeClient: kubeClient, clock: clk, recorder: recorder, opts: opts, providers: providers,
 		validation: newValidation(providers.EC2, clk, opts),

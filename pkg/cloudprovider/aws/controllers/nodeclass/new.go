@@ -15,8 +15,8 @@ import (
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instanceprofile"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/options"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/securitygroup"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/subnet"
 )
 
@@ -28,7 +28,7 @@ const DefaultTTL = time.Minute
 // NewProviders builds the SDK clients and resolvers from one SDK
 // configuration. disc (the API server's discovery client) tells the
 // Kubernetes version when the cluster is not an EKS cluster; it may be nil.
-func NewProviders(cfg aws.Config, opts *options.Options, disc discovery.ServerVersionInterface, clk clock.Clock) Providers {
+func NewProviders(cfg aws.Config, opts *settings.Options, disc discovery.ServerVersionInterface, clk clock.Clock) Providers {
 	ec2api := ec2.NewFromConfig(cfg)
 	versions := amifamily.NewVersionProvider(eks.NewFromConfig(cfg), opts.ClusterName, disc, clk)
 	return Providers{
@@ -41,6 +41,6 @@ func NewProviders(cfg aws.Config, opts *options.Options, disc discovery.ServerVe
 }
 
 // New is NewController over NewProviders.
-func New(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder, opts *options.Options, cfg aws.Config, disc discovery.ServerVersionInterface) *Controller {
+func New(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder, opts *settings.Options, cfg aws.Config, disc discovery.ServerVersionInterface) *Controller {
 	return NewController(kubeClient, clk, recorder, opts, NewProviders(cfg, opts, disc, clk))
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/nodeclass"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/options"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -234,7 +234,7 @@ func TestDryRunDenials(t *testing.T) {
 		})
 	}
 	t.Run("disabled", func(t *testing.T) {
-		f := setup(t, func(o *options.Options) { o.DisableDryRun = true })
+		f := setup(t, func(o *settings.Options) { o.DisableDryRun = true })
 		f.aws.DenyAction("ec2", "CreateFleet")
 		nc := newNodeClass("no-dry-run")
 		ExpectApplied(f.ctx, t, e.Client, nc)
@@ -297,7 +297,7 @@ func TestRefreshPicksUpChanges(t *testing.T) {
 
 // Without an EKS cluster of CLUSTER_NAME, aliases follow the API server's version.
 func TestKubernetesVersionFromTheAPIServer(t *testing.T) {
-	f := setup(t, func(o *options.Options) { o.ClusterName = "self-managed" })
+	f := setup(t, func(o *settings.Options) { o.ClusterName = "self-managed" })
 	nc := newNodeClass("self-managed")
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	nc = f.reconcile(t, nc)

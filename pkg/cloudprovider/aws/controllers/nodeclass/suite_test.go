@@ -15,7 +15,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awstest"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/options"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -33,20 +33,20 @@ type fixture struct {
 	ctx  context.Context
 	aws  *awsemulator.Emulator
 	clk  *clocktesting.FakeClock
-	opts *options.Options
+	opts *settings.Options
 	c    *nodeclass.Controller
 }
 
-func defaultOptions() *options.Options {
-	return &options.Options{
-		ClusterName: cluster, VMMemoryOverheadPercent: options.DefaultVMMemoryOverheadPercent,
-		AMIRefreshInterval: options.DefaultAMIRefreshInterval, SubnetRefreshInterval: options.DefaultSubnetRefreshInterval,
+func defaultOptions() *settings.Options {
+	return &settings.Options{
+		ClusterName: cluster, VMMemoryOverheadPercent: settings.DefaultVMMemoryOverheadPercent,
+		AMIRefreshInterval: settings.DefaultAMIRefreshInterval, SubnetRefreshInterval: settings.DefaultSubnetRefreshInterval,
 	}
 }
 
 // setup cleans the API server, starts an emulator and builds the controller
 // on them. mutate adjusts the options first.
-func setup(t testing.TB, mutate ...func(*options.Options)) *fixture {
+func setup(t testing.TB, mutate ...func(*settings.Options)) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	ExpectCleanedUp(ctx, t, e.Client, &karpv1.NodeClaimList{}, &v1.EC2NodeClassList{})

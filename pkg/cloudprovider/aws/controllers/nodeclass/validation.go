@@ -19,7 +19,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/options"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 )
 
 // ValidationSucceeded reasons and messages, as upstream's.
@@ -58,12 +58,12 @@ var dependencies = []string{
 type validation struct {
 	ec2   *ec2.Client
 	clock clock.Clock
-	opts  *options.Options
+	opts  *settings.Options
 	// cache maps <class name>:<input hash> to "" (authorized) or a reason.
 	cache *ttlcache.Cache[string]
 }
 
-func newValidation(ec2api *ec2.Client, clk clock.Clock, opts *options.Options) *validation {
+func newValidation(ec2api *ec2.Client, clk clock.Clock, opts *settings.Options) *validation {
 	return &validation{ec2: ec2api, clock: clk, opts: opts, cache: ttlcache.New[string](clk, ValidationTTL)}
 }
 

@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/options"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 )
 
 func ami(id, arch string, extra ...corev1.NodeSelectorRequirement) v1.AMI {
@@ -41,7 +41,7 @@ func TestValidationTargetPrefersStandardAMIs(t *testing.T) {
 }
 
 func TestDryRunInputs(t *testing.T) {
-	v := newValidation(nil, nil, &options.Options{ClusterName: "demo"})
+	v := newValidation(nil, nil, &settings.Options{ClusterName: "demo"})
 	nc := &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.EC2NodeClassSpec{
 		AMISelectorTerms: []v1.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
 		Tags:             map[string]string{"team": "a"},

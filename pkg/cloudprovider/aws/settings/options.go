@@ -1,4 +1,4 @@
-// Package options holds the AWS provider's settings. Like the core settings in
+// Package settings holds the AWS provider's settings. Like the core settings in
 // pkg/operator/options, every setting is a flag whose default comes from the
 // environment variable upstream Karpenter reads (CLUSTER_ENDPOINT,
 // VM_MEMORY_OVERHEAD_PERCENT, ...), so a Helm chart written for upstream
@@ -7,7 +7,7 @@
 //
 // The AWS region is not a flag: as upstream, it comes from the SDK's own
 // configuration chain (AWS_REGION, the shared config file), see LoadAWSConfig.
-package options
+package settings
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
-	coreoptions "github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
 // Upstream defaults.
@@ -67,7 +67,7 @@ type Options struct {
 	// env is the environment reader of Register, whose malformed values
 	// Validate reports; nil when the owner of the Env passed to AddFlags
 	// reports them.
-	env *coreoptions.Env
+	env *options.Env
 	// sharedClusterName is the core options' cluster-name flag when it was
 	// registered on the same FlagSet first (both upstream binaries read one
 	// CLUSTER_NAME); Validate copies its value.
@@ -82,7 +82,7 @@ type Options struct {
 // registry hands every provider.)
 func Register(fs *flag.FlagSet, getenv func(string) string) *Options {
 	o := &Options{}
-	o.env = coreoptions.NewEnv(getenv)
+	o.env = options.NewEnv(getenv)
 	o.AddFlags(fs, o.env)
 	return o
 }
@@ -92,7 +92,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Options {
 //
 // cluster-name is shared with the core options: when fs already has it, that
 // flag is used instead of defining a second one, and Validate copies its value.
-func (o *Options) AddFlags(fs *flag.FlagSet, env *coreoptions.Env) {
+func (o *Options) AddFlags(fs *flag.FlagSet, env *options.Env) {
 	if f := fs.Lookup("cluster-name"); f != nil {
 		o.sharedClusterName = f
 	} else {

@@ -1,4 +1,4 @@
-package options
+package settings
 
 import (
 	"context"
@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	coreoptions "github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -109,7 +109,7 @@ func TestValidationNamesTheSetting(t *testing.T) {
 // must not panic, and the one value must reach both.
 func TestClusterNameSharedWithCoreOptions(t *testing.T) {
 	fs := flag.NewFlagSet("karpenter", flag.ContinueOnError)
-	core, finish := coreoptions.Register(fs, env(map[string]string{"CLUSTER_NAME": "env"}))
+	core, finish := options.Register(fs, env(map[string]string{"CLUSTER_NAME": "env"}))
 	aws := Register(fs, env(map[string]string{"CLUSTER_NAME": "env"}))
 	if err := fs.Parse([]string{"--cluster-name=shared"}); err != nil {
 		t.Fatal(err)
