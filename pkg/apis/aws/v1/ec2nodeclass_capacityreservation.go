@@ -72,7 +72,7 @@ type CapacityReservation struct {
 	AvailabilityZone string `json:"availabilityZone"`
 	// EndTime is when the reservation ends; unset for reservations without end.
 	// +optional
-	EndTime *metav1.Time `json:"endTime,omitempty" hash:"ignore"`
+	EndTime *metav1.Time `json:"endTime,omitempty"`
 	// ID of the reservation.
 	// +kubebuilder:validation:Pattern="^cr-[0-9a-z]+$"
 	// +required
@@ -91,14 +91,14 @@ type CapacityReservation struct {
 	// ReservationType is default (On-Demand Capacity Reservation) or capacity-block.
 	// +kubebuilder:default=default
 	// +optional
-	ReservationType CapacityReservationType `json:"reservationType,omitempty" hash:"ignore"`
+	ReservationType CapacityReservationType `json:"reservationType,omitempty"`
 	// Interruptible reservations may be reclaimed by their owner.
 	// +optional
 	Interruptible bool `json:"interruptible,omitempty"`
 	// State is active or expiring.
 	// +kubebuilder:default=active
 	// +optional
-	State CapacityReservationState `json:"state,omitempty" hash:"ignore"`
+	State CapacityReservationState `json:"state,omitempty"`
 }
 
 // statusConditionTypesWithReservations adds CapacityReservationsReady to
