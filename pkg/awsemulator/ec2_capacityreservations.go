@@ -59,6 +59,9 @@ func (e *Emulator) AddCapacityReservation(cr CapacityReservation) CapacityReserv
 			cr.State = "active"
 		}
 		cr.Tags = cloneTags(cr.Tags)
+		if s.capacityReservations == nil { // none are seeded; reading a nil map is fine
+			s.capacityReservations = map[string]*CapacityReservation{}
+		}
 		s.capacityReservations[cr.ID] = &cr
 		out = cr
 		out.Tags = cloneTags(cr.Tags)
