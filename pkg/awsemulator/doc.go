@@ -38,7 +38,8 @@
 // the immutable instance-type catalog (seed_instancetypes.go, built once per process
 // from the embedded facts file), offerings and spot prices (seed.go), SSM parameters,
 // IAM roles and instance profiles, the EKS cluster, SQS queues, insufficient-capacity
-// marks and denials. Every ID is derived from a hash of stable inputs (hexID, upperID),
+// marks and denials, and capacity reservations (none seeded; tests add them with
+// AddCapacityReservation). Every ID is derived from a hash of stable inputs (hexID, upperID),
 // so the default seed is identical on every run and generated IDs follow the call order.
 //
 // # Adding an operation

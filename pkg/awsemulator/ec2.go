@@ -25,6 +25,7 @@ func ec2Ops() map[string]handler {
 		"DescribeInstances":             ec2DescribeInstances,
 		"TerminateInstances":            ec2TerminateInstances,
 		"CreateTags":                    ec2CreateTags,
+		"DescribeCapacityReservations":  ec2DescribeCapacityReservations,
 	}
 }
 

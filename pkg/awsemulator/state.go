@@ -41,6 +41,8 @@ type state struct {
 	instanceOrder   []string                   // launch order
 	addressSeq      map[string]int             // subnet ID -> addresses handed out
 
+	capacityReservations map[string]*CapacityReservation // by ID; see ec2_capacityreservations.go
+
 	seq int // deterministic counter for generated IDs
 }
 

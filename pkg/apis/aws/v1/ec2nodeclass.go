@@ -118,6 +118,14 @@ type EC2NodeClassSpec struct {
 	// Context is the EC2 Fleet context, reserved for specific AWS accounts.
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// CapacityReservationSelectorTerms select EC2 capacity reservations
+	// nodes may be launched into. Terms are ORed; the fields inside one term
+	// are ANDed. When empty, no reservation is used.
+	// +kubebuilder:validation:XValidation:message="capacityReservationSelectorTerms: each term must set at least one of ['tags', 'id', 'instanceMatchCriteria']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))"
+	// +kubebuilder:validation:XValidation:message="capacityReservationSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'tags', 'ownerID' or 'instanceMatchCriteria' in the same term",rule="!self.exists(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
+	// +kubebuilder:validation:MaxItems=30
+	// +optional
+	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty" hash:"ignore"`
 }
 
 // SubnetSelectorTerm selects subnets by tags or by id. Its fields are ANDed.

@@ -77,6 +77,9 @@ type EC2NodeClassStatus struct {
 	// Karpenter created for spec.role, or spec.instanceProfile.
 	// +optional
 	InstanceProfile string `json:"instanceProfile,omitempty"`
+	// CapacityReservations that capacityReservationSelectorTerms resolved to.
+	// +optional
+	CapacityReservations []CapacityReservation `json:"capacityReservations,omitempty"`
 	// Conditions report the readiness of each resolved resource.
 	// +optional
 	Conditions []status.Condition `json:"conditions,omitempty"`
@@ -98,4 +101,11 @@ func (in *EC2NodeClass) GetConditions() []status.Condition { return in.Status.Co
 func (in *EC2NodeClass) SetConditions(c []status.Condition) { in.Status.Conditions = c }
 
 // StatusConditions implements status.Object.
-func (in *EC2NodeClass) StatusConditions() status.ConditionSet { return StatusConditionTypes.For(in) }
+// Classes that select capacity reservations also need
+// CapacityReservationsReady for Ready.
+func (in *EC2NodeClass) StatusConditions() status.ConditionSet {
+	if len(in.Spec.CapacityReservationSelectorTerms) > 0 {
+		return statusConditionTypesWithReservations.For(in)
+	}
+	return StatusConditionTypes.For(in)
+}

@@ -69,6 +69,9 @@ type resolution struct {
 	types    []baseType
 	zones    []zone
 	zoneReqs map[string]scheduling.Requirements
+	// reservations are the class's status.capacityReservations.
+	reservations []awsv1.CapacityReservation
+	inZone       map[string]bool
 	// list was built with these sequence numbers of the ICE cache and prices.
 	iceSeq, priceSeq uint64
 	list             []*scheduling.InstanceType
@@ -117,6 +120,14 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 	res, ok := p.resolved[key]
 	if !ok {
 		res = p.resolve(s, zones)
+		res.reservations = classReservations(nc)
+		res.inZone = map[string]bool{}
+		for _, z := range zones {
+			res.inZone[z.name] = true
+		}
+		for i := range res.types {
+			res.types[i].requirements = withReservations(res.types[i].requirements, res.types[i].name, res.reservations, res.inZone)
+		}
 		res.expires = now.Add(CacheTTL)
 		p.resolved[key] = res
 	}
@@ -269,7 +280,7 @@ func (p *Provider) withOfferings(res *resolution) []*scheduling.InstanceType {
 		out[i] = &scheduling.InstanceType{
 			Name:         b.name,
 			Requirements: b.requirements,
-			Offerings:    offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable),
+			Offerings:    p.offeringsOf(b, res),
 			Capacity:     b.capacity,
 			Overhead:     b.overhead,
 		}
@@ -294,7 +305,8 @@ func subnetZones(subnets []awsv1.Subnet) []zone {
 }
 
 // classHash identifies what of a class shapes its instance types: the AMI
-// family, kubelet, block device mappings, instance store policy and zones.
+// family, kubelet, block device mappings, instance store policy, zones and
+// resolved capacity reservations.
 func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 	type zoneKey struct{ Name, ID string }
 	zk := make([]zoneKey, len(zones))
@@ -307,7 +319,8 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 		BlockDeviceMappings []*awsv1.BlockDeviceMapping
 		InstanceStorePolicy *awsv1.InstanceStorePolicy
 		Zones               []zoneKey
-	}{nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings, nc.Spec.InstanceStorePolicy, zk})
+		Reservations        []awsv1.CapacityReservation
+	}{nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings, nc.Spec.InstanceStorePolicy, zk, classReservations(nc)})
 	if err != nil {
 		// The spec came from JSON; it always marshals back.
 		panic(fmt.Sprintf("hashing EC2NodeClass %s: %v", nc.Name, err))
@@ -315,4 +328,20 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 	h := fnv.New64a()
 	h.Write(b)
 	return h.Sum64()
+}
+
+// offeringsOf lists a type's spot and on-demand offerings and, for a type the
+// class holds reservations for, one reserved offering per reservation. The
+// spot and on-demand offerings of such a type then say that they are in no
+// reservation, so a NodePool asking for a reservation id cannot land on them.
+func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
+	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable)
+	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable)
+	if len(reserved) == 0 {
+		return out
+	}
+	for i := range out {
+		out[i].Requirements = out[i].Requirements.With(scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpDoesNotExist))
+	}
+	return append(out, reserved...)
 }

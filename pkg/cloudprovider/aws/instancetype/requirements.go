@@ -112,8 +112,8 @@ func requirements(info *ec2types.InstanceTypeInfo, s *settings, region string, z
 		one(awsv1.LabelInstanceFamily, familyName, familyName != ""),
 		one(awsv1.LabelInstanceSize, size, size != ""),
 		in(awsv1.LabelInstanceCapabilityFlex, strconv.FormatBool(strings.Contains(familyName, "-flex"))),
-		// Capacity reservations are not selected by this provider yet: no
-		// node of these offerings carries the reservation labels.
+		// No reservation unless the class holds one for the type (see
+		// withReservations in reserved.go).
 		absent(awsv1.LabelCapacityReservationID),
 		absent(awsv1.LabelCapacityReservationType),
 	)

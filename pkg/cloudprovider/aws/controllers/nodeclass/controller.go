@@ -26,6 +26,7 @@ import (
 	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
@@ -41,7 +42,9 @@ type Providers struct {
 	SecurityGroups   *securitygroup.Provider
 	AMIs             *amifamily.Provider
 	InstanceProfiles *instanceprofile.Provider
-	EC2              *ec2.Client
+	// CapacityReservations resolves capacityReservationSelectorTerms.
+	CapacityReservations *capacityreservation.Provider
+	EC2                  *ec2.Client
 }
 
 // Controller reconciles EC2NodeClasses.
@@ -98,6 +101,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.resolveSecurityGroups,
 		c.resolveAMIs,
 		c.resolveInstanceProfile,
+		c.resolveCapacityReservations,
 		c.validation.reconcile, // last: it depends on the others
 	} {
 		after, err := step(ctx, nc)

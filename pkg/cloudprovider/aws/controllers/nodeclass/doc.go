@@ -3,7 +3,9 @@
 // EC2NodeClass into its status, as upstream Karpenter v1 writes it
 // (status.subnets, securityGroups, amis, instanceProfile and the conditions
 // SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady and
-// ValidationSucceeded, which roll up into Ready).
+// ValidationSucceeded, which roll up into Ready), plus
+// status.capacityReservations and CapacityReservationsReady, which joins
+// Ready only for classes with capacityReservationSelectorTerms.
 //
 // A condition that is False says which field is wrong and why, naming the
 // selector term that matched nothing ("subnetSelectorTerms[1] matched no

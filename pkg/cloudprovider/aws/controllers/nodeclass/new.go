@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instanceprofile"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
@@ -36,7 +37,10 @@ func NewProviders(cfg aws.Config, opts *settings.Options, disc discovery.ServerV
 		SecurityGroups:   securitygroup.NewProvider(ec2api, clk, DefaultTTL),
 		AMIs:             amifamily.NewProvider(ec2api, amifamily.NewSSMProvider(ssm.NewFromConfig(cfg), clk), versions, clk, opts.AMIRefreshInterval),
 		InstanceProfiles: instanceprofile.NewProvider(iam.NewFromConfig(cfg), cfg.Region, opts.ClusterName, clk),
-		EC2:              ec2api,
+		// Answers live one refresh interval, so classes with the same terms
+		// share one call.
+		CapacityReservations: capacityreservation.NewProvider(ec2api, clk, CapacityReservationRefreshInterval),
+		EC2:                  ec2api,
 	}
 }
 

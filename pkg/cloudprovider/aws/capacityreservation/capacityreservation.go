@@ -1,0 +1,256 @@
+package capacityreservation
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
+)
+
+// ExpirationBuffer is how long before a Capacity Block ends its reservation
+// counts as expiring: EC2 starts reclaiming a block's instances 30 minutes
+// before its end, and 10 more minutes leave room to drain the nodes.
+const ExpirationBuffer = 40 * time.Minute
+
+// Reservation is one resolved, active reservation.
+type Reservation struct {
+	ID                     string
+	OwnerID                string
+	InstanceType           string
+	Zone                   string
+	InstanceMatchCriteria  string
+	ReservationType        v1.CapacityReservationType
+	Interruptible          bool
+	EndTime                *time.Time
+	AvailableInstanceCount int32
+	Tags                   map[string]string
+}
+
+// State is active, or expiring for a Capacity Block within ExpirationBuffer
+// of its end. Pure: the caller supplies now.
+func (r Reservation) State(now time.Time) v1.CapacityReservationState {
+	if r.ReservationType == v1.CapacityReservationTypeCapacityBlock && r.EndTime != nil && !now.Before(r.EndTime.Add(-ExpirationBuffer)) {
+		return v1.CapacityReservationStateExpiring
+	}
+	return v1.CapacityReservationStateActive
+}
+
+// Status renders r as an entry of status.capacityReservations.
+func (r Reservation) Status(now time.Time) v1.CapacityReservation {
+	out := v1.CapacityReservation{
+		AvailabilityZone:      r.Zone,
+		ID:                    r.ID,
+		InstanceMatchCriteria: r.InstanceMatchCriteria,
+		InstanceType:          r.InstanceType,
+		OwnerID:               r.OwnerID,
+		ReservationType:       r.ReservationType,
+		Interruptible:         r.Interruptible,
+		State:                 r.State(now),
+	}
+	if r.EndTime != nil {
+		t := metav1.NewTime(*r.EndTime)
+		out.EndTime = &t
+	}
+	return out
+}
+
+// Resolution is what a list of terms resolved to.
+type Resolution struct {
+	// Reservations matched by any term, each once, sorted by id.
+	Reservations []Reservation
+	// Unmatched are the indices of the terms that matched no reservation.
+	Unmatched []int
+	terms     []v1.CapacityReservationSelectorTerm
+}
+
+// UnmatchedMessage names every term that matched nothing, e.g.
+// `capacityReservationSelectorTerms[1] matched no active capacity
+// reservation: id "cr-0123"`; "" when every term matched.
+func (r *Resolution) UnmatchedMessage() string {
+	parts := make([]string, 0, len(r.Unmatched))
+	for _, i := range r.Unmatched {
+		parts = append(parts, fmt.Sprintf("capacityReservationSelectorTerms[%d] matched no active capacity reservation: %s", i, DescribeTerm(r.terms[i])))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// DescribeTerm renders a term for messages.
+func DescribeTerm(t v1.CapacityReservationSelectorTerm) string {
+	var parts []string
+	if t.ID != "" {
+		parts = append(parts, fmt.Sprintf("id %q", t.ID))
+	}
+	if len(t.Tags) > 0 {
+		parts = append(parts, "tags "+filters.DescribeTags(t.Tags))
+	}
+	if t.OwnerID != "" {
+		parts = append(parts, fmt.Sprintf("ownerID %q", t.OwnerID))
+	}
+	if t.InstanceMatchCriteria != "" {
+		parts = append(parts, fmt.Sprintf("instanceMatchCriteria %q", t.InstanceMatchCriteria))
+	}
+	if len(parts) == 0 {
+		return "empty term"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Provider resolves capacity reservation selector terms.
+type Provider struct {
+	ec2      *ec2.Client
+	cache    *ttlcache.Cache[[]Reservation]
+	pageSize int32
+}
+
+// Option adjusts a Provider.
+type Option func(*Provider)
+
+// WithPageSize sets DescribeCapacityReservations MaxResults (1..1000; default 1000).
+func WithPageSize(n int32) Option { return func(p *Provider) { p.pageSize = n } }
+
+// NewProvider returns a provider whose answers live for ttl.
+func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, opts ...Option) *Provider {
+	p := &Provider{ec2: ec2api, cache: ttlcache.New[[]Reservation](clk, ttl), pageSize: 1000}
+	for _, o := range opts {
+		o(p)
+	}
+	return p
+}
+
+// query is one DescribeCapacityReservations request and the terms it answers.
+type query struct {
+	filters []ec2types.Filter
+	terms   []int
+}
+
+var activeFilter = ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}}
+
+// queries groups id terms into one request and gives every other term its own.
+func queries(terms []v1.CapacityReservationSelectorTerm) []query {
+	var out []query
+	var ids []string
+	var idTerms []int
+	for i, t := range terms {
+		if t.ID != "" {
+			ids = append(ids, t.ID)
+			idTerms = append(idTerms, i)
+			continue
+		}
+		if len(t.Tags) == 0 && t.InstanceMatchCriteria == "" {
+			continue // the CRD rejects such a term; it selects nothing
+		}
+		fs := filters.Tags(t.Tags)
+		if t.OwnerID != "" {
+			fs = append(fs, ec2types.Filter{Name: aws.String("owner-id"), Values: []string{t.OwnerID}})
+		}
+		if t.InstanceMatchCriteria != "" {
+			fs = append(fs, ec2types.Filter{Name: aws.String("instance-match-criteria"), Values: []string{t.InstanceMatchCriteria}})
+		}
+		out = append(out, query{filters: append(fs, activeFilter), terms: []int{i}})
+	}
+	if len(ids) > 0 {
+		sort.Strings(ids)
+		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("capacity-reservation-id"), Values: filters.Uniq(ids)}, activeFilter}, terms: idTerms})
+	}
+	return out
+}
+
+// List resolves terms. An error means EC2 could not be asked (after the SDK's
+// retries); terms that match nothing are reported in the Resolution.
+func (p *Provider) List(ctx context.Context, terms []v1.CapacityReservationSelectorTerm) (*Resolution, error) {
+	res := &Resolution{terms: terms}
+	matched := make([]bool, len(terms))
+	byID := map[string]Reservation{}
+	for _, q := range queries(terms) {
+		found, err := p.describe(ctx, q.filters)
+		if err != nil {
+			return nil, fmt.Errorf("describing capacity reservations for %s: %w", filters.TermNames("capacityReservationSelectorTerms", q.terms), err)
+		}
+		for _, r := range found {
+			byID[r.ID] = r
+		}
+		for _, i := range q.terms {
+			if terms[i].ID != "" {
+				matched[i] = containsID(found, terms[i].ID)
+			} else {
+				matched[i] = len(found) > 0
+			}
+		}
+	}
+	for i := range terms {
+		if !matched[i] {
+			res.Unmatched = append(res.Unmatched, i)
+		}
+	}
+	for _, r := range byID {
+		res.Reservations = append(res.Reservations, r)
+	}
+	sort.Slice(res.Reservations, func(i, j int) bool { return res.Reservations[i].ID < res.Reservations[j].ID })
+	return res, nil
+}
+
+func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]Reservation, error) {
+	key := filters.Key(fs)
+	if r, ok := p.cache.Get(key); ok {
+		return r, nil
+	}
+	var out []Reservation
+	pages := ec2.NewDescribeCapacityReservationsPaginator(p.ec2, &ec2.DescribeCapacityReservationsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, r := range page.CapacityReservations {
+			out = append(out, fromEC2(r))
+		}
+	}
+	p.cache.Set(key, out)
+	return out, nil
+}
+
+func fromEC2(r ec2types.CapacityReservation) Reservation {
+	tags := make(map[string]string, len(r.Tags))
+	for _, t := range r.Tags {
+		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	rt := v1.CapacityReservationTypeDefault
+	if r.ReservationType == ec2types.CapacityReservationTypeCapacityBlock {
+		rt = v1.CapacityReservationTypeCapacityBlock
+	}
+	return Reservation{
+		ID:                     aws.ToString(r.CapacityReservationId),
+		OwnerID:                aws.ToString(r.OwnerId),
+		InstanceType:           aws.ToString(r.InstanceType),
+		Zone:                   aws.ToString(r.AvailabilityZone),
+		InstanceMatchCriteria:  string(r.InstanceMatchCriteria),
+		ReservationType:        rt,
+		Interruptible:          aws.ToBool(r.Interruptible),
+		EndTime:                r.EndDate,
+		AvailableInstanceCount: aws.ToInt32(r.AvailableInstanceCount),
+		Tags:                   tags,
+	}
+}
+
+// Invalidate drops every cached answer, so the next List asks EC2.
+func (p *Provider) Invalidate() { p.cache.Flush() }
+
+func containsID(rs []Reservation, id string) bool {
+	for _, r := range rs {
+		if r.ID == id {
+			return true
+		}
+	}
+	return false
+}
