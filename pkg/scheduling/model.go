@@ -160,6 +160,18 @@ type Input struct {
 	Options                Options
 	// Cache, when set, carries pod-independent NodePool preparation across solves.
 	Cache *Cache
+	// UnavailableNodePools launch nothing (not Ready, NodeClass missing, limits that admit no
+	// node). They are not solved against, but a pod that cannot be placed names them among its
+	// reasons, so that a pod selecting such a pool learns why it stays pending.
+	UnavailableNodePools []*UnavailableNodePool
+}
+
+// UnavailableNodePool is a NodePool that may not launch, with why.
+type UnavailableNodePool struct {
+	// NodePool gives the name, requirements and labels; its instance types are not used.
+	NodePool
+	// Message is the whole reason as a user reads it, naming the pool.
+	Message string
 }
 
 // ExistingPlacement is a pod placed on an existing or in-flight node.

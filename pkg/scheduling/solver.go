@@ -217,7 +217,7 @@ func (s *solver) placeAttempt(a *attempt) error {
 			return nil
 		}
 	}
-	var errs []string
+	var reasons []poolReason
 	for _, pool := range s.pools {
 		t, plan, err := s.tryNewClaim(a, pool)
 		if err == nil {
@@ -226,12 +226,16 @@ func (s *solver) placeAttempt(a *attempt) error {
 			s.commit(a, t, plan)
 			return nil
 		}
-		errs = append(errs, fmt.Sprintf("incompatible with nodepool %s: %v", pool.np.Name, err))
+		reasons = append(reasons, poolReason{relevance(a.reqs, pool.baseReqs, pool.np.Name, s.wellKnownFn),
+			fmt.Sprintf("incompatible with nodepool %s: %v", pool.np.Name, err)})
 	}
-	if len(errs) == 0 {
+	for _, u := range s.in.UnavailableNodePools {
+		reasons = append(reasons, poolReason{relevance(a.reqs, poolRequirements(&u.NodePool), u.Name, s.wellKnownFn), u.Message})
+	}
+	if len(reasons) == 0 {
 		return fmt.Errorf("no nodepool or existing node can hold the pod")
 	}
-	return &PodError{Reasons: errs}
+	return &PodError{Reasons: orderReasons(reasons)}
 }
 
 // scanStart skips targets that a hostname-keyed group rejects for good. Counts never decrease
