@@ -172,11 +172,12 @@ func (p *Provisioner) SolverInput(ctx context.Context, pods []*corev1.Pod) (*sch
 	if err != nil {
 		return nil, nil, err
 	}
-	pools, skipped, err := p.nodePools(ctx)
+	pools, unavailable, skipped, err := p.nodePools(ctx)
 	if err != nil {
 		return nil, nil, err
 	}
 	in.NodePools = pools
+	in.UnavailableNodePools = unavailable
 	in.Options = scheduling.Options{
 		PreferencePolicy: p.opts.PreferencePolicy,
 		MinValuesPolicy:  p.opts.MinValuesPolicy,
@@ -209,37 +210,48 @@ func (p *Provisioner) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
 }
 
 // nodePools adapts the NodePools that may launch. A NodePool being deleted, marked
-// not Ready, or whose NodeClass is missing or not Ready launches nothing; the
-// reason is returned per NodePool.
-func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, map[string]string, error) {
+// not Ready, whose NodeClass is missing or not Ready, or whose limits admit no node
+// launches nothing; it is returned among the unavailable pools, with a message
+// naming it, so that a pod selecting it is told why (and the same message is the
+// skip reason per NodePool).
+func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, []*scheduling.UnavailableNodePool, map[string]string, error) {
 	logger := log.FromContext(ctx)
 	skipped := map[string]string{}
 	var out []*scheduling.NodePool
+	var unavailable []*scheduling.UnavailableNodePool
+	skip := func(np *v1.NodePool, msg string) {
+		skipped[np.Name] = msg
+		unavailable = append(unavailable, &scheduling.UnavailableNodePool{NodePool: *adaptNodePool(np, nil, nil), Message: msg})
+	}
 	for _, np := range p.cluster.NodePools() {
 		if np.DeletionTimestamp != nil {
-			skipped[np.Name] = "nodepool is being deleted"
+			skip(np, fmt.Sprintf("nodepool %s is being deleted", np.Name))
 			continue
 		}
 		if c := np.StatusConditions().Root(); c != nil && c.IsFalse() {
-			skipped[np.Name] = fmt.Sprintf("nodepool not ready: %s", c.Message)
+			skip(np, fmt.Sprintf("nodepool %s is not ready: %s", np.Name, notReadyCause(np, c)))
 			continue
 		}
 		if reason, err := p.nodeClassNotReady(ctx, np); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		} else if reason != "" {
-			skipped[np.Name] = reason
+			skip(np, fmt.Sprintf("nodepool %s is not ready: %s", np.Name, reason))
+			continue
+		}
+		if why := v1.LimitsAdmitNoNode(np.Spec.Limits); why != "" {
+			skip(np, fmt.Sprintf("nodepool %s: limits allow no node (%s)", np.Name, why))
 			continue
 		}
 		its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			if cloudprovider.IsNodeClassNotReadyError(err) {
-				skipped[np.Name] = err.Error()
+				skip(np, fmt.Sprintf("nodepool %s is not ready: %v", np.Name, err))
 				continue
 			}
-			return nil, nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
+			return nil, nil, nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
 		}
 		if len(its) == 0 {
-			skipped[np.Name] = "no instance types"
+			skip(np, fmt.Sprintf("nodepool %s has no instance types", np.Name))
 			continue
 		}
 		out = append(out, adaptNodePool(np, its, p.remaining(np, its)))
@@ -247,14 +259,33 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, ma
 	for name, why := range skipped {
 		logger.V(1).Info("ignoring nodepool", "nodepool", name, "reason", why)
 	}
-	return out, skipped, nil
+	return out, unavailable, skipped, nil
 }
 
-// nodeClassNotReady returns why the NodePool's NodeClass cannot be used, or "".
+// notReadyCause names the first False condition Ready depends on, with its reason
+// and message ("NodeClassReady=False (NodeClassNotFound: ...)"), or Ready's own.
+func notReadyCause(np *v1.NodePool, ready *status.Condition) string {
+	c := ready
+	for _, cond := range np.StatusConditions().List() {
+		if cond.Type != ready.Type && cond.IsFalse() {
+			c = &cond
+			break
+		}
+	}
+	return conditionCause(c.Type, c.Reason, c.Message)
+}
+
+func conditionCause(condType, reason, message string) string {
+	return fmt.Sprintf("%s=False (%s: %s)", condType, reason, message)
+}
+
+// nodeClassNotReady returns why the NodePool's NodeClass cannot be used, or "",
+// in the words of the NodePool's NodeClassReady condition (the readiness
+// controller may not have caught up yet).
 func (p *Provisioner) nodeClassNotReady(ctx context.Context, np *v1.NodePool) (string, error) {
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
-		return "nodepool has no nodeClassRef", nil
+		return conditionCause(v1.ConditionTypeNodeClassReady, "NodeClassNotFound", "nodeClassRef is not set"), nil
 	}
 	for _, proto := range p.cloudProvider.GetSupportedNodeClasses() {
 		gvk, err := apiutil.GVKForObject(proto, p.kube.Scheme())
@@ -267,16 +298,17 @@ func (p *Provisioner) nodeClassNotReady(ctx context.Context, np *v1.NodePool) (s
 		nc := proto.DeepCopyObject().(client.Object)
 		if err := p.kube.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
 			if apierrors.IsNotFound(err) {
-				return fmt.Sprintf("nodeclass %s/%s %s not found", ref.Group, ref.Kind, ref.Name), nil
+				return conditionCause(v1.ConditionTypeNodeClassReady, "NodeClassNotFound", fmt.Sprintf("%s %q not found", ref.Kind, ref.Name)), nil
 			}
 			return "", err
 		}
 		if so, ok := nc.(status.Object); ok && !so.StatusConditions().IsTrue(status.ConditionReady) {
-			return fmt.Sprintf("nodeclass %s %s not ready", ref.Kind, ref.Name), nil
+			return conditionCause(v1.ConditionTypeNodeClassReady, "NodeClassNotReady", fmt.Sprintf("%s %q is not ready", ref.Kind, ref.Name)), nil
 		}
 		return "", nil
 	}
-	return fmt.Sprintf("nodeclass kind %s/%s not supported by cloud provider %s", ref.Group, ref.Kind, p.cloudProvider.Name()), nil
+	return conditionCause(v1.ConditionTypeNodeClassReady, "NodeClassNotFound",
+		fmt.Sprintf("NodeClass kind %s/%s is not supported by the %s cloud provider", ref.Group, ref.Kind, p.cloudProvider.Name())), nil
 }
 
 // remaining is the NodePool's limits minus its usage; nil when it has no limits.

@@ -597,3 +597,76 @@ func TestPodsSelectTheNodeClassLabel(t *testing.T) {
 		}
 	}
 }
+
+// failedScheduling is the text of the FailedScheduling events recorded so far.
+func (f *fixture) failedScheduling() []string {
+	var out []string
+	for _, e := range f.events() {
+		if strings.HasPrefix(e, "Warning "+provisioning.EventFailedScheduling+" ") {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// A pod that selects a NodePool whose NodeClass is missing is told so first,
+// in the words of the NodeClassReady condition, before the other pools' reasons.
+func TestPodSelectingNodePoolWithMissingNodeClassIsToldWhy(t *testing.T) {
+	f := newFixture(t)
+	pod := pendingPod("p", "1")
+	pod.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: "bad-a"}
+	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), nodePool("a-chaos", "default"), nodePool("bad-a", "missing"), pod)
+	res := f.schedule(t)
+	if len(res.NodeClaims) != 0 {
+		t.Fatalf("launched %d nodeclaims", len(res.NodeClaims))
+	}
+	want := []string{`Warning FailedScheduling Failed to schedule pod, nodepool bad-a is not ready: NodeClassReady=False (NodeClassNotFound: KWOKNodeClass "missing" not found); ` +
+		`incompatible with nodepool a-chaos: requires karpenter.sh/nodepool In [bad-a], but karpenter.sh/nodepool allows In [a-chaos]`}
+	if got := f.failedScheduling(); !slicesEqual(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+
+	// Once the readiness controller has written the NodePool's condition, the
+	// event quotes the condition.
+	np := &v1.NodePool{}
+	if err := testEnv.Client.Get(f.ctx, client.ObjectKey{Name: "bad-a"}, np); err != nil {
+		t.Fatal(err)
+	}
+	np.StatusConditions().SetTrue(v1.ConditionTypeValidationSucceeded)
+	np.StatusConditions().SetFalse(v1.ConditionTypeNodeClassReady, "NodeClassNotFound", `KWOKNodeClass "gone" not found`)
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, np)
+	f.clock.Step(time.Hour) // past the event deduplication window
+	f.schedule(t)
+	want[0] = strings.Replace(want[0], `"missing"`, `"gone"`, 1)
+	if got := f.failedScheduling(); !slicesEqual(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+}
+
+// A NodePool whose cpu limit is 0 can never launch: a pod is told so.
+func TestPodIsToldZeroLimitAdmitsNoNode(t *testing.T) {
+	f := newFixture(t)
+	np := nodePool("x", "default")
+	np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("0")}
+	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), np, pendingPod("p", "1"))
+	res := f.schedule(t)
+	if len(res.NodeClaims) != 0 {
+		t.Fatalf("launched %d nodeclaims under a cpu limit of 0", len(res.NodeClaims))
+	}
+	want := []string{"Warning FailedScheduling Failed to schedule pod, nodepool x: limits allow no node (limits.cpu is 0)"}
+	if got := f.failedScheduling(); !slicesEqual(got, want) {
+		t.Fatalf("events\n%q\nwant\n%q", got, want)
+	}
+}
+
+func slicesEqual(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
