@@ -236,3 +236,27 @@ func TestHashControllerAnnotatesNodePoolAndRestampsOldClaims(t *testing.T) {
 		t.Fatalf("drifted claim re-stamped: %s", got)
 	}
 }
+
+// A NodePool whose cpu limit is 0 is valid and Ready (a zero limit pauses a
+// pool), but its ValidationSucceeded condition says that it launches nothing;
+// raising the limit clears the note.
+func TestValidationSaysZeroLimitAdmitsNoNode(t *testing.T) {
+	ctx, clk := setup(t)
+	validation := nodepool.NewValidation(e.Client, clk)
+	np := nodePool("paused", "default")
+	np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("0")}
+	ExpectApplied(ctx, t, e.Client, np)
+	ExpectReconciled(ctx, t, validation, np)
+	c := ExpectExists(ctx, t, e.Client, np).StatusConditions().Get(v1.ConditionTypeValidationSucceeded)
+	want := "limits allow no node (limits.cpu is 0): this NodePool launches nothing until the limit is raised"
+	if !c.IsTrue() || c.Reason != nodepool.ReasonLimitsAdmitNoNode || c.Message != want {
+		t.Fatalf("ValidationSucceeded %+v, want True/%s/%q", c, nodepool.ReasonLimitsAdmitNoNode, want)
+	}
+	np = ExpectExists(ctx, t, e.Client, np)
+	np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resource.MustParse("4")}
+	ExpectApplied(ctx, t, e.Client, np)
+	ExpectReconciled(ctx, t, validation, np)
+	if c := ExpectExists(ctx, t, e.Client, np).StatusConditions().Get(v1.ConditionTypeValidationSucceeded); !c.IsTrue() || c.Reason == nodepool.ReasonLimitsAdmitNoNode || c.Message != "" {
+		t.Fatalf("after raising the limit: %+v", c)
+	}
+}

@@ -47,11 +47,20 @@ func (v *Validation) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			reason = "InvalidDisruptionBudget"
 		}
 		conds.SetFalse(v1.ConditionTypeValidationSucceeded, reason, err.Error())
+	} else if why := v1.LimitsAdmitNoNode(np.Spec.Limits); why != "" {
+		// Valid (a zero limit is how users pause a pool), so Ready stays True and
+		// disruption is unchanged; the reason says the pool launches nothing.
+		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonLimitsAdmitNoNode,
+			fmt.Sprintf("limits allow no node (%s): this NodePool launches nothing until the limit is raised", why))
 	} else {
 		conds.SetTrue(v1.ConditionTypeValidationSucceeded)
 	}
 	return patchStatus(ctx, v.kubeClient, stored, np)
 }
+
+// ReasonLimitsAdmitNoNode is ValidationSucceeded's reason on a valid NodePool
+// whose limits keep every node out (cpu, memory or nodes at 0).
+const ReasonLimitsAdmitNoNode = "LimitsAdmitNoNode"
 
 // Register adds the controller to the manager.
 func (v *Validation) Register(mgr manager.Manager) error {
