@@ -21,7 +21,9 @@ func TestPodReasonsSelectedPoolFirst(t *testing.T) {
 		Pods: []*corev1.Pod{mkPod("p", "1", "1Gi", withSelector(scheduling.LabelNodePool, "wanted"))},
 		NodePools: []*scheduling.NodePool{
 			pool("a-first", tainted),
-			pool("b-limited", func(np *scheduling.NodePool) { np.Remaining = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")} }),
+			pool("b-limited", func(np *scheduling.NodePool) {
+				np.Remaining = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("0")}
+			}),
 		},
 		UnavailableNodePools: []*scheduling.UnavailableNodePool{
 			{NodePool: scheduling.NodePool{Name: "other"}, Message: "nodepool other is not ready: x"},
