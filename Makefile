@@ -7,7 +7,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption
+.PHONY: all run test test-race cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption
 
 all: test
 
@@ -42,8 +42,19 @@ vet:
 	go vet ./...
 	go -C hack/cluster vet ./...
 
-## test: every test (unit, envtest on real apiserver, local-cluster e2e)
-test: cluster-bins verify vet
+# Packages with real concurrency (goroutines, or state shared under a mutex
+# by informers, workers and readers): cluster state, the provisioning batcher,
+# the disruption orchestration queue, the event deduper, the AWS emulator, the
+# TTL cache and the pricing provider.
+RACE_PKGS := ./pkg/state ./pkg/controllers/provisioning ./pkg/controllers/disrupter/orchestration \
+	./pkg/events ./pkg/awsemulator ./pkg/cloudprovider/aws/internal/ttlcache ./pkg/cloudprovider/aws/pricing
+
+## test-race: the packages with real concurrency under the race detector
+test-race: cluster-bins
+	go test -race -count=1 -timeout 15m $(RACE_PKGS)
+
+## test: every test (unit, envtest on real apiserver, local-cluster e2e), and the race detector
+test: cluster-bins verify vet test-race
 	go -C hack/cluster test ./...
 	go test ./... -count=1 -timeout 25m
 

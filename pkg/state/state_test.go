@@ -600,3 +600,32 @@ func TestSnapshotReadsOnlyState(t *testing.T) {
 		t.Fatalf("after deleting the class: %d classes, %d claims, %d API reads", len(in.StorageClasses), len(in.PersistentVolumeClaims), api.n)
 	}
 }
+
+// TestNodeCountCountsNodesNotClaims: karpenter_cluster_state_node_count is
+// the number of Node objects cluster state knows; a NodeClaim without its
+// Node yet does not count, and a deleted Node stops counting.
+func TestNodeCountCountsNodesNotClaims(t *testing.T) {
+	f := newFixture(t)
+	count := func() float64 {
+		t.Helper()
+		f.cluster.ExportMetrics(f.ctx)
+		return metricValue(t, "karpenter_cluster_state_node_count")
+	}
+	if got := count(); got != 0 {
+		t.Fatalf("empty cluster: node_count %v, want 0", got)
+	}
+	a, b := node("count-a", "fake://count-a", nil), node("count-b", "fake://count-b", nil)
+	nc := nodeClaim("count-claim")
+	ExpectApplied(f.ctx, t, testEnv.Client, a, b, nc)
+	ExpectReconciled(f.ctx, t, f.nodes, a)
+	ExpectReconciled(f.ctx, t, f.nodes, b)
+	ExpectReconciled(f.ctx, t, f.claims, nc)
+	if got := count(); got != 2 {
+		t.Fatalf("two nodes and a claim without a node: node_count %v, want 2", got)
+	}
+	ExpectDeleted(f.ctx, t, testEnv.Client, a)
+	ExpectReconciled(f.ctx, t, f.nodes, a)
+	if got := count(); got != 1 {
+		t.Fatalf("after deleting node count-a: node_count %v, want 1", got)
+	}
+}

@@ -71,6 +71,7 @@ type invariantWatcher struct {
 	departed   map[types.UID]bool
 	violations []string
 	seen       map[string]bool // violation keys already recorded
+	reported   int             // violations already failed a test (Assert)
 
 	// What was observed, so a test can show the watcher saw the disruption
 	// it judged.
@@ -92,10 +93,14 @@ func newInvariantWatcher(nodePool string, now func() time.Time) *invariantWatche
 }
 
 // startInvariantWatcher starts watching the cluster of e until the test ends.
-// Call w.Assert(t) at the end of the test.
+// Call w.Assert(t) at the end of the test; the watcher asserts once more
+// after it stopped (t.Cleanup), so a violation seen after the body still
+// fails the test.
 func startInvariantWatcher(t testing.TB, e *provisioningEnv, nodePool string) *invariantWatcher {
 	t.Helper()
 	w := newInvariantWatcher(nodePool, time.Now)
+	// Registered before the cleanup that stops the watcher, so it runs after it.
+	w.assertOnCleanup(t)
 	c, err := cache.New(e.Config, cache.Options{Scheme: e.Scheme})
 	if err != nil {
 		t.Fatal(err)
@@ -155,15 +160,22 @@ func startInvariantWatcher(t testing.TB, e *provisioningEnv, nodePool string) *i
 	return w
 }
 
-// Assert fails the test for every violation recorded so far and logs what
-// the watcher observed.
+// assertOnCleanup makes the end of t assert the watcher: violations seen
+// after the test body (or with no Assert call at all) still fail it.
+func (w *invariantWatcher) assertOnCleanup(t testing.TB) {
+	t.Cleanup(func() { w.Assert(t) })
+}
+
+// Assert fails the test for every violation recorded since the last Assert
+// and logs what the watcher observed.
 func (w *invariantWatcher) Assert(t testing.TB) {
 	t.Helper()
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	for _, v := range w.violations {
+	for _, v := range w.violations[w.reported:] {
 		t.Errorf("invariant violated: %s", v)
 	}
+	w.reported = len(w.violations)
 	t.Logf("invariant watcher: %d pods removed by Karpenter, at most %d nodes of NodePool %s disrupting at once (not counting expired), %d violations",
 		w.karpenterRemovals, w.maxDisrupting, w.nodePool, len(w.violations))
 }

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -257,4 +258,89 @@ func TestWatcherDrainAndGrace(t *testing.T) {
 	w.nodeClaimChanged(nc)
 	w.nodeChanged(kwokNode("n1", true), true)
 	expectViolations(t, w, 0)
+}
+
+// TestWatcherPodDeleted: pods that vanish with a delete event only (no
+// terminating update seen, as with grace period 0 or a missed watch) are
+// judged too: a voluntary removal of a do-not-disrupt pod or of a pod its
+// PDB protects is a violation; a deletion that is not Karpenter's is not.
+func TestWatcherPodDeleted(t *testing.T) {
+	dnd := map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	w := testWatcher()
+	w.nodeChanged(kwokNode("n1", true), false)
+	w.nodeClaimChanged(claimFor("n1", watcherNow.Add(-time.Hour), "720h"))
+	w.pdbChanged(&policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: "web", Namespace: "default"},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: ptrIntStr(intstr.FromInt32(0)), Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+	}, false)
+	plain := runningPod("plain", "n1", nil)
+	plain.Labels = map[string]string{"app": "other"}
+	protected := runningPod("protected", "n1", nil)
+	guarded := runningPod("guarded", "n1", dnd)
+	guarded.Labels = map[string]string{"app": "other"}
+	for _, p := range []*corev1.Pod{plain, protected, guarded} {
+		w.podChanged(nil, p)
+	}
+	// Deleted by its owner (no eviction mark, node alive): not Karpenter's.
+	w.podDeleted(scaledDown(plain))
+	expectViolations(t, w, 0)
+	// Evicted and deleted in one go: the PDB allows no unavailable pod.
+	w.podDeleted(evicted(protected))
+	expectViolations(t, w, 1, "PDB default/web: pod protected removed (EvictionByEvictionAPI)")
+	// A do-not-disrupt pod on a NodeClaim neither expired nor past its grace.
+	w.podDeleted(evicted(guarded))
+	expectViolations(t, w, 2, "do-not-disrupt pod default/guarded removed (EvictionByEvictionAPI) from node n1")
+	if w.karpenterRemovals != 2 {
+		t.Errorf("karpenterRemovals = %d, want 2", w.karpenterRemovals)
+	}
+	// The same deletion seen again (a relist) is not judged twice.
+	w.podDeleted(evicted(guarded))
+	expectViolations(t, w, 2)
+}
+
+// recordingTB records what a test would have reported and runs its
+// cleanups on demand, to show the watcher's cleanup assertion fails a test.
+type recordingTB struct {
+	testing.TB
+	errors   []string
+	cleanups []func()
+}
+
+func (r *recordingTB) Helper()                     {}
+func (r *recordingTB) Logf(string, ...interface{}) {}
+func (r *recordingTB) Cleanup(f func())            { r.cleanups = append(r.cleanups, f) }
+func (r *recordingTB) Errorf(format string, args ...interface{}) {
+	r.errors = append(r.errors, fmt.Sprintf(format, args...))
+}
+
+func (r *recordingTB) end() {
+	for i := len(r.cleanups) - 1; i >= 0; i-- {
+		r.cleanups[i]()
+	}
+}
+
+// TestWatcherAssertsInCleanup: a violation recorded after the test body's
+// Assert still fails the test when it ends, and one already reported is not
+// reported twice.
+func TestWatcherAssertsInCleanup(t *testing.T) {
+	dnd := map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	rec := &recordingTB{TB: t}
+	w := testWatcher()
+	w.assertOnCleanup(rec)
+	w.nodeChanged(kwokNode("n1", true), false)
+	a := runningPod("a", "n1", dnd)
+	b := runningPod("b", "n1", dnd)
+	w.podChanged(nil, a)
+	w.podChanged(nil, b)
+	w.podDeleted(evicted(a))
+	w.Assert(rec) // the body's assertion
+	if len(rec.errors) != 1 {
+		t.Fatalf("body Assert reported %q, want one violation", rec.errors)
+	}
+	// After the body: seen only by the cleanup.
+	w.podDeleted(evicted(b))
+	rec.end()
+	if len(rec.errors) != 2 || !strings.Contains(rec.errors[1], "do-not-disrupt pod default/b") {
+		t.Fatalf("after cleanup the test reported %q, want the late violation for pod b once more", rec.errors)
+	}
 }

@@ -261,10 +261,14 @@ func (f *fixture) finish(t *testing.T, done <-chan passResult) passResult {
 func (f *fixture) pass(t *testing.T) passResult {
 	t.Helper()
 	done := f.startPass(t)
+	deadline := time.After(60 * time.Second)
 	for {
 		select {
 		case r := <-done:
 			return r
+		case <-deadline:
+			t.Fatal("the disruption pass did not finish within 60s")
+			return passResult{}
 		case <-time.After(10 * time.Millisecond):
 			if f.clock.HasWaiters() {
 				f.clock.Step(disrupter.ValidationDelay)

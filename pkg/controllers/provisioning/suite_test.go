@@ -504,7 +504,14 @@ func TestStartedProvisionerLaunchesWhenTheBatchCloses(t *testing.T) {
 	ctx, cancel := context.WithCancel(f.ctx)
 	done := make(chan error, 1)
 	go func() { done <- f.provisioner.Start(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Error("the provisioner did not stop within 30s of its context being cancelled")
+		}
+	})
 	f.provisioner.Trigger("p")
 	Eventually(t, 5*time.Second, func() error {
 		if !f.clock.HasWaiters() {

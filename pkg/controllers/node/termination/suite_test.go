@@ -322,6 +322,15 @@ func summaryCount(t *testing.T, m interface{ Write(*dto.Metric) error }) uint64 
 	return out.GetSummary().GetSampleCount()
 }
 
+func histogramCount(t *testing.T, m interface{ Write(*dto.Metric) error }) uint64 {
+	t.Helper()
+	out := &dto.Metric{}
+	if err := m.Write(out); err != nil {
+		t.Fatal(err)
+	}
+	return out.GetHistogram().GetSampleCount()
+}
+
 // deleteRecorder is the KWOK provider with every Delete recorded, and
 // optionally answered "accepted, still terminating" a number of times first,
 // as a real cloud does while an instance shuts down.

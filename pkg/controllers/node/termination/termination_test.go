@@ -3,6 +3,7 @@ package termination_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -51,6 +52,7 @@ func TestDrainEvictsTiersInOrder(t *testing.T) {
 		testutil.ToFloat64(metrics.NodesTerminatedTotal.WithLabelValues("default")),
 	}
 	durations := summaryCount(t, termination.TerminationDuration.WithLabelValues("default").(prometheus.Metric))
+	lifetimes := histogramCount(t, termination.LifetimeDuration.WithLabelValues("default").(prometheus.Metric))
 
 	ExpectDeleted(f.ctx, t, e.Client, node) // kubectl delete node
 	tiers := [][]*corev1.Pod{{web}, {logs}, {dns}, {cni}}
@@ -114,6 +116,9 @@ func TestDrainEvictsTiersInOrder(t *testing.T) {
 	}
 	if got := summaryCount(t, termination.TerminationDuration.WithLabelValues("default").(prometheus.Metric)); got != durations+1 {
 		t.Fatalf("karpenter_nodes_termination_duration_seconds count: %v -> %v", durations, got)
+	}
+	if got := histogramCount(t, termination.LifetimeDuration.WithLabelValues("default").(prometheus.Metric)); got != lifetimes+1 {
+		t.Fatalf("karpenter_nodes_lifetime_duration_seconds count: %v -> %v", lifetimes, got)
 	}
 	if evs := f.events(); !hasEvent(evs, "Normal Evicted") {
 		t.Fatalf("no Evicted event: %v", evs)
@@ -471,6 +476,10 @@ func TestEvictionQueueRetriesOnItsClock(t *testing.T) {
 		}
 		return nil
 	})
+	// The refused pod waits in the queue, and karpenter_nodes_eviction_queue_depth says so.
+	if got := testutil.ToFloat64(eviction.QueueDepth); got != 1 {
+		t.Fatalf("karpenter_nodes_eviction_queue_depth while the PDB refuses: %v, want 1", got)
+	}
 	f.allow(t, pdb, 1)
 	if terminating(f.ctx, t, p) {
 		t.Fatal("retried before the clock moved")
@@ -485,6 +494,13 @@ func TestEvictionQueueRetriesOnItsClock(t *testing.T) {
 	if f.ctrl.Queue.Len() != 0 {
 		t.Fatalf("%d pods left in the queue", f.ctrl.Queue.Len())
 	}
+	// The gauge is set once the round that evicted the pod ends.
+	Eventually(t, 10*time.Second, func() error {
+		if got := testutil.ToFloat64(eviction.QueueDepth); got != 0 {
+			return fmt.Errorf("karpenter_nodes_eviction_queue_depth after the eviction: %v, want 0", got)
+		}
+		return nil
+	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)

@@ -251,6 +251,7 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
 	before := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", ExpectExists(f.ctx, t, e.Client, nc).Labels[v1.CapacityTypeLabelKey]))
 	countBefore, sumBefore := histogram(t, metrics.NodeClaimTerminationDuration.WithLabelValues("default"))
+	instanceBefore, _ := histogram(t, metrics.InstanceTerminationDuration.WithLabelValues("default"))
 
 	ExpectDeleted(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
@@ -269,6 +270,11 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	ExpectNotFound(f.ctx, t, e.Client, nc)
 	if count, sum := histogram(t, metrics.NodeClaimTerminationDuration.WithLabelValues("default")); count != countBefore+1 || sum-sumBefore != 90 {
 		t.Fatalf("nodeclaims_termination_duration_seconds{default}: %d samples (+%v s), want one more of 90 s", count-countBefore, sum-sumBefore)
+	}
+	// The instance was being terminated (InstanceTerminating True) when the
+	// NodeClaim was finalized: one observation of how long that took.
+	if count, _ := histogram(t, metrics.InstanceTerminationDuration.WithLabelValues("default")); count != instanceBefore+1 {
+		t.Fatalf("nodeclaims_instance_termination_duration_seconds{default}: %d more samples, want 1", count-instanceBefore)
 	}
 	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
 		t.Fatalf("instances left: %d", len(list))
