@@ -194,35 +194,17 @@ func (c *Cluster) unbind(key types.NamespacedName) {
 
 // UpdateDaemonSet records a DaemonSet.
 func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.daemonSets[client.ObjectKeyFromObject(ds)] = ds.DeepCopy()
-	c.generation++
+	record(c, c.daemonSets, client.ObjectKeyFromObject(ds), ds.DeepCopy())
 }
 
 // DeleteDaemonSet forgets a DaemonSet.
-func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.daemonSets, key)
-	c.generation++
-}
+func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) { forget(c, c.daemonSets, key) }
 
 // UpdateNodePool records a NodePool.
-func (c *Cluster) UpdateNodePool(np *v1.NodePool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.nodePools[np.Name] = np.DeepCopy()
-	c.generation++
-}
+func (c *Cluster) UpdateNodePool(np *v1.NodePool) { record(c, c.nodePools, np.Name, np.DeepCopy()) }
 
 // DeleteNodePool forgets a NodePool.
-func (c *Cluster) DeleteNodePool(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.nodePools, name)
-	c.generation++
-}
+func (c *Cluster) DeleteNodePool(name string) { forget(c, c.nodePools, name) }
 
 // NodePools returns copies of the known NodePools sorted by name.
 func (c *Cluster) NodePools() []*v1.NodePool {

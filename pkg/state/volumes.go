@@ -19,65 +19,50 @@ func (c *Cluster) UpdateNamespace(ns *corev1.Namespace) {
 	for k, v := range ns.Labels {
 		lbls[k] = v
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.namespaces[ns.Name] = lbls
-	c.generation++
+	record(c, c.namespaces, ns.Name, lbls)
 }
 
 // DeleteNamespace forgets a namespace.
-func (c *Cluster) DeleteNamespace(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.namespaces, name)
-	c.generation++
-}
+func (c *Cluster) DeleteNamespace(name string) { forget(c, c.namespaces, name) }
 
 // UpdatePersistentVolumeClaim records a PersistentVolumeClaim.
 func (c *Cluster) UpdatePersistentVolumeClaim(pvc *corev1.PersistentVolumeClaim) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pvcs[client.ObjectKeyFromObject(pvc)] = pvc.DeepCopy()
-	c.generation++
+	record(c, c.pvcs, client.ObjectKeyFromObject(pvc), pvc.DeepCopy())
 }
 
 // DeletePersistentVolumeClaim forgets a PersistentVolumeClaim.
-func (c *Cluster) DeletePersistentVolumeClaim(key types.NamespacedName) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pvcs, key)
-	c.generation++
-}
+func (c *Cluster) DeletePersistentVolumeClaim(key types.NamespacedName) { forget(c, c.pvcs, key) }
 
 // UpdatePersistentVolume records a PersistentVolume.
 func (c *Cluster) UpdatePersistentVolume(pv *corev1.PersistentVolume) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.pvs[pv.Name] = pv.DeepCopy()
-	c.generation++
+	record(c, c.pvs, pv.Name, pv.DeepCopy())
 }
 
 // DeletePersistentVolume forgets a PersistentVolume.
-func (c *Cluster) DeletePersistentVolume(name string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.pvs, name)
-	c.generation++
-}
+func (c *Cluster) DeletePersistentVolume(name string) { forget(c, c.pvs, name) }
 
 // UpdateStorageClass records a StorageClass.
 func (c *Cluster) UpdateStorageClass(sc *storagev1.StorageClass) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.storageClasses[sc.Name] = sc.DeepCopy()
-	c.generation++
+	record(c, c.storageClasses, sc.Name, sc.DeepCopy())
 }
 
 // DeleteStorageClass forgets a StorageClass.
-func (c *Cluster) DeleteStorageClass(name string) {
+func (c *Cluster) DeleteStorageClass(name string) { forget(c, c.storageClasses, name) }
+
+// record stores v under k in one of state's maps and bumps the generation
+// (snapshots cached by generation are then rebuilt), under the lock.
+func record[K comparable, V any](c *Cluster, m map[K]V, k K, v V) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.storageClasses, name)
+	m[k] = v
+	c.generation++
+}
+
+// forget is record's inverse.
+func forget[K comparable, V any](c *Cluster, m map[K]V, k K) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(m, k)
 	c.generation++
 }
 
