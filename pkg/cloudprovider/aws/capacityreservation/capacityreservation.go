@@ -3,6 +3,7 @@ package capacityreservation
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -128,17 +129,11 @@ func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, 
 	return p
 }
 
-// query is one DescribeCapacityReservations request and the terms it answers.
-type query struct {
-	filters []ec2types.Filter
-	terms   []int
-}
-
 var activeFilter = ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.CapacityReservationStateActive)}}
 
 // queries groups id terms into one request and gives every other term its own.
-func queries(terms []v1.CapacityReservationSelectorTerm) []query {
-	var out []query
+func queries(terms []v1.CapacityReservationSelectorTerm) []filters.Query {
+	var out []filters.Query
 	var ids []string
 	var idTerms []int
 	for i, t := range terms {
@@ -157,11 +152,11 @@ func queries(terms []v1.CapacityReservationSelectorTerm) []query {
 		if t.InstanceMatchCriteria != "" {
 			fs = append(fs, ec2types.Filter{Name: aws.String("instance-match-criteria"), Values: []string{t.InstanceMatchCriteria}})
 		}
-		out = append(out, query{filters: append(fs, activeFilter), terms: []int{i}})
+		out = append(out, filters.Query{Filters: append(fs, activeFilter), Terms: []int{i}})
 	}
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("capacity-reservation-id"), Values: filters.Uniq(ids)}, activeFilter}, terms: idTerms})
+		out = append(out, filters.Query{Filters: []ec2types.Filter{{Name: aws.String("capacity-reservation-id"), Values: filters.Uniq(ids)}, activeFilter}, Terms: idTerms})
 	}
 	return out
 }
@@ -169,33 +164,19 @@ func queries(terms []v1.CapacityReservationSelectorTerm) []query {
 // List resolves terms. An error means EC2 could not be asked (after the SDK's
 // retries); terms that match nothing are reported in the Resolution.
 func (p *Provider) List(ctx context.Context, terms []v1.CapacityReservationSelectorTerm) (*Resolution, error) {
-	res := &Resolution{terms: terms}
-	matched := make([]bool, len(terms))
-	byID := map[string]Reservation{}
-	for _, q := range queries(terms) {
-		found, err := p.describe(ctx, q.filters)
-		if err != nil {
-			return nil, fmt.Errorf("describing capacity reservations for %s: %w", filters.TermNames("capacityReservationSelectorTerms", q.terms), err)
-		}
-		for _, r := range found {
-			byID[r.ID] = r
-		}
-		for _, i := range q.terms {
-			if terms[i].ID != "" {
-				matched[i] = containsID(found, terms[i].ID)
-			} else {
-				matched[i] = len(found) > 0
+	all, unmatched, err := filters.Resolve(queries(terms), len(terms), "capacity reservations", "capacityReservationSelectorTerms",
+		func(fs []ec2types.Filter) ([]Reservation, error) { return p.describe(ctx, fs) },
+		func(r Reservation) string { return r.ID },
+		func(i int, found []Reservation) bool {
+			if terms[i].ID == "" {
+				return len(found) > 0
 			}
-		}
+			return slices.ContainsFunc(found, func(r Reservation) bool { return r.ID == terms[i].ID })
+		})
+	if err != nil {
+		return nil, err
 	}
-	for i := range terms {
-		if !matched[i] {
-			res.Unmatched = append(res.Unmatched, i)
-		}
-	}
-	for _, r := range byID {
-		res.Reservations = append(res.Reservations, r)
-	}
+	res := &Resolution{terms: terms, Reservations: all, Unmatched: unmatched}
 	sort.Slice(res.Reservations, func(i, j int) bool { return res.Reservations[i].ID < res.Reservations[j].ID })
 	return res, nil
 }
@@ -245,12 +226,3 @@ func fromEC2(r ec2types.CapacityReservation) Reservation {
 
 // Invalidate drops every cached answer, so the next List asks EC2.
 func (p *Provider) Invalidate() { p.cache.Flush() }
-
-func containsID(rs []Reservation, id string) bool {
-	for _, r := range rs {
-		if r.ID == id {
-			return true
-		}
-	}
-	return false
-}

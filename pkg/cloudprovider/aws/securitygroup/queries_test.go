@@ -7,11 +7,12 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
 )
 
-func render(q query) string {
+func render(q filters.Query) string {
 	var parts []string
-	for _, f := range q.filters {
+	for _, f := range q.Filters {
 		parts = append(parts, aws.ToString(f.Name)+"="+strings.Join(f.Values, ","))
 	}
 	return strings.Join(parts, " AND ")
@@ -35,7 +36,7 @@ func TestQueries(t *testing.T) {
 	}
 	for i, q := range qs {
 		if render(q) != want[i] {
-			t.Errorf("query %d = %s, want %s", i, render(q), want[i])
+			t.Errorf("filters.Query %d = %s, want %s", i, render(q), want[i])
 		}
 	}
 }

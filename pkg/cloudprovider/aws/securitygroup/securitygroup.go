@@ -3,6 +3,7 @@ package securitygroup
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -83,13 +84,8 @@ func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, 
 	return p
 }
 
-type query struct {
-	filters []ec2types.Filter
-	terms   []int
-}
-
-func queries(terms []v1.SecurityGroupSelectorTerm) []query {
-	var out []query
+func queries(terms []v1.SecurityGroupSelectorTerm) []filters.Query {
+	var out []filters.Query
 	var ids, names []string
 	var idTerms, nameTerms []int
 	for i, t := range terms {
@@ -104,18 +100,18 @@ func queries(terms []v1.SecurityGroupSelectorTerm) []query {
 			// The CRD keeps name alone in a term; should both arrive anyway,
 			// AND them in a request of their own.
 			fs := append([]ec2types.Filter{{Name: aws.String("group-name"), Values: []string{t.Name}}}, filters.Tags(t.Tags)...)
-			out = append(out, query{filters: fs, terms: []int{i}})
+			out = append(out, filters.Query{Filters: fs, Terms: []int{i}})
 		case len(t.Tags) > 0:
-			out = append(out, query{filters: filters.Tags(t.Tags), terms: []int{i}})
+			out = append(out, filters.Query{Filters: filters.Tags(t.Tags), Terms: []int{i}})
 		}
 	}
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-id"), Values: filters.Uniq(ids)}}, terms: idTerms})
+		out = append(out, filters.Query{Filters: []ec2types.Filter{{Name: aws.String("group-id"), Values: filters.Uniq(ids)}}, Terms: idTerms})
 	}
 	if len(names) > 0 {
 		sort.Strings(names)
-		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("group-name"), Values: filters.Uniq(names)}}, terms: nameTerms})
+		out = append(out, filters.Query{Filters: []ec2types.Filter{{Name: aws.String("group-name"), Values: filters.Uniq(names)}}, Terms: nameTerms})
 	}
 	return out
 }
@@ -123,37 +119,24 @@ func queries(terms []v1.SecurityGroupSelectorTerm) []query {
 // List resolves terms. An error means EC2 could not be asked; terms that
 // match nothing are reported in the Resolution.
 func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTerm) (*Resolution, error) {
-	res := &Resolution{terms: terms}
-	matched := make([]bool, len(terms))
-	byID := map[string]SecurityGroup{}
-	for _, q := range queries(terms) {
-		groups, err := p.describe(ctx, q.filters)
-		if err != nil {
-			return nil, fmt.Errorf("describing security groups for %s: %w", filters.TermNames("securityGroupSelectorTerms", q.terms), err)
-		}
-		for _, g := range groups {
-			byID[g.ID] = g
-		}
-		for _, i := range q.terms {
+	all, unmatched, err := filters.Resolve(queries(terms), len(terms), "security groups", "securityGroupSelectorTerms",
+		func(fs []ec2types.Filter) ([]SecurityGroup, error) { return p.describe(ctx, fs) },
+		func(g SecurityGroup) string { return g.ID },
+		func(i int, found []SecurityGroup) bool {
 			t := terms[i]
 			switch {
 			case t.ID != "":
-				matched[i] = contains(groups, func(g SecurityGroup) bool { return g.ID == t.ID })
+				return slices.ContainsFunc(found, func(g SecurityGroup) bool { return g.ID == t.ID })
 			case t.Name != "" && len(t.Tags) == 0:
-				matched[i] = contains(groups, func(g SecurityGroup) bool { return g.Name == t.Name })
+				return slices.ContainsFunc(found, func(g SecurityGroup) bool { return g.Name == t.Name })
 			default:
-				matched[i] = len(groups) > 0
+				return len(found) > 0
 			}
-		}
+		})
+	if err != nil {
+		return nil, err
 	}
-	for i := range terms {
-		if !matched[i] {
-			res.Unmatched = append(res.Unmatched, i)
-		}
-	}
-	for _, g := range byID {
-		res.SecurityGroups = append(res.SecurityGroups, g)
-	}
+	res := &Resolution{terms: terms, SecurityGroups: all, Unmatched: unmatched}
 	sort.Slice(res.SecurityGroups, func(i, j int) bool { return res.SecurityGroups[i].ID < res.SecurityGroups[j].ID })
 	return res, nil
 }
@@ -184,12 +167,3 @@ func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]Securi
 
 // Invalidate drops every cached answer.
 func (p *Provider) Invalidate() { p.cache.Flush() }
-
-func contains(groups []SecurityGroup, f func(SecurityGroup) bool) bool {
-	for _, g := range groups {
-		if f(g) {
-			return true
-		}
-	}
-	return false
-}

@@ -3,6 +3,7 @@ package subnet
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -91,15 +92,9 @@ func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, 
 	return p
 }
 
-// query is one DescribeSubnets request and the terms it answers.
-type query struct {
-	filters []ec2types.Filter
-	terms   []int
-}
-
 // queries groups id terms into one request and gives every tag term its own.
-func queries(terms []v1.SubnetSelectorTerm) []query {
-	var out []query
+func queries(terms []v1.SubnetSelectorTerm) []filters.Query {
+	var out []filters.Query
 	var ids []string
 	var idTerms []int
 	for i, t := range terms {
@@ -111,11 +106,11 @@ func queries(terms []v1.SubnetSelectorTerm) []query {
 		if len(t.Tags) == 0 {
 			continue // the CRD rejects such a term; it selects nothing
 		}
-		out = append(out, query{filters: filters.Tags(t.Tags), terms: []int{i}})
+		out = append(out, filters.Query{Filters: filters.Tags(t.Tags), Terms: []int{i}})
 	}
 	if len(ids) > 0 {
 		sort.Strings(ids)
-		out = append(out, query{filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: filters.Uniq(ids)}}, terms: idTerms})
+		out = append(out, filters.Query{Filters: []ec2types.Filter{{Name: aws.String("subnet-id"), Values: filters.Uniq(ids)}}, Terms: idTerms})
 	}
 	return out
 }
@@ -124,33 +119,19 @@ func queries(terms []v1.SubnetSelectorTerm) []query {
 // retries); terms that match nothing are not an error but are reported in
 // the Resolution.
 func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) (*Resolution, error) {
-	res := &Resolution{terms: terms}
-	matched := make([]bool, len(terms))
-	byID := map[string]Subnet{}
-	for _, q := range queries(terms) {
-		subnets, err := p.describe(ctx, q.filters)
-		if err != nil {
-			return nil, fmt.Errorf("describing subnets for %s: %w", filters.TermNames("subnetSelectorTerms", q.terms), err)
-		}
-		for _, s := range subnets {
-			byID[s.ID] = s
-		}
-		for _, i := range q.terms {
-			if terms[i].ID != "" {
-				matched[i] = containsID(subnets, terms[i].ID)
-			} else {
-				matched[i] = len(subnets) > 0
+	all, unmatched, err := filters.Resolve(queries(terms), len(terms), "subnets", "subnetSelectorTerms",
+		func(fs []ec2types.Filter) ([]Subnet, error) { return p.describe(ctx, fs) },
+		func(s Subnet) string { return s.ID },
+		func(i int, found []Subnet) bool {
+			if terms[i].ID == "" {
+				return len(found) > 0
 			}
-		}
+			return slices.ContainsFunc(found, func(s Subnet) bool { return s.ID == terms[i].ID })
+		})
+	if err != nil {
+		return nil, err
 	}
-	for i := range terms {
-		if !matched[i] {
-			res.Unmatched = append(res.Unmatched, i)
-		}
-	}
-	for _, s := range byID {
-		res.Subnets = append(res.Subnets, s)
-	}
+	res := &Resolution{terms: terms, Subnets: all, Unmatched: unmatched}
 	sort.Slice(res.Subnets, func(i, j int) bool {
 		a, b := res.Subnets[i], res.Subnets[j]
 		if a.AvailableIPs != b.AvailableIPs {
@@ -251,12 +232,3 @@ func MostFreeIPsPerZone(subnets []Subnet) map[string]Subnet {
 
 // Invalidate drops every cached answer, so the next List asks EC2.
 func (p *Provider) Invalidate() { p.cache.Flush() }
-
-func containsID(subnets []Subnet, id string) bool {
-	for _, s := range subnets {
-		if s.ID == id {
-			return true
-		}
-	}
-	return false
-}

@@ -79,3 +79,45 @@ func Uniq(sorted []string) []string {
 	}
 	return out
 }
+
+// Query is one Describe request and the indices of the selector terms it
+// answers (ids of several terms share one request; other terms get their own).
+type Query struct {
+	Filters []ec2types.Filter
+	Terms   []int
+}
+
+// Resolve runs every query through describe and merges what they found by
+// id. matched reports whether term i is satisfied by what its query found
+// (an id term needs its id among them; a tag term anything at all). It
+// returns each resource once, in no particular order, and the indices of the
+// terms that matched nothing, ascending. Errors name the terms whose request
+// failed, e.g. "describing subnets for subnetSelectorTerms[0]: ...".
+func Resolve[T any](queries []Query, nTerms int, noun, field string,
+	describe func([]ec2types.Filter) ([]T, error), id func(T) string, matched func(term int, found []T) bool) ([]T, []int, error) {
+	ok := make([]bool, nTerms)
+	byID := map[string]T{}
+	for _, q := range queries {
+		found, err := describe(q.Filters)
+		if err != nil {
+			return nil, nil, fmt.Errorf("describing %s for %s: %w", noun, TermNames(field, q.Terms), err)
+		}
+		for _, r := range found {
+			byID[id(r)] = r
+		}
+		for _, i := range q.Terms {
+			ok[i] = matched(i, found)
+		}
+	}
+	var unmatched []int
+	for i := range ok {
+		if !ok[i] {
+			unmatched = append(unmatched, i)
+		}
+	}
+	all := make([]T, 0, len(byID))
+	for _, r := range byID {
+		all = append(all, r)
+	}
+	return all, unmatched, nil
+}

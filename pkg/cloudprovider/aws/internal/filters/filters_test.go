@@ -1,9 +1,11 @@
 package filters
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 )
 
 func TestTags(t *testing.T) {
@@ -29,5 +31,42 @@ func TestTags(t *testing.T) {
 	}
 	if d := DescribeTags(map[string]string{"z": "1", "a": "*"}); d != `{"a":"*","z":"1"}` {
 		t.Errorf("DescribeTags = %s", d)
+	}
+}
+
+func TestResolveMergesByIDAndNamesUnmatchedAndFailedTerms(t *testing.T) {
+	type r struct{ id string }
+	qs := []Query{
+		{Filters: []ec2types.Filter{{Name: aws.String("id"), Values: []string{"a", "b"}}}, Terms: []int{0, 2}},
+		{Filters: []ec2types.Filter{{Name: aws.String("tag:x"), Values: []string{"1"}}}, Terms: []int{1}},
+	}
+	answers := map[string][]r{"id": {{"a"}}, "tag:x": {{"a"}, {"c"}}}
+	describe := func(fs []ec2types.Filter) ([]r, error) { return answers[aws.ToString(fs[0].Name)], nil }
+	wanted := map[int]string{0: "a", 2: "b"}
+	all, unmatched, err := Resolve(qs, 3, "things", "thingTerms", describe, func(x r) string { return x.id },
+		func(i int, found []r) bool {
+			if want, ok := wanted[i]; ok {
+				for _, f := range found {
+					if f.id == want {
+						return true
+					}
+				}
+				return false
+			}
+			return len(found) > 0
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 2 {
+		t.Errorf("want a and c once each, got %v", all)
+	}
+	if len(unmatched) != 1 || unmatched[0] != 2 {
+		t.Errorf("unmatched = %v, want [2]", unmatched)
+	}
+	_, _, err = Resolve(qs, 3, "things", "thingTerms", func([]ec2types.Filter) ([]r, error) { return nil, errors.New("boom") },
+		func(x r) string { return x.id }, func(int, []r) bool { return true })
+	if err == nil || err.Error() != "describing things for thingTerms[0], thingTerms[2]: boom" {
+		t.Errorf("error = %v", err)
 	}
 }
