@@ -22,6 +22,7 @@ const (
 	exitError           = 1 // an object could not be converted, or input could not be read
 	exitUsage           = 2
 	exitNothingToDo     = 3 // no object needed converting
+	exitFindings        = 4 // report: breaking changes or refusals found
 	reportSubcommand    = "report"
 	defaultOutputFormat = "yaml"
 )
@@ -30,7 +31,7 @@ const usageText = `karpenter-convert migrates Karpenter manifests to the v1 (or 
 
 Usage:
   karpenter-convert -f FILE|DIR|- [-f ...] [-R] [--to v1|v1beta1] [--ignore-defaults]
-                    [--node-role NAME] [-o yaml|json]
+                    [--node-role NAME] [--keep-instance-profile] [-o yaml|json]
   karpenter-convert report -f FILE|DIR|- [-f ...] [-R] [-o table|json]
 
 Converts:
@@ -52,7 +53,10 @@ different kubelets get a copy of the class each (named <class>-<nodepool>).
 
 Flags:
 %s
-Exit status: 0 converted, 1 error, 2 usage, 3 nothing to convert.
+Exit status: 0 converted (or already current, printed unchanged), 1 error,
+2 usage, 3 no Karpenter object in the input.
+report exit status: 0 clean (nothing in v1 breaks these manifests, and they
+convert), 1 could not read the input, 2 usage, 4 findings.
 
 Examples:
   # Every alpha manifest of a directory tree to v1, node role filled in:
@@ -94,6 +98,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		to             string
 		ignoreDefaults bool
 		nodeRole       string
+		keepProfile    bool
 		output         string
 	)
 	fs.Var(&files, "f", "file, directory or - (stdin) to read; repeatable")
@@ -103,6 +108,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	fs.StringVar(&to, "to", migrate.TargetV1, "target API version: v1 or v1beta1 (not for report)")
 	fs.BoolVar(&ignoreDefaults, "ignore-defaults", false, "do not add the requirements the alpha webhook implied for Provisioners\n(kubernetes.io/os linux, kubernetes.io/arch amd64, capacity-type on-demand,\ninstance-category c/m/r and instance-generation > 2)")
 	fs.StringVar(&nodeRole, "node-role", "", "IAM role for spec.role of EC2NodeClasses made from alpha objects\n(default the envsubst placeholder "+migrate.DefaultNodeRole+")")
+	fs.BoolVar(&keepProfile, "keep-instance-profile", false, "keep an alpha object's instanceProfile as spec.instanceProfile (unmanaged)\ninstead of writing spec.role, for profiles other tooling (Terraform) owns")
 	defaultFormat := defaultOutputFormat
 	if report {
 		defaultFormat = "table"
@@ -131,7 +137,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 
-	docs, err := migrate.ReadPaths(files, recursive, stdin)
+	docs, empty, err := migrate.ReadPathsWithEmpty(files, recursive, stdin)
 	if err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)
 		return exitError
@@ -142,9 +148,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "error: -o %q: report prints table or json\n", output)
 			return exitUsage
 		}
-		if err := migrate.WriteReport(stdout, migrate.Report(docs), output); err != nil {
+		findings := append(migrate.EmptyFileFindings(empty), migrate.Report(docs)...)
+		if err := migrate.WriteReport(stdout, findings, output); err != nil {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 			return exitError
+		}
+		if len(findings) > 0 {
+			return exitFindings
 		}
 		return exitOK
 	}
@@ -157,7 +167,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "error: -o %q: expected yaml or json\n", output)
 		return exitUsage
 	}
-	res, err := migrate.Convert(docs, migrate.Options{To: to, IgnoreDefaults: ignoreDefaults, NodeRole: nodeRole})
+	res, err := migrate.Convert(docs, migrate.Options{To: to, IgnoreDefaults: ignoreDefaults, NodeRole: nodeRole, KeepInstanceProfile: keepProfile})
 	if res != nil {
 		for _, n := range res.Notes {
 			fmt.Fprintf(stderr, "note: %s\n", n)
@@ -178,6 +188,9 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 			fmt.Fprintf(stderr, "error: %v\n", err)
 		}
 		return exitError
+	}
+	if res.Converted == 0 {
+		fmt.Fprintf(stderr, "note: nothing needed converting: every Karpenter object is already %s; printed unchanged\n", to)
 	}
 	if err := migrate.Write(stdout, res.Objects, output); err != nil {
 		fmt.Fprintf(stderr, "error: %v\n", err)

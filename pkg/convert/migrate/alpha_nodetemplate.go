@@ -91,8 +91,15 @@ func nodeTemplateToEC2NodeClass(in *awsv1alpha1.AWSNodeTemplate, opts Options, w
 	if opts.NodeRole != "" {
 		o.Role = opts.NodeRole
 	}
-	if s.InstanceProfile != nil {
-		warn(fmt.Sprintf("%s.instanceProfile %q dropped: EC2NodeClass uses spec.role %q and Karpenter creates the instance profile", where, *s.InstanceProfile, o.Role))
+	switch {
+	case opts.KeepInstanceProfile && s.InstanceProfile != nil:
+		o.InstanceProfile = convert.CopyPtr(s.InstanceProfile)
+		o.Role = ""
+		warn(fmt.Sprintf("%s.instanceProfile %q kept as spec.instanceProfile (--keep-instance-profile): Karpenter uses it as it is and never changes or deletes it", where, *s.InstanceProfile))
+	case opts.KeepInstanceProfile:
+		warn(fmt.Sprintf("--keep-instance-profile: %s.instanceProfile is not set (the defaultInstanceProfile setting applied), so there is no profile to keep: spec.role %q is written instead; set spec.instanceProfile by hand to keep the default profile", where, o.Role))
+	case s.InstanceProfile != nil:
+		warn(fmt.Sprintf("%s.instanceProfile %q dropped: EC2NodeClass uses spec.role %q and Karpenter creates the instance profile (or convert with --keep-instance-profile)", where, *s.InstanceProfile, o.Role))
 	}
 	if o.Role == DefaultNodeRole {
 		warn(fmt.Sprintf("spec.role is the placeholder %s: replace it with the node IAM role (envsubst, or --node-role)", DefaultNodeRole))
@@ -391,6 +398,10 @@ func contains(s []string, v string) bool {
 func keptMetadata(in metav1.ObjectMeta) metav1.ObjectMeta {
 	out := metav1.ObjectMeta{Name: in.Name, Labels: maps.Clone(in.Labels), Annotations: maps.Clone(in.Annotations)}
 	delete(out.Annotations, lastAppliedAnnotation)
+	// The old controllers' hashes mean nothing to v1, which stamps its own.
+	for _, a := range oldHashAnnotations {
+		delete(out.Annotations, a)
+	}
 	if len(out.Annotations) == 0 {
 		out.Annotations = nil
 	}

@@ -1,7 +1,6 @@
 package migrate
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -10,10 +9,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 )
 
@@ -29,6 +29,8 @@ type Source struct {
 	Document int
 	// Item is the 1-based position in the items of a List, 0 otherwise.
 	Item int
+	// Line is the file line the document starts on (1-based; 0 unknown).
+	Line int
 }
 
 func (s Source) String() string {
@@ -37,6 +39,9 @@ func (s Source) String() string {
 		file = "<stdin>"
 	}
 	out := fmt.Sprintf("%s, document %d", file, s.Document)
+	if s.Line > 1 {
+		out = fmt.Sprintf("%s, document %d (line %d)", file, s.Document, s.Line)
+	}
 	if s.Item > 0 {
 		out += fmt.Sprintf(", item %d", s.Item)
 	}
@@ -85,33 +90,51 @@ var manifestExtensions = map[string]bool{".yaml": true, ".yml": true, ".json": t
 // sub-directories when recursive is set (hidden directories such as .git are
 // skipped). A file named explicitly is read whatever its extension.
 func ReadPaths(paths []string, recursive bool, stdin io.Reader) ([]Document, error) {
+	docs, _, err := ReadPathsWithEmpty(paths, recursive, stdin)
+	return docs, err
+}
+
+// ReadPathsWithEmpty is ReadPaths that also names the inputs holding no
+// document at all (the report flags them rather than calling them clean).
+func ReadPathsWithEmpty(paths []string, recursive bool, stdin io.Reader) ([]Document, []string, error) {
 	var docs []Document
+	var empty []string
+	add := func(r io.Reader, name string) error {
+		d, err := ReadDocuments(r, name)
+		if err != nil {
+			return err
+		}
+		if len(d) == 0 {
+			if name == StdinName {
+				name = "<stdin>"
+			}
+			empty = append(empty, name)
+		}
+		docs = append(docs, d...)
+		return nil
+	}
 	for _, p := range paths {
 		if p == StdinName {
-			d, err := ReadDocuments(stdin, StdinName)
-			if err != nil {
-				return nil, err
+			if err := add(stdin, StdinName); err != nil {
+				return nil, nil, err
 			}
-			docs = append(docs, d...)
 			continue
 		}
 		files, err := manifestFiles(p, recursive)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, f := range files {
 			b, err := os.ReadFile(f)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			d, err := ReadDocuments(bytes.NewReader(b), f)
-			if err != nil {
-				return nil, err
+			if err := add(bytes.NewReader(b), f); err != nil {
+				return nil, nil, err
 			}
-			docs = append(docs, d...)
 		}
 	}
-	return docs, nil
+	return docs, empty, nil
 }
 
 func manifestFiles(root string, recursive bool) ([]string, error) {
@@ -154,25 +177,23 @@ func manifestFiles(root string, recursive bool) ([]string, error) {
 
 // ReadDocuments splits r into YAML documents (JSON is YAML too) and returns
 // the objects, flattening kind: List and *List objects (kubectl get -o yaml)
-// into their items. Empty documents are skipped.
+// into their items. Empty documents are skipped. A parse error names the
+// line in the file, not in the document.
 func ReadDocuments(r io.Reader, file string) ([]Document, error) {
-	reader := utilyaml.NewYAMLReader(bufio.NewReader(r))
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, &ParseError{Source: Source{File: file}, Err: err}
+	}
 	var docs []Document
-	for n := 1; ; n++ {
-		raw, err := reader.Read()
-		if errors.Is(err, io.EOF) {
-			return docs, nil
-		}
-		src := Source{File: file, Document: n}
-		if err != nil {
-			return nil, &ParseError{Source: src, Err: err}
-		}
+	for n, chunk := range splitDocuments(b) {
+		src := Source{File: file, Document: n + 1, Line: chunk.line}
+		raw := chunk.text
 		if isBlank(raw) {
 			continue
 		}
 		var v interface{}
 		if err := yaml.Unmarshal(raw, &v, useNumber); err != nil {
-			return nil, &ParseError{Source: src, Err: err}
+			return nil, &ParseError{Source: src, Err: fileLines(err, chunk.line)}
 		}
 		if v == nil {
 			continue
@@ -195,6 +216,52 @@ func ReadDocuments(r io.Reader, file string) ([]Document, error) {
 		}
 		docs = append(docs, Document{Source: src, Object: obj})
 	}
+	return docs, nil
+}
+
+// chunk is one YAML document of a file and the file line it starts on.
+type chunk struct {
+	text []byte
+	line int
+}
+
+// splitDocuments cuts a file at its "---" separator lines, remembering
+// where each document starts so that errors can point into the file.
+func splitDocuments(b []byte) []chunk {
+	var out []chunk
+	start, line := 1, 1
+	var cur [][]byte
+	for _, l := range bytes.SplitAfter(b, []byte("\n")) {
+		if isSeparator(l) {
+			out = append(out, chunk{text: bytes.Join(cur, nil), line: start})
+			cur = nil
+			start = line + 1
+		} else if len(l) > 0 {
+			cur = append(cur, l)
+		}
+		line++
+	}
+	return append(out, chunk{text: bytes.Join(cur, nil), line: start})
+}
+
+func isSeparator(l []byte) bool {
+	t := bytes.TrimRight(l, " \t\r\n")
+	return bytes.Equal(t, []byte("---")) || bytes.HasPrefix(t, []byte("--- ")) || bytes.HasPrefix(t, []byte("---\t"))
+}
+
+var yamlLine = regexp.MustCompile(`\bline (\d+)`)
+
+// fileLines shifts the "line N" of a YAML error, counted from the start of
+// its document, to the file's numbering.
+func fileLines(err error, start int) error {
+	msg := yamlLine.ReplaceAllStringFunc(err.Error(), func(m string) string {
+		n, convErr := strconv.Atoi(strings.TrimPrefix(m, "line "))
+		if convErr != nil {
+			return m
+		}
+		return fmt.Sprintf("line %d", n+start-1)
+	})
+	return errors.New(msg)
 }
 
 func useNumber(d *json.Decoder) *json.Decoder {

@@ -31,6 +31,10 @@ type Options struct {
 	// NodeRole is written into spec.role of EC2NodeClasses made from alpha
 	// objects; DefaultNodeRole (an envsubst placeholder) when empty.
 	NodeRole string
+	// KeepInstanceProfile keeps an alpha object's instanceProfile as the
+	// EC2NodeClass's spec.instanceProfile (unmanaged by Karpenter) instead of
+	// replacing it with spec.role, for profiles other tooling owns.
+	KeepInstanceProfile bool
 }
 
 // ErrNothingToConvert is returned when no input object is a Karpenter
@@ -57,6 +61,18 @@ type Result struct {
 	// Converted counts the output objects that differ from an input object
 	// (new or rewritten).
 	Converted int
+	// Current counts the Karpenter objects already at the target version,
+	// passed through.
+	Current int
+	// Duplicates are output objects of the same kind and name made from
+	// different inputs: applied together, the last silently wins.
+	Duplicates []Duplicate
+}
+
+// Duplicate is one kind and name that more than one input produces.
+type Duplicate struct {
+	Kind, Name string
+	Sources    []Source
 }
 
 // entry is one output object while the conversion runs. Exactly one of the
@@ -112,18 +128,59 @@ func Convert(docs []Document, opts Options) (*Result, error) {
 	// Notes are made in phases (reading, then the v1 migration); print them
 	// in input order so that each object's notes stay together.
 	sort.SliceStable(c.notes, func(i, j int) bool { return c.order[c.notes[i].Source] < c.order[c.notes[j].Source] })
-	res := &Result{Notes: c.notes}
+	res := &Result{}
+	type outKey struct{ apiVersion, kind, namespace, name string }
+	bySrc := map[outKey][]Source{}
+	alphaIn := map[outKey]bool{}
+	newIn := map[outKey]bool{}
+	var keys []outKey
 	for _, e := range c.entries {
 		obj, err := e.render()
 		if err != nil {
 			return nil, &ObjectError{Kind: e.kind, Name: e.name, Source: e.src, Err: err}
 		}
-		if e.converted {
+		switch {
+		case e.converted:
 			res.Converted++
+		case e.npBeta != nil || e.ncBeta != nil || e.npV1 != nil || e.ncV1 != nil:
+			res.Current++
 		}
 		res.Objects = append(res.Objects, obj)
+		d := Document{Object: obj}
+		if group, _ := splitAPIVersion(d.APIVersion()); isKarpenterGroup(group) {
+			k := outKey{d.APIVersion(), d.Kind(), d.Namespace(), d.Name()}
+			if bySrc[k] == nil {
+				keys = append(keys, k)
+			}
+			bySrc[k] = append(bySrc[k], e.src)
+			if e.kind == "Provisioner" || e.kind == "AWSNodeTemplate" {
+				alphaIn[k] = true
+			} else {
+				newIn[k] = true
+			}
+		}
 	}
+	for _, k := range keys {
+		if srcs := bySrc[k]; len(srcs) > 1 {
+			res.Duplicates = append(res.Duplicates, Duplicate{Kind: k.kind, Name: k.name, Sources: srcs})
+			where := make([]string, len(srcs))
+			for i, s := range srcs {
+				where[i] = s.String()
+			}
+			advice := "convert each cluster's directory separately"
+			if alphaIn[k] && newIn[k] {
+				advice = "this tree is midway through a migration: keep the new object, delete the old manifest once its nodes have moved, and convert only the files without a successor"
+			}
+			c.note(srcs[len(srcs)-1], k.kind, k.name, "duplicate output: %s is produced from %s; applied together the last one wins (%s)",
+				objectName(k.kind, k.name), strings.Join(where, " and "), advice)
+		}
+	}
+	sort.SliceStable(c.notes, func(i, j int) bool { return c.order[c.notes[i].Source] < c.order[c.notes[j].Source] })
+	res.Notes = c.notes
 	if res.Converted == 0 {
+		if res.Current > 0 {
+			return res, nil
+		}
 		return res, ErrNothingToConvert
 	}
 	return res, nil
@@ -153,6 +210,10 @@ func (c *converter) read(d Document) {
 	}
 	before := len(c.entries)
 	failed := func(err error) { c.fail(src, kind, name, err) }
+	if unknown := unknownFields(d); len(unknown) > 0 {
+		failed(UnknownFieldsError(unknown))
+		return
+	}
 	warn := func(msg string) { c.note(src, kind, name, "%s", msg) }
 	switch {
 	case group == v1.Group && version == "v1alpha5" && kind == "Provisioner":

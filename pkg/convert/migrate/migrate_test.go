@@ -125,3 +125,22 @@ spec: {subnetSelector: {a: b}, securityGroupSelector: {a: b}}
 		}
 	}
 }
+
+// Report tables fit a 100-column terminal, long field paths included.
+func TestReportTableFits100Columns(t *testing.T) {
+	long := "spec.jobTemplate.spec.template.spec.affinity.podAffinity.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm.labelSelector.matchExpressions[0].key"
+	f := Finding{Rule: RuleProvisionerLabel, Kind: "CronJob", Name: "report", Namespace: "shop", Source: "manifests.yaml, document 4 (line 40)",
+		Field: long, Change: changeProvisionerLabel, Action: actionProvisionerLabel}
+	var b strings.Builder
+	if err := WriteReport(&b, []Finding{f, f}, "table"); err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(b.String(), "\n") {
+		if len(line) > reportWidth {
+			t.Errorf("line of %d columns:\n%s", len(line), line)
+		}
+	}
+	if !strings.Contains(strings.ReplaceAll(strings.ReplaceAll(b.String(), "\n", ""), " ", ""), long) {
+		t.Errorf("the field path does not survive wrapping:\n%s", b.String())
+	}
+}

@@ -277,6 +277,16 @@ func (c *converter) findClass(np *entry, name string) (*entry, error) {
 		}
 		return all[0], nil
 	}
+	// A Provisioner's providerRef names an AWSNodeTemplate (or its own
+	// inline provider), a NodePool's an EC2NodeClass: in a tree midway
+	// through a migration both generations share names, and the reference
+	// means its own generation's object.
+	if same := sameGeneration(np, all); len(same) > 0 {
+		all = same
+		if len(all) == 1 {
+			return all[0], nil
+		}
+	}
 	for _, scope := range []func(a, b Source) bool{
 		func(a, b Source) bool { return a.File == b.File },
 		sameDir,
@@ -299,6 +309,20 @@ func (c *converter) findClass(np *entry, name string) (*entry, error) {
 		where = append(where, e.src.String())
 	}
 	return nil, fmt.Errorf("nodeClassRef %q is ambiguous: EC2NodeClasses of that name in %s; convert each cluster's manifests separately", name, strings.Join(where, "; "))
+}
+
+// sameGeneration keeps the classes that come from the same API generation
+// as the NodePool's input (alpha: Provisioner / AWSNodeTemplate; v1beta1 and
+// v1: NodePool / EC2NodeClass).
+func sameGeneration(np *entry, classes []*entry) []*entry {
+	alpha := func(kind string) bool { return kind == "Provisioner" || kind == "AWSNodeTemplate" }
+	var out []*entry
+	for _, c := range classes {
+		if alpha(c.kind) == alpha(np.kind) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // isSplitCopy is true for classes made by placeKubelets; they never match a

@@ -2,12 +2,12 @@ package migrate
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"regexp"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 )
 
 // Rule identifiers of findings, stable for scripts reading -o json.
@@ -42,6 +42,9 @@ type Finding struct {
 
 // Object is how the finding names its object: Kind/namespace/name.
 func (f Finding) Object() string {
+	if f.Kind == "" && f.Name == "" {
+		return "document without kind (e.g. a values file)"
+	}
 	name := f.Name
 	if name == "" {
 		name = "<no name>"
@@ -106,17 +109,125 @@ var (
 
 // Report lists every breaking change of the move to v1 that touches the
 // documents, in input order. It reads any manifest: Karpenter objects,
-// workloads, nodes, Helm releases, CRDs.
+// workloads, nodes, Helm releases and values files, CRDs. What the converter
+// would refuse or drop is a finding too (unknown fields, objects it cannot
+// convert, outputs that collide), so a clean report means the conversion
+// goes through.
 func Report(docs []Document) []Finding {
+	refused, duplicates := conversionProblems(docs)
+	successors := newSuccessors(docs)
 	var out []Finding
 	for _, d := range docs {
 		r := &reporter{doc: d}
+		for _, u := range unknownFields(d) {
+			action := actionUnknownField
+			if u.Suggestion != "" {
+				action = fmt.Sprintf("Did you mean %q? %s", u.Suggestion, actionUnknownField)
+			}
+			r.add(RuleUnknownField, u.Path, changeUnknownField, action)
+		}
+		for _, err := range refused[d.Source] {
+			r.add(RuleNotConvertible, "(object)", changeNotConvertible, "Fix it: "+err.Error())
+		}
 		r.karpenter()
+		r.awsMigration()
+		r.oldHashes()
 		r.walk(d.Object, nil)
+		r.workloadSelectors(d.Object, nil)
 		r.gitops()
+		if s := successors.of(d); s != "" {
+			r.add(RuleMixedMigration, "metadata.name", changeMixed+" Its successor: "+s+".", actionMixed)
+		}
+		for _, dup := range duplicates[d.Source] {
+			r.add(RuleDuplicateOutput, "metadata.name", changeDuplicate+" "+dup, actionDuplicate)
+		}
 		out = append(out, r.findings...)
 	}
 	return out
+}
+
+// EmptyFileFindings reports files that hold no document.
+func EmptyFileFindings(files []string) []Finding {
+	out := make([]Finding, 0, len(files))
+	for _, f := range files {
+		out = append(out, Finding{Rule: RuleEmptyInput, Kind: "File", Name: f, Source: f, Field: "(file)", Change: changeEmptyInput, Action: actionEmptyInput})
+	}
+	return out
+}
+
+// conversionProblems converts the documents as karpenter-convert would and
+// returns, per input document, the errors that refuse it (unknown fields
+// aside: they are reported field by field) and the outputs it shares with
+// another document.
+func conversionProblems(docs []Document) (map[Source][]error, map[Source][]string) {
+	refused := map[Source][]error{}
+	dups := map[Source][]string{}
+	res, err := Convert(docs, Options{To: TargetV1})
+	var errs Errors
+	if errors.As(err, &errs) {
+		for _, e := range errs {
+			var oe *ObjectError
+			var uf UnknownFieldsError
+			if errors.As(e, &oe) && !errors.As(e, &uf) {
+				refused[oe.Source] = append(refused[oe.Source], oe.Err)
+			}
+		}
+		return refused, dups
+	}
+	if res == nil {
+		return refused, dups
+	}
+	for _, d := range res.Duplicates {
+		for _, src := range d.Sources {
+			var others []string
+			for _, o := range d.Sources {
+				if o != src {
+					others = append(others, o.String())
+				}
+			}
+			dups[src] = append(dups[src], fmt.Sprintf("Converted, it is %s, which %s also produces.", objectName(d.Kind, d.Name), strings.Join(others, " and ")))
+		}
+	}
+	return refused, dups
+}
+
+// successors indexes the new objects (NodePool, EC2NodeClass of v1beta1 or
+// v1) by kind and name, to tell an old object that already has one.
+type successors map[string][]Source
+
+func newSuccessors(docs []Document) successors {
+	s := successors{}
+	for _, d := range docs {
+		group, version := splitAPIVersion(d.APIVersion())
+		if (version == "v1beta1" || version == "v1") && (group == "karpenter.sh" && d.Kind() == "NodePool" || group == "karpenter.k8s.aws" && d.Kind() == "EC2NodeClass") {
+			s[d.Kind()+"/"+d.Name()] = append(s[d.Kind()+"/"+d.Name()], d.Source)
+		}
+	}
+	return s
+}
+
+// of names the new object an alpha document converts into, when the input
+// already has one ("NodePool "default" (new/nodepool.yaml, document 1)").
+func (s successors) of(d Document) string {
+	group, version := splitAPIVersion(d.APIVersion())
+	var kind string
+	switch {
+	case group == "karpenter.sh" && version == "v1alpha5" && d.Kind() == "Provisioner":
+		kind = "NodePool"
+	case group == "karpenter.k8s.aws" && version == "v1alpha1" && d.Kind() == "AWSNodeTemplate":
+		kind = "EC2NodeClass"
+	default:
+		return ""
+	}
+	srcs := s[kind+"/"+d.Name()]
+	if len(srcs) == 0 {
+		return ""
+	}
+	where := make([]string, len(srcs))
+	for i, src := range srcs {
+		where[i] = src.String()
+	}
+	return fmt.Sprintf("%s in %s", objectName(kind, d.Name()), strings.Join(where, "; "))
 }
 
 type reporter struct {
@@ -409,13 +520,15 @@ func WriteReport(w io.Writer, findings []Finding, format string) error {
 			_, err := fmt.Fprintln(w, "No breaking changes of the v1 migration touch these manifests.")
 			return err
 		}
-		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "OBJECT\tSOURCE\tFIELD\tCHANGE\tACTION")
-		for _, f := range findings {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", f.Object(), f.Source, f.Field, f.Change, f.Action)
-		}
-		if err := tw.Flush(); err != nil {
-			return err
+		// One block per finding, wrapped to fit a 100-column terminal.
+		for i, f := range findings {
+			if i > 0 {
+				fmt.Fprintln(w)
+			}
+			fmt.Fprintln(w, f.Object())
+			for _, row := range [][2]string{{"source", f.Source}, {"field", f.Field}, {"rule", f.Rule}, {"change", f.Change}, {"action", f.Action}} {
+				fmt.Fprint(w, wrap(fmt.Sprintf("  %-7s ", row[0]), row[1], reportWidth))
+			}
 		}
 		rules := map[string]int{}
 		for _, f := range findings {
@@ -426,9 +539,54 @@ func WriteReport(w io.Writer, findings []Finding, format string) error {
 		for i, k := range keys {
 			parts[i] = fmt.Sprintf("%s: %d", k, rules[k])
 		}
-		_, err := fmt.Fprintf(w, "\n%d findings (%s)\n", len(findings), strings.Join(parts, ", "))
+		_, err := fmt.Fprint(w, "\n"+wrap("", fmt.Sprintf("%d findings (%s)", len(findings), strings.Join(parts, ", ")), reportWidth))
 		return err
 	default:
 		return fmt.Errorf("unknown output format %q (expected table or json)", format)
 	}
+}
+
+// reportWidth is the width report tables fit.
+const reportWidth = 100
+
+// wrap writes text after prefix, breaking at spaces so that no line passes
+// width, continuation lines indented as far as the prefix. A word too long
+// for a line (a deep field path) breaks after its dots.
+func wrap(prefix, text string, width int) string {
+	type token struct {
+		s     string
+		space bool // a space separates it from the token before
+	}
+	var tokens []token
+	room := width - len(prefix)
+	for _, word := range strings.Fields(text) {
+		if len(word) <= room || !strings.Contains(word, ".") {
+			tokens = append(tokens, token{word, true})
+			continue
+		}
+		parts := strings.SplitAfter(word, ".")
+		for i, p := range parts {
+			if p != "" {
+				tokens = append(tokens, token{p, i == 0})
+			}
+		}
+	}
+	var b strings.Builder
+	indent := strings.Repeat(" ", len(prefix))
+	line := prefix
+	empty := true
+	for _, t := range tokens {
+		sep := ""
+		if t.space && !empty {
+			sep = " "
+		}
+		if !empty && len(line)+len(sep)+len(t.s) > width {
+			b.WriteString(strings.TrimRight(line, " ") + "\n")
+			line, empty, sep = indent, true, ""
+		}
+		line += sep + t.s
+		empty = false
+	}
+	b.WriteString(strings.TrimRight(line, " ") + "\n")
+	return b.String()
 }
