@@ -111,7 +111,7 @@ func TestAL2023ShellUserDataStaysAScript(t *testing.T) {
 
 func TestAL2MergesUserPartsFirst(t *testing.T) {
 	o := base()
-	o.CustomUserData = mimeUserData
+	o.CustomUserData = mimeShellUserData
 	out, err := AL2(o)
 	if err != nil {
 		t.Fatal(err)
@@ -123,7 +123,7 @@ func TestAL2MergesUserPartsFirst(t *testing.T) {
 	if len(parts) != 3 {
 		t.Fatalf("want the user's 2 parts and Karpenter's script, got %d", len(parts))
 	}
-	if !strings.Contains(parts[0].Content, "first user part") || parts[1].ContentType() != ContentTypeNodeConfig {
+	if !strings.Contains(parts[0].Content, "first user part") || parts[1].ContentType() != "text/cloud-config" {
 		t.Errorf("user parts changed or reordered: %+v", parts[:2])
 	}
 	if !strings.Contains(parts[2].Content, "/etc/eks/bootstrap.sh 'test-cluster'") {
