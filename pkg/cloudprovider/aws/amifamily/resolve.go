@@ -205,6 +205,9 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: generating %s user data: %w", nc.Name, family.Name, err)
 	}
+	if len(userData) > MaxUserDataBytes {
+		return nil, fmt.Errorf("EC2NodeClass %q: %s user data is %d bytes, more than EC2's limit of %d; shorten spec.userData", nc.Name, family.Name, len(userData), MaxUserDataBytes)
+	}
 	lt := &LaunchTemplate{
 		LaunchOptions:            opts,
 		ImageID:                  amiID,
@@ -220,6 +223,9 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 	}
 	return lt, nil
 }
+
+// MaxUserDataBytes is EC2's limit on user data, counted before base64.
+const MaxUserDataBytes = 16 * 1024
 
 func podsOf(it *scheduling.InstanceType) int64 {
 	q, ok := it.Capacity[corev1.ResourcePods]

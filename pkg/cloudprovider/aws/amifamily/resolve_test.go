@@ -423,6 +423,14 @@ func TestResolveErrorsNameTheProblem(t *testing.T) {
 			}
 		})
 	}
+	t.Run("user data too large", func(t *testing.T) {
+		nc := nodeClass(awsv1.AMIFamilyAL2023, ami("ami-nvidia", "amd64", VariantNvidia, al2023))
+		nc.Spec.UserData = ptr.To("#!/bin/bash\n" + strings.Repeat("# padding\n", 1700))
+		_, err := NewResolver().Resolve(nc, nodeClaim(), its, v1.CapacityTypeOnDemand, launchOptions())
+		if err == nil || !strings.Contains(err.Error(), "16384") || !strings.Contains(err.Error(), "spec.userData") {
+			t.Fatalf("error %v, want one naming the 16384-byte limit and spec.userData", err)
+		}
+	})
 	t.Run("bad user data", func(t *testing.T) {
 		nc := nodeClass(awsv1.AMIFamilyBottlerocket, ami("ami-br", "amd64", VariantNvidia, Get(awsv1.AMIFamilyBottlerocket)))
 		nc.Spec.UserData = ptr.To("[settings.kubernetes\nbroken")
