@@ -104,8 +104,11 @@ const (
 	// AnnotationEC2NodeClassHashVersion versions the hash algorithm so that a
 	// new Karpenter does not treat every node as drifted after an upgrade.
 	AnnotationEC2NodeClassHashVersion = Group + "/ec2nodeclass-hash-version"
-	// EC2NodeClassHashVersion is the current hash version.
-	EC2NodeClassHashVersion = "v3"
+	// EC2NodeClassHashVersion is the current hash version. It is one
+	// upstream never wrote (v3 to v6): our hash is computed differently, so a
+	// NodeClaim stamped by upstream Karpenter must be re-stamped on adoption,
+	// not compared, or a switch of controllers would roll the whole fleet.
+	EC2NodeClassHashVersion = "kgo-v1"
 	// AnnotationInstanceTagged marks a NodeClaim whose instance got its
 	// post-registration tags (Name, karpenter.sh/nodeclaim).
 	AnnotationInstanceTagged = Group + "/tagged"
