@@ -9,9 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	awssqs "github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/sqs"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awstest"
+	awssqs "github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/sqs"
 )
 
 func newProvider(t *testing.T, name string) (*awsemulator.Emulator, *awssqs.Provider) {
