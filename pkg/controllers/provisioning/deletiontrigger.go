@@ -54,8 +54,10 @@ func (t *DeletionTrigger) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named("provisioner.trigger.nodeclaim").
 		For(&v1.NodeClaim{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc:  func(e event.CreateEvent) bool { return e.Object.GetDeletionTimestamp() != nil },
-			UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil },
+			CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetDeletionTimestamp() != nil },
+			UpdateFunc: func(e event.UpdateEvent) bool {
+				return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+			},
 			DeleteFunc:  func(event.DeleteEvent) bool { return false },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
