@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -223,5 +222,4 @@ func TestMissingQueueIsRetried(t *testing.T) {
 	f.send(t, stateChange(in.id, "stopping"))
 	f.expectQueueEmpty(t)
 	expectDeleting(t, f.ctx, nc)
-	_ = corev1.EventTypeWarning
 }
