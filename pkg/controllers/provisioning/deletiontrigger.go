@@ -3,12 +3,12 @@ package provisioning
 import (
 	"context"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -23,43 +23,40 @@ import (
 // turn pending, and a spot node's two minutes are spent waiting for the
 // kube-scheduler to give up on them. (The disruption controller launches its
 // replacements itself, before deleting.)
+//
+// It triggers from the watch event itself, not from a later read: a
+// NodeClaim whose finalizer goes quickly may be gone from the cache by then.
 type DeletionTrigger struct {
-	kube    client.Reader
 	batcher *Batcher
 }
 
 // NewDeletionTrigger returns the trigger feeding b.
-func NewDeletionTrigger(kube client.Reader, b *Batcher) *DeletionTrigger {
-	return &DeletionTrigger{kube: kube, batcher: b}
+func NewDeletionTrigger(b *Batcher) *DeletionTrigger {
+	return &DeletionTrigger{batcher: b}
 }
 
-// Reconcile triggers a batch for a NodeClaim being deleted.
-func (t *DeletionTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nc := &v1.NodeClaim{}
-	if err := t.kube.Get(ctx, req.NamespacedName, nc); err != nil {
-		if apierrors.IsNotFound(err) {
-			return reconcile.Result{}, nil
-		}
-		return reconcile.Result{}, err
+// Observe triggers a batch when nc is being deleted; the watch calls it for
+// NodeClaims that start being deleted, and for those already deleting when
+// the cache fills (after a restart).
+func (t *DeletionTrigger) Observe(nc client.Object) {
+	if nc.GetDeletionTimestamp() != nil {
+		t.batcher.Trigger(nc.GetUID())
 	}
-	if nc.DeletionTimestamp != nil {
-		t.batcher.Trigger(nc.UID)
-	}
-	return reconcile.Result{}, nil
 }
 
-// Register watches NodeClaims, passing only the moment deletion starts (and
-// NodeClaims already deleting when the cache fills, after a restart).
+// Register watches NodeClaims.
 func (t *DeletionTrigger) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named("provisioner.trigger.nodeclaim").
-		For(&v1.NodeClaim{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(e event.CreateEvent) bool { return e.Object.GetDeletionTimestamp() != nil },
-			UpdateFunc: func(e event.UpdateEvent) bool {
-				return e.ObjectOld.GetDeletionTimestamp() == nil && e.ObjectNew.GetDeletionTimestamp() != nil
+		Watches(&v1.NodeClaim{}, handler.Funcs{
+			CreateFunc: func(_ context.Context, e event.CreateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				t.Observe(e.Object)
 			},
-			DeleteFunc:  func(event.DeleteEvent) bool { return false },
-			GenericFunc: func(event.GenericEvent) bool { return false },
-		})).
-		Complete(t)
+			UpdateFunc: func(_ context.Context, e event.UpdateEvent, _ workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+				if e.ObjectOld.GetDeletionTimestamp() == nil {
+					t.Observe(e.ObjectNew)
+				}
+			},
+		}).
+		Complete(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) { return reconcile.Result{}, nil }))
 }

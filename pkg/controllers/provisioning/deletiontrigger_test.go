@@ -67,9 +67,9 @@ func TestPodsOnDeletingNodeClaimAreProvisionedFor(t *testing.T) {
 func TestDeletionTriggerOpensABatch(t *testing.T) {
 	f := newFixture(t)
 	b := provisioning.NewBatcher(f.clock, time.Second, 10*time.Second)
-	trigger := provisioning.NewDeletionTrigger(testEnv.Client, b)
+	trigger := provisioning.NewDeletionTrigger(b)
 	nc, _ := deletingCapacity(t, f)
-	ExpectReconciled(f.ctx, t, trigger, nc)
+	trigger.Observe(nc)
 	done := make(chan bool, 1)
 	go func() { done <- b.Wait(f.ctx) }()
 	Eventually(t, 5*time.Second, func() error {
