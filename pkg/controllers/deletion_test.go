@@ -34,7 +34,9 @@ func TestDeletedNodeClaimsPodsGetCapacityBeforeEviction(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mgr := env.NewManager(t, e.Config, e.Scheme)
-	opts, err := options.Parse([]string{"--batch-idle-duration=100ms", "--batch-max-duration=1s"}, func(string) string { return "" })
+	// The metrics controllers register collectors once per process, and
+	// TestRegisterWiresTheOperator registers them.
+	opts, err := options.Parse([]string{"--batch-idle-duration=100ms", "--batch-max-duration=1s", "--disable-cluster-state-observability"}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
 	}

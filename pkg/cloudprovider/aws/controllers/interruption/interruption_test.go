@@ -5,10 +5,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"k8s.io/utils/clock"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/interruption"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awstest"
+	awssqs "github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/sqs"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -222,4 +228,36 @@ func TestMissingQueueIsRetried(t *testing.T) {
 	f.send(t, stateChange(in.id, "stopping"))
 	f.expectQueueEmpty(t)
 	expectDeleting(t, f.ctx, nc)
+}
+
+// Without the manager's indexes (a direct client), one pass lists NodeClaims
+// and Nodes once for the batch and acts the same.
+func TestReconcileWithoutIndexes(t *testing.T) {
+	f := setup(t, false) // the managed controller, for the cache-aware launched()
+	in := instance{name: "direct-1", id: "i-0direct000000001", instanceType: "m5.xlarge", zone: "us-west-2d", capacityType: v1.CapacityTypeSpot}
+	nc, _ := f.launched(t, in)
+
+	// A second, unmanaged controller on another queue of the same emulator.
+	if _, err := f.aws.CreateQueue("direct"); err != nil {
+		t.Fatal(err)
+	}
+	cfg := awstest.Config(f.aws)
+	httpclient.Configure(&cfg)
+	c := interruption.NewController(e.Client, awssqs.NewProvider(sqs.NewFromConfig(cfg), "direct"), f.unavailable, nil, clock.RealClock{}, interruption.Options{})
+	for _, body := range []string{spotWarning(in.id), spotWarning("i-0notours00000009")} {
+		if _, err := f.aws.SendQueueMessage("direct", body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n, err := c.Reconcile(f.ctx)
+	if err != nil || n != 2 {
+		t.Fatalf("Reconcile = %d, %v; want 2 messages handled", n, err)
+	}
+	if visible, inFlight := f.aws.QueueDepth("direct"); visible+inFlight != 0 {
+		t.Fatalf("%d messages left", visible+inFlight)
+	}
+	expectDeleting(t, f.ctx, nc)
+	if !f.unavailable.IsUnavailable(v1.CapacityTypeSpot, "m5.xlarge", "us-west-2d") {
+		t.Error("offering not marked unavailable")
+	}
 }
