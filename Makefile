@@ -45,9 +45,10 @@ vet:
 # Packages with real concurrency (goroutines, or state shared under a mutex
 # by informers, workers and readers): cluster state, the provisioning batcher,
 # the disruption orchestration queue, the event deduper, the AWS emulator, the
-# TTL cache and the pricing provider.
+# TTL cache, the pricing provider, and the interruption queue and controller.
 RACE_PKGS := ./pkg/state ./pkg/controllers/provisioning ./pkg/controllers/disrupter/orchestration \
-	./pkg/events ./pkg/awsemulator ./pkg/cloudprovider/aws/internal/ttlcache ./pkg/cloudprovider/aws/pricing
+	./pkg/events ./pkg/awsemulator ./pkg/cloudprovider/aws/internal/ttlcache ./pkg/cloudprovider/aws/pricing \
+	./pkg/cloudprovider/aws/sqs ./pkg/cloudprovider/aws/controllers/interruption
 
 ## test-race: the packages with real concurrency under the race detector
 test-race: cluster-bins

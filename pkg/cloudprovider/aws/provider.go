@@ -26,7 +26,8 @@ var NodeClassLabelKey = v1.NodeClassLabelKey(schema.GroupKind{Group: awsv1.Group
 
 // Provider builds the AWS bundle: the CloudProvider over the instance type
 // and price providers, the EC2NodeClass status controller, the price
-// refresher, the AWS well-known labels and the EC2NodeClass label.
+// refresher, the interruption controller (INTERRUPTION_QUEUE), the AWS
+// well-known labels and the EC2NodeClass label.
 type Provider struct {
 	Options settings.Options
 }
@@ -76,7 +77,8 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	providers := nodeclass.NewProviders(cfg, opts, disc, deps.Clock)
 	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
-	instanceTypes := instancetype.NewProvider(ec2api, prices, instancetype.NewUnavailableOfferings(deps.Clock), deps.Clock, instancetype.Options{
+	unavailable := instancetype.NewUnavailableOfferings(deps.Clock)
+	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, instancetype.Options{
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
@@ -88,6 +90,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		Controllers: []cloudprovider.Controller{
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
+			interruptionController(cfg, deps, opts, unavailable),
 		},
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
