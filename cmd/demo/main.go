@@ -49,7 +49,9 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	cfg := config{replicas: int32(*replicas), maxCPU: *maxCPU, delay: *delay, exitAfter: *exitAfter, provider: *cloudProvider, stateDir: *stateDir}
-	if err := run(ctx, cfg); err != nil && !errors.Is(err, context.Canceled) {
+	// Ctrl-C is a normal end of the interactive demo; with -exit it means the demo did
+	// not get to prove the scale-up and scale-down, so it fails.
+	if err := run(ctx, cfg); err != nil && (cfg.exitAfter || !errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
