@@ -45,10 +45,11 @@ func main() {
 	exitAfter := flag.Bool("exit", envBool("DEMO_EXIT"), "stop after the scale-down instead of waiting for Ctrl-C; exit 0 only if scale-up and scale-down succeeded (env DEMO_EXIT=1)")
 	cloudProvider := flag.String("cloud-provider", envOr("CLOUD_PROVIDER", "kwok"), "kwok or aws (env CLOUD_PROVIDER)")
 	stateDir := flag.String("state-dir", "", "where the local cluster keeps its state (default <repo>/.local)")
+	budget := flag.String("budget", "", "the NodePool's disruption budget nodes (default upstream's 10%)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := config{replicas: int32(*replicas), maxCPU: *maxCPU, delay: *delay, exitAfter: *exitAfter, provider: *cloudProvider, stateDir: *stateDir}
+	cfg := config{replicas: int32(*replicas), maxCPU: *maxCPU, delay: *delay, exitAfter: *exitAfter, provider: *cloudProvider, stateDir: *stateDir, budget: *budget}
 	// Ctrl-C is a normal end of the interactive demo; with -exit it means the demo did
 	// not get to prove the scale-up and scale-down, so it fails.
 	if err := run(ctx, cfg); err != nil && (cfg.exitAfter || !errors.Is(err, context.Canceled)) {
@@ -64,6 +65,7 @@ type config struct {
 	exitAfter bool
 	provider  string
 	stateDir  string
+	budget    string
 }
 
 func envBool(k string) bool {
@@ -142,6 +144,9 @@ func run(ctx context.Context, cfg config) (err error) {
 		}
 		np := awsNodePool(maxCPU)
 		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		if cfg.budget != "" {
+			np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: cfg.budget}}
+		}
 		if err := d.client.Create(ctx, np); err != nil {
 			return err
 		}
@@ -154,7 +159,10 @@ func run(ctx context.Context, cfg config) (err error) {
 			return err
 		}
 		np := kit.DefaultNodePool("default", "default", maxCPU)
-		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s") // upstream's default: consolidate at once
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		if cfg.budget != "" {
+			np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: cfg.budget}}
+		} // upstream's default: consolidate at once
 		if err := d.client.Create(ctx, np); err != nil {
 			return err
 		}
@@ -224,7 +232,9 @@ Ctrl-C stops Karpenter and the cluster.
 	}
 }
 
-func step(msg string) { fmt.Printf("==> %s\n", msg) }
+var demoStart = time.Now()
+
+func step(msg string) { fmt.Printf("==> [%s] %s\n", time.Since(demoStart).Round(time.Second), msg) }
 
 func rel(root, p string) string {
 	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {

@@ -32,7 +32,7 @@ func runDemo(t *testing.T, provider string, extraArgs ...string) (string, error)
 	state := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	args := append([]string{"-cloud-provider=" + provider, "-replicas=3", "-node-registration-delay=1s", "-state-dir=" + state}, extraArgs...)
+	args := append([]string{"-cloud-provider=" + provider, "-replicas=3", "-node-registration-delay=1s", "-budget=100%", "-state-dir=" + state}, extraArgs...)
 	cmd := exec.CommandContext(ctx, bin, args...)
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), "DEMO_EXIT=1")
@@ -56,6 +56,19 @@ func TestDemoExitKWOK(t *testing.T) {
 		t.Fatalf("demo (kwok, DEMO_EXIT=1): %v\n%s", err, out)
 	}
 	t.Logf("make run DEMO_EXIT=1 (kwok, 3 replicas) took %s", time.Since(start).Round(time.Second))
+}
+
+// TestDemoExitAWS: the AWS path end to end: the emulator in-process, Karpenter
+// launching through CreateFleet with launch templates whose user data the emulator
+// reads to register the Nodes, instances terminated on scale-down.
+func TestDemoExitAWS(t *testing.T) {
+	t.Parallel()
+	start := time.Now()
+	out, err := runDemo(t, "aws")
+	if err != nil || !strings.Contains(out, "DEMO_EXIT: scale-up and scale-down succeeded") || !strings.Contains(out, "EC2NodeClass default") {
+		t.Fatalf("demo (aws, DEMO_EXIT=1): %v\n%s", err, out)
+	}
+	t.Logf("make run CLOUD_PROVIDER=aws DEMO_EXIT=1 (3 replicas) took %s", time.Since(start).Round(time.Second))
 }
 
 func TestDemoExitNonZeroOnBadProvider(t *testing.T) {
