@@ -92,7 +92,10 @@ func Requirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
 // serve is an *cloudprovider.InsufficientCapacityError.
 func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, tags map[string]string, instanceTypes []*scheduling.InstanceType) (*Instance, error) {
 	reqs := Requirements(nodeClaim)
-	capacityType := CapacityType(reqs, instanceTypes)
+	// Launching into a capacity reservation (a launch template per
+	// reservation) is not built yet: reserved offerings are left out rather
+	// than launched as plain on-demand instances labelled reserved.
+	capacityType := CapacityType(reqs.Without(scheduling.LabelCapacityType).With(withoutReserved(reqs)), instanceTypes)
 	its := Candidates(reqs, instanceTypes, capacityType)
 	if len(its) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no %s offering of %d instance types is available for requirements %s", capacityType, len(instanceTypes), reqs))
@@ -132,7 +135,14 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		if isLaunchTemplateNotFound(err) {
 			return nil, lts, err
 		}
-		if code := awserr.Code(err); unfulfillable[code] {
+		code := awserr.Code(err)
+		if code == codeSpotServiceLinkedRole && capacityType == scheduling.CapacityTypeSpot {
+			// The account cannot create spot's service-linked role: no spot
+			// for a while, on-demand next.
+			p.unavailable.MarkCapacityTypeUnavailable(scheduling.CapacityTypeSpot)
+			return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("creating spot fleet: %w", err))
+		}
+		if unfulfillable[code] {
 			return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("creating fleet: %w", err))
 		}
 		return nil, lts, cloudprovider.NewCreateError(err, "FleetCreationFailed", fmt.Sprintf("creating fleet: %s", awserr.Message(err)))
@@ -189,6 +199,16 @@ func CapacityType(reqs scheduling.Requirements, its []*scheduling.InstanceType) 
 		}
 	}
 	return scheduling.CapacityTypeOnDemand
+}
+
+func withoutReserved(reqs scheduling.Requirements) scheduling.Requirement {
+	var allowed []string
+	for _, ct := range []string{scheduling.CapacityTypeSpot, scheduling.CapacityTypeOnDemand} {
+		if reqs.Has(scheduling.LabelCapacityType, ct) {
+			allowed = append(allowed, ct)
+		}
+	}
+	return scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, allowed...)
 }
 
 func offeringCompatible(o *scheduling.Offering, reqs scheduling.Requirements) bool {

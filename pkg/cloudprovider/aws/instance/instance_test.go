@@ -70,10 +70,10 @@ func TestCreateUsesOneLaunchTemplatePerOptionSet(t *testing.T) {
 		"MetadataOptions.HttpEndpoint":            "enabled",
 		"Monitoring.Enabled":                      "false",
 		"IamInstanceProfile.Name":                 nc.Status.InstanceProfile,
-		"BlockDeviceMapping.1.DeviceName":        "/dev/xvda",
-		"BlockDeviceMapping.1.Ebs.VolumeSize":    "20",
-		"BlockDeviceMapping.1.Ebs.VolumeType":    "gp3",
-		"BlockDeviceMapping.1.Ebs.Encrypted":     "true",
+		"BlockDeviceMapping.1.DeviceName":         "/dev/xvda",
+		"BlockDeviceMapping.1.Ebs.VolumeSize":     "20",
+		"BlockDeviceMapping.1.Ebs.VolumeType":     "gp3",
+		"BlockDeviceMapping.1.Ebs.Encrypted":      "true",
 	} {
 		if d[k] != want {
 			t.Errorf("launch template %s = %q, want %q", k, d[k], want)
@@ -357,5 +357,48 @@ func TestParseProviderID(t *testing.T) {
 		if _, err := instance.ParseProviderID(bad); err == nil || !strings.Contains(err.Error(), "aws:///<zone>/<instance-id>") {
 			t.Errorf("%q: error %v", bad, err)
 		}
+	}
+}
+
+// A full subnet takes its zone out of launches (InsufficientFreeAddressesInSubnet).
+func TestSubnetOutOfAddresses(t *testing.T) {
+	env := launchtest.New(t)
+	sn := env.Emulator.AddSubnet(awsemulator.Subnet{Zone: "us-west-2a", AvailableIPs: 1, Tags: map[string]string{"tiny": "true"}})
+	nc := env.NodeClass(t, "default")
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: sn.ID}}
+	env.Resolve(t, nc)
+	if _, err := create(t, env, nc, "fits", onDemand, "m5.large"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := create(t, env, nc, "full", onDemand, "m5.large")
+	if !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "InsufficientFreeAddressesInSubnet") {
+		t.Fatalf("error %v, want an InsufficientCapacityError for the full subnet", err)
+	}
+	for _, ct := range both {
+		if !env.Unavailable.IsUnavailable(ct, "c5.large", "us-west-2a") {
+			t.Errorf("%s offerings of us-west-2a not marked unavailable", ct)
+		}
+	}
+	if env.Unavailable.IsUnavailable("on-demand", "m5.large", "us-west-2b") {
+		t.Error("another zone marked unavailable")
+	}
+}
+
+// Without spot's service-linked role, spot is out for a while and on-demand
+// is launched next.
+func TestSpotServiceLinkedRole(t *testing.T) {
+	env := launchtest.New(t)
+	nc := env.NodeClass(t, "default")
+	env.Emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "CreateFleet", Code: "AuthFailure.ServiceLinkedRoleCreationNotPermitted", Count: 1})
+	_, err := create(t, env, nc, "spot", both, "m5.large")
+	if err == nil {
+		t.Fatal("launch succeeded despite the fault")
+	}
+	if !env.Unavailable.IsUnavailable("spot", "m5.large", "us-west-2a") {
+		t.Error("spot not marked unavailable")
+	}
+	inst, err := create(t, env, nc, "next", both, "m5.large")
+	if err != nil || inst.CapacityType != "on-demand" {
+		t.Fatalf("next launch %+v, %v; want on-demand", inst, err)
 	}
 }
