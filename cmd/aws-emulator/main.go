@@ -4,6 +4,9 @@
 // parameters, an EKS cluster). It prints the endpoint and the environment to export
 // so the SDK's standard settings reach it, then serves until SIGTERM or SIGINT.
 // Faults are injected over HTTP: POST <endpoint>/_emulator/faults (see control.go).
+// With --kubeconfig, running instances join that cluster as KWOK-run Nodes; with
+// --event-queue, EventBridge events (state changes, POST /_emulator/events) go to that
+// SQS queue.
 package main
 
 import (
@@ -14,6 +17,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 )
@@ -30,7 +34,7 @@ func main() {
 func run(args []string, out io.Writer, stop <-chan struct{}) error {
 	fs := flag.NewFlagSet("aws-emulator", flag.ContinueOnError)
 	var o awsemulator.Options
-	var zones string
+	var zones, eventQueue string
 	fs.StringVar(&o.Region, "region", "us-west-2", "AWS region the emulator serves")
 	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a..d)")
 	fs.StringVar(&o.ClusterName, "cluster-name", "karpenter-demo", "name of the EKS cluster, its subnets' and security groups' discovery tag")
@@ -39,6 +43,9 @@ func run(args []string, out io.Writer, stop <-chan struct{}) error {
 	fs.StringVar(&o.AccessKeyID, "access-key-id", "AKIAEMULATOR00000000", "access key ID requests must be signed with")
 	fs.StringVar(&o.SecretAccessKey, "secret-access-key", "emulator-secret-access-key", "secret access key requests must be signed with")
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to listen on")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster that running instances join as KWOK-run Nodes (registered from their user data); empty: none")
+	fs.DurationVar(&o.BootDelay, "boot-delay", 2*time.Second, "how long instances stay pending (and shutting-down) before running (terminated)")
+	fs.StringVar(&eventQueue, "event-queue", "", "SQS queue to create and deliver EventBridge events to (Karpenter's INTERRUPTION_QUEUE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -57,9 +64,18 @@ func run(args []string, out io.Writer, stop <-chan struct{}) error {
 		return err
 	}
 	defer e.Close()
+	if eventQueue != "" {
+		if _, err := e.CreateQueue(eventQueue); err != nil {
+			return fmt.Errorf("--event-queue %s: %w", eventQueue, err)
+		}
+		e.SetEventQueue(eventQueue)
+	}
 	fmt.Fprintf(out, "AWS emulator listening on %s\n", e.Endpoint())
 	for _, kv := range e.Env() {
 		fmt.Fprintf(out, "export %s\n", kv)
+	}
+	if eventQueue != "" {
+		fmt.Fprintf(out, "export INTERRUPTION_QUEUE=%s\n", eventQueue)
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

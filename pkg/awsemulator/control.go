@@ -14,6 +14,7 @@ import (
 //	GET    /_emulator/calls                  {"ec2/DescribeSubnets": 3, ...}
 //	POST   /_emulator/insufficient-capacity  {"capacityType","instanceType","zone","on"}
 //	POST   /_emulator/deny                   {"service","action","deny"}
+//	POST   /_emulator/events                 {"kind","instanceId","noticeSeconds"} (events.go)
 func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -75,6 +76,13 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 			e.AllowAction(in.Service, in.Action)
 		}
 		reply(http.StatusOK, map[string]string{"status": "set"})
+	case r.URL.Path == "/_emulator/events" && r.Method == http.MethodPost:
+		status, err := e.controlEvent(r)
+		if err != nil {
+			reply(status, map[string]string{"error": err.Error()})
+			return
+		}
+		reply(http.StatusOK, map[string]string{"status": "sent"})
 	default:
 		reply(http.StatusNotFound, map[string]string{"error": "unknown control request " + r.Method + " " + r.URL.Path})
 	}

@@ -85,9 +85,11 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	})
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
 	return &cloudprovider.Bundle{
-		CloudProvider: New(deps.KubeClient, instanceTypes),
+		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName)),
 		Controllers: []cloudprovider.Controller{
+			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
 			interruptionController(cfg, deps, opts, unavailable),
