@@ -9,6 +9,7 @@ VERSION="$(go -C "$ROOT/hack/helm" list -m -f '{{.Version}}' helm.sh/helm/v3)"
 BIN="$ROOT/bin"
 OUT="$BIN/helm-$VERSION"
 CACHE="${KARPENTER_BIN_CACHE-$HOME/.cache/karpenter-go}"
+CACHE="${CACHE:+$CACHE/helm}"
 mkdir -p "$BIN"
 if [[ ! -x "$OUT" ]]; then
 	if [[ -n "$CACHE" && -x "$CACHE/helm-$VERSION" ]]; then

@@ -1,69 +1,25 @@
 package chart_test
 
 import (
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 
 	"github.com/karpenter-go/karpenter/pkg/test/env"
+	"github.com/karpenter-go/karpenter/pkg/test/helm"
 )
 
 var e *env.Environment
 
 func TestMain(m *testing.M) { env.Main(m, &e) }
 
-var (
-	helmOnce sync.Once
-	helmBin  string
-	helmErr  error
-)
-
-// helmCLI returns bin/helm, building it on first use (a cache hit after the
-// first build on this machine).
-func helmCLI(t *testing.T) string {
-	t.Helper()
-	helmOnce.Do(func() {
-		root, err := env.Root()
-		if err != nil {
-			helmErr = err
-			return
-		}
-		out, err := exec.Command(filepath.Join(root, "hack/helm/build.sh")).CombinedOutput()
-		if err != nil {
-			helmErr = fmt.Errorf("hack/helm/build.sh: %v\n%s", err, out)
-			return
-		}
-		helmBin = filepath.Join(root, "bin/helm")
-	})
-	if helmErr != nil {
-		t.Fatal(helmErr)
-	}
-	return helmBin
-}
-
-// runHelm runs helm with its state directories in a temporary directory, so
-// tests never read or write the user's helm configuration.
+// runHelm runs the repository's helm (pkg/test/helm).
 func runHelm(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := exec.Command(helmCLI(t), args...)
-	home := t.TempDir()
-	cmd.Env = append(os.Environ(), "HELM_CONFIG_HOME="+home+"/config", "HELM_CACHE_HOME="+home+"/cache", "HELM_DATA_HOME="+home+"/data")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		return stdout.String(), fmt.Errorf("helm %s: %v: %s", strings.Join(args, " "), err, stderr.String())
-	}
-	return stdout.String(), nil
+	return helm.Run(args...)
 }
 
 func chartDir(name string) string { return filepath.Join(e.Root, "charts", name) }
@@ -72,33 +28,11 @@ func chartDir(name string) string { return filepath.Join(e.Root, "charts", name)
 // "karpenter" and decodes the objects.
 func render(t *testing.T, chart string, args ...string) []*unstructured.Unstructured {
 	t.Helper()
-	out, err := runHelm(t, append([]string{"template", "karpenter", chartDir(chart), "--namespace", "karpenter"}, args...)...)
+	objs, err := helm.Template(chart, "karpenter", "karpenter", args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	objs, err := decode(out)
-	if err != nil {
-		t.Fatalf("decoding the rendered %s chart: %v", chart, err)
-	}
 	return objs
-}
-
-func decode(manifest string) ([]*unstructured.Unstructured, error) {
-	d := utilyaml.NewYAMLOrJSONDecoder(strings.NewReader(manifest), 4096)
-	var out []*unstructured.Unstructured
-	for {
-		u := &unstructured.Unstructured{}
-		if err := d.Decode(&u.Object); err != nil {
-			if errors.Is(err, io.EOF) {
-				return out, nil
-			}
-			return nil, err
-		}
-		if len(u.Object) == 0 {
-			continue
-		}
-		out = append(out, u)
-	}
 }
 
 // find returns the one rendered object of kind and name.
