@@ -1,6 +1,8 @@
 package chart_test
 
 import (
+	"errors"
+	"flag"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -9,6 +11,9 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/providers"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
 func TestLint(t *testing.T) {
@@ -317,4 +322,50 @@ func norm(v any) any {
 		return out
 	}
 	return v
+}
+
+// TestTheControllerAcceptsTheRenderedSettings parses the environment the chart
+// gives the controller with the controller's own flag set (core options and
+// the chosen provider's), so a value the binary would reject at start-up fails
+// here.
+func TestTheControllerAcceptsTheRenderedSettings(t *testing.T) {
+	t.Parallel()
+	for name, args := range map[string][]string{
+		"defaults":    {"--set", "settings.clusterName=dev"},
+		"eks":         {"-f", "testdata/eks.yaml"},
+		"every value": {"-f", "testdata/every-value.yaml"},
+		"kwok":        {"--set", "cloudProvider=kwok"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			env := containerEnv(t, find(t, render(t, "karpenter", args...), "Deployment", deploymentName(args)))
+			getenv := func(k string) string {
+				if v := env[k]; v != "<from>" {
+					return v
+				}
+				return ""
+			}
+			fs := flag.NewFlagSet("karpenter", flag.ContinueOnError)
+			opts, finish := options.Register(fs, getenv)
+			choose := providers.Register(fs, getenv, opts)
+			if err := fs.Parse(nil); err != nil {
+				t.Fatal(err)
+			}
+			_, providerErr := choose()
+			if err := errors.Join(finish(), providerErr); err != nil {
+				t.Fatalf("the controller rejects the chart's settings: %v", err)
+			}
+			if opts.CloudProvider != env["CLOUD_PROVIDER"] || opts.DisableWebhook != (env["DISABLE_WEBHOOK"] == "true") {
+				t.Errorf("parsed provider %q, webhook disabled %v from %v", opts.CloudProvider, opts.DisableWebhook, env)
+			}
+		})
+	}
+}
+
+func deploymentName(args []string) string {
+	for _, a := range args {
+		if strings.Contains(a, "every-value") {
+			return "kp-full"
+		}
+	}
+	return "karpenter"
 }
