@@ -7,8 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -155,7 +155,7 @@ func TestCRDChart(t *testing.T) {
 	}
 	_ = unstructured.SetNestedSlice(dropped.Object, kept, "spec", "versions")
 	err := e.Client.Apply(ctx, client.ApplyConfigurationFromUnstructured(dropped), client.FieldOwner("helm"), client.ForceOwnership, client.DryRunAll)
-	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "must appear in spec.versions") {
+	if !apierrors.IsInvalid(err) || !strings.Contains(err.Error(), "storedVersions") || !strings.Contains(err.Error(), "v1beta1") {
 		t.Errorf("dropping v1beta1 from %s: %v, want the storedVersions refusal", dropped.GetName(), err)
 	}
 }

@@ -6,13 +6,18 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	"github.com/karpenter-go/karpenter/pkg/test/helm"
 )
 
 var e *env.Environment
+
+// Without a logger controller-runtime prints a warning with a stack trace.
+func init() { ctrllog.SetLogger(logr.Discard()) }
 
 func TestMain(m *testing.M) { env.Main(m, &e) }
 

@@ -35,7 +35,7 @@ func TestRenderDefaults(t *testing.T) {
 	t.Parallel()
 	objs := render(t, "karpenter", "--set", "settings.clusterName=dev")
 	deploy := find(t, objs, "Deployment", "karpenter")
-	if got := nested(t, deploy, "spec", "replicas"); got != int64(2) {
+	if got := nested(t, deploy, "spec", "replicas"); norm(got) != norm(2) {
 		t.Errorf("replicas = %v, want upstream's 2", got)
 	}
 	spec := nested(t, deploy, "spec", "template", "spec").(map[string]any)
@@ -74,7 +74,7 @@ func TestRenderDefaults(t *testing.T) {
 		}
 	}
 	pdb := find(t, objs, "PodDisruptionBudget", "karpenter")
-	if got := nested(t, pdb, "spec", "maxUnavailable"); got != int64(1) {
+	if got := nested(t, pdb, "spec", "maxUnavailable"); norm(got) != norm(1) {
 		t.Errorf("PDB maxUnavailable = %v, want 1", got)
 	}
 	find(t, objs, "ServiceAccount", "karpenter")
@@ -128,7 +128,7 @@ func TestSchemaNamesTheBadKey(t *testing.T) {
 		"v0.3x settings.aws":    {"settings:\n  clusterName: x\n  aws:\n    clusterName: x\n", []string{"'aws'", "/settings"}},
 		"unknown top-level key": {"settings:\n  clusterName: x\nreplica: 3\n", []string{"'replica'"}},
 		"wrong type":            {"settings:\n  clusterName: x\nreplicas: two\n", []string{"/replicas", "integer"}},
-		"wrong type, nested":    {"settings:\n  clusterName: x\n  featureGates:\n    nodeRepair: \"yes\"\n", []string{"/settings/featureGates/nodeRepair", "boolean"}},
+		"wrong nested type":     {"settings:\n  clusterName: x\n  featureGates:\n    nodeRepair: \"yes\"\n", []string{"/settings/featureGates/nodeRepair", "boolean"}},
 		"bad duration":          {"settings:\n  clusterName: x\n  batchIdleDuration: 1 second\n", []string{"/settings/batchIdleDuration"}},
 		"bad enum":              {"settings:\n  clusterName: x\nlogLevel: verbose\n", []string{"/logLevel"}},
 	} {
@@ -237,11 +237,11 @@ func TestEveryValue(t *testing.T) {
 	check("imagePullPolicy", c["imagePullPolicy"], "Always")
 	check("imagePullSecrets", spec["imagePullSecrets"], []any{map[string]any{"name": "regcred"}})
 	check("serviceAccountName", spec["serviceAccountName"], "kp-sa")
-	check("podSecurityContext", spec["securityContext"], map[string]any{"fsGroup": 1000})
+	check("podSecurityContext", spec["securityContext"], map[string]any{"fsGroup": 1000, "seccompProfile": map[string]any{"type": "Unconfined"}})
 	check("priorityClassName", spec["priorityClassName"], "high")
 	check("terminationGracePeriodSeconds", spec["terminationGracePeriodSeconds"], 45)
 	check("extraVolumes", spec["volumes"], []any{map[string]any{"name": "extra", "emptyDir": map[string]any{}}})
-	check("nodeSelector", spec["nodeSelector"], map[string]any{"node-group": "system"})
+	check("nodeSelector", spec["nodeSelector"], map[string]any{"node-group": "system", "kubernetes.io/os": "windows"})
 	check("tolerations", spec["tolerations"].([]any)[0].(map[string]any)["key"], "dedicated")
 	check("schedulerName", spec["schedulerName"], "custom-scheduler")
 	check("hostNetwork", spec["hostNetwork"], true)
