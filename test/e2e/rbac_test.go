@@ -67,7 +67,12 @@ func TestChartRBAC(t *testing.T) {
 		t.Fatalf("not consolidated to %d nodes: %s; log %s", replicas/2, last, e.karpenter.LogPath)
 	}
 
-	// Termination: deleting the NodePool drains and removes its nodes.
+	// Termination: deleting the NodePool drains (evicts) and removes its nodes.
+	// The PDB goes first: with no NodePool left the evicted pods stay Pending,
+	// and maxUnavailable 1 would then hold the last node's drain for ever.
+	if err := e.Client.Delete(e.ctx, maxUnavailablePDB("web", 1)); err != nil {
+		t.Fatal(err)
+	}
 	if err := e.Client.Delete(e.ctx, &v1.NodePool{ObjectMeta: pool.ObjectMeta}); err != nil {
 		t.Fatal(err)
 	}
