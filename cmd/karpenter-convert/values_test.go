@@ -18,7 +18,7 @@ func TestValuesSubcommand(t *testing.T) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())
 		}
 	}
-	if strings.Contains(out.String(), "aws:") || strings.Contains(out.String(), "defaultInstanceProfile") {
+	if strings.Contains(out.String(), "\n  aws:") || strings.Contains(out.String(), "defaultInstanceProfile") {
 		t.Errorf("old keys left in the output:\n%s", out.String())
 	}
 	if !strings.Contains(errOut.String(), "note: settings.aws.defaultInstanceProfile: removed in v1") {

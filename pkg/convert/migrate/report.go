@@ -367,6 +367,11 @@ func (r *reporter) helmValues() {
 		return
 	}
 	for _, n := range values.Findings(v) {
+		// Reported by their own rules already (leader-elect-renamed finds the
+		// variable anywhere, drift-always-on the gate in a HelmRelease).
+		if strings.HasPrefix(n.Key, "controller.env[") || (prefix != "" && strings.HasPrefix(n.Key, "settings.featureGates.drift")) {
+			continue
+		}
 		action := "Run karpenter-convert values on the values file."
 		if n.To != "" {
 			action = "Set " + n.To + " instead (karpenter-convert values rewrites the file)."
