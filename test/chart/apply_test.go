@@ -176,3 +176,12 @@ func keys[V any](m map[string]V) []string {
 	}
 	return out
 }
+
+func toCRDFromCluster(ctx context.Context, t *testing.T, c client.Client, name string) *apiextensionsv1.CustomResourceDefinition {
+	t.Helper()
+	crd := &apiextensionsv1.CustomResourceDefinition{}
+	if err := c.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+		t.Fatal(err)
+	}
+	return crd
+}
