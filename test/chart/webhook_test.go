@@ -9,11 +9,13 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -28,8 +30,8 @@ import (
 // charts do with webhook.enabled: the karpenter-crd chart's CRDs (conversion
 // through Service karpenter/karpenter), the karpenter chart's Service (its
 // https-webhook port), and the webhook started with the chart's settings
-// (namespace, KARPENTER_SERVICE, WEBHOOK_PORT) serving the certificate it
-// generates. The apiserver reaches the Service through its endpoints
+// (namespace, KARPENTER_SERVICE, WEBHOOK_PORT) and the chart's ServiceAccount
+// (a token: exactly the chart's RBAC) serving the certificate it generates. The apiserver reaches the Service through its endpoints
 // (--enable-aggregator-routing; there is no kube-proxy here), which point at
 // this process on the host's address. A v1beta1 NodePool and EC2NodeClass
 // applied then read back as v1.
@@ -55,8 +57,25 @@ func TestWebhookThroughTheChart(t *testing.T) {
 		}
 	}
 	objs := render(t, "karpenter", append(values, "--set", "settings.clusterName=webhook")...)
-	svc := find(t, objs, "Service", "karpenter")
-	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(svc), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
+	// The Service and the chart's identity (ServiceAccount, ClusterRoles, Role
+	// and their bindings): the webhook runs with a token of that account.
+	for _, o := range objs {
+		switch o.GetKind() {
+		case "Deployment", "PodDisruptionBudget":
+			continue
+		}
+		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
+			t.Fatalf("applying %s %s: %v", o.GetKind(), o.GetName(), err)
+		}
+	}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	if err := c.SubResource("token").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: "karpenter", Name: "karpenter"}}, tr); err != nil {
+		t.Fatal(err)
+	}
+	saConfig := rest.AnonymousClientConfig(te.Config)
+	saConfig.BearerToken = tr.Status.Token
+	saClient, err := client.New(saConfig, client.Options{Scheme: te.Scheme})
+	if err != nil {
 		t.Fatal(err)
 	}
 	env := containerEnv(t, find(t, objs, "Deployment", "karpenter"))
@@ -86,7 +105,7 @@ func TestWebhookThroughTheChart(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		done <- conversion.Run(ctx, conversion.Options{
-			Client: c, Namespace: "karpenter", ServiceName: env["KARPENTER_SERVICE"], Port: int32(port),
+			Client: saClient, Namespace: "karpenter", ServiceName: env["KARPENTER_SERVICE"], Port: int32(port),
 			BindAddress: fmt.Sprintf("%s:%d", host, port),
 		})
 	}()
