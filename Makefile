@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test test-race cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption
+.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption
 
 all: test
 
@@ -20,6 +20,10 @@ $(CLUSTER): $(CLUSTER_SRC)
 ## cluster-bins: build etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl and kwok into bin/ (cached by version)
 cluster-bins: $(CLUSTER)
 	@$(CLUSTER) build --bin-dir $(BIN)
+
+## helm: build the helm CLI from its Go module into bin/helm (cached; hack/helm pins the version)
+helm:
+	@hack/helm/build.sh
 
 ## cluster: run a local control plane with KWOK until Ctrl-C (state in .local/)
 cluster: cluster-bins
@@ -58,7 +62,7 @@ test-race: cluster-bins
 	go test -race -count=1 -timeout 15m $(RACE_PKGS)
 
 ## test: every test (unit, envtest on real apiserver, local-cluster e2e), and the race detector
-test: cluster-bins verify vet test-race
+test: cluster-bins helm verify vet test-race
 	go -C hack/cluster test ./...
 	go test ./... -count=1 -timeout 25m
 

@@ -23,6 +23,12 @@ cp "$tmp"/*.yaml "$CRD_DIR"/
 # Constraints controller-gen cannot express (values of maps).
 go run ./hack/crdpatch "$CRD_DIR"/*.yaml
 
+# The Helm charts' CRDs (charts/karpenter/crds, charts/karpenter-crd/templates)
+# from the ones just generated.
+if [[ "$CRD_DIR" == pkg/apis/crds ]]; then
+	go run ./hack/chartcrds -root .
+fi
+
 # Tables generated from the instance type facts file (the AWS emulator's copy):
 # VPC limits and network bandwidth of the instance types, static on-demand prices.
 go generate ./pkg/cloudprovider/aws/instancetype ./pkg/cloudprovider/aws/pricing

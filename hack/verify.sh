@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fails, naming the stale files, when the committed generated files
 # (zz_generated.deepcopy.go, pkg/apis/crds/*.yaml, the instance type tables
-# and docs/aws-instance-types.md) differ from what
+# docs/aws-instance-types.md and the Helm charts' CRDs) differ from what
 # hack/generate.sh produces from the current types. The work tree is left
 # untouched: generation runs in a scratch copy of the module.
 set -euo pipefail
@@ -21,12 +21,14 @@ while IFS= read -r f; do
 	fi
 done < <(find "$scratch/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '*/crds/*.yaml' \) -type f;
 	find "$scratch/pkg/cloudprovider/aws" -name 'zz_generated.*.go' -type f;
-	echo "$scratch/docs/aws-instance-types.md")
+	echo "$scratch/docs/aws-instance-types.md";
+	find "$scratch/charts/karpenter/crds" "$scratch/charts/karpenter-crd/templates" -name '*.yaml' -type f)
 # Generated files that exist in the tree but would no longer be generated.
 while IFS= read -r f; do
 	rel="${f#"$ROOT"/}"
 	[[ -e "$scratch/$rel" ]] || stale+=("$rel (no longer generated)")
-done < <(find "$ROOT/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '*/crds/*.yaml' \) -type f)
+done < <(find "$ROOT/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '*/crds/*.yaml' \) -type f;
+	find "$ROOT/charts/karpenter/crds" "$ROOT/charts/karpenter-crd/templates" -name '*.yaml' -type f)
 
 if ((${#stale[@]})); then
 	echo "generated files are stale; run 'make generate':" >&2

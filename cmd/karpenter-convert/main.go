@@ -24,6 +24,7 @@ const (
 	exitNothingToDo     = 3 // no object needed converting
 	exitFindings        = 4 // report: breaking changes or refusals found
 	reportSubcommand    = "report"
+	valuesSubcommand    = "values"
 	defaultOutputFormat = "yaml"
 )
 
@@ -33,6 +34,7 @@ Usage:
   karpenter-convert -f FILE|DIR|- [-f ...] [-R] [--to v1|v1beta1] [--ignore-defaults]
                     [--node-role NAME] [--keep-instance-profile] [-o yaml|json]
   karpenter-convert report -f FILE|DIR|- [-f ...] [-R] [-o table|json]
+  karpenter-convert values -f VALUES.yaml|- [-o yaml|json]
 
 Converts:
   karpenter.sh/v1alpha5 Provisioner        -> NodePool (and an EC2NodeClass named after it
@@ -46,6 +48,13 @@ directories (-R descends) or stdin (-f -). Output goes to stdout in input order,
 without status and server-populated metadata; other objects pass through unchanged
 with a line on stderr. Notes about what was made explicit, dropped or split go to
 stderr. Nothing is printed when any object fails; every failure is listed.
+
+values rewrites a v0.3x values file of the karpenter Helm chart for the v1 chart:
+settings.aws.* to settings.*, interruptionQueueName to interruptionQueue,
+logConfig to logLevel/logOutputPaths, LEADER_ELECT to DISABLE_LEADER_ELECTION;
+defaultInstanceProfile, the drift gate and the old webhook are dropped with a
+note saying where they went (EC2NodeClass spec.role, always on, CEL in the CRDs).
+report flags the same keys in values files and Flux HelmReleases.
 
 Going to v1, kubelet settings move from each NodePool to its EC2NodeClass. Convert
 NodePools together with their EC2NodeClasses: NodePools that share a class but set
@@ -69,6 +78,9 @@ Examples:
   kubectl get provisioners,awsnodetemplates -o yaml \
     | karpenter-convert -f - | KARPENTER_NODE_ROLE=my-node-role envsubst
 
+  # Helm values of a v0.3x release to the v1 chart:
+  karpenter-convert values -f karpenter-values.yaml > karpenter-values-v1.yaml
+
   # The breaking changes of v1 that touch a repository (workloads included):
   karpenter-convert report -f . -R
   karpenter-convert report -f . -R -o json | jq '.[] | select(.rule == "imds-hop-limit")'
@@ -86,6 +98,9 @@ func main() {
 
 // run is the whole command, with its streams passed in so tests drive it.
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if len(args) > 0 && args[0] == valuesSubcommand {
+		return runValues(args[1:], stdin, stdout, stderr)
+	}
 	report := len(args) > 0 && args[0] == reportSubcommand
 	if report {
 		args = args[1:]

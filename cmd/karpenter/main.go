@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
@@ -22,6 +23,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/operator"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 	"github.com/karpenter-go/karpenter/pkg/state"
+	"github.com/karpenter-go/karpenter/pkg/webhook/conversion"
 )
 
 func main() {
@@ -58,7 +60,42 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	}); err != nil {
 		return err
 	}
-	return op.Start(ctx)
+	if opts.DisableWebhook {
+		return op.Start(ctx)
+	}
+	return runWithWebhook(ctx, op, opts, getenv)
+}
+
+// runWithWebhook runs the manager and, on every replica (the apiserver may
+// call any of them through the Service), the conversion webhook; either
+// failing stops both.
+func runWithWebhook(ctx context.Context, op *operator.Operator, opts *options.Options, getenv func(string) string) error {
+	ns := getenv("SYSTEM_NAMESPACE")
+	if ns == "" {
+		return errors.New("the conversion webhook (DISABLE_WEBHOOK=false) needs SYSTEM_NAMESPACE, the namespace of its Service and certificate Secret")
+	}
+	// Uncached: the webhook reads one Secret and three CRDs once, before the
+	// manager's cache runs, and must not need list/watch on all Secrets.
+	c, err := client.New(op.Config, client.Options{Scheme: op.Manager.GetScheme()})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	webhookErr := make(chan error, 1)
+	go func() {
+		err := conversion.Run(ctx, conversion.Options{Client: c, Namespace: ns, ServiceName: opts.ServiceName, Port: int32(opts.WebhookPort)})
+		if err != nil && ctx.Err() == nil {
+			err = fmt.Errorf("conversion webhook: %w", err)
+			cancel()
+		} else {
+			err = nil
+		}
+		webhookErr <- err
+	}()
+	mgrErr := op.Start(ctx)
+	cancel()
+	return errors.Join(mgrErr, <-webhookErr)
 }
 
 // parse reads the core settings, --cloud-provider and the chosen provider's

@@ -8,6 +8,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/karpenter-go/karpenter/pkg/convert/values"
 )
 
 // Rule identifiers of findings, stable for scripts reading -o json.
@@ -26,6 +28,7 @@ const (
 	RuleNodeClassRefGroup    = "nodeclassref-group"
 	RuleCustomUnregistered   = "custom-ami-unregistered-taint"
 	RuleLeaderElect          = "leader-elect-renamed"
+	RuleHelmValues           = "helm-values"
 )
 
 // Finding is one breaking change that touches one object.
@@ -135,6 +138,7 @@ func Report(docs []Document) []Finding {
 		r.walk(d.Object, nil)
 		r.workloadSelectors(d.Object, nil)
 		r.gitops()
+		r.helmValues()
 		if s := successors.of(d); s != "" {
 			r.add(RuleMixedMigration, "metadata.name", changeMixed+" Its successor: "+s+".", actionMixed)
 		}
@@ -245,8 +249,12 @@ func (r *reporter) add(rule, field, change, action string) {
 		return
 	}
 	r.seen[key] = true
+	kind := r.doc.Kind()
+	if kind == "" && values.LooksLikeValues(r.doc.Object) {
+		kind = "HelmValues"
+	}
 	r.findings = append(r.findings, Finding{
-		Rule: rule, Kind: r.doc.Kind(), Name: r.doc.Name(), Namespace: r.doc.Namespace(),
+		Rule: rule, Kind: kind, Name: r.doc.Name(), Namespace: r.doc.Namespace(),
 		Source: r.doc.Source.String(), Field: field, Change: change, Action: action,
 	})
 }
@@ -447,6 +455,39 @@ func (r *reporter) gitops() {
 		if (g == "karpenter.sh" || g == "karpenter.k8s.aws") && strategy == "Webhook" {
 			r.add(RuleConversionWebhook, "spec.conversion.strategy", changeWebhook, actionWebhook)
 		}
+	}
+}
+
+// helmValues flags v0.3x keys of the karpenter chart's values, in a values
+// file or in a Flux HelmRelease's spec.values (pkg/convert/values; the
+// values subcommand rewrites them).
+func (r *reporter) helmValues() {
+	var v map[string]interface{}
+	prefix := ""
+	switch {
+	case values.LooksLikeValues(r.doc.Object):
+		v = r.doc.Object
+	case r.doc.Kind() == "HelmRelease":
+		chart, _ := lookup(r.doc.Object, "spec", "chart", "spec", "chart")
+		if m, ok := r.doc.Object["spec"].(map[string]interface{}); ok && isKarpenterChart(chart) {
+			v, _ = m["values"].(map[string]interface{})
+			prefix = "spec.values."
+		}
+	}
+	if v == nil {
+		return
+	}
+	for _, n := range values.Findings(v) {
+		// Reported by their own rules already (leader-elect-renamed finds the
+		// variable anywhere, drift-always-on the gate in a HelmRelease).
+		if strings.HasPrefix(n.Key, "controller.env[") || (prefix != "" && strings.HasPrefix(n.Key, "settings.featureGates.drift")) {
+			continue
+		}
+		action := "Run karpenter-convert values on the values file."
+		if n.To != "" {
+			action = "Set " + n.To + " instead (karpenter-convert values rewrites the file)."
+		}
+		r.add(RuleHelmValues, prefix+n.Key, n.Message, action)
 	}
 }
 

@@ -70,6 +70,10 @@ type Options struct {
 	IgnoreDRARequests                bool
 	FeatureGates                     map[string]bool
 	SchedulerConfig                  string
+	// DisableWebhook turns off the v1beta1 conversion webhook (pkg/webhook/conversion).
+	DisableWebhook bool
+	// WebhookPort is where the conversion webhook serves TLS.
+	WebhookPort int
 }
 
 // Parse reads flags from args with defaults from the environment (getenv, usually
@@ -115,6 +119,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.StringVar(&minValues, "min-values-policy", env.String("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Do not simulate dynamic resource allocation.")
 	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", ""), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+".")
+	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
+	fs.IntVar(&o.WebhookPort, "webhook-port", env.Int("WEBHOOK_PORT", 8443), "Port the conversion webhook serves TLS on (the Service port too).")
 	fs.StringVar(&o.SchedulerConfig, "scheduler-config", env.String("SCHEDULER_CONFIG", ""), "Path to a kube-scheduler configuration with default topology spread constraints.")
 
 	finish := func() error {
@@ -150,7 +156,7 @@ func (o *Options) Validate() error {
 	} else if o.BatchIdleDuration > o.BatchMaxDuration {
 		errs = append(errs, fmt.Errorf("batch-idle-duration %s exceeds batch-max-duration %s", o.BatchIdleDuration, o.BatchMaxDuration))
 	}
-	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort} {
+	for name, port := range map[string]int{"metrics-port": o.MetricsPort, "health-probe-port": o.HealthProbePort, "webhook-port": o.WebhookPort} {
 		if port < 0 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d out of range", name, port))
 		}

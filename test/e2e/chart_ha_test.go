@@ -1,0 +1,83 @@
+package e2e_test
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/test/kit"
+	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
+)
+
+// TestChartHAHandOver: the chart's replicas: 2 as two processes with the
+// chart's ServiceAccount and settings. One leads; killing it hands the Lease to
+// the other under the chart's Role (the standby's update of a Lease it does
+// not hold), which then provisions without creating any NodeClaim twice; no
+// request of either is refused. (Hand-over during a disruption, with the
+// budgets and PDBs checked, is TestChaosLeaderHandover.)
+func TestChartHAHandOver(t *testing.T) {
+	t.Parallel()
+	karpenterBinary(t)
+	e := &provisioningEnv{Cluster: localcluster.Start(t), ctx: context.Background()}
+	if err := kit.InstallCRDs(e.ctx, e.Client); err != nil {
+		t.Fatal(err)
+	}
+	in := installChart(t, e.Client)
+	first := e.startChartKarpenter(t, in, "karpenter-0.log")
+	second := e.startChartKarpenter(t, in, "karpenter-1.log")
+	var leader, standby *kit.Process
+	if err := poll(e.ctx, time.Minute, func() (bool, error) {
+		a, b := leaseAcquired(t, first), leaseAcquired(t, second)
+		if a && b {
+			t.Fatal("both replicas acquired the lease")
+		}
+		leader, standby = first, second
+		if b {
+			leader, standby = second, first
+		}
+		return a || b, nil
+	}); err != nil {
+		t.Fatalf("no replica acquired the lease: %v", err)
+	}
+	e.karpenter = leader
+	e.apply(t, kit.DefaultNodeClass(0), disruptionPool("default", v1.Never, "1"), oneper(kit.Deployment("default", "web", 2, "1", "256Mi", false)))
+	e.waitRunning(t, 2, 2*time.Minute)
+
+	leader.Kill()
+	killed := time.Now()
+	if err := poll(e.ctx, time.Minute, func() (bool, error) { return leaseAcquired(t, standby), nil }); err != nil {
+		t.Fatalf("the standby did not take the lease within 1m; log %s", standby.LogPath)
+	}
+	t.Logf("hand-over %s after the leader was killed (lease duration 15s)", time.Since(killed).Round(100*time.Millisecond))
+	e.karpenter = standby
+	e.scale(t, "web", 4)
+	e.waitRunning(t, 4, 2*time.Minute)
+	if c := e.counts(t); c.NodeClaimsAll != 4 || c.Nodes != 4 {
+		t.Errorf("%d NodeClaims and %d nodes for 4 one-per-node pods: a NodeClaim was created twice", c.NodeClaimsAll, c.Nodes)
+	}
+	if n := scrapeCounter(t, e, "rest_client_requests_total", `code="403"`); n != 0 {
+		t.Errorf("the new leader had %v requests refused (403); log %s", n, standby.LogPath)
+	}
+	for _, p := range []*kit.Process{first, second} {
+		b, err := os.ReadFile(p.LogPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines := forbiddenLines(string(b)); len(lines) > 0 {
+			t.Errorf("%s: %d forbidden requests, first: %s", p.LogPath, len(lines), lines[0])
+		}
+	}
+}
+
+// leaseAcquired: the process logged that it took the leader Lease.
+func leaseAcquired(t testing.TB, p *kit.Process) bool {
+	t.Helper()
+	b, err := os.ReadFile(p.LogPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Contains(string(b), "uccessfully acquired lease")
+}
