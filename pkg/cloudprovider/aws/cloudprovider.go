@@ -33,6 +33,8 @@ var errLaunchNotImplemented = errors.New("the aws cloud provider cannot launch, 
 type CloudProvider struct {
 	kubeClient    client.Client
 	instanceTypes *instancetype.Provider
+	// Drift answers IsDrifted (nil: nothing drifts).
+	Drift *Drift
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -128,7 +130,7 @@ func (c *CloudProvider) List(context.Context) ([]*v1.NodeClaim, error) {
 	return nil, errLaunchNotImplemented
 }
 
-// IsDrifted: drift needs the launched instance (issue 14); nothing drifts yet.
-func (c *CloudProvider) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.DriftReason, error) {
-	return "", nil
+// IsDrifted is Drift's answer (drift.go).
+func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+	return c.Drift.IsDrifted(ctx, nodeClaim)
 }

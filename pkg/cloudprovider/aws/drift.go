@@ -7,11 +7,13 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instance"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -33,19 +35,35 @@ const (
 	CapacityReservationDrift cloudprovider.DriftReason = "CapacityReservationDrift"
 )
 
-// IsDrifted says whether a NodeClaim's instance still matches its
-// EC2NodeClass and, if not, why. The hash comparison needs no AWS call and
-// comes first; the others compare the instance (DescribeInstances) with the
-// class's resolved status. A class that is missing, being deleted or not
-// resolved yet drifts nothing: a NodeClaim is not replaced for what cannot
-// be launched anyway.
-func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+// Drift answers CloudProvider.IsDrifted: whether a NodeClaim's instance
+// still matches its EC2NodeClass and, if not, why.
+type Drift struct {
+	kubeClient    client.Client
+	instances     *instance.Provider
+	instanceTypes *instancetype.Provider
+}
+
+// NewDrift returns the drift check. instanceTypes may be nil: the
+// NodeClaim's labels then stand for its instance type's requirements.
+func NewDrift(kubeClient client.Client, instances *instance.Provider, instanceTypes *instancetype.Provider) *Drift {
+	return &Drift{kubeClient: kubeClient, instances: instances, instanceTypes: instanceTypes}
+}
+
+// IsDrifted: the hash comparison needs no AWS call and comes first; the
+// others compare the instance (DescribeInstances) with the class's resolved
+// status. A class that is missing, being deleted or not resolved yet drifts
+// nothing: a NodeClaim is not replaced for what cannot be launched anyway.
+// A nil Drift drifts nothing.
+func (d *Drift) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+	if d == nil {
+		return "", nil
+	}
 	ref := nodeClaim.Spec.NodeClassRef
 	if ref == nil || ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
 		return "", nil
 	}
 	nc := &awsv1.EC2NodeClass{}
-	if err := c.kubeClient.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
+	if err := d.kubeClient.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
 		if apierrors.IsNotFound(err) {
 			return "", nil
 		}
@@ -64,11 +82,11 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 	if err != nil {
 		return "", fmt.Errorf("NodeClaim %s: %w", nodeClaim.Name, err)
 	}
-	inst, err := c.instances.Get(ctx, id)
+	inst, err := d.instances.Get(ctx, id)
 	if err != nil {
 		return "", fmt.Errorf("getting the instance of NodeClaim %s: %w", nodeClaim.Name, err)
 	}
-	reqs, err := c.instanceTypeRequirements(ctx, nc, nodeClaim)
+	reqs, err := d.instanceTypeRequirements(ctx, nc, nodeClaim)
 	if err != nil {
 		return "", err
 	}
@@ -78,10 +96,10 @@ func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) 
 // instanceTypeRequirements are the requirements of the NodeClaim's instance
 // type as the EC2NodeClass offers it; the NodeClaim's labels (which carry the
 // instance type's) when the type is no longer offered.
-func (c *CloudProvider) instanceTypeRequirements(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim) (scheduling.Requirements, error) {
+func (d *Drift) instanceTypeRequirements(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim) (scheduling.Requirements, error) {
 	name := nodeClaim.Labels[corev1.LabelInstanceTypeStable]
-	if c.instanceTypes != nil && name != "" {
-		its, err := c.instanceTypes.List(ctx, nc)
+	if d.instanceTypes != nil && name != "" {
+		its, err := d.instanceTypes.List(ctx, nc)
 		if err != nil {
 			return scheduling.Requirements{}, fmt.Errorf("listing instance types of EC2NodeClass %s: %w", nc.Name, err)
 		}
