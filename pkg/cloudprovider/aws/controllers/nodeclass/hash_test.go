@@ -180,8 +180,20 @@ func TestHashControllerWithManager(t *testing.T) {
 		return nil
 	}
 	Eventually(t, 30*time.Second, stamped)
-	nc = ExpectExists(ctx, t, e.Client, nc)
-	nc.Spec.DetailedMonitoring = ptr.To(true)
-	ExpectApplied(ctx, t, e.Client, nc)
-	Eventually(t, 30*time.Second, stamped)
+	before := ExpectExists(ctx, t, e.Client, nc).Annotations[v1.AnnotationEC2NodeClassHash]
+	// The controller writes the class too: retry on conflicts.
+	Eventually(t, 30*time.Second, func() error {
+		cur := ExpectExists(ctx, t, e.Client, &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
+		cur.Spec.DetailedMonitoring = ptr.To(true)
+		return e.Client.Update(ctx, cur)
+	})
+	Eventually(t, 30*time.Second, func() error {
+		if err := stamped(); err != nil {
+			return err
+		}
+		if ExpectExists(ctx, t, e.Client, nc).Annotations[v1.AnnotationEC2NodeClassHash] == before {
+			return fmt.Errorf("hash still %s", before)
+		}
+		return nil
+	})
 }
