@@ -76,19 +76,24 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	providers := nodeclass.NewProviders(cfg, opts, disc, deps.Clock)
 	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
-	instanceTypes := instancetype.NewProvider(ec2api, prices, instancetype.NewUnavailableOfferings(deps.Clock), deps.Clock, instancetype.Options{
+	unavailable := instancetype.NewUnavailableOfferings(deps.Clock)
+	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, instancetype.Options{
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
 	})
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
+	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
 	return &cloudprovider.Bundle{
-		CloudProvider: New(deps.KubeClient, instanceTypes),
-		Controllers: []cloudprovider.Controller{
+		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
+			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
+		Controllers: append([]cloudprovider.Controller{
+			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
-		},
+		}, lifecycleControllers(deps, opts.ClusterName, instances)...),
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
 	}, nil

@@ -10,12 +10,13 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -42,6 +43,9 @@ type Options struct {
 	KubeDNSIP       string
 	// TTL of a cached launch template after its last use (default DefaultTTL).
 	TTL time.Duration
+	// EKS, when set, fills an empty endpoint, CA bundle or service CIDR
+	// from DescribeCluster.
+	EKS *eks.Client
 }
 
 // DefaultTTL is how long a launch template stays cached after its last use
@@ -57,6 +61,9 @@ type Provider struct {
 	resolver *amifamily.Resolver
 	clk      clock.Clock
 	opts     Options
+
+	eks        *eks.Client
+	discovered atomic.Bool
 
 	mu       sync.Mutex
 	cache    map[string]*entry // by name
@@ -80,35 +87,26 @@ func NewProvider(ec2api *ec2.Client, resolver *amifamily.Resolver, clk clock.Clo
 	if opts.TTL <= 0 {
 		opts.TTL = DefaultTTL
 	}
-	return &Provider{ec2: ec2api, resolver: resolver, clk: clk, opts: opts, cache: map[string]*entry{}, inflight: map[string]*creation{}}
+	return &Provider{ec2: ec2api, eks: opts.EKS, resolver: resolver, clk: clk, opts: opts, cache: map[string]*entry{}, inflight: map[string]*creation{}}
 }
 
 // LaunchOptions are the amifamily options of a launch for nodeClaim.
-func (p *Provider) LaunchOptions(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, capacityType string, tags map[string]string) amifamily.LaunchOptions {
-	labels := map[string]string{}
-	for k, v := range nodeClaim.Labels {
-		labels[k] = v
-	}
-	labels[v1.CapacityTypeLabelKey] = capacityType
-	taints := []corev1.Taint{v1.UnregisteredNoExecuteTaint}
-	taints = append(taints, nodeClaim.Spec.Taints...)
-	taints = append(taints, nodeClaim.Spec.StartupTaints...)
+// The resolver adds the NodeClaim's labels and taints.
+func LaunchOptions(opts Options, nc *awsv1.EC2NodeClass, tags map[string]string) amifamily.LaunchOptions {
 	sgs := make([]string, 0, len(nc.Status.SecurityGroups))
 	for _, sg := range nc.Status.SecurityGroups {
 		sgs = append(sgs, sg.ID)
 	}
 	sort.Strings(sgs)
 	return amifamily.LaunchOptions{
-		ClusterName:      p.opts.ClusterName,
-		ClusterEndpoint:  p.opts.ClusterEndpoint,
-		ClusterCABundle:  p.opts.ClusterCABundle,
-		ClusterCIDR:      p.opts.ClusterCIDR,
-		KubeDNSIP:        p.opts.KubeDNSIP,
+		ClusterName:      opts.ClusterName,
+		ClusterEndpoint:  opts.ClusterEndpoint,
+		ClusterCABundle:  opts.ClusterCABundle,
+		ClusterCIDR:      opts.ClusterCIDR,
+		KubeDNSIP:        opts.KubeDNSIP,
 		InstanceProfile:  nc.Status.InstanceProfile,
 		SecurityGroupIDs: sgs,
 		Tags:             tags,
-		Labels:           labels,
-		Taints:           taints,
 		NodeClassName:    nc.Name,
 	}
 }
@@ -118,7 +116,11 @@ func (p *Provider) LaunchOptions(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim
 // instances, volumes and network interfaces launched with the templates.
 func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, instanceTypes []*scheduling.InstanceType, capacityType string, tags map[string]string) ([]*Launch, error) {
 	p.Sweep(ctx)
-	resolved, err := p.resolver.Resolve(nc, nodeClaim, instanceTypes, capacityType, p.LaunchOptions(nc, nodeClaim, capacityType, tags))
+	opts, err := p.clusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := p.resolver.Resolve(nc, nodeClaim, instanceTypes, capacityType, LaunchOptions(opts, nc, tags))
 	if err != nil {
 		return nil, err
 	}
