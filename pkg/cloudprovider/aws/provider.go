@@ -83,17 +83,19 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
 	})
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
+	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
-	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
 	return &cloudprovider.Bundle{
-		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName)),
-		Controllers: []cloudprovider.Controller{
+		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
+			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
+		Controllers: append([]cloudprovider.Controller{
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
 			interruptionController(cfg, deps, opts, unavailable),
-		},
+		}, lifecycleControllers(deps, opts.ClusterName, instances)...),
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
 	}, nil

@@ -92,10 +92,7 @@ func Requirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
 // serve is an *cloudprovider.InsufficientCapacityError.
 func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, tags map[string]string, instanceTypes []*scheduling.InstanceType) (*Instance, error) {
 	reqs := Requirements(nodeClaim)
-	// Launching into a capacity reservation (a launch template per
-	// reservation) is not built yet: reserved offerings are left out rather
-	// than launched as plain on-demand instances labelled reserved.
-	capacityType := CapacityType(reqs.Without(scheduling.LabelCapacityType).With(withoutReserved(reqs)), instanceTypes)
+	capacityType := CapacityType(reqs, instanceTypes)
 	its := Candidates(reqs, instanceTypes, capacityType)
 	if len(its) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no %s offering of %d instance types is available for requirements %s", capacityType, len(instanceTypes), reqs))
@@ -168,6 +165,13 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 			inst.Type = string(lto.Overrides.InstanceType)
 		}
 	}
+	if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.LaunchTemplateSpecification != nil {
+		for _, lt := range lts {
+			if lt.Name == aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateName) || lt.ID == aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateId) {
+				inst.CapacityReservationID = lt.CapacityReservationID
+			}
+		}
+	}
 	if inst.Zone == "" {
 		for z, s := range subnets {
 			if s.ID == inst.SubnetID {
@@ -199,16 +203,6 @@ func CapacityType(reqs scheduling.Requirements, its []*scheduling.InstanceType) 
 		}
 	}
 	return scheduling.CapacityTypeOnDemand
-}
-
-func withoutReserved(reqs scheduling.Requirements) scheduling.Requirement {
-	var allowed []string
-	for _, ct := range []string{scheduling.CapacityTypeSpot, scheduling.CapacityTypeOnDemand} {
-		if reqs.Has(scheduling.LabelCapacityType, ct) {
-			allowed = append(allowed, ct)
-		}
-	}
-	return scheduling.NewRequirement(scheduling.LabelCapacityType, corev1.NodeSelectorOpIn, allowed...)
 }
 
 func offeringCompatible(o *scheduling.Offering, reqs scheduling.Requirements) bool {
@@ -261,13 +255,23 @@ func Candidates(reqs scheduling.Requirements, its []*scheduling.InstanceType, ca
 func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs scheduling.Requirements, tags map[string]string,
 	capacityType string, subnets map[string]subnet.Subnet) *ec2.CreateFleetInput {
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	// One fleet buys one market: capacity blocks and other reservations
+	// do not mix; the first template's kind wins.
+	block := capacityType == scheduling.CapacityTypeReserved && len(lts) > 0 && lts[0].CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock
 	for _, lt := range lts {
+		if capacityType == scheduling.CapacityTypeReserved && (lt.CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock) != block {
+			continue
+		}
 		var overrides []ec2types.FleetLaunchTemplateOverridesRequest
 		for _, it := range lt.InstanceTypes {
 			zones := map[string]bool{}
 			for i := range it.Offerings {
 				o := &it.Offerings[i]
 				if o.CapacityType != capacityType || !offeringCompatible(o, reqs) || zones[o.Zone] {
+					continue
+				}
+				// A reservation's template launches in that reservation's pool only.
+				if lt.CapacityReservationID != "" && !o.Requirements.Has(awsv1.LabelCapacityReservationID, lt.CapacityReservationID) {
 					continue
 				}
 				s, ok := subnets[o.Zone]
@@ -300,9 +304,14 @@ func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs sched
 			Overrides: overrides,
 		})
 	}
+	// Reserved capacity is bought as on-demand (or capacity-block) through
+	// templates that target the reservation.
 	fleetCT := ec2types.DefaultTargetCapacityTypeOnDemand
-	if capacityType == scheduling.CapacityTypeSpot {
+	switch {
+	case capacityType == scheduling.CapacityTypeSpot:
 		fleetCT = ec2types.DefaultTargetCapacityTypeSpot
+	case block:
+		fleetCT = ec2types.DefaultTargetCapacityTypeCapacityBlock
 	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,

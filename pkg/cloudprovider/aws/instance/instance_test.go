@@ -402,3 +402,33 @@ func TestSpotServiceLinkedRole(t *testing.T) {
 		t.Fatalf("next launch %+v, %v; want on-demand", inst, err)
 	}
 }
+
+// A reservation the class holds is used first: the launch template targets
+// it and the instance is in its zone, reported as reserved.
+func TestReservedLaunch(t *testing.T) {
+	env := launchtest.New(t)
+	nc := env.NodeClass(t, "default")
+	nc.Status.CapacityReservations = []awsv1.CapacityReservation{{
+		ID: "cr-0123456789abcdef0", AvailabilityZone: "us-west-2b", InstanceType: "m5.large", OwnerID: "123456789012",
+		InstanceMatchCriteria: "targeted", ReservationType: awsv1.CapacityReservationTypeDefault, State: awsv1.CapacityReservationStateActive,
+	}}
+	inst, err := create(t, env, nc, "reserved", []string{"reserved", "spot", "on-demand"}, "m5.large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityType != "reserved" || inst.CapacityReservationID != "cr-0123456789abcdef0" || inst.Zone != "us-west-2b" {
+		t.Errorf("instance %+v, want reserved in cr-0123456789abcdef0 (us-west-2b)", inst)
+	}
+	var found bool
+	for _, lt := range env.Emulator.LaunchTemplates() {
+		if lt.Data["CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"] == "cr-0123456789abcdef0" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no launch template targets the reservation")
+	}
+	if got := emulated(t, env.Emulator, inst.ID).CapacityType; got != "on-demand" {
+		t.Errorf("fleet bought %s, want on-demand (reserved capacity is on-demand in a reservation)", got)
+	}
+}
