@@ -58,6 +58,7 @@ type provisioningEnv struct {
 	*localcluster.Cluster
 	ctx       context.Context
 	karpenter *kit.Process
+	started   int // Karpenter processes started so far
 }
 
 func startProvisioning(t testing.TB) *provisioningEnv {
@@ -74,7 +75,14 @@ func startProvisioning(t testing.TB) *provisioningEnv {
 
 func (e *provisioningEnv) startKarpenter(t testing.TB, bin string) {
 	t.Helper()
-	p, err := kit.Start(bin, e.Kubeconfig, filepath.Join(e.StateDir, "karpenter.log"))
+	// One log per process: karpenter.log, then karpenter-2.log, ... (a
+	// restart, a second replica), so each can be read on its own.
+	e.started++
+	logName := "karpenter.log"
+	if e.started > 1 {
+		logName = fmt.Sprintf("karpenter-%d.log", e.started)
+	}
+	p, err := kit.Start(bin, e.Kubeconfig, filepath.Join(e.StateDir, logName))
 	if err != nil {
 		t.Fatal(err)
 	}
