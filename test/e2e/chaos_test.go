@@ -110,31 +110,71 @@ func apiOutageDuringProvisioning(t *testing.T, outage func(*provisioningEnv, *ti
 		kit.Deployment("default", "app", replicas, "1", "1Gi", false))
 	e.waitLaunchedNoNode(t)
 	tl := startTimeline(t, e)
+	restarts := e.supervise(t, tl)
 	outage(e, tl)
 	back, err := e.WaitAPI(e.ctx, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	tl.mark("API server ready")
-	e.restartIfExited(t, tl)
 	c := e.waitRunning(t, replicas, 3*time.Minute)
 	recovery := time.Since(back)
 	tl.mark("all pods Running")
 	tl.Log()
 	e.expectNodesMatchNodeClaims(t)
-	t.Logf("API back → %d pods Running: %.1fs (%d nodes)", replicas, recovery.Seconds(), c.Nodes)
+	t.Logf("API back → %d pods Running: %.1fs (%d nodes, karpenter restarted %d times)", replicas, recovery.Seconds(), c.Nodes, restarts())
 }
 
-// restartIfExited plays the kubelet: a Karpenter that exited (it does when
-// it cannot renew its leader lease for 10 s) is started again.
-func (e *provisioningEnv) restartIfExited(t testing.TB, tl *timeline) {
-	t.Helper()
-	if !e.karpenter.Exited() {
-		return
+// supervise plays the kubelet for the rest of the test: whenever the
+// Karpenter process has exited (it does when it cannot renew its leader
+// Lease for 10 s, and when a test kills it) the same pod is started again,
+// at once. It returns the number of restarts so far.
+func (e *provisioningEnv) supervise(t testing.TB, tl *timeline) func() int {
+	bin := karpenterBinary(t)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	var mu sync.Mutex
+	var started []*kit.Process
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+			if !e.current().Exited() {
+				continue
+			}
+			p, err := e.launch(bin, "karpenter-0")
+			if err != nil {
+				t.Errorf("restarting karpenter: %v", err)
+				return
+			}
+			mu.Lock()
+			started = append(started, p)
+			mu.Unlock()
+			if tl != nil {
+				tl.mark("karpenter had exited: restarted (" + p.LogPath + ")")
+			}
+		}
+	}()
+	// The supervisor stops before the processes it started (and before the
+	// first one's own clean-up, registered earlier), so nothing restarts a
+	// process the test is stopping.
+	t.Cleanup(func() {
+		close(stop)
+		<-stopped
+		for _, p := range started {
+			if err := p.Stop(30 * time.Second); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	return func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(started)
 	}
-	tl.mark("karpenter had exited (leader lease lost): restarting it")
-	e.startKarpenter(t, karpenterBinary(t))
-	tl.mark("karpenter ready again")
 }
 
 // waitLaunchedNoNode waits until NodeClaims exist and all are launched while
@@ -196,6 +236,7 @@ func (e *provisioningEnv) drainInFlight(t testing.TB) (what, pod string) {
 // many kills it made.
 func (e *provisioningEnv) killDuringDrains(t testing.TB, times int, done func() bool) int {
 	t.Helper()
+	e.supervise(t, nil)
 	kills := 0
 	seen := map[string]bool{}
 	for kills < times {
@@ -211,16 +252,19 @@ func (e *provisioningEnv) killDuringDrains(t testing.TB, times int, done func() 
 			return pod != "" && !seen[pod], nil
 		})
 		if err != nil {
-			t.Fatalf("no drain in flight within 2m after %d kills; karpenter log %s", kills, e.karpenter.LogPath)
+			t.Fatalf("no drain in flight within 2m after %d kills; karpenter log %s", kills, e.current().LogPath)
 		}
 		if what == "" {
 			break // finished before the next kill
 		}
 		seen[strings.Fields(what)[1]] = true
-		e.karpenter.Kill()
+		killed := e.current()
+		killed.Kill()
 		kills++
 		t.Logf("kill %d: SIGKILLed karpenter with %s", kills, what)
-		e.startKarpenter(t, karpenterBinary(t))
+		if err := poll(e.ctx, time.Minute, func() (bool, error) { return e.current() != killed, nil }); err != nil {
+			t.Fatal("the supervisor did not restart karpenter")
+		}
 	}
 	return kills
 }
@@ -256,7 +300,7 @@ func (e *provisioningEnv) expectConverged(t testing.TB, pool string, want, repli
 		return len(nodes) == want && tainted == 0 && c.NodeClaims["Deleting"] == 0 && c.NodeClaimsAll == want &&
 			c.Pods == replicas && c.Running == replicas, nil
 	}); err != nil {
-		t.Fatalf("not converged within %s: %s; karpenter log %s", within, last, e.karpenter.LogPath)
+		t.Fatalf("not converged within %s: %s; karpenter log %s", within, last, e.current().LogPath)
 	}
 	e.expectNodesMatchNodeClaims(t)
 	return time.Since(start)
@@ -359,9 +403,10 @@ func TestChaosAPIServerDuringConsolidation(t *testing.T) {
 	w := consolidationLayout(t, e, n)
 	startConsolidating(t, e)
 	tl := startTimeline(t, e)
+	restarts := e.supervise(t, tl)
 	waitDrain := func() {
 		if err := poll(e.ctx, 2*time.Minute, func() (bool, error) { _, pod := e.drainInFlight(t); return pod != "", nil }); err != nil {
-			t.Fatalf("no drain in flight; karpenter log %s", e.karpenter.LogPath)
+			t.Fatalf("no drain in flight; karpenter log %s", e.current().LogPath)
 		}
 	}
 	waitDrain()
@@ -377,7 +422,6 @@ func TestChaosAPIServerDuringConsolidation(t *testing.T) {
 	if _, err := e.WaitAPI(e.ctx, time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	e.restartIfExited(t, tl)
 	if len(e.nodesOf(t, "default")) > n/2 {
 		waitDrain()
 		if err := e.Restart(localcluster.APIServer); err != nil {
@@ -388,12 +432,11 @@ func TestChaosAPIServerDuringConsolidation(t *testing.T) {
 			t.Fatal(err)
 		}
 		tl.mark("API server ready")
-		e.restartIfExited(t, tl)
 	}
 	took := e.expectConverged(t, "default", n/2, n, 4*time.Minute)
 	tl.mark("converged")
 	tl.Log()
-	t.Logf("converged %s after the API server came back", took.Round(time.Second))
+	t.Logf("converged %s after the API server came back (karpenter restarted %d times)", took.Round(time.Second), restarts())
 	expectMaxDisrupting(t, w, 1, n/2)
 	w.Assert(t)
 }
@@ -405,9 +448,9 @@ func TestChaosAPIServerDuringConsolidation(t *testing.T) {
 func TestChaosLeaderHandover(t *testing.T) {
 	t.Parallel()
 	e := startProvisioning(t)
-	first := e.karpenter
-	e.startKarpenter(t, karpenterBinary(t)) // the standby
-	second := e.karpenter
+	first := e.current()
+	e.startReplica(t, karpenterBinary(t), "karpenter-1") // the standby
+	second := e.current()
 	var leader, standby *kit.Process
 	if err := poll(e.ctx, time.Minute, func() (bool, error) {
 		a, b := acquired(t, first), acquired(t, second)
@@ -422,7 +465,9 @@ func TestChaosLeaderHandover(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("leader election: %v", err)
 	}
+	e.mu.Lock()
 	e.karpenter = leader
+	e.mu.Unlock()
 	const replicas = 3
 	w := startInvariantWatcher(t, e, "default")
 	e.apply(t, kit.DefaultNodeClass(0), disruptionPool("default", v1.Never, "1"),
@@ -440,7 +485,9 @@ func TestChaosLeaderHandover(t *testing.T) {
 	}
 	leader.Kill()
 	killed := time.Now()
+	e.mu.Lock()
 	e.karpenter = standby
+	e.mu.Unlock()
 	if err := poll(e.ctx, time.Minute, func() (bool, error) { return acquired(t, standby), nil }); err != nil {
 		t.Fatalf("the standby did not take the lease within 1m of the leader's death; log %s", standby.LogPath)
 	}
