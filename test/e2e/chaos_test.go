@@ -10,6 +10,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -252,7 +253,7 @@ func (e *provisioningEnv) killDuringDrains(t testing.TB, times int, done func() 
 			return pod != "" && !seen[pod], nil
 		})
 		if err != nil {
-			t.Fatalf("no drain in flight within 2m after %d kills; karpenter log %s", kills, e.current().LogPath)
+			t.Fatalf("no drain in flight within 2m after %d kills (%s); karpenter log %s", kills, e.stuck(t), e.current().LogPath)
 		}
 		if what == "" {
 			break // finished before the next kill
@@ -267,6 +268,45 @@ func (e *provisioningEnv) killDuringDrains(t testing.TB, times int, done func() 
 		}
 	}
 	return kills
+}
+
+// stuck describes what a stalled disruption waits on: the tainted nodes and
+// their pods, the pods not Running and the PDBs' allowed disruptions.
+func (e *provisioningEnv) stuck(t testing.TB) string {
+	var parts []string
+	nodes := &corev1.NodeList{}
+	pods := &corev1.PodList{}
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := e.Client.List(e.ctx, nodes); err != nil {
+		return err.Error()
+	}
+	if err := e.Client.List(e.ctx, pods, client.InNamespace("default")); err != nil {
+		return err.Error()
+	}
+	if err := e.Client.List(e.ctx, pdbs, client.InNamespace("default")); err != nil {
+		return err.Error()
+	}
+	on := map[string][]string{}
+	for _, p := range pods.Items {
+		state := string(p.Status.Phase)
+		if !p.DeletionTimestamp.IsZero() {
+			state += ",terminating"
+		}
+		on[p.Spec.NodeName] = append(on[p.Spec.NodeName], p.Name+"("+state+")")
+	}
+	for _, n := range nodes.Items {
+		if hasDisruptedTaint(&n) || !n.DeletionTimestamp.IsZero() {
+			parts = append(parts, fmt.Sprintf("node %s disrupted=%v deleting=%v pods %v", n.Name, hasDisruptedTaint(&n), !n.DeletionTimestamp.IsZero(), on[n.Name]))
+		}
+	}
+	if len(on[""]) > 0 {
+		parts = append(parts, fmt.Sprintf("unbound pods %v", on[""]))
+	}
+	for _, pdb := range pdbs.Items {
+		parts = append(parts, fmt.Sprintf("PDB %s: healthy %d of %d desired, %d disruptions allowed",
+			pdb.Name, pdb.Status.CurrentHealthy, pdb.Status.DesiredHealthy, pdb.Status.DisruptionsAllowed))
+	}
+	return strings.Join(parts, "; ")
 }
 
 // expectConverged waits (up to within) until the NodePool has want nodes, all
@@ -300,7 +340,7 @@ func (e *provisioningEnv) expectConverged(t testing.TB, pool string, want, repli
 		return len(nodes) == want && tainted == 0 && c.NodeClaims["Deleting"] == 0 && c.NodeClaimsAll == want &&
 			c.Pods == replicas && c.Running == replicas, nil
 	}); err != nil {
-		t.Fatalf("not converged within %s: %s; karpenter log %s", within, last, e.current().LogPath)
+		t.Fatalf("not converged within %s: %s (%s); karpenter log %s", within, last, e.stuck(t), e.current().LogPath)
 	}
 	e.expectNodesMatchNodeClaims(t)
 	return time.Since(start)
