@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -108,18 +109,27 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 			"/debug/pprof/trace":   http.HandlerFunc(pprof.Trace),
 		}
 	}
+	leNamespace := leaderElectionNamespace(opts.LeaderElectionNamespace)
+	var lock resourcelock.Interface
+	if !opts.DisableLeaderElection {
+		if lock, err = leaderLock(leaderCfg, leNamespace, opts.LeaderElectionName); err != nil {
+			return nil, fmt.Errorf("leader election lock: %w", err)
+		}
+	}
 	mgr, err := manager.New(cfg, manager.Options{
-		Scheme:                        scheme,
-		Logger:                        logger,
-		Metrics:                       metricsOpts,
-		HealthProbeBindAddress:        bindAddress(opts.HealthProbePort),
-		LeaderElection:                !opts.DisableLeaderElection,
-		LeaderElectionID:              opts.LeaderElectionName,
-		LeaderElectionNamespace:       leaderElectionNamespace(opts.LeaderElectionNamespace),
-		LeaderElectionResourceLock:    "leases",
-		LeaderElectionReleaseOnCancel: true,
-		LeaderElectionConfig:          leaderCfg,
-		BaseContext:                   func() context.Context { return log.IntoContext(ctx, logger) },
+		Scheme:                  scheme,
+		Logger:                  logger,
+		Metrics:                 metricsOpts,
+		HealthProbeBindAddress:  bindAddress(opts.HealthProbePort),
+		LeaderElection:          !opts.DisableLeaderElection,
+		LeaderElectionID:        opts.LeaderElectionName,
+		LeaderElectionNamespace: leNamespace,
+		// nil unless POD_NAME is set: see leaderLock.
+		LeaderElectionResourceLockInterface: lock,
+		LeaderElectionResourceLock:          "leases",
+		LeaderElectionReleaseOnCancel:       true,
+		LeaderElectionConfig:                leaderCfg,
+		BaseContext:                         func() context.Context { return log.IntoContext(ctx, logger) },
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

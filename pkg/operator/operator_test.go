@@ -14,7 +14,9 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	"github.com/karpenter-go/karpenter/pkg/operator"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
@@ -95,6 +97,54 @@ func TestOperatorServesProbesMetricsAndTakesTheLease(t *testing.T) {
 		}
 		if lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity == "" {
 			return fmt.Errorf("lease has no holder")
+		}
+		return nil
+	})
+}
+
+// With POD_NAME set the Lease is held under the pod's name, so a restarted
+// container of the same pod leads again at once: here the Lease a crashed
+// incarnation left is valid for another hour, which would keep any other
+// identity waiting that long.
+func TestLeaseIdentityIsThePodName(t *testing.T) {
+	e := env.StartT(t)
+	const pod = "karpenter-7d9f-abcde"
+	t.Setenv(operator.PodNameEnv, pod)
+	renewed := metav1.NewMicroTime(time.Now().Add(-time.Second))
+	lease := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "pod-leader"},
+		Spec: coordinationv1.LeaseSpec{
+			HolderIdentity: ptr.To(pod), LeaseDurationSeconds: ptr.To[int32](3600),
+			AcquireTime: &renewed, RenewTime: &renewed,
+		},
+	}
+	if err := e.Client.Create(context.Background(), lease); err != nil {
+		t.Fatal(err)
+	}
+	opts, err := options.Parse([]string{"--metrics-port=0", "--health-probe-port=0",
+		"--leader-election-name=pod-leader", "--leader-election-namespace=default", "--log-level=error",
+	}, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	op, err := operator.New(ctx, opts, e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- op.Start(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	Eventually(t, 30*time.Second, func() error {
+		cur := &coordinationv1.Lease{}
+		if err := e.Client.Get(ctx, types.NamespacedName{Namespace: "default", Name: "pod-leader"}, cur); err != nil {
+			return err
+		}
+		if cur.Spec.HolderIdentity == nil || *cur.Spec.HolderIdentity != pod {
+			return fmt.Errorf("lease holder %v, want %s", cur.Spec.HolderIdentity, pod)
+		}
+		if cur.Spec.RenewTime == nil || !cur.Spec.RenewTime.After(renewed.Time) {
+			return fmt.Errorf("the restarted process has not renewed its own lease")
 		}
 		return nil
 	})

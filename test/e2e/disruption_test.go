@@ -107,7 +107,7 @@ func TestDisruptionConsolidation(t *testing.T) {
 	e.apply(t, kit.DefaultNodeClass(0), pool, oneper(kit.Deployment("default", "placeholder", replicas, "2", "256Mi", false)))
 	e.waitRunning(t, replicas, 3*time.Minute)
 	// 1.9 vCPU left per node: the kube-scheduler places one web pod on each.
-	e.apply(t, kit.Deployment("default", "web", replicas, "1500m", "256Mi", false), maxUnavailablePDB("web", 2))
+	e.apply(t, withGrace(kit.Deployment("default", "web", replicas, "1500m", "256Mi", false), 3), maxUnavailablePDB("web", 2))
 	e.waitRunning(t, 2*replicas, 2*time.Minute)
 	if err := e.Client.Delete(e.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "placeholder", Namespace: "default"}}); err != nil {
 		t.Fatal(err)
@@ -162,7 +162,7 @@ func TestDisruptionDrift(t *testing.T) {
 	// Consolidation off: the nodes go for drift only.
 	pool := disruptionPool("default", v1.Never, "1")
 	w := startInvariantWatcher(t, e, "default")
-	e.apply(t, kit.DefaultNodeClass(0), pool, oneper(kit.Deployment("default", "web", replicas, "1", "256Mi", false)), maxUnavailablePDB("web", 1))
+	e.apply(t, kit.DefaultNodeClass(0), pool, oneper(withGrace(kit.Deployment("default", "web", replicas, "1", "256Mi", false), 3)), maxUnavailablePDB("web", 1))
 	e.waitRunning(t, replicas, 2*time.Minute)
 	old := e.claimsByNode(t)
 	if len(old) != replicas {
@@ -225,7 +225,7 @@ func TestDisruptionMigrationLegacyTaint(t *testing.T) {
 	const replicas = 3
 	w := startInvariantWatcher(t, e, "old")
 	e.apply(t, kit.DefaultNodeClass(0), disruptionPool("old", v1.Never, "1"),
-		oneper(kit.Deployment("default", "svc", replicas, "1", "256Mi", false)), maxUnavailablePDB("svc", 1))
+		oneper(withGrace(kit.Deployment("default", "svc", replicas, "1", "256Mi", false), 3)), maxUnavailablePDB("svc", 1))
 	e.waitRunning(t, replicas, 2*time.Minute)
 	oldClaims := e.claimsByNode(t)
 
@@ -289,7 +289,7 @@ func TestDisruptionDoNotDisruptPod(t *testing.T) {
 	pool.Spec.Template.Spec.Requirements = setRequirement(pool.Spec.Template.Spec.Requirements,
 		v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}})
 	w := startInvariantWatcher(t, e, "default")
-	e.apply(t, kit.DefaultNodeClass(0), pool, oneper(kit.Deployment("default", "web", 3, "1", "256Mi", false)))
+	e.apply(t, kit.DefaultNodeClass(0), pool, oneper(withGrace(kit.Deployment("default", "web", 3, "1", "256Mi", false), 3)))
 	e.waitRunning(t, 3, 2*time.Minute)
 	guarded := kit.Deployment("default", "guarded", 1, "500m", "128Mi", false)
 	guarded.Spec.Template.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
@@ -385,6 +385,14 @@ func setRequirement(reqs []v1.NodeSelectorRequirementWithMinValues, r v1.NodeSel
 		}
 	}
 	return out
+}
+
+// withGrace gives a Deployment's pods a termination grace period: the local
+// cluster's KWOK removes a terminating pod only when it ends, as a
+// container with a slow preStop hook would, so drains really wait.
+func withGrace(d *appsv1.Deployment, seconds int64) *appsv1.Deployment {
+	d.Spec.Template.Spec.TerminationGracePeriodSeconds = ptr.To(seconds)
+	return d
 }
 
 // oneper gives a Deployment's pods required hostname anti-affinity among

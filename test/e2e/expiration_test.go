@@ -49,7 +49,7 @@ func TestExpiration(t *testing.T) {
 		},
 	}
 	w := startInvariantWatcher(t, e, "expiring")
-	e.apply(t, kit.DefaultNodeClass(0), expiring, stable, pdb, kit.Deployment("default", "web", replicas, "1", "1Gi", false))
+	e.apply(t, kit.DefaultNodeClass(0), expiring, stable, pdb, withGrace(kit.Deployment("default", "web", replicas, "1", "1Gi", false), 3))
 
 	e.waitRunning(t, replicas, 3*time.Minute)
 	first := &v1.NodeClaimList{}

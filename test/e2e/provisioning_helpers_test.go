@@ -57,7 +57,9 @@ func karpenterBinary(t testing.TB) string {
 type provisioningEnv struct {
 	*localcluster.Cluster
 	ctx       context.Context
+	mu        sync.Mutex // karpenter and started: a supervisor may restart it
 	karpenter *kit.Process
+	started   int // Karpenter processes started so far
 }
 
 func startProvisioning(t testing.TB) *provisioningEnv {
@@ -74,11 +76,19 @@ func startProvisioning(t testing.TB) *provisioningEnv {
 
 func (e *provisioningEnv) startKarpenter(t testing.TB, bin string) {
 	t.Helper()
-	p, err := kit.Start(bin, e.Kubeconfig, filepath.Join(e.StateDir, "karpenter.log"))
+	e.startReplica(t, bin, "karpenter-0")
+}
+
+// startReplica starts a Karpenter process as the pod named pod (POD_NAME, its
+// leader identity): starting the same pod again after a crash is a container
+// restart, which takes its own Lease back at once; another name is another
+// replica.
+func (e *provisioningEnv) startReplica(t testing.TB, bin, pod string) {
+	t.Helper()
+	p, err := e.launch(bin, pod)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.karpenter = p
 	t.Cleanup(func() {
 		if err := p.Stop(30 * time.Second); err != nil {
 			t.Error(err)
@@ -87,6 +97,33 @@ func (e *provisioningEnv) startKarpenter(t testing.TB, bin string) {
 	if err := p.Ready(e.ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// launch starts a Karpenter process and makes it e.karpenter, without
+// waiting for it.
+func (e *provisioningEnv) launch(bin, pod string) (*kit.Process, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// One log per process: karpenter.log, then karpenter-2.log, ... (a
+	// restart, a second replica), so each can be read on its own.
+	e.started++
+	logName := "karpenter.log"
+	if e.started > 1 {
+		logName = fmt.Sprintf("karpenter-%d.log", e.started)
+	}
+	p, err := kit.Start(bin, e.Kubeconfig, filepath.Join(e.StateDir, logName), "POD_NAME="+pod)
+	if err != nil {
+		return nil, err
+	}
+	e.karpenter = p
+	return p, nil
+}
+
+// current is the Karpenter process started last.
+func (e *provisioningEnv) current() *kit.Process {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.karpenter
 }
 
 func (e *provisioningEnv) apply(t testing.TB, objs ...client.Object) {

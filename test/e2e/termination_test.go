@@ -30,7 +30,7 @@ func TestTerminationKubectlDeleteNode(t *testing.T) {
 	e := startProvisioning(t)
 	const replicas = 6
 	e.apply(t, kit.DefaultNodeClass(0), kit.DefaultNodePool("default", "default", 4),
-		kit.Deployment("default", "web", replicas, "1", "512Mi", false), maxUnavailablePDB("web", 1))
+		withGrace(kit.Deployment("default", "web", replicas, "1", "512Mi", false), 3), maxUnavailablePDB("web", 1))
 	e.waitRunning(t, replicas, 2*time.Minute)
 	victim, claim := e.busiestNode(t, "web")
 
@@ -55,7 +55,7 @@ func TestTerminationKubectlDeleteNodeClaim(t *testing.T) {
 	e := startProvisioning(t)
 	const replicas = 4
 	e.apply(t, kit.DefaultNodeClass(0), kit.DefaultNodePool("default", "default", 4),
-		kit.Deployment("default", "api", replicas, "1", "512Mi", false), maxUnavailablePDB("api", 1))
+		withGrace(kit.Deployment("default", "api", replicas, "1", "512Mi", false), 3), maxUnavailablePDB("api", 1))
 	e.waitRunning(t, replicas, 2*time.Minute)
 	victim, claim := e.busiestNode(t, "api")
 
@@ -77,7 +77,7 @@ func TestTerminationDeleteNodePoolForeground(t *testing.T) {
 	e := startProvisioning(t)
 	const replicas = 4
 	e.apply(t, kit.DefaultNodeClass(0), kit.DefaultNodePool("old", "default", 4),
-		kit.Deployment("default", "svc", replicas, "1", "512Mi", false), maxUnavailablePDB("svc", 1))
+		withGrace(kit.Deployment("default", "svc", replicas, "1", "512Mi", false), 3), maxUnavailablePDB("svc", 1))
 	e.waitRunning(t, replicas, 2*time.Minute)
 	oldClaims := &v1.NodeClaimList{}
 	if err := e.Client.List(e.ctx, oldClaims, client.MatchingLabels{v1.NodePoolLabelKey: "old"}); err != nil || len(oldClaims.Items) == 0 {

@@ -238,6 +238,18 @@ func (p *Process) Stop(timeout time.Duration) error {
 	}
 }
 
+// Exited reports whether the process ended (it exits on its own when it
+// loses its leader lease, e.g. after an API server outage).
+func (p *Process) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
 // Kill sends SIGKILL (a crash, no clean-up) and waits for the exit.
 func (p *Process) Kill() {
 	_ = p.Cmd.Process.Kill()

@@ -5,7 +5,11 @@
 package localcluster
 
 import (
+	"bufio"
+	"context"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -160,6 +164,79 @@ func (c *Cluster) Stop() error {
 	case <-time.After(60 * time.Second):
 		_ = c.cmd.Process.Kill()
 		return fmt.Errorf("cluster tool did not stop within 60s of SIGTERM")
+	}
+}
+
+// Component names of the cluster tool's children, for Restart, Pause, ....
+const (
+	APIServer         = "kube-apiserver"
+	Scheduler         = "kube-scheduler"
+	ControllerManager = "kube-controller-manager"
+	Etcd              = "etcd"
+	KWOK              = "kwok"
+)
+
+// Restart stops one component (SIGTERM, SIGKILL after 10 s) and starts it
+// again with the same flags; it returns once the new process runs (for the
+// API server: before it serves, see WaitAPI).
+func (c *Cluster) Restart(component string) error { return c.control("restart", component) }
+
+// StopComponent stops one component until StartComponent.
+func (c *Cluster) StopComponent(component string) error { return c.control("stop", component) }
+
+// StartComponent starts a component StopComponent stopped.
+func (c *Cluster) StartComponent(component string) error { return c.control("start", component) }
+
+// Pause freezes one component (SIGSTOP): its port stays open and nothing
+// answers, like a hung server or a partition.
+func (c *Cluster) Pause(component string) error { return c.control("pause", component) }
+
+// Resume continues a paused component (SIGCONT).
+func (c *Cluster) Resume(component string) error { return c.control("resume", component) }
+
+// control sends one request to the cluster tool's control socket
+// (hack/cluster/internal/controlplane/control.go speaks the other side).
+func (c *Cluster) control(action, component string) error {
+	conn, err := net.DialTimeout("unix", filepath.Join(c.StateDir, "control.sock"), 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("%s %s: cluster tool not answering: %w", action, component, err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := fmt.Fprintf(conn, "%s %s\n", action, component); err != nil {
+		return err
+	}
+	reply, err := bufio.NewReader(conn).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("%s %s: %w", action, component, err)
+	}
+	if reply = strings.TrimSpace(reply); reply != "ok" {
+		return fmt.Errorf("%s %s: %s", action, component, strings.TrimPrefix(reply, "error: "))
+	}
+	return nil
+}
+
+// WaitAPI polls the API server's /readyz until it answers ok and returns
+// when it did.
+func (c *Cluster) WaitAPI(ctx context.Context, timeout time.Duration) (time.Time, error) {
+	deadline := time.Now().Add(timeout)
+	var last error
+	for {
+		rctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		body, err := c.KubeClient.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(rctx)
+		cancel()
+		if err == nil && strings.TrimSpace(string(body)) == "ok" {
+			return time.Now(), nil
+		}
+		last = err
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("API server not ready within %s: %v", timeout, last)
+		}
+		select {
+		case <-ctx.Done():
+			return time.Time{}, errors.Join(ctx.Err(), last)
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

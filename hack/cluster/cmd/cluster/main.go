@@ -5,6 +5,10 @@
 //	cluster up    [--bin-dir bin] [--state-dir .local] [--ready-file F]
 //	                                               run them until SIGINT/SIGTERM
 //	cluster down  [--state-dir .local]            clean up after a crashed `up`
+//	cluster restart|stop|start|pause|resume COMPONENT [--state-dir .local]
+//	                                               act on one component of a running `up`
+//	                                               (apiserver, scheduler, controller-manager,
+//	                                               etcd, kwok); pause is SIGSTOP, resume SIGCONT
 package main
 
 import (
@@ -33,6 +37,8 @@ func main() {
 		err = cmdUp(os.Args[2:])
 	case "down":
 		err = cmdDown(os.Args[2:])
+	case "restart", "stop", "start", "pause", "resume":
+		err = cmdControl(os.Args[1], os.Args[2:])
 	default:
 		usage()
 	}
@@ -43,7 +49,7 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: cluster build|up|down [flags]")
+	fmt.Fprintln(os.Stderr, "usage: cluster build|up|down [flags]\n       cluster restart|stop|start|pause|resume COMPONENT [--state-dir DIR]")
 	os.Exit(2)
 }
 
@@ -118,13 +124,17 @@ func cmdUp(args []string) error {
 		return err
 	}
 	defer c.Stop()
+	if err := c.ServeControl(ctx); err != nil {
+		return err
+	}
 	kubectl, kc := relTo(root, filepath.Join(*binDir, "kubectl")), relTo(root, c.Kubeconfig)
 	fmt.Printf(`
 Local cluster is ready: %s
   export KUBECONFIG=%s
   %s --kubeconfig %s get nodes,pods -A
 Nodes annotated kwok.x-k8s.io/node=fake are run by KWOK. Ctrl-C stops everything.
-`, c.Server, c.Kubeconfig, kubectl, kc)
+Chaos: %s restart|pause|resume apiserver --state-dir %s
+`, c.Server, c.Kubeconfig, kubectl, kc, relTo(root, os.Args[0]), relTo(root, *stateDir))
 	if *readyFile != "" {
 		if err := os.WriteFile(*readyFile, []byte(c.Kubeconfig+"\n"), 0o644); err != nil {
 			return err
@@ -148,6 +158,29 @@ func cmdDown(args []string) error {
 		return err
 	}
 	fmt.Printf("cleaned up %s\n", *stateDir)
+	return nil
+}
+
+func cmdControl(action string, args []string) error {
+	root := repoRoot()
+	fs := flag.NewFlagSet(action, flag.ExitOnError)
+	stateDir := fs.String("state-dir", filepath.Join(root, ".local"), "state directory of the running cluster")
+	// The component may come before or after the flags.
+	var component string
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		component, args = args[0], args[1:]
+	}
+	_ = fs.Parse(args)
+	if component == "" && fs.NArg() == 1 {
+		component = fs.Arg(0)
+	}
+	if component == "" {
+		return fmt.Errorf("%s: which component? (apiserver, scheduler, controller-manager, etcd, kwok)", action)
+	}
+	if err := controlplane.Request(*stateDir, action, component); err != nil {
+		return err
+	}
+	fmt.Printf("%s %s: done\n", action, controlplane.Component(component))
 	return nil
 }
 

@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -45,13 +46,20 @@ type Cluster struct {
 	mu         sync.Mutex
 	procs      []*proc
 	pki        pki.Files
+	// exited receives the first child that ended without being asked to.
+	exited chan string
+	// control serialises restart/stop/start/pause/resume requests.
+	control sync.Mutex
 }
 
 type proc struct {
 	name string
+	args []string
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error
+	// intended: the exit was asked for (Stop, a restart), not a failure.
+	intended atomic.Bool
 }
 
 // PIDFile lists the children of a running cluster, one "name pid" a line.
@@ -81,7 +89,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing certificates: %w", err)
 	}
-	c := &Cluster{cfg: cfg, pki: files}
+	c := &Cluster{cfg: cfg, pki: files, exited: make(chan string, 1)}
 	ok := false
 	defer func() {
 		if !ok {
@@ -161,7 +169,11 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	)...); err != nil {
 		return nil, err
 	}
-	if err := c.spawn("kwok", kc,
+	stages, err := writeKWOKStages(cfg.StateDir)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.spawn("kwok", kc, "--config="+stages,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--manage-nodes-with-label-selector=",
@@ -192,35 +204,28 @@ func (c *Cluster) Stop() {
 	procs := append([]*proc(nil), c.procs...)
 	c.mu.Unlock()
 	for i := len(procs) - 1; i >= 0; i-- {
-		p := procs[i]
-		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
-			<-p.done
-		}
+		terminate(procs[i])
 	}
 	_ = os.Remove(PIDFile(c.cfg.StateDir))
 }
 
-// Exited reports the first child that died on its own, if any.
-func (c *Cluster) Exited() <-chan string {
-	ch := make(chan string, 1)
-	c.mu.Lock()
-	procs := append([]*proc(nil), c.procs...)
-	c.mu.Unlock()
-	for _, p := range procs {
-		go func(p *proc) {
-			<-p.done
-			select {
-			case ch <- fmt.Sprintf("%s exited: %v (log: %s)", p.name, p.err, c.logPath(p.name)):
-			default:
-			}
-		}(p)
+// terminate ends a child and its process group: SIGTERM, SIGKILL after 10 s.
+// A paused (SIGSTOPped) child is continued so that it can act on SIGTERM.
+func terminate(p *proc) {
+	p.intended.Store(true)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGCONT)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.done
 	}
-	return ch
 }
+
+// Exited reports the first child that died on its own (not by Stop or a
+// control request), if any.
+func (c *Cluster) Exited() <-chan string { return c.exited }
 
 // PIDs returns the pid of each child.
 func (c *Cluster) PIDs() map[string]int {
@@ -238,9 +243,22 @@ func (c *Cluster) logPath(name string) string {
 }
 
 func (c *Cluster) spawn(name string, args ...string) error {
-	logFile, err := os.Create(c.logPath(name))
+	p, err := c.start(name, args)
 	if err != nil {
 		return err
+	}
+	c.mu.Lock()
+	c.procs = append(c.procs, p)
+	err = c.writePIDs()
+	c.mu.Unlock()
+	return err
+}
+
+// start runs one child (appending to its log) without recording it.
+func (c *Cluster) start(name string, args []string) (*proc, error) {
+	logFile, err := os.OpenFile(c.logPath(name), os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(c.cfg.BinDir, name), args...)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
@@ -251,19 +269,22 @@ func (c *Cluster) spawn(name string, args ...string) error {
 	// threads that a goroutine locked and left, which we never do.)
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
-		return fmt.Errorf("starting %s: %w", name, err)
+		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
+	p := &proc{name: name, args: args, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
 		close(p.done)
+		if !p.intended.Load() {
+			select {
+			case c.exited <- fmt.Sprintf("%s exited: %v (log: %s)", p.name, p.err, c.logPath(p.name)):
+			default:
+			}
+		}
 	}()
-	c.mu.Lock()
-	c.procs = append(c.procs, p)
-	c.mu.Unlock()
 	fmt.Fprintf(c.cfg.Out, "started %-24s pid %-7d log %s\n", name, cmd.Process.Pid, c.logPath(name))
-	return c.writePIDs()
+	return p, nil
 }
 
 func (c *Cluster) writePIDs() error {
@@ -318,6 +339,10 @@ func (c *Cluster) waitHTTP(ctx context.Context, what, url string, client *http.C
 		case <-ctx.Done():
 			return ctx.Err()
 		case msg := <-exited:
+			select { // still the cluster's failure, for `up` to report
+			case c.exited <- msg:
+			default:
+			}
 			return errors.New(msg)
 		case <-time.After(200 * time.Millisecond):
 		}

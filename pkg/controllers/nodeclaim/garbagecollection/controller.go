@@ -11,8 +11,11 @@
 //     answers NodeClaimNotFound) is deleted, so its pods are provisioned again.
 //     Get, not the List snapshot, decides, so a launch that completed after
 //     List was taken is never mistaken for a vanished one; and launches younger
-//     than the grace period are left alone, since a cached client may not show
-//     their instance yet.
+//     than LaunchGracePeriod (30 s, upstream's window) are left alone, since a
+//     cached client may not show their instance yet. A pass that leaves such a
+//     young unlisted launch schedules the next pass for the moment it comes
+//     due, so a launch lost with a crashed controller is collected about 30 s
+//     after it was launched rather than at the next minute-long interval.
 package garbagecollection
 
 import (
@@ -42,6 +45,7 @@ const Name = "nodeclaim.garbagecollection"
 const (
 	DefaultInterval            = time.Minute
 	DefaultInstanceGracePeriod = time.Minute
+	DefaultLaunchGracePeriod   = 30 * time.Second
 )
 
 // Controller runs one garbage collection pass per Interval while it holds
@@ -55,16 +59,18 @@ type Controller struct {
 	// Interval between passes.
 	Interval time.Duration
 	// InstanceGracePeriod is the minimum age of an instance without a
-	// NodeClaim before it is deleted, and of a launch before its instance is
-	// checked for having vanished.
+	// NodeClaim before it is deleted.
 	InstanceGracePeriod time.Duration
+	// LaunchGracePeriod is the minimum age of a launch (its Launched
+	// condition) before its unlisted instance is checked for having vanished.
+	LaunchGracePeriod time.Duration
 }
 
 // NewController returns the garbage collector. recorder may be nil.
 func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) *Controller {
 	return &Controller{
 		kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk, recorder: recorder,
-		Interval: DefaultInterval, InstanceGracePeriod: DefaultInstanceGracePeriod,
+		Interval: DefaultInterval, InstanceGracePeriod: DefaultInstanceGracePeriod, LaunchGracePeriod: DefaultLaunchGracePeriod,
 	}
 }
 
@@ -74,6 +80,9 @@ type Result struct {
 	DeletedInstances []string
 	// DeletedNodeClaims are the names of NodeClaims whose instance vanished.
 	DeletedNodeClaims []string
+	// RecheckAfter, when not zero, is when the youngest unlisted launch left
+	// alone for its grace period comes due.
+	RecheckAfter time.Duration
 }
 
 // Reconcile runs one pass.
@@ -123,8 +132,11 @@ func (c *Controller) Reconcile(ctx context.Context) (Result, error) {
 			continue
 		}
 		// A launch younger than the grace period may have an instance that a
-		// cached client cannot see yet; it is looked at in a later pass.
-		if c.clock.Since(launched.LastTransitionTime.Time) < c.InstanceGracePeriod {
+		// cached client cannot see yet; it is looked at when it comes due.
+		if age := c.clock.Since(launched.LastTransitionTime.Time); age < c.LaunchGracePeriod {
+			if due := c.LaunchGracePeriod - age; res.RecheckAfter == 0 || due < res.RecheckAfter {
+				res.RecheckAfter = due
+			}
 			continue
 		}
 		deleted, err := c.deleteVanished(ctx, nc)
@@ -206,13 +218,19 @@ func (c *Controller) deleteVanished(ctx context.Context, nc *v1.NodeClaim) (bool
 func (c *Controller) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName(Name)
 	for {
-		if _, err := c.Reconcile(ctx); err != nil {
+		res, err := c.Reconcile(ctx)
+		if err != nil {
 			logger.Error(err, "garbage collection pass failed")
+		}
+		wait := c.Interval
+		if res.RecheckAfter > 0 && res.RecheckAfter < wait {
+			// A second's slack: the launch is past its grace period then.
+			wait = res.RecheckAfter + time.Second
 		}
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-c.clock.After(c.Interval):
+		case <-c.clock.After(wait):
 		}
 	}
 }

@@ -74,7 +74,8 @@ func TestNodeClaimWhoseInstanceVanishedIsDeleted(t *testing.T) {
 	ExpectDeleted(ctx, t, e.Client, node)
 	ExpectNotFound(ctx, t, e.Client, node)
 
-	// A launch younger than the grace period is not judged yet.
+	// A launch younger than the grace period is not judged yet, but the
+	// next pass is due when it comes of age (not a whole interval later).
 	res, err := p.gc.Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -82,7 +83,14 @@ func TestNodeClaimWhoseInstanceVanishedIsDeleted(t *testing.T) {
 	if len(res.DeletedNodeClaims) != 0 {
 		t.Fatalf("a fresh launch was collected: %+v", res)
 	}
-	clk.Step(garbagecollection.DefaultInstanceGracePeriod)
+	if res.RecheckAfter <= 0 || res.RecheckAfter > garbagecollection.DefaultLaunchGracePeriod {
+		t.Fatalf("RecheckAfter = %s, want within the launch grace period %s", res.RecheckAfter, garbagecollection.DefaultLaunchGracePeriod)
+	}
+	clk.Step(res.RecheckAfter - time.Second)
+	if res, err = p.gc.Reconcile(ctx); err != nil || len(res.DeletedNodeClaims) != 0 {
+		t.Fatalf("collected a second before its grace period ended: %+v, %v", res, err)
+	}
+	clk.Step(time.Second)
 	res, err = p.gc.Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)
