@@ -74,6 +74,9 @@ func TestCreateGetListDelete(t *testing.T) {
 	}
 
 	again, err := cp.Get(ctx, got.Status.ProviderID)
+	if got.Name != claim.Name {
+		t.Errorf("created NodeClaim named %q, want %q", got.Name, claim.Name)
+	}
 	if err != nil || again.Status.ProviderID != got.Status.ProviderID || again.Labels[corev1.LabelInstanceTypeStable] != "m5.xlarge" {
 		t.Fatalf("Get: %+v, %v", again, err)
 	}
