@@ -538,3 +538,35 @@ func btoi(b bool) int {
 	}
 	return 0
 }
+
+// An eviction the API server granted but never carried out (the controller
+// was killed mid-request: the PDB records the pod in status.disruptedPods,
+// the pod keeps running) is completed by deleting that pod: the budget
+// already counts it as gone. A pod the budget did not grant, or granted too
+// long ago (the disruption controller has dropped the grant), is not deleted.
+func TestGrantedEvictionIsCompleted(t *testing.T) {
+	f := setup(t)
+	_, node := f.launch(t, "granted", 0)
+	granted := f.pod(t, "web-granted", node, withLabels(map[string]string{"app": "web"}))
+	other := f.pod(t, "web-other", node, withLabels(map[string]string{"app": "web"}))
+	stale := f.pod(t, "web-stale", node, withLabels(map[string]string{"app": "web"}))
+	pdb := f.pdb(t, "web", "web", 0)
+	pdb = ExpectExists(f.ctx, t, e.Client, pdb)
+	pdb.Status.DisruptedPods = map[string]metav1.Time{
+		granted.Name: metav1.NewTime(f.clk.Now().Add(-10 * time.Second)),
+		stale.Name:   metav1.NewTime(f.clk.Now().Add(-eviction.GrantedEvictionTimeout - time.Second)),
+	}
+	ExpectStatusUpdated(f.ctx, t, e.Client, pdb)
+
+	ExpectDeleted(f.ctx, t, e.Client, node)
+	f.pass(t, node)
+	if !terminating(f.ctx, t, granted) {
+		t.Fatal("the pod whose eviction the PDB had granted is still running")
+	}
+	if terminating(f.ctx, t, other) {
+		t.Fatal("a pod the PDB did not grant was deleted")
+	}
+	if terminating(f.ctx, t, stale) {
+		t.Fatal("a pod whose grant had expired was deleted")
+	}
+}

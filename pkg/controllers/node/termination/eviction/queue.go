@@ -13,6 +13,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -253,6 +254,13 @@ func (q *Queue) evict(ctx context.Context, it *item) {
 	case ctx.Err() != nil:
 		return
 	}
+	if apierrors.IsTooManyRequests(err) {
+		if done, derr := q.completeGrantedEviction(ctx, it); derr == nil && done {
+			return
+		} else if derr != nil {
+			log.FromContext(ctx).Error(derr, "completing an eviction the PodDisruptionBudget already granted", "Pod", it.pod.String())
+		}
+	}
 	why := refusal(it.pod, err)
 	if !apierrors.IsTooManyRequests(err) && !isMultiplePDBs(err) {
 		log.FromContext(ctx).Error(err, "evicting pod", "Pod", it.pod.String(), "Node", it.node.Name)
@@ -269,6 +277,62 @@ func (q *Queue) evict(ctx context.Context, it *item) {
 	if report {
 		q.event(it.node, corev1.EventTypeWarning, ReasonFailedDraining, "Failed to drain node, "+why)
 	}
+}
+
+// GrantedEvictionTimeout is how long the disruption controller of
+// kube-controller-manager keeps a pod in a PodDisruptionBudget's
+// status.disruptedPods (its DeletionTimeout) when the pod is not deleted.
+const GrantedEvictionTimeout = 2 * time.Minute
+
+// completeGrantedEviction finishes an eviction the API server granted but
+// never carried out. The eviction handler charges the PodDisruptionBudget
+// (status.disruptedPods) before it deletes the pod; when the caller dies in
+// between (a controller killed mid-request cancels it), the pod keeps running
+// while the budget stays spent on it for GrantedEvictionTimeout, and every
+// other eviction is refused meanwhile. The budget already counts this pod as
+// gone, so deleting it (with its own grace period, as an eviction would) takes
+// no disruption the PDB did not allow. It returns true when it deleted the pod.
+func (q *Queue) completeGrantedEviction(ctx context.Context, it *item) (bool, error) {
+	pod := &corev1.Pod{}
+	if err := q.kubeClient.Get(ctx, it.pod, pod); err != nil {
+		return false, client.IgnoreNotFound(err)
+	}
+	if pod.UID != it.uid || pod.DeletionTimestamp != nil {
+		return false, nil
+	}
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := q.kubeClient.List(ctx, pdbs, client.InNamespace(pod.Namespace)); err != nil {
+		return false, err
+	}
+	now := q.clock.Now()
+	granted := false
+	for i := range pdbs.Items {
+		pdb := &pdbs.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		at, ok := pdb.Status.DisruptedPods[pod.Name]
+		if !ok || now.Sub(at.Time) >= GrantedEvictionTimeout {
+			return false, nil // a budget over the pod has not granted it
+		}
+		granted = true
+	}
+	if !granted {
+		return false, nil
+	}
+	if err := q.kubeClient.Delete(ctx, pod, client.Preconditions{UID: &it.uid}); err != nil {
+		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
+			q.forget(it)
+			return true, nil
+		}
+		return false, err
+	}
+	q.forget(it)
+	PodsDrainedTotal.WithLabelValues(it.reason).Inc()
+	q.event(pod, corev1.EventTypeNormal, ReasonEvicted, "Evicted pod (completing an eviction its PodDisruptionBudget had granted)")
+	log.FromContext(ctx).Info("completed a granted eviction", "Pod", it.pod.String(), "Node", it.node.Name)
+	return true, nil
 }
 
 func (q *Queue) forget(it *item) {
