@@ -77,6 +77,8 @@ type Emulator struct {
 	calls   map[string]int // "service/Action" -> answered requests
 
 	faults faultSet
+
+	authz authz // IAM policy enforcement (authz.go)
 }
 
 // Start seeds the state from opts and serves until Close.
