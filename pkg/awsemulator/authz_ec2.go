@@ -207,9 +207,10 @@ func launchAuthz(c *call, s *state, base map[string][]string) []authzRequest {
 	createAction := c.action
 	tagsFor := func(rt string) map[string]string {
 		t := launchTags(lts, requestTags, rt)
-		if rt == "spot-instances-request" && len(t) == 0 {
-			// Without a tag specification of its own, the spot request is
-			// authorized with the instance's tags.
+		if len(t) == 0 {
+			// Without a tag specification of its own (e.g. the network interface
+			// of a dry run naming a template that does not exist yet), a created
+			// resource is authorized with the instance's tags.
 			t = launchTags(lts, requestTags, "instance")
 		}
 		return t

@@ -317,7 +317,7 @@ func arnMatch(pattern, arn string) bool {
 	pp := strings.SplitN(pattern, ":", 6)
 	ap := strings.SplitN(arn, ":", 6)
 	if len(pp) != 6 || len(ap) != 6 {
-		return globMatch(pattern, arn)
+		return false // not an ARN: IAM matches ARNs part by part
 	}
 	for i := range pp {
 		if !globMatch(pp[i], ap[i]) {
