@@ -6,6 +6,9 @@
 // Faults are injected over HTTP: POST <endpoint>/_emulator/faults (see control.go).
 // --policy FILE enforces an IAM identity policy (docs/aws/controller-policy.json) on
 // every request, as IAM would for the access key.
+// With --kubeconfig, running instances join that cluster as KWOK-run Nodes; with
+// --event-queue, EventBridge events (state changes, POST /_emulator/events) go to that
+// SQS queue.
 package main
 
 import (
@@ -16,6 +19,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 )
@@ -32,7 +36,7 @@ func main() {
 func run(args []string, out io.Writer, stop <-chan struct{}) error {
 	fs := flag.NewFlagSet("aws-emulator", flag.ContinueOnError)
 	var o awsemulator.Options
-	var zones string
+	var zones, eventQueue string
 	fs.StringVar(&o.Region, "region", "us-west-2", "AWS region the emulator serves")
 	fs.StringVar(&zones, "zones", "", "comma-separated availability zones (default <region>a..d)")
 	fs.StringVar(&o.ClusterName, "cluster-name", "karpenter-demo", "name of the EKS cluster, its subnets' and security groups' discovery tag")
@@ -45,6 +49,9 @@ func run(args []string, out io.Writer, stop <-chan struct{}) error {
 	fs.StringVar(&policyFile, "policy", "", "IAM policy JSON file to enforce on every request (e.g. docs/aws/controller-policy.json; ${AWS_PARTITION}, ${AWS_REGION}, ${AWS_ACCOUNT_ID}, ${CLUSTER_NAME}, ${NODE_ROLE}, ${INTERRUPTION_QUEUE} are rendered); denied calls answer AWS's authorization errors")
 	fs.StringVar(&nodeRole, "policy-node-role", "", "${NODE_ROLE} of --policy (default KarpenterNodeRole-<cluster-name>)")
 	fs.StringVar(&queue, "policy-interruption-queue", "", "${INTERRUPTION_QUEUE} of --policy (default <cluster-name>)")
+	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster that running instances join as KWOK-run Nodes (registered from their user data); empty: none")
+	fs.DurationVar(&o.BootDelay, "boot-delay", 2*time.Second, "how long instances stay pending (and shutting-down) before running (terminated)")
+	fs.StringVar(&eventQueue, "event-queue", "", "SQS queue to create and deliver EventBridge events to (Karpenter's INTERRUPTION_QUEUE)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -76,6 +83,9 @@ func run(args []string, out io.Writer, stop <-chan struct{}) error {
 		if nodeRole != "" {
 			vars["NODE_ROLE"] = nodeRole
 		}
+		if queue == "" {
+			queue = eventQueue
+		}
 		if queue != "" {
 			vars["INTERRUPTION_QUEUE"] = queue
 		}
@@ -84,9 +94,18 @@ func run(args []string, out io.Writer, stop <-chan struct{}) error {
 		}
 		fmt.Fprintf(out, "enforcing IAM policy %s (denials: GET %s/_emulator/denials)\n", policyFile, e.Endpoint())
 	}
+	if eventQueue != "" {
+		if _, err := e.CreateQueue(eventQueue); err != nil {
+			return fmt.Errorf("--event-queue %s: %w", eventQueue, err)
+		}
+		e.SetEventQueue(eventQueue)
+	}
 	fmt.Fprintf(out, "AWS emulator listening on %s\n", e.Endpoint())
 	for _, kv := range e.Env() {
 		fmt.Fprintf(out, "export %s\n", kv)
+	}
+	if eventQueue != "" {
+		fmt.Fprintf(out, "export INTERRUPTION_QUEUE=%s\n", eventQueue)
 	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGTERM, syscall.SIGINT)

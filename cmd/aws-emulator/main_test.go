@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
 func TestRunServesUntilStopped(t *testing.T) {
@@ -20,12 +21,12 @@ func TestRunServesUntilStopped(t *testing.T) {
 	stop := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- run([]string{"--region", "eu-west-1", "--zones", "eu-west-1a,eu-west-1b", "--cluster-name", "demo"}, w, stop)
+		done <- run([]string{"--region", "eu-west-1", "--zones", "eu-west-1a,eu-west-1b", "--cluster-name", "demo", "--event-queue", "demo-events", "--boot-delay", "0s"}, w, stop)
 		w.Close()
 	}()
 	env := map[string]string{}
 	sc := bufio.NewScanner(r)
-	for len(env) < 4 && sc.Scan() {
+	for len(env) < 5 && sc.Scan() {
 		if kv, ok := strings.CutPrefix(sc.Text(), "export "); ok {
 			k, v, _ := strings.Cut(kv, "=")
 			env[k] = v
@@ -47,6 +48,11 @@ func TestRunServesUntilStopped(t *testing.T) {
 	if len(out.AvailabilityZones) != 2 || *out.AvailabilityZones[1].ZoneId != "euw1-az2" {
 		t.Fatalf("zones %+v", out.AvailabilityZones)
 	}
+	q, err := sqs.NewFromConfig(cfg).GetQueueUrl(context.Background(), &sqs.GetQueueUrlInput{QueueName: aws.String(env["INTERRUPTION_QUEUE"])})
+	if err != nil || env["INTERRUPTION_QUEUE"] != "demo-events" {
+		t.Fatalf("--event-queue: printed %q, GetQueueUrl %v", env["INTERRUPTION_QUEUE"], err)
+	}
+	_ = q
 	close(stop)
 	if err := <-done; err != nil {
 		t.Fatal(err)
@@ -59,6 +65,12 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 	if err := run([]string{"extra"}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "unexpected arguments") {
 		t.Fatalf("positional argument: %v", err)
+	}
+	if err := run([]string{"--kubeconfig", "/no/such/kubeconfig"}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "/no/such/kubeconfig") {
+		t.Fatalf("missing kubeconfig: %v", err)
+	}
+	if err := run([]string{"--boot-delay", "soon"}, io.Discard, nil); err == nil {
+		t.Fatal("bad boot delay accepted")
 	}
 	if err := run([]string{"--listen", "256.0.0.1:1"}, io.Discard, nil); err == nil {
 		t.Fatal("bad listen address accepted")

@@ -17,6 +17,7 @@ import (
 //	POST   /_emulator/deny                   {"service","action","deny"}
 //	PUT    /_emulator/policy                 an IAM policy document to enforce ("" lifts it)
 //	GET    /_emulator/denials                the calls the policy refused (Denials)
+//	POST   /_emulator/events                 {"kind","instanceId","noticeSeconds"} (events.go)
 func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -90,6 +91,13 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 		reply(http.StatusOK, map[string]string{"status": "set"})
 	case r.URL.Path == "/_emulator/denials" && r.Method == http.MethodGet:
 		reply(http.StatusOK, e.Denials())
+	case r.URL.Path == "/_emulator/events" && r.Method == http.MethodPost:
+		status, err := e.controlEvent(r)
+		if err != nil {
+			reply(status, map[string]string{"error": err.Error()})
+			return
+		}
+		reply(http.StatusOK, map[string]string{"status": "sent"})
 	default:
 		reply(http.StatusNotFound, map[string]string{"error": "unknown control request " + r.Method + " " + r.URL.Path})
 	}

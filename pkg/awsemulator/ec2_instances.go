@@ -12,9 +12,10 @@ import (
 
 // Instance is an EC2 instance launched through CreateFleet.
 //
-// States advance when observed: an instance is "pending" when created and "running"
-// at the next DescribeInstances (or Instances()); TerminateInstances makes it
-// "shutting-down", the next observation "terminated". SetInstanceState forces a state.
+// States advance as lifecycle.go describes: "pending" when created, "running" once
+// Options.BootDelay has passed (observed by DescribeInstances, Instances() or the
+// emulator's tick); TerminateInstances makes it "shutting-down", BootDelay later
+// "terminated". SetInstanceState forces a state.
 type Instance struct {
 	ID                 string
 	InstanceType       string
@@ -44,16 +45,7 @@ type Instance struct {
 
 var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
 
-func (s *state) observeInstances() {
-	for _, in := range s.instances {
-		switch in.State {
-		case "pending":
-			in.State = "running"
-		case "shutting-down":
-			in.State = "terminated"
-		}
-	}
-}
+func (s *state) observeInstances() { s.advance(s.now()) }
 
 func (in *Instance) clone() Instance {
 	cp := *in
@@ -92,7 +84,7 @@ func (e *Emulator) SetInstanceState(id, st string) error {
 		if st == "terminated" || st == "shutting-down" {
 			s.releaseAddress(in)
 		}
-		in.State = st
+		s.setState(in, st, s.now())
 	})
 	return err
 }
@@ -391,7 +383,7 @@ func (s *state) launch(c *fleetCandidate, capacityType, fleetID, reservationID s
 	in := &Instance{
 		ID: hexID("i", "instance", seq), InstanceType: c.instanceType, Architecture: it.arch,
 		Zone: c.zone, ZoneID: c.subnet.ZoneID, SubnetID: c.subnet.ID, VPCID: c.subnet.VPCID, ImageID: c.imageID,
-		CapacityType: capacityType, State: "pending", LaunchTime: time.Now().UTC().Truncate(time.Second),
+		CapacityType: capacityType, State: "pending", LaunchTime: s.now().UTC().Truncate(time.Second),
 		PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + s.opts.Region + ".compute.internal",
 		SecurityGroupIDs: c.lt.SecurityGroupIDs(), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name,
 		UserData: c.lt.UserData(), Tags: tags, ReservationID: reservationID, FleetID: fleetID, MetadataOptions: map[string]string{},
@@ -412,6 +404,9 @@ func (s *state) launch(c *fleetCandidate, capacityType, fleetID, reservationID s
 	c.subnet.AvailableIPs--
 	s.instances[in.ID] = in
 	s.instanceOrder = append(s.instanceOrder, in.ID)
+	now := s.now()
+	s.life().since[in.ID] = now
+	s.stateChangeEvent(in, now)
 	return in
 }
 
@@ -635,7 +630,7 @@ func ec2TerminateInstances(c *call) (any, error) {
 			prev := in.State
 			s.releaseAddress(in)
 			if in.State != "terminated" {
-				in.State = "shutting-down"
+				s.setState(in, "shutting-down", s.now())
 			}
 			b.open("item")
 			b.leafAlways("instanceId", id)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/credentials"
+	"k8s.io/utils/clock"
 )
 
 // Options configure an Emulator. The zero value is the default seed of the contract.
@@ -27,6 +28,15 @@ type Options struct {
 	AccessKeyID       string   // default "AKIAEMULATOR00000000"
 	SecretAccessKey   string   // default "emulator-secret-access-key"
 	Listen            string   // default "127.0.0.1:0"
+
+	// BootDelay is how long an instance stays pending (and shutting-down, stopping)
+	// before it is running (terminated, stopped); 0: at the next observation.
+	BootDelay time.Duration
+	// Clock drives BootDelay and event times (default: the real clock).
+	Clock clock.Clock
+	// Kubeconfig, when set, is the cluster running instances join as Nodes (see
+	// RegisterNodesTo).
+	Kubeconfig string
 }
 
 func (o Options) withDefaults() Options {
@@ -79,6 +89,7 @@ type Emulator struct {
 	faults faultSet
 
 	authz authz // IAM policy enforcement (authz.go)
+	nodes nodeRegistrar // see nodes.go
 }
 
 // Start seeds the state from opts and serves until Close.
@@ -100,8 +111,15 @@ func Start(opts Options) (*Emulator, error) {
 		st:       st,
 		calls:    map[string]int{},
 	}
+	if opts.Kubeconfig != "" {
+		if err := e.registerNodesToKubeconfig(opts.Kubeconfig); err != nil {
+			_ = ln.Close()
+			return nil, err
+		}
+	}
 	e.server = &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = e.server.Serve(ln) }()
+	go e.lifecycleLoop()
 	return e, nil
 }
 

@@ -43,6 +43,8 @@ type state struct {
 
 	capacityReservations map[string]*CapacityReservation // by ID; see ec2_capacityreservations.go
 
+	lifecycle *lifecycle // transitions, EventBridge, Node registration (lifecycle.go)
+
 	seq int // deterministic counter for generated IDs
 }
 
