@@ -1,12 +1,11 @@
 // Package aws is the AWS cloud provider: EC2 instances described by an
-// EC2NodeClass. This part answers what can be launched (instance types with
-// their offerings and prices); launching, deleting and listing instances land
-// with issue 14.
+// EC2NodeClass. It answers what can be launched (instance types with their
+// offerings and prices), launches through batched instant EC2 Fleets over
+// launch templates, and lists, describes and terminates the instances.
 package aws
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instance"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -25,21 +25,34 @@ import (
 // ProviderName is what Name returns.
 const ProviderName = "aws"
 
-// errLaunchNotImplemented is returned by the instance operations until the
-// launch path (CreateFleet, launch templates, termination) exists.
-var errLaunchNotImplemented = errors.New("the aws cloud provider cannot launch, delete or list EC2 instances yet (CreateFleet, launch templates and termination land with issue 14); it only resolves instance types and prices")
-
 // CloudProvider is the AWS cloud provider.
 type CloudProvider struct {
 	kubeClient    client.Client
 	instanceTypes *instancetype.Provider
+	// instances launches and terminates (nil: the provider only answers
+	// what can be launched; Create, Get, List and Delete say so).
+	instances   *instance.Provider
+	clusterName string
+}
+
+// Option adjusts a CloudProvider.
+type Option func(*CloudProvider)
+
+// WithInstances lets the provider launch, list and terminate instances of
+// the cluster clusterName.
+func WithInstances(p *instance.Provider, clusterName string) Option {
+	return func(c *CloudProvider) { c.instances, c.clusterName = p, clusterName }
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
 
 // New returns the provider; it reads EC2NodeClasses through kubeClient.
-func New(kubeClient client.Client, instanceTypes *instancetype.Provider) *CloudProvider {
-	return &CloudProvider{kubeClient: kubeClient, instanceTypes: instanceTypes}
+func New(kubeClient client.Client, instanceTypes *instancetype.Provider, opts ...Option) *CloudProvider {
+	c := &CloudProvider{kubeClient: kubeClient, instanceTypes: instanceTypes}
+	for _, o := range opts {
+		o(c)
+	}
+	return c
 }
 
 // Name of the provider.
@@ -82,18 +95,26 @@ func (c *CloudProvider) GetInstanceTypes(ctx context.Context, np *v1.NodePool) (
 
 // nodeClass reads and checks the EC2NodeClass a NodePool refers to.
 func (c *CloudProvider) nodeClass(ctx context.Context, np *v1.NodePool) (*awsv1.EC2NodeClass, error) {
-	ref := np.Spec.Template.Spec.NodeClassRef
+	return c.nodeClassByRef(ctx, np.Spec.Template.Spec.NodeClassRef, "NodePool", np.Name)
+}
+
+// nodeClassByRef reads and checks the EC2NodeClass ref names; owner (kind,
+// name) is what refers to it, for messages.
+func (c *CloudProvider) nodeClassByRef(ctx context.Context, ref *v1.NodeClassReference, ownerKind, owner string) (*awsv1.EC2NodeClass, error) {
 	if ref == nil {
-		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("NodePool %q has no spec.template.spec.nodeClassRef", np.Name))
+		if ownerKind == "NodePool" {
+			return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("NodePool %q has no spec.template.spec.nodeClassRef", owner))
+		}
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("%s %q has no spec.nodeClassRef", ownerKind, owner))
 	}
 	if ref.Group != awsv1.Group || ref.Kind != "EC2NodeClass" {
-		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("NodePool %q refers to %s.%s %q; the aws provider supports EC2NodeClass.%s only",
-			np.Name, ref.Kind, ref.Group, ref.Name, awsv1.Group))
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("%s %q refers to %s.%s %q; the aws provider supports EC2NodeClass.%s only",
+			ownerKind, owner, ref.Kind, ref.Group, ref.Name, awsv1.Group))
 	}
 	nc := &awsv1.EC2NodeClass{}
 	if err := c.kubeClient.Get(ctx, types.NamespacedName{Name: ref.Name}, nc); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q of NodePool %q not found", ref.Name, np.Name))
+			return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q of %s %q not found", ref.Name, ownerKind, owner))
 		}
 		return nil, fmt.Errorf("getting EC2NodeClass %q: %w", ref.Name, err)
 	}
@@ -108,24 +129,6 @@ func (c *CloudProvider) nodeClass(ctx context.Context, np *v1.NodePool) (*awsv1.
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q is not ready: %s", nc.Name, msg))
 	}
 	return nc, nil
-}
-
-// Create is not implemented yet (issue 14).
-func (c *CloudProvider) Create(context.Context, *v1.NodeClaim) (*v1.NodeClaim, error) {
-	return nil, cloudprovider.NewCreateError(errLaunchNotImplemented, "LaunchNotImplemented", errLaunchNotImplemented.Error())
-}
-
-// Delete is not implemented yet (issue 14).
-func (c *CloudProvider) Delete(context.Context, *v1.NodeClaim) error { return errLaunchNotImplemented }
-
-// Get is not implemented yet (issue 14).
-func (c *CloudProvider) Get(context.Context, string) (*v1.NodeClaim, error) {
-	return nil, errLaunchNotImplemented
-}
-
-// List is not implemented yet (issue 14).
-func (c *CloudProvider) List(context.Context) ([]*v1.NodeClaim, error) {
-	return nil, errLaunchNotImplemented
 }
 
 // IsDrifted: drift needs the launched instance (issue 14); nothing drifts yet.

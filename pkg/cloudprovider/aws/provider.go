@@ -76,16 +76,19 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	providers := nodeclass.NewProviders(cfg, opts, disc, deps.Clock)
 	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
-	instanceTypes := instancetype.NewProvider(ec2api, prices, instancetype.NewUnavailableOfferings(deps.Clock), deps.Clock, instancetype.Options{
+	unavailable := instancetype.NewUnavailableOfferings(deps.Clock)
+	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, instancetype.Options{
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
 	})
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
 	return &cloudprovider.Bundle{
-		CloudProvider: New(deps.KubeClient, instanceTypes),
+		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName)),
 		Controllers: []cloudprovider.Controller{
+			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
 			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
 		},

@@ -64,13 +64,13 @@ func (u *UnavailableOfferings) Delete(capacityType, instanceType, zone string) {
 	}
 }
 
-// IsUnavailable reports whether the offering, or its whole capacity type, is
-// marked and not expired.
+// IsUnavailable reports whether the offering, its whole capacity type or its
+// zone is marked and not expired.
 func (u *UnavailableOfferings) IsUnavailable(capacityType, instanceType, zone string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	now := u.clock.Now()
-	return u.live(offeringKey(capacityType, instanceType, zone), now) || u.live(capacityTypeKey(capacityType), now)
+	return u.live(offeringKey(capacityType, instanceType, zone), now) || u.live(capacityTypeKey(capacityType), now) || u.live(zoneKey(zone), now)
 }
 
 func (u *UnavailableOfferings) live(key string, now time.Time) bool {

@@ -1,0 +1,54 @@
+package v1
+
+import (
+	"encoding/json"
+	"hash/fnv"
+	"sort"
+	"strconv"
+)
+
+// Hash of the EC2NodeClass's static spec fields, stamped on NodeClaims as
+// karpenter.k8s.aws/ec2nodeclass-hash so that a changed class drifts its
+// nodes. As upstream, the fields tagged hash:"ignore" are left out: selector
+// terms drift through what they resolve to (status), the AMI family through
+// the AMIs, the kubelet settings through their own checks. Zero values and
+// empty lists hash as absent, and block device mappings are a set. A change of
+// this function's output for an unchanged spec needs a new
+// EC2NodeClassHashVersion, so an upgrade does not roll the fleet.
+func (in *EC2NodeClass) Hash() string {
+	spec := in.Spec.DeepCopy()
+	spec.SubnetSelectorTerms = nil
+	spec.SecurityGroupSelectorTerms = nil
+	spec.AMISelectorTerms = nil
+	spec.AMIFamily = nil
+	spec.Kubelet = nil
+	spec.CapacityReservationSelectorTerms = nil
+	if len(spec.Tags) == 0 {
+		spec.Tags = nil
+	}
+	bdms := make([]string, 0, len(spec.BlockDeviceMappings))
+	for _, b := range spec.BlockDeviceMappings {
+		if b == nil {
+			continue
+		}
+		if b.EBS != nil && b.EBS.VolumeSize != nil {
+			// Quantities hash by value: 100Gi and 102400Mi are the same size.
+			q := b.EBS.VolumeSize.String()
+			b.EBS.VolumeSize = nil
+			data, _ := json.Marshal(b)
+			bdms = append(bdms, string(data)+q)
+			continue
+		}
+		data, _ := json.Marshal(b)
+		bdms = append(bdms, string(data))
+	}
+	sort.Strings(bdms)
+	spec.BlockDeviceMappings = nil
+	data, _ := json.Marshal(struct {
+		Spec *EC2NodeClassSpec `json:"spec"`
+		BDMs []string          `json:"bdms,omitempty"`
+	}{spec, bdms})
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return strconv.FormatUint(h.Sum64(), 10)
+}
