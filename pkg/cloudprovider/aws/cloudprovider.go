@@ -33,6 +33,8 @@ type CloudProvider struct {
 	// what can be launched; Create, Get, List and Delete say so).
 	instances   *instance.Provider
 	clusterName string
+	// Drift answers IsDrifted (nil: nothing drifts).
+	Drift *Drift
 }
 
 // Option adjusts a CloudProvider.
@@ -131,7 +133,7 @@ func (c *CloudProvider) nodeClassByRef(ctx context.Context, ref *v1.NodeClassRef
 	return nc, nil
 }
 
-// IsDrifted: drift needs the launched instance (issue 14); nothing drifts yet.
-func (c *CloudProvider) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.DriftReason, error) {
-	return "", nil
+// IsDrifted is Drift's answer (drift.go).
+func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
+	return c.Drift.IsDrifted(ctx, nodeClaim)
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/capacityreservation"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instanceprofile"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/securitygroup"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/subnet"
@@ -45,6 +46,9 @@ type Providers struct {
 	// CapacityReservations resolves capacityReservationSelectorTerms.
 	CapacityReservations *capacityreservation.Provider
 	EC2                  *ec2.Client
+	// LaunchTemplates, when set, deletes a class's launch templates when
+	// the class goes.
+	LaunchTemplates *launchtemplate.Provider
 }
 
 // Controller reconciles EC2NodeClasses.

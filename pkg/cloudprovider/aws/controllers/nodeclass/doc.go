@@ -20,5 +20,9 @@
 //
 // The finalizer karpenter.k8s.aws/termination keeps a deleted EC2NodeClass
 // while NodeClaims still use it (an event names them) and, once they are gone,
-// deletes the instance profile Karpenter created for spec.role.
+// deletes the launch templates Karpenter created for it and the instance
+// profile it created for spec.role.
+//
+// HashController (a controller of its own, nodeclass.hash) keeps the
+// annotations karpenter.k8s.aws/ec2nodeclass-hash and -hash-version current.
 package nodeclass

@@ -22,7 +22,8 @@ import (
 const EventWaitingOnNodeClaimTermination = "WaitingOnNodeClaimTermination"
 
 // finalize releases the termination finalizer once no NodeClaim uses the
-// class, deleting the instance profiles Karpenter created for it first.
+// class, deleting the launch templates and instance profiles Karpenter
+// created for it first.
 func (c *Controller) finalize(ctx context.Context, nc *v1.EC2NodeClass) (reconcile.Result, error) {
 	if !controllerutil.ContainsFinalizer(nc, v1.TerminationFinalizer) {
 		return reconcile.Result{}, nil
@@ -39,6 +40,13 @@ func (c *Controller) finalize(ctx context.Context, nc *v1.EC2NodeClass) (reconci
 		// The NodeClaim watch wakes us on each deletion; the requeue keeps
 		// the event fresh for whoever is watching.
 		return reconcile.Result{RequeueAfter: time.Minute}, nil
+	}
+	// Launch templates are looked up by tag, so they go even when this
+	// process never created (or has forgotten) them.
+	if c.providers.LaunchTemplates != nil {
+		if err := c.providers.LaunchTemplates.DeleteAll(ctx, nc); err != nil {
+			return reconcile.Result{}, fmt.Errorf("deleting the launch templates of EC2NodeClass %s: %w", nc.Name, err)
+		}
 	}
 	if nc.Spec.Role != "" {
 		if err := c.providers.InstanceProfiles.DeleteAll(ctx, nc); err != nil {
