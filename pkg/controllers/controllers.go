@@ -70,7 +70,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	})
 	all = append(all, runnable(prov), cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error {
 		return provisioning.NewPodTrigger(d.KubeClient, prov.Batcher()).Register(mgr, d.Options.CPUConcurrency(10, 1000))
-	}))
+	}), registerer(provisioning.NewDeletionTrigger(prov.Batcher()).Register))
 	if !d.Options.DisableClusterStateObservability {
 		metrics, err := observability(d)
 		if err != nil {

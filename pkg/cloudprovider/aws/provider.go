@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -12,11 +13,13 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/interruption"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
+	awssqs "github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/sqs"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
@@ -26,7 +29,8 @@ var NodeClassLabelKey = v1.NodeClassLabelKey(schema.GroupKind{Group: awsv1.Group
 
 // Provider builds the AWS bundle: the CloudProvider over the instance type
 // and price providers, the EC2NodeClass status controller, the price
-// refresher, the AWS well-known labels and the EC2NodeClass label.
+// refresher, the interruption controller (when INTERRUPTION_QUEUE is set),
+// the AWS well-known labels and the EC2NodeClass label.
 type Provider struct {
 	Options settings.Options
 }
@@ -76,7 +80,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	providers := nodeclass.NewProviders(cfg, opts, disc, deps.Clock)
 	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
-	unavailable := instancetype.NewUnavailableOfferings(deps.Clock)
+	unavailable := instancetype.NewUnavailableOfferings(deps.Clock) // shared with interruption (spot warnings mark offerings)
 	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, instancetype.Options{
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
@@ -85,13 +89,18 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
 	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
+	controllers := []cloudprovider.Controller{
+		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
+		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
+		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
+	}
+	if opts.InterruptionQueue != "" {
+		queue := awssqs.NewProvider(sqs.NewFromConfig(cfg), opts.InterruptionQueue)
+		controllers = append(controllers, interruption.NewController(deps.KubeClient, queue, unavailable, deps.Recorder, deps.Clock, interruption.Options{}))
+	}
 	return &cloudprovider.Bundle{
-		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName)),
-		Controllers: []cloudprovider.Controller{
-			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
-			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
-			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
-		},
+		CloudProvider:     New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName)),
+		Controllers:       controllers,
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
 	}, nil

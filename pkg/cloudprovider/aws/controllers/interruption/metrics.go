@@ -1,0 +1,36 @@
+package interruption
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+)
+
+// LabelMessageType is the message kind (messages.Kind), or MessageTypeUnparsable.
+const LabelMessageType = "message_type"
+
+// MessageTypeUnparsable labels received messages that are not events Parse
+// understands (upstream leaves them out of the count).
+const MessageTypeUnparsable = "unparsable"
+
+// Upstream's names.
+var (
+	ReceivedMessages = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "received_messages_total",
+		Help: "Count of messages received from the SQS queue. Broken down by message type.",
+	}, []string{LabelMessageType})
+	DeletedMessages = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "deleted_messages_total",
+		Help: "Count of messages deleted from the SQS queue.",
+	})
+	MessageQueueDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Namespace: "karpenter", Subsystem: "interruption", Name: "message_queue_duration_seconds",
+		Help:    "Amount of time an interruption message is on the queue before it is processed by karpenter.",
+		Buckets: podmetrics.DurationBuckets(),
+	})
+)
+
+func init() {
+	crmetrics.Registry.MustRegister(ReceivedMessages, DeletedMessages, MessageQueueDuration)
+}
