@@ -3,6 +3,9 @@ SHELL := /bin/bash
 export GOFLAGS ?= -buildvcs=false
 
 K8S_VERSION ?= v1.37.2
+# make run CLOUD_PROVIDER=aws: the demo on the AWS emulator; DEMO_EXIT=1: exit after the scale-down (0 = success)
+CLOUD_PROVIDER ?= kwok
+DEMO_EXIT ?=
 BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
@@ -26,9 +29,9 @@ cluster: cluster-bins
 cluster-down: $(CLUSTER)
 	@$(CLUSTER) down --state-dir $(CURDIR)/.local
 
-## run: the main job — local cluster, Karpenter on KWOK, demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything
+## run: the main job — local cluster, Karpenter on KWOK (or CLOUD_PROVIDER=aws: on the AWS emulator), demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything (DEMO_EXIT=1: exit after the scale-down, 0 = success)
 run: cluster-bins
-	@go run ./cmd/demo
+	@DEMO_EXIT=$(DEMO_EXIT) go run ./cmd/demo -cloud-provider=$(CLOUD_PROVIDER)
 
 ## generate: regenerate deepcopy functions and CRDs
 generate:

@@ -1,8 +1,15 @@
 // Command demo is `make run`: it brings up the local cluster (etcd, kube-apiserver,
-// controller-manager, scheduler and KWOK), installs the CRDs, a default
-// KWOKNodeClass and NodePool, starts Karpenter on the KWOK provider, scales a demo
-// Deployment 0 → 50 → 0 while printing a live view, and then leaves the cluster
-// running until Ctrl-C. Ctrl-C at any point stops Karpenter and the cluster.
+// controller-manager, scheduler and KWOK), installs the CRDs, a default NodeClass and
+// NodePool, starts Karpenter, scales a demo Deployment 0 → 50 → 0 while printing a
+// live view, and then leaves the cluster running until Ctrl-C. Ctrl-C at any point
+// stops Karpenter and the cluster.
+//
+// -cloud-provider (CLOUD_PROVIDER, `make run CLOUD_PROVIDER=aws`) picks the path:
+// kwok (a KWOKNodeClass; KWOK fakes instances and nodes) or aws (the AWS emulator runs
+// in-process, Karpenter launches through CreateFleet, instances join as Nodes from
+// their user data; an EC2NodeClass on al2023@latest; $/h from the emulator's prices).
+// -exit (DEMO_EXIT=1) stops after the scale-down: exit 0 when the scale-up and the
+// scale-down (pods gone, empty nodes removed) succeeded, 1 otherwise.
 package main
 
 import (
@@ -15,6 +22,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -25,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/operator"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
@@ -33,17 +42,46 @@ func main() {
 	replicas := flag.Int("replicas", 50, "replicas to scale the demo Deployment to")
 	maxCPU := flag.Int("max-cpu", 16, "largest instance (vCPUs) the default NodePool may launch")
 	delay := flag.Duration("node-registration-delay", 3*time.Second, "KWOKNodeClass nodeRegistrationDelay (simulated boot time)")
-	exitAfter := flag.Bool("exit", false, "stop everything after the scale-down instead of waiting for Ctrl-C")
+	exitAfter := flag.Bool("exit", envBool("DEMO_EXIT"), "stop after the scale-down instead of waiting for Ctrl-C; exit 0 only if scale-up and scale-down succeeded (env DEMO_EXIT=1)")
+	cloudProvider := flag.String("cloud-provider", envOr("CLOUD_PROVIDER", "kwok"), "kwok or aws (env CLOUD_PROVIDER)")
+	stateDir := flag.String("state-dir", "", "where the local cluster keeps its state (default <repo>/.local)")
+	budget := flag.String("budget", "", "the NodePool's disruption budget nodes (default upstream's 10%)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, int32(*replicas), *maxCPU, *delay, *exitAfter); err != nil && !errors.Is(err, context.Canceled) {
+	cfg := config{replicas: int32(*replicas), maxCPU: *maxCPU, delay: *delay, exitAfter: *exitAfter, provider: *cloudProvider, stateDir: *stateDir, budget: *budget}
+	// Ctrl-C is a normal end of the interactive demo; with -exit it means the demo did
+	// not get to prove the scale-up and scale-down, so it fails.
+	if err := run(ctx, cfg); err != nil && (cfg.exitAfter || !errors.Is(err, context.Canceled)) {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
+type config struct {
+	replicas  int32
+	maxCPU    int
+	delay     time.Duration
+	exitAfter bool
+	provider  string
+	stateDir  string
+	budget    string
+}
+
+func envBool(k string) bool {
+	b, _ := strconv.ParseBool(os.Getenv(k))
+	return b
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
 type demo struct {
+	emulator    *awsemulator.Emulator // aws only
 	root, state string
 	client      client.Client
 	kubeconfig  string
@@ -54,12 +92,19 @@ type demo struct {
 	start       time.Time
 }
 
-func run(ctx context.Context, replicas int32, maxCPU int, delay time.Duration, exitAfter bool) (err error) {
+func run(ctx context.Context, cfg config) (err error) {
+	replicas, maxCPU, delay, exitAfter := cfg.replicas, cfg.maxCPU, cfg.delay, cfg.exitAfter
+	if cfg.provider != "kwok" && cfg.provider != "aws" {
+		return fmt.Errorf("-cloud-provider %q: must be kwok or aws", cfg.provider)
+	}
 	root, err := kit.RepoRoot()
 	if err != nil {
 		return err
 	}
 	d := &demo{root: root, state: filepath.Join(root, ".local"), start: time.Now()}
+	if cfg.stateDir != "" {
+		d.state = cfg.stateDir
+	}
 	if fi, err := os.Stdout.Stat(); err == nil && fi.Mode()&os.ModeCharDevice != 0 {
 		d.tty = true
 	}
@@ -73,28 +118,57 @@ func run(ctx context.Context, replicas int32, maxCPU int, delay time.Duration, e
 	if err := kit.InstallCRDs(ctx, d.client); err != nil {
 		return err
 	}
-	step("building and starting Karpenter (--cloud-provider=kwok); log: " + rel(root, filepath.Join(d.state, "karpenter.log")))
+	karpenterEnv := []string{"CLOUD_PROVIDER=kwok", "CLUSTER_NAME=demo"}
+	if cfg.provider == "aws" {
+		step(fmt.Sprintf("starting the AWS emulator (instances boot in %s and join as Nodes from their user data; interruption queue %s)", delay, awsQueue))
+		if karpenterEnv, err = d.startEmulator(delay); err != nil {
+			return err
+		}
+		fmt.Printf("    endpoint %s, cluster %s\n", d.emulator.Endpoint(), awsClusterName)
+	}
+	step("building and starting Karpenter (--cloud-provider=" + cfg.provider + "); log: " + rel(root, filepath.Join(d.state, "karpenter.log")))
 	bin := filepath.Join(root, "bin", "karpenter")
 	if err := kit.Build(root, bin); err != nil {
 		return err
 	}
-	if d.karpenter, err = kit.Start(bin, d.kubeconfig, filepath.Join(d.state, "karpenter.log"), "CLUSTER_NAME=demo"); err != nil {
+	if d.karpenter, err = kit.Start(bin, d.kubeconfig, filepath.Join(d.state, "karpenter.log"), karpenterEnv...); err != nil {
 		return err
 	}
 	if err := d.karpenter.Ready(ctx, 2*time.Minute); err != nil {
 		return err
 	}
-	step(fmt.Sprintf("creating KWOKNodeClass default (nodeRegistrationDelay %s) and NodePool default (linux/amd64, ≤%d vCPU, spot or on-demand)", delay, maxCPU))
-	if err := d.client.Create(ctx, kit.DefaultNodeClass(delay)); err != nil {
-		return err
-	}
-	np := kit.DefaultNodePool("default", "default", maxCPU)
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s") // upstream's default: consolidate at once
-	if err := d.client.Create(ctx, np); err != nil {
-		return err
-	}
-	if err := kit.NodeClassReady(ctx, d.client, "default", time.Minute); err != nil {
-		return fmt.Errorf("KWOKNodeClass default never became Ready: %w", err)
+	if cfg.provider == "aws" {
+		step(fmt.Sprintf("creating EC2NodeClass default (al2023@latest, subnets and security groups tagged karpenter.sh/discovery=%s) and NodePool default (linux/amd64, ≤%d vCPU, spot or on-demand)", awsClusterName, maxCPU))
+		if err := d.client.Create(ctx, awsNodeClass()); err != nil {
+			return err
+		}
+		np := awsNodePool(maxCPU)
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		if cfg.budget != "" {
+			np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: cfg.budget}}
+		}
+		if err := d.client.Create(ctx, np); err != nil {
+			return err
+		}
+		if err := ec2NodeClassReady(ctx, d.client, "default", 2*time.Minute); err != nil {
+			return fmt.Errorf("EC2NodeClass default never became Ready: %w", err)
+		}
+	} else {
+		step(fmt.Sprintf("creating KWOKNodeClass default (nodeRegistrationDelay %s) and NodePool default (linux/amd64, ≤%d vCPU, spot or on-demand)", delay, maxCPU))
+		if err := d.client.Create(ctx, kit.DefaultNodeClass(delay)); err != nil {
+			return err
+		}
+		np := kit.DefaultNodePool("default", "default", maxCPU)
+		np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
+		if cfg.budget != "" {
+			np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: cfg.budget}}
+		} // upstream's default: consolidate at once
+		if err := d.client.Create(ctx, np); err != nil {
+			return err
+		}
+		if err := kit.NodeClassReady(ctx, d.client, "default", time.Minute); err != nil {
+			return fmt.Errorf("KWOKNodeClass default never became Ready: %w", err)
+		}
 	}
 	dep := kit.Deployment("default", "demo", 0, "1", "1Gi", true)
 	if err := d.client.Create(ctx, dep); err != nil {
@@ -143,6 +217,10 @@ Karpenter log: %s   metrics: http://127.0.0.1:%d/metrics
 Ctrl-C stops Karpenter and the cluster.
 `, d.kubeconfig, kubectl, kubectl, rel(d.root, d.karpenter.LogPath), d.karpenter.MetricsPort)
 	if exitAfter {
+		if !nodesGone {
+			return fmt.Errorf("scale-down incomplete: %d node(s) left", c.Nodes)
+		}
+		fmt.Println("DEMO_EXIT: scale-up and scale-down succeeded")
 		return nil
 	}
 	select {
@@ -154,7 +232,9 @@ Ctrl-C stops Karpenter and the cluster.
 	}
 }
 
-func step(msg string) { fmt.Printf("==> %s\n", msg) }
+var demoStart = time.Now()
+
+func step(msg string) { fmt.Printf("==> [%s] %s\n", time.Since(demoStart).Round(time.Second), msg) }
 
 func rel(root, p string) string {
 	if r, err := filepath.Rel(root, p); err == nil && !strings.HasPrefix(r, "..") {
@@ -228,6 +308,9 @@ func (d *demo) shutdown() {
 			fmt.Fprintln(os.Stderr, err)
 		}
 	}
+	if d.emulator != nil {
+		_ = d.emulator.Close()
+	}
 	if d.cluster != nil && d.cluster.Process != nil {
 		select {
 		case err := <-d.clusterDone:
@@ -265,6 +348,9 @@ func (d *demo) watch(ctx context.Context, phase string, timeout time.Duration, d
 		c, err := kit.Count(ctx, d.client, "default")
 		if err != nil {
 			return err
+		}
+		if d.emulator != nil {
+			c.CostPerHour = d.awsCost(ctx)
 		}
 		finished := done(c)
 		if d.tty {

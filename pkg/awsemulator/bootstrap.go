@@ -33,6 +33,7 @@ type NodeBootstrap struct {
 	CABundle     string // base64 PEM
 	DNSClusterIP string
 	MaxPods      int // 0: not set (the ENI formula applies)
+	PodsPerCore  int // 0: not set; else pods are capped at PodsPerCore × vCPUs
 	Labels       map[string]string
 	Taints       []corev1.Taint
 }
@@ -105,14 +106,16 @@ func parseMIME(nb *NodeBootstrap, doc string) error {
 			scripts = append(scripts, string(raw))
 		}
 	}
-	if len(nodeConfigs) > 0 {
-		nb.Format = BootstrapAL2023
-		return mergeNodeConfigs(nb, nodeConfigs)
-	}
+	// An AL2 AMI has bootstrap.sh and no nodeadm (cloud-init ignores NodeConfig parts);
+	// AL2023 has no bootstrap.sh. So a part calling bootstrap.sh means AL2.
 	for _, s := range scripts {
 		if strings.Contains(s, "bootstrap.sh") {
 			return parseAL2Script(nb, s)
 		}
+	}
+	if len(nodeConfigs) > 0 {
+		nb.Format = BootstrapAL2023
+		return mergeNodeConfigs(nb, nodeConfigs)
 	}
 	return nil
 }
@@ -123,7 +126,7 @@ func applyKubeletArgs(nb *NodeBootstrap, args []string, where string) error {
 	for i := 0; i < len(args); i++ {
 		name, value, hasValue := strings.Cut(args[i], "=")
 		switch name {
-		case "--node-labels", "--register-with-taints", "--max-pods":
+		case "--node-labels", "--register-with-taints", "--max-pods", "--pods-per-core":
 		default:
 			continue
 		}
@@ -147,12 +150,16 @@ func applyKubeletArgs(nb *NodeBootstrap, args []string, where string) error {
 				return fmt.Errorf("%s: --register-with-taints: %w", where, err)
 			}
 			nb.Taints = taints
-		case "--max-pods":
+		case "--max-pods", "--pods-per-core":
 			n, err := strconv.Atoi(value)
 			if err != nil || n < 1 {
-				return fmt.Errorf("%s: --max-pods=%q is not a positive integer", where, value)
+				return fmt.Errorf("%s: %s=%q is not a positive integer", where, name, value)
 			}
-			nb.MaxPods = n
+			if name == "--max-pods" {
+				nb.MaxPods = n
+			} else {
+				nb.PodsPerCore = n
+			}
 		}
 	}
 	return nil

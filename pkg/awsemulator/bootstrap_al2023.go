@@ -46,6 +46,13 @@ func mergeNodeConfigs(nb *NodeBootstrap, docs []string) error {
 		}
 		nb.MaxPods = n
 	}
+	if v, ok := config["podsPerCore"]; ok {
+		n, err := toInt(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("NodeConfig spec.kubelet.config.podsPerCore: %v is not a non-negative integer", v)
+		}
+		nb.PodsPerCore = n
+	}
 	if dns, ok := config["clusterDNS"].([]any); ok && len(dns) > 0 {
 		nb.DNSClusterIP, _ = dns[0].(string)
 	}

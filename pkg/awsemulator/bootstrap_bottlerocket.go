@@ -17,6 +17,7 @@ type bottlerocketSettings struct {
 			ClusterCertificate string              `toml:"cluster-certificate"`
 			ClusterDNSIP       any                 `toml:"cluster-dns-ip"` // a string or a list
 			MaxPods            int                 `toml:"max-pods"`
+			PodsPerCore        int                 `toml:"pods-per-core"`
 			NodeLabels         map[string]string   `toml:"node-labels"`
 			NodeTaints         map[string][]string `toml:"node-taints"`
 		} `toml:"kubernetes"`
@@ -42,7 +43,10 @@ func parseBottlerocket(nb *NodeBootstrap, doc string) error {
 	if k.MaxPods < 0 {
 		return fmt.Errorf("settings.kubernetes.max-pods: %d is not positive", k.MaxPods)
 	}
-	nb.MaxPods = k.MaxPods
+	if k.PodsPerCore < 0 {
+		return fmt.Errorf("settings.kubernetes.pods-per-core: %d is not positive", k.PodsPerCore)
+	}
+	nb.MaxPods, nb.PodsPerCore = k.MaxPods, k.PodsPerCore
 	for key, v := range k.NodeLabels {
 		nb.Labels[key] = v
 	}

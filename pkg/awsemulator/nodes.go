@@ -190,6 +190,9 @@ func buildNode(o Options, in *Instance, it *instanceType, nb *NodeBootstrap, vol
 	if maxPods <= 0 {
 		maxPods = 110
 	}
+	if nb.PodsPerCore > 0 && vcpu > 0 {
+		maxPods = min(maxPods, int64(nb.PodsPerCore)*vcpu)
+	}
 	memMiB -= int64(math.Ceil(float64(memMiB) * vmMemoryOverheadPercent))
 	capacity := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewQuantity(vcpu, resource.DecimalSI),
