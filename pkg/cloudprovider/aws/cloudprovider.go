@@ -29,6 +29,8 @@ const ProviderName = "aws"
 type CloudProvider struct {
 	kubeClient    client.Client
 	instanceTypes *instancetype.Provider
+	// drift answers IsDrifted (nil: nothing drifts; see WithDrift).
+	drift *Drift
 	// instances launches and terminates (nil: the provider only answers
 	// what can be launched; Create, Get, List and Delete say so).
 	instances   *instance.Provider
@@ -135,5 +137,5 @@ func (c *CloudProvider) nodeClassByRef(ctx context.Context, ref *v1.NodeClassRef
 
 // IsDrifted is Drift's answer (drift.go).
 func (c *CloudProvider) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudprovider.DriftReason, error) {
-	return c.Drift.IsDrifted(ctx, nodeClaim)
+	return c.drift.IsDrifted(ctx, nodeClaim)
 }

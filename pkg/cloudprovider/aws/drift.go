@@ -49,6 +49,9 @@ func NewDrift(kubeClient client.Client, instances *instance.Provider, instanceTy
 	return &Drift{kubeClient: kubeClient, instances: instances, instanceTypes: instanceTypes}
 }
 
+// WithDrift makes the provider answer IsDrifted with d.
+func WithDrift(d *Drift) Option { return func(c *CloudProvider) { c.drift = d } }
+
 // IsDrifted: the hash comparison needs no AWS call and comes first; the
 // others compare the instance (DescribeInstances) with the class's resolved
 // status. A class that is missing, being deleted or not resolved yet drifts

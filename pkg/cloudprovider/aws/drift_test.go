@@ -191,6 +191,11 @@ func TestAMIDriftByInstanceTypeRequirements(t *testing.T) {
 			noAccel,
 		}
 	}, "")
+	// The claim's labels do not name the family; the instance type does.
+	f.expect(t, "an AMI for the m5 family", func(nc *awsv1.EC2NodeClass) {
+		nc.Status.AMIs = []awsv1.AMI{{ID: f.inst.ImageID, Requirements: []corev1.NodeSelectorRequirement{arch("amd64"),
+			{Key: awsv1.LabelInstanceFamily, Operator: corev1.NodeSelectorOpIn, Values: []string{"m5"}}}}}
+	}, "")
 	f.expect(t, "an AMI that m5.large cannot boot", func(nc *awsv1.EC2NodeClass) {
 		nc.Status.AMIs = []awsv1.AMI{{ID: f.inst.ImageID, Requirements: []corev1.NodeSelectorRequirement{arch("amd64"), {Key: awsv1.LabelInstanceGPUCount, Operator: corev1.NodeSelectorOpExists}}}}
 	}, aws.AMIDrift)

@@ -86,21 +86,23 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
 	})
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
+	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
-	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
-	controllers := []cloudprovider.Controller{
+	controllers := append([]cloudprovider.Controller{
 		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
 		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
 		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
-	}
+	}, lifecycleControllers(deps, opts.ClusterName, instances)...)
 	if opts.InterruptionQueue != "" {
 		queue := awssqs.NewProvider(sqs.NewFromConfig(cfg), opts.InterruptionQueue)
 		controllers = append(controllers, interruption.NewController(deps.KubeClient, queue, unavailable, deps.Recorder, deps.Clock, interruption.Options{}))
 	}
 	return &cloudprovider.Bundle{
-		CloudProvider:     New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName)),
-		Controllers:       controllers,
+		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
+			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
+		Controllers: controllers,
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
 	}, nil

@@ -104,8 +104,13 @@ const (
 	// AnnotationEC2NodeClassHashVersion versions the hash algorithm so that a
 	// new Karpenter does not treat every node as drifted after an upgrade.
 	AnnotationEC2NodeClassHashVersion = Group + "/ec2nodeclass-hash-version"
-	// EC2NodeClassHashVersion is the current hash version.
-	EC2NodeClassHashVersion = "v3"
+	// EC2NodeClassHashVersion is the current hash version. It is
+	// deliberately none of upstream's (v3 in v1.0, v4 in v1.1, v5 in v1.14,
+	// v6 at HEAD): our hash is computed differently, so annotations written
+	// by upstream Karpenter must read as "another version" (the class's
+	// NodeClaims are re-stamped) rather than as drifted, which would replace
+	// every node of a cluster switching over. Same scheme as the NodePool's.
+	EC2NodeClassHashVersion = "kgo-v1"
 	// AnnotationInstanceTagged marks a NodeClaim whose instance got its
 	// post-registration tags (Name, karpenter.sh/nodeclaim).
 	AnnotationInstanceTagged = Group + "/tagged"

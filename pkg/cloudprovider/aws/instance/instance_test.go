@@ -70,10 +70,10 @@ func TestCreateUsesOneLaunchTemplatePerOptionSet(t *testing.T) {
 		"MetadataOptions.HttpEndpoint":            "enabled",
 		"Monitoring.Enabled":                      "false",
 		"IamInstanceProfile.Name":                 nc.Status.InstanceProfile,
-		"BlockDeviceMapping.1.DeviceName":        "/dev/xvda",
-		"BlockDeviceMapping.1.Ebs.VolumeSize":    "20",
-		"BlockDeviceMapping.1.Ebs.VolumeType":    "gp3",
-		"BlockDeviceMapping.1.Ebs.Encrypted":     "true",
+		"BlockDeviceMapping.1.DeviceName":         "/dev/xvda",
+		"BlockDeviceMapping.1.Ebs.VolumeSize":     "20",
+		"BlockDeviceMapping.1.Ebs.VolumeType":     "gp3",
+		"BlockDeviceMapping.1.Ebs.Encrypted":      "true",
 	} {
 		if d[k] != want {
 			t.Errorf("launch template %s = %q, want %q", k, d[k], want)

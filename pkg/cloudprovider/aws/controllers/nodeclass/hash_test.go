@@ -78,16 +78,18 @@ func TestHashStampedAndSpecChangeDrifts(t *testing.T) {
 	expectHash(t, "class re-stamped", ExpectExists(ctx, t, e.Client, nc).Annotations, nc.Hash(), v1.EC2NodeClassHashVersion)
 }
 
-// upstreamVersions are hash versions upstream Karpenter has written
-// (v1.0: v3, v1.1: v4, v1.14: v5, HEAD: v6); otherVersion is one of them
-// that is not this build's.
-func otherVersion() string {
-	for _, v := range []string{"v5", "v4", "v6", "v3"} {
-		if v != v1.EC2NodeClassHashVersion {
-			return v
+// upstreamVersions are the hash versions upstream Karpenter has written
+// (v1.0: v3, v1.1: v4, v1.14: v5, HEAD: v6).
+var upstreamVersions = []string{"v1", "v2", "v3", "v4", "v5", "v6"}
+
+// Our Hash() is not upstream's hashstructure, so sharing a version with any
+// upstream release would make a cluster switching from it drift every node.
+func TestHashVersionIsNoneOfUpstreams(t *testing.T) {
+	for _, v := range upstreamVersions {
+		if v1.EC2NodeClassHashVersion == v {
+			t.Fatalf("EC2NodeClassHashVersion %q is upstream's; our hash is computed differently", v)
 		}
 	}
-	return "v0"
 }
 
 // After an upgrade (the class carries another hash version, e.g. written by
@@ -98,8 +100,9 @@ func TestHashVersionChangeRestampsNodeClaims(t *testing.T) {
 	ctx := context.Background()
 	ExpectCleanedUp(ctx, t, e.Client, &karpv1.NodeClaimList{}, &v1.EC2NodeClassList{})
 	c := nodeclass.NewHashController(e.Client)
-	old := otherVersion()
-	// Upstream's hash is hashstructure's uint64 in decimal.
+	old := "v5" // upstream v1.14
+	// Upstream's hash is hashstructure's uint64 in decimal; v3 (v1.0) and v5
+	// (v1.14) claims are handled alike.
 	const upstreamHash = "6502174423421598411"
 
 	nc := newNodeClass("upgraded")
@@ -113,12 +116,14 @@ func TestHashVersionChangeRestampsNodeClaims(t *testing.T) {
 	plain.Annotations["keep.me/too"] = "yes"
 	drifted := nodeClaim("drifted", nc.Name)
 	drifted.Annotations = hashAnnotations("1111", old)
+	fromV10 := nodeClaim("from-v1-0", nc.Name)
+	fromV10.Annotations = hashAnnotations("13376931244536245213", "v3")
 	unannotated := nodeClaim("unannotated", nc.Name)
 	current := nodeClaim("current", nc.Name)
 	current.Annotations = hashAnnotations("2222", v1.EC2NodeClassHashVersion)
 	foreign := nodeClaim("foreign", other.Name)
 	foreign.Annotations = hashAnnotations(upstreamHash, old)
-	ExpectApplied(ctx, t, e.Client, plain, drifted, unannotated, current, foreign)
+	ExpectApplied(ctx, t, e.Client, plain, fromV10, drifted, unannotated, current, foreign)
 	drifted.StatusConditions().SetTrueWithReason(karpv1.ConditionTypeDrifted, string(aws.NodeClassDrift), "")
 	ExpectStatusUpdated(ctx, t, e.Client, drifted)
 
@@ -133,6 +138,10 @@ func TestHashVersionChangeRestampsNodeClaims(t *testing.T) {
 		t.Errorf("other annotations must survive: %v", plain.Annotations)
 	}
 	expectStaticDrift(t, plain, nc, "")
+
+	fromV10 = ExpectExists(ctx, t, e.Client, fromV10)
+	expectHash(t, "claim of upstream v1.0", fromV10.Annotations, hash, v1.EC2NodeClassHashVersion)
+	expectStaticDrift(t, fromV10, nc, "")
 
 	drifted = ExpectExists(ctx, t, e.Client, drifted)
 	expectHash(t, "drifted claim", drifted.Annotations, "1111", v1.EC2NodeClassHashVersion)
@@ -180,8 +189,20 @@ func TestHashControllerWithManager(t *testing.T) {
 		return nil
 	}
 	Eventually(t, 30*time.Second, stamped)
-	nc = ExpectExists(ctx, t, e.Client, nc)
-	nc.Spec.DetailedMonitoring = ptr.To(true)
-	ExpectApplied(ctx, t, e.Client, nc)
-	Eventually(t, 30*time.Second, stamped)
+	before := ExpectExists(ctx, t, e.Client, nc).Annotations[v1.AnnotationEC2NodeClassHash]
+	// The controller writes the class too: retry on conflicts.
+	Eventually(t, 30*time.Second, func() error {
+		cur := ExpectExists(ctx, t, e.Client, &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
+		cur.Spec.DetailedMonitoring = ptr.To(true)
+		return e.Client.Update(ctx, cur)
+	})
+	Eventually(t, 30*time.Second, func() error {
+		if err := stamped(); err != nil {
+			return err
+		}
+		if ExpectExists(ctx, t, e.Client, nc).Annotations[v1.AnnotationEC2NodeClassHash] == before {
+			return fmt.Errorf("hash still %s", before)
+		}
+		return nil
+	})
 }

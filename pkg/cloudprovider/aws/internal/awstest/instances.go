@@ -15,7 +15,8 @@ import (
 )
 
 // Launch describes an instance for LaunchInstance. Zero fields get
-// defaults: m5.large, on-demand, the emulator's first subnet and image.
+// defaults: m5.large, on-demand, the subnet with most free addresses, an
+// x86_64 image of Amazon's.
 type Launch struct {
 	ClusterName      string
 	NodePool         string
@@ -53,6 +54,14 @@ func LaunchInstance(ctx context.Context, t testing.TB, cfg aws.Config, l Launch)
 	if tags == nil {
 		tags = KarpenterTags(l.ClusterName, l.NodePool, l.NodeClass)
 	}
+	if l.ImageID == "" {
+		imgs, err := api.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"},
+			Filters: []ec2types.Filter{{Name: aws.String("architecture"), Values: []string{"x86_64"}}}})
+		if err != nil || len(imgs.Images) == 0 {
+			t.Fatalf("finding an x86_64 image: %v", err)
+		}
+		l.ImageID = aws.ToString(imgs.Images[0].ImageId)
+	}
 	name := fmt.Sprintf("awstest/%s-%d", l.NodeClass, seq())
 	data := &ec2types.RequestLaunchTemplateData{SecurityGroupIds: l.SecurityGroupIDs}
 	if l.ImageID != "" {
@@ -85,7 +94,11 @@ func LaunchInstance(ctx context.Context, t testing.TB, cfg aws.Config, l Launch)
 		t.Fatalf("CreateFleet: %v", err)
 	}
 	if len(out.Instances) != 1 || len(out.Instances[0].InstanceIds) != 1 {
-		t.Fatalf("CreateFleet launched %+v, errors %+v", out.Instances, out.Errors)
+		var errs []string
+		for _, fe := range out.Errors {
+			errs = append(errs, aws.ToString(fe.ErrorCode)+": "+aws.ToString(fe.ErrorMessage))
+		}
+		t.Fatalf("CreateFleet launched %d instances, errors %v", len(out.Instances), errs)
 	}
 	return out.Instances[0].InstanceIds[0]
 }
