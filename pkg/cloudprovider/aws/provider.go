@@ -102,7 +102,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	return &cloudprovider.Bundle{
 		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
 			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
-		Controllers: controllers,
+		Controllers:       controllers,
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
 	}, nil
