@@ -123,7 +123,7 @@ func TestAWSDriftOnNewAMI(t *testing.T) {
 		Architecture: "x86_64", CreationDate: time.Now().UTC(),
 	})
 	e.emu.PutParameter(param, img.ID)
-	if err := poll(e.ctx, 10*time.Minute, func() (bool, error) {
+	if err := poll(e.ctx, 6*time.Minute, func() (bool, error) {
 		live := e.liveInstances()
 		if len(live) == 0 {
 			return false, nil
@@ -140,7 +140,7 @@ func TestAWSDriftOnNewAMI(t *testing.T) {
 		for _, in := range e.liveInstances() {
 			ids = append(ids, in.ID+"="+in.ImageID)
 		}
-		t.Fatalf("nodes not rolled to %s within 10m: %v (karpenter log %s)", img.ID, ids, e.karpenter.LogPath)
+		t.Fatalf("nodes not rolled to %s within 6m: %v (karpenter log %s)", img.ID, ids, e.karpenter.LogPath)
 	}
 	w.Assert(t)
 	e.expectInstancesMatchNodeClaims(t)

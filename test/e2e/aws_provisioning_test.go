@@ -76,12 +76,24 @@ func TestAWSProvisioningAMIFamilies(t *testing.T) {
 			if in.MetadataOptions["HttpTokens"] != "required" || in.MetadataOptions["HttpPutResponseHopLimit"] != "1" {
 				t.Errorf("instance %s metadata options %v, want IMDSv2 required with hop limit 1", in.ID, in.MetadataOptions)
 			}
-			for _, k := range []string{"kubernetes.io/cluster/" + awsCluster, "eks:eks-cluster-name", v1.NodePoolLabelKey, awsv1.LabelNodeClass, "karpenter.sh/nodeclaim", "Name", "team"} {
+		}
+	}
+	// Launch tags at once; Name and karpenter.sh/nodeclaim from the tagging controller
+	// shortly after registration (through CreateTags, under the shipped policy).
+	want := []string{"kubernetes.io/cluster/" + awsCluster, "eks:eks-cluster-name", v1.NodePoolLabelKey, awsv1.LabelNodeClass, "karpenter.sh/nodeclaim", "Name", "team"}
+	missing := ""
+	if err := poll(e.ctx, 2*time.Minute, func() (bool, error) {
+		missing = ""
+		for _, in := range e.liveInstances() {
+			for _, k := range want {
 				if _, ok := in.Tags[k]; !ok {
-					t.Errorf("instance %s lacks tag %s: %v", in.ID, k, in.Tags)
+					missing += fmt.Sprintf("instance %s lacks tag %s (%v); ", in.ID, k, in.Tags)
 				}
 			}
 		}
+		return missing == "", nil
+	}); err != nil {
+		t.Fatal(missing)
 	}
 }
 
