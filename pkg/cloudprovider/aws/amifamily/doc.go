@@ -14,6 +14,12 @@
 // image is used only when nothing else matches.
 //
 // Families carries per-family facts other packages need (root and ephemeral
-// devices, default block devices, OS, kubelet features); the user data each
-// family generates is built elsewhere.
+// devices, default block devices, OS, kubelet features).
+//
+// The Resolver (resolve.go) turns a class, a NodeClaim and candidate
+// instance types into launch template option sets: it gives every instance
+// type the newest AMI of status.amis it can boot, splits the types by the
+// max pods their kubelet must be told and by EFA count, and fills each set
+// with the family's user data (package bootstrap), block device and
+// metadata defaults, and the labels and taints the node registers with.
 package amifamily

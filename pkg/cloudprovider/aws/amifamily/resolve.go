@@ -43,6 +43,11 @@ type LaunchTemplate struct {
 	EFACount                 int
 	CapacityType             string                     // karpenter.sh/capacity-type value
 	InstanceTypes            []*scheduling.InstanceType // the subset launchable with this template
+	// CapacityReservationID is set when CapacityType is reserved: the
+	// template launches into this reservation (one template per reservation,
+	// as upstream), of CapacityReservationType (default or capacity-block).
+	CapacityReservationID   string
+	CapacityReservationType awsv1.CapacityReservationType
 }
 
 // Resolver turns an EC2NodeClass, a NodeClaim and candidate instance types
@@ -57,7 +62,9 @@ func NewResolver() *Resolver { return &Resolver{} }
 // whose requirements the type meets), then by max pods when the family
 // writes max-pods into user data (each group's kubelet gets its own
 // --max-pods), then by EFA count when the NodeClaim requests EFA devices:
-// one LaunchTemplate per group, in a stable order (AMIs in status order,
+// one LaunchTemplate per group (and, for capacity type reserved, per
+// capacity reservation of the group's available offerings the NodeClaim
+// allows), in a stable order (AMIs in status order,
 // groups in the order their first instance type appears). Instance types no
 // AMI fits are left out; when none fits, the error names the class, its AMIs
 // with their requirements, and why the first instance type does not fit.
@@ -85,8 +92,14 @@ func (r *Resolver) Resolve(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, inst
 	writesMaxPods := family.Name != awsv1.AMIFamilyCustom
 
 	var out []*LaunchTemplate
+	claimReqs := claimRequirements(nodeClaim)
 	for _, g := range groups {
-		type key struct{ maxPods, efa int64 }
+		type key struct {
+			maxPods, efa int64
+			// reservations are "id=type" joined by commas (a string keeps
+			// the key comparable).
+			reservations string
+		}
 		var order []key
 		byKey := map[key][]*scheduling.InstanceType{}
 		for _, it := range g.instanceTypes {
@@ -98,6 +111,9 @@ func (r *Resolver) Resolve(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, inst
 				q := it.Capacity[awsv1.ResourceEFA]
 				k.efa = q.Value()
 			}
+			if capacityType == v1.CapacityTypeReserved {
+				k.reservations = reservationsOf(it, claimReqs)
+			}
 			if _, ok := byKey[k]; !ok {
 				order = append(order, k)
 			}
@@ -108,10 +124,57 @@ func (r *Resolver) Resolve(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, inst
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, lt)
+			if k.reservations == "" {
+				out = append(out, lt)
+				continue
+			}
+			// One template per reservation: a launch template targets one.
+			for _, res := range strings.Split(k.reservations, ",") {
+				id, typ, _ := strings.Cut(res, "=")
+				cp := *lt
+				cp.CapacityReservationID = id
+				cp.CapacityReservationType = awsv1.CapacityReservationType(typ)
+				out = append(out, &cp)
+			}
 		}
 	}
 	return out, nil
+}
+
+func claimRequirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
+	reqs := make([]corev1.NodeSelectorRequirement, 0, len(nodeClaim.Spec.Requirements))
+	for _, r := range nodeClaim.Spec.Requirements {
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return scheduling.FromNodeSelectorRequirements(reqs...)
+}
+
+// reservationsOf lists the reservations of the type's available reserved
+// offerings that the NodeClaim allows, as sorted "id=type" pairs.
+func reservationsOf(it *scheduling.InstanceType, claimReqs scheduling.Requirements) string {
+	var out []string
+	for _, o := range it.Offerings {
+		if o.CapacityType != v1.CapacityTypeReserved || !o.Available || claimReqs.Intersects(o.Requirements) != nil {
+			continue
+		}
+		id, ok := o.Requirements.Get(awsv1.LabelCapacityReservationID)
+		if !ok {
+			continue
+		}
+		idValue, ok := id.Single()
+		if !ok {
+			continue
+		}
+		typ := string(awsv1.CapacityReservationTypeDefault)
+		if t, ok := o.Requirements.Get(awsv1.LabelCapacityReservationType); ok {
+			if v, ok := t.Single(); ok {
+				typ = v
+			}
+		}
+		out = append(out, idValue+"="+typ)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID string, maxPods int64, efa int, writesMaxPods bool, capacityType string, opts LaunchOptions, its []*scheduling.InstanceType) (*LaunchTemplate, error) {
@@ -142,6 +205,9 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 	if err != nil {
 		return nil, fmt.Errorf("EC2NodeClass %q: generating %s user data: %w", nc.Name, family.Name, err)
 	}
+	if len(userData) > MaxUserDataBytes {
+		return nil, fmt.Errorf("EC2NodeClass %q: %s user data is %d bytes, more than EC2's limit of %d; shorten spec.userData", nc.Name, family.Name, len(userData), MaxUserDataBytes)
+	}
 	lt := &LaunchTemplate{
 		LaunchOptions:            opts,
 		ImageID:                  amiID,
@@ -157,6 +223,9 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 	}
 	return lt, nil
 }
+
+// MaxUserDataBytes is EC2's limit on user data, counted before base64.
+const MaxUserDataBytes = 16 * 1024
 
 func podsOf(it *scheduling.InstanceType) int64 {
 	q, ok := it.Capacity[corev1.ResourcePods]

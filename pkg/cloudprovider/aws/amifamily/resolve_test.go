@@ -423,6 +423,14 @@ func TestResolveErrorsNameTheProblem(t *testing.T) {
 			}
 		})
 	}
+	t.Run("user data too large", func(t *testing.T) {
+		nc := nodeClass(awsv1.AMIFamilyAL2023, ami("ami-nvidia", "amd64", VariantNvidia, al2023))
+		nc.Spec.UserData = ptr.To("#!/bin/bash\n" + strings.Repeat("# padding\n", 1700))
+		_, err := NewResolver().Resolve(nc, nodeClaim(), its, v1.CapacityTypeOnDemand, launchOptions())
+		if err == nil || !strings.Contains(err.Error(), "16384") || !strings.Contains(err.Error(), "spec.userData") {
+			t.Fatalf("error %v, want one naming the 16384-byte limit and spec.userData", err)
+		}
+	})
 	t.Run("bad user data", func(t *testing.T) {
 		nc := nodeClass(awsv1.AMIFamilyBottlerocket, ami("ami-br", "amd64", VariantNvidia, Get(awsv1.AMIFamilyBottlerocket)))
 		nc.Spec.UserData = ptr.To("[settings.kubernetes\nbroken")
@@ -451,4 +459,44 @@ func compareGolden(t *testing.T, path, got string) {
 	if string(want) != got {
 		t.Errorf("differs from %s (run go test -update after checking the change):\n--- got ---\n%s\n--- want ---\n%s", path, got, want)
 	}
+}
+
+func TestResolveOneTemplatePerReservation(t *testing.T) {
+	al2023 := Get(awsv1.AMIFamilyAL2023)
+	nc := nodeClass(awsv1.AMIFamilyAL2023, ami("ami-x86", "amd64", VariantStandard, al2023))
+	reserved := func(zone, id, typ string, available bool) scheduling.Offering {
+		return scheduling.Offering{Zone: zone, CapacityType: v1.CapacityTypeReserved, Available: available, Requirements: scheduling.NewRequirements(
+			scheduling.NewRequirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, zone),
+			scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpIn, id),
+			scheduling.NewRequirement(awsv1.LabelCapacityReservationType, corev1.NodeSelectorOpIn, typ),
+		)}
+	}
+	m5 := instanceType(itSpec{name: "m5.large", arch: "amd64", pods: 29})
+	m5.Offerings = []scheduling.Offering{
+		{Zone: "us-west-2a", CapacityType: v1.CapacityTypeOnDemand, Available: true},
+		reserved("us-west-2a", "cr-b", "default", true),
+		reserved("us-west-2b", "cr-a", "capacity-block", true),
+		reserved("us-west-2c", "cr-gone", "default", false),
+	}
+	describe := func(lts []*LaunchTemplate) []string {
+		var out []string
+		for _, lt := range lts {
+			out = append(out, lt.CapacityType+" "+lt.CapacityReservationID+" "+string(lt.CapacityReservationType))
+		}
+		return out
+	}
+	resolve := func(claim *v1.NodeClaim, capacityType string) []string {
+		t.Helper()
+		lts, err := NewResolver().Resolve(nc, claim, []*scheduling.InstanceType{m5}, capacityType, launchOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return describe(lts)
+	}
+	equal(t, "reserved", resolve(nodeClaim(), v1.CapacityTypeReserved), []string{"reserved cr-a capacity-block", "reserved cr-b default"})
+	equal(t, "on-demand", resolve(nodeClaim(), v1.CapacityTypeOnDemand), []string{"on-demand  "})
+
+	claim := nodeClaim()
+	claim.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-west-2a"}}}
+	equal(t, "reserved in us-west-2a only", resolve(claim, v1.CapacityTypeReserved), []string{"reserved cr-b default"})
 }

@@ -58,6 +58,25 @@ spec:
 
 --BOUNDARY--
 `
+	// mimeShellUserData is what an AL2 user writes: scripts only (AL2 has no
+	// nodeadm, so a NodeConfig part would be ignored by the node).
+	mimeShellUserData = `MIME-Version: 1.0
+Content-Type: multipart/mixed; boundary="==BOUNDARY=="
+
+--==BOUNDARY==
+Content-Type: text/x-shellscript; charset="us-ascii"
+
+#!/bin/bash
+echo "first user part"
+
+--==BOUNDARY==
+Content-Type: text/cloud-config; charset="us-ascii"
+
+packages:
+- jq
+
+--==BOUNDARY==--
+`
 	nodeConfigUserData = `apiVersion: node.eks.aws/v1alpha1
 kind: NodeConfig
 spec:
@@ -139,7 +158,8 @@ func goldenCases() []goldenCase {
 		}},
 		{name: "raid0", mutate: func(o *Options) { o.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0) }},
 		{name: "userdata-shell", families: linuxScripts, mutate: func(o *Options) { o.CustomUserData = shellUserData }},
-		{name: "userdata-mime", families: linuxScripts, mutate: func(o *Options) { o.CustomUserData = mimeUserData }},
+		{name: "userdata-mime", families: []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom}, mutate: func(o *Options) { o.CustomUserData = mimeShellUserData }},
+		{name: "userdata-mime", families: []string{awsv1.AMIFamilyAL2023}, mutate: func(o *Options) { o.CustomUserData = mimeUserData }},
 		{name: "userdata-nodeconfig", families: []string{awsv1.AMIFamilyAL2023}, mutate: func(o *Options) { o.CustomUserData = nodeConfigUserData }},
 		{name: "userdata-toml", families: []string{awsv1.AMIFamilyBottlerocket, awsv1.AMIFamilyCustom}, mutate: func(o *Options) { o.CustomUserData = tomlUserData }},
 		{name: "userdata-powershell", families: []string{awsv1.AMIFamilyWindows2022, awsv1.AMIFamilyCustom}, mutate: func(o *Options) { o.CustomUserData = powershellUserData }},
