@@ -149,11 +149,12 @@ func TestProviderIdentity(t *testing.T) {
 	if policies["AcceleratedHardwareReady"] != 10*time.Minute || policies["KernelReady"] != 30*time.Minute || len(policies) != 5 {
 		t.Errorf("node monitoring agent repair policies %v", policies)
 	}
+	// Built without an instance provider: it says so instead of launching.
 	_, err := cp.Create(ctx, &v1.NodeClaim{})
-	if !cloudprovider.IsCreateError(err) || !strings.Contains(err.Error(), "issue 14") {
-		t.Errorf("Create: %v, want a CreateError saying launching lands with issue 14", err)
+	if !cloudprovider.IsCreateError(err) || !strings.Contains(err.Error(), "without an instance provider") {
+		t.Errorf("Create: %v, want a CreateError saying there is no instance provider", err)
 	}
-	if _, err := cp.List(ctx); err == nil || !strings.Contains(err.Error(), "issue 14") {
+	if _, err := cp.List(ctx); err == nil || !strings.Contains(err.Error(), "without an instance provider") {
 		t.Errorf("List: %v", err)
 	}
 }

@@ -49,6 +49,7 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 		}
 	}
 	out := c.toNodeClaim(inst, it)
+	out.Name = nodeClaim.Name
 	out.Annotations[awsv1.AnnotationEC2NodeClassHash] = nc.Hash()
 	out.Annotations[awsv1.AnnotationEC2NodeClassHashVersion] = awsv1.EC2NodeClassHashVersion
 	if nc.Status.InstanceProfile != "" {

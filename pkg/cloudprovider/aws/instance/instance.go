@@ -132,7 +132,14 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		if isLaunchTemplateNotFound(err) {
 			return nil, lts, err
 		}
-		if code := awserr.Code(err); unfulfillable[code] {
+		code := awserr.Code(err)
+		if code == codeSpotServiceLinkedRole && capacityType == scheduling.CapacityTypeSpot {
+			// The account cannot create spot's service-linked role: no spot
+			// for a while, on-demand next.
+			p.unavailable.MarkCapacityTypeUnavailable(scheduling.CapacityTypeSpot)
+			return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("creating spot fleet: %w", err))
+		}
+		if unfulfillable[code] {
 			return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("creating fleet: %w", err))
 		}
 		return nil, lts, cloudprovider.NewCreateError(err, "FleetCreationFailed", fmt.Sprintf("creating fleet: %s", awserr.Message(err)))
@@ -156,6 +163,13 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		inst.ImageID = aws.ToString(lto.Overrides.ImageId)
 		if inst.Type == "" {
 			inst.Type = string(lto.Overrides.InstanceType)
+		}
+	}
+	if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.LaunchTemplateSpecification != nil {
+		for _, lt := range lts {
+			if lt.Name == aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateName) || lt.ID == aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateId) {
+				inst.CapacityReservationID = lt.CapacityReservationID
+			}
 		}
 	}
 	if inst.Zone == "" {
@@ -241,13 +255,23 @@ func Candidates(reqs scheduling.Requirements, its []*scheduling.InstanceType, ca
 func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs scheduling.Requirements, tags map[string]string,
 	capacityType string, subnets map[string]subnet.Subnet) *ec2.CreateFleetInput {
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	// One fleet buys one market: capacity blocks and other reservations
+	// do not mix; the first template's kind wins.
+	block := capacityType == scheduling.CapacityTypeReserved && len(lts) > 0 && lts[0].CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock
 	for _, lt := range lts {
+		if capacityType == scheduling.CapacityTypeReserved && (lt.CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock) != block {
+			continue
+		}
 		var overrides []ec2types.FleetLaunchTemplateOverridesRequest
 		for _, it := range lt.InstanceTypes {
 			zones := map[string]bool{}
 			for i := range it.Offerings {
 				o := &it.Offerings[i]
 				if o.CapacityType != capacityType || !offeringCompatible(o, reqs) || zones[o.Zone] {
+					continue
+				}
+				// A reservation's template launches in that reservation's pool only.
+				if lt.CapacityReservationID != "" && !o.Requirements.Has(awsv1.LabelCapacityReservationID, lt.CapacityReservationID) {
 					continue
 				}
 				s, ok := subnets[o.Zone]
@@ -280,9 +304,14 @@ func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs sched
 			Overrides: overrides,
 		})
 	}
+	// Reserved capacity is bought as on-demand (or capacity-block) through
+	// templates that target the reservation.
 	fleetCT := ec2types.DefaultTargetCapacityTypeOnDemand
-	if capacityType == scheduling.CapacityTypeSpot {
+	switch {
+	case capacityType == scheduling.CapacityTypeSpot:
 		fleetCT = ec2types.DefaultTargetCapacityTypeSpot
+	case block:
+		fleetCT = ec2types.DefaultTargetCapacityTypeCapacityBlock
 	}
 	in := &ec2.CreateFleetInput{
 		Type:                  ec2types.FleetTypeInstant,

@@ -359,3 +359,76 @@ func TestParseProviderID(t *testing.T) {
 		}
 	}
 }
+
+// A full subnet takes its zone out of launches (InsufficientFreeAddressesInSubnet).
+func TestSubnetOutOfAddresses(t *testing.T) {
+	env := launchtest.New(t)
+	sn := env.Emulator.AddSubnet(awsemulator.Subnet{Zone: "us-west-2a", AvailableIPs: 1, Tags: map[string]string{"tiny": "true"}})
+	nc := env.NodeClass(t, "default")
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: sn.ID}}
+	env.Resolve(t, nc)
+	if _, err := create(t, env, nc, "fits", onDemand, "m5.large"); err != nil {
+		t.Fatal(err)
+	}
+	_, err := create(t, env, nc, "full", onDemand, "m5.large")
+	if !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "InsufficientFreeAddressesInSubnet") {
+		t.Fatalf("error %v, want an InsufficientCapacityError for the full subnet", err)
+	}
+	for _, ct := range both {
+		if !env.Unavailable.IsUnavailable(ct, "c5.large", "us-west-2a") {
+			t.Errorf("%s offerings of us-west-2a not marked unavailable", ct)
+		}
+	}
+	if env.Unavailable.IsUnavailable("on-demand", "m5.large", "us-west-2b") {
+		t.Error("another zone marked unavailable")
+	}
+}
+
+// Without spot's service-linked role, spot is out for a while and on-demand
+// is launched next.
+func TestSpotServiceLinkedRole(t *testing.T) {
+	env := launchtest.New(t)
+	nc := env.NodeClass(t, "default")
+	env.Emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "CreateFleet", Code: "AuthFailure.ServiceLinkedRoleCreationNotPermitted", Count: 1})
+	_, err := create(t, env, nc, "spot", both, "m5.large")
+	if err == nil {
+		t.Fatal("launch succeeded despite the fault")
+	}
+	if !env.Unavailable.IsUnavailable("spot", "m5.large", "us-west-2a") {
+		t.Error("spot not marked unavailable")
+	}
+	inst, err := create(t, env, nc, "next", both, "m5.large")
+	if err != nil || inst.CapacityType != "on-demand" {
+		t.Fatalf("next launch %+v, %v; want on-demand", inst, err)
+	}
+}
+
+// A reservation the class holds is used first: the launch template targets
+// it and the instance is in its zone, reported as reserved.
+func TestReservedLaunch(t *testing.T) {
+	env := launchtest.New(t)
+	nc := env.NodeClass(t, "default")
+	nc.Status.CapacityReservations = []awsv1.CapacityReservation{{
+		ID: "cr-0123456789abcdef0", AvailabilityZone: "us-west-2b", InstanceType: "m5.large", OwnerID: "123456789012",
+		InstanceMatchCriteria: "targeted", ReservationType: awsv1.CapacityReservationTypeDefault, State: awsv1.CapacityReservationStateActive,
+	}}
+	inst, err := create(t, env, nc, "reserved", []string{"reserved", "spot", "on-demand"}, "m5.large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.CapacityType != "reserved" || inst.CapacityReservationID != "cr-0123456789abcdef0" || inst.Zone != "us-west-2b" {
+		t.Errorf("instance %+v, want reserved in cr-0123456789abcdef0 (us-west-2b)", inst)
+	}
+	var found bool
+	for _, lt := range env.Emulator.LaunchTemplates() {
+		if lt.Data["CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"] == "cr-0123456789abcdef0" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("no launch template targets the reservation")
+	}
+	if got := emulated(t, env.Emulator, inst.ID).CapacityType; got != "on-demand" {
+		t.Errorf("fleet bought %s, want on-demand (reserved capacity is on-demand in a reservation)", got)
+	}
+}

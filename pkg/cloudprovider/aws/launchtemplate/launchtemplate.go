@@ -32,6 +32,10 @@ import (
 type Launch struct {
 	Name, ID, ImageID string
 	InstanceTypes     []*scheduling.InstanceType
+	// CapacityReservationID is the reservation the template launches into
+	// (capacity type reserved), of CapacityReservationType.
+	CapacityReservationID   string
+	CapacityReservationType awsv1.CapacityReservationType
 }
 
 // Options are what the launch templates need from outside an EC2NodeClass.
@@ -131,7 +135,8 @@ func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &Launch{Name: name, ID: id, ImageID: lt.ImageID, InstanceTypes: lt.InstanceTypes})
+		out = append(out, &Launch{Name: name, ID: id, ImageID: lt.ImageID, InstanceTypes: lt.InstanceTypes,
+			CapacityReservationID: lt.CapacityReservationID, CapacityReservationType: lt.CapacityReservationType})
 	}
 	return out, nil
 }
@@ -221,6 +226,14 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 		BlockDeviceMappings: blockDevices(lt.BlockDeviceMappings),
 		MetadataOptions:     metadataOptions(lt.MetadataOptions),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(lt.DetailedMonitoring)},
+	}
+	if lt.CapacityReservationID != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(lt.CapacityReservationID)},
+		}
+		if lt.CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
 	}
 	if lt.InstanceProfile != "" {
 		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(lt.InstanceProfile)}

@@ -19,6 +19,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/batcher"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instance"
@@ -61,7 +62,10 @@ func New(t testing.TB) *Env {
 	lts := launchtemplate.NewProvider(ec2api, amifamily.NewResolver(), clk, launchtemplate.Options{
 		ClusterName: opts.ClusterName, EKS: eks.NewFromConfig(cfg),
 	})
-	insts := instance.NewProvider(ec2api, lts, providers.Subnets, unavailable, clk, instance.Options{ClusterName: opts.ClusterName})
+	// A wider idle window than production's 35 ms, so that concurrent test
+	// launches on a loaded machine still meet in one batch.
+	insts := instance.NewProvider(ec2api, lts, providers.Subnets, unavailable, clk, instance.Options{ClusterName: opts.ClusterName,
+		Batch: batcher.Options{IdleTimeout: 150 * time.Millisecond}})
 	return &Env{Emulator: em, Config: cfg, Clock: clk, EC2: ec2api, Providers: providers, Unavailable: unavailable,
 		InstanceTypes: its, LaunchTemplates: lts, Instances: insts, ClusterName: opts.ClusterName}
 }

@@ -1,0 +1,67 @@
+package v1
+
+import (
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+)
+
+func hashClass() *EC2NodeClass {
+	q := resource.MustParse("100Gi")
+	return &EC2NodeClass{Spec: EC2NodeClassSpec{
+		SubnetSelectorTerms: []SubnetSelectorTerm{{ID: "subnet-1"}},
+		AMISelectorTerms:    []AMISelectorTerm{{Alias: "al2023@latest"}},
+		Role:                "role",
+		Tags:                map[string]string{"a": "1", "b": "2"},
+		BlockDeviceMappings: []*BlockDeviceMapping{
+			{DeviceName: ptr.To("/dev/xvda"), EBS: &BlockDevice{VolumeSize: &q}},
+			{DeviceName: ptr.To("/dev/xvdb")},
+		},
+	}}
+}
+
+func TestHash(t *testing.T) {
+	base := hashClass().Hash()
+	if base == "" || base != hashClass().Hash() {
+		t.Fatalf("hash %q not stable", base)
+	}
+	same := map[string]func(*EC2NodeClass){
+		"selector terms": func(nc *EC2NodeClass) { nc.Spec.SubnetSelectorTerms[0].ID = "subnet-2" },
+		"ami terms":      func(nc *EC2NodeClass) { nc.Spec.AMISelectorTerms[0].Alias = "al2023@v20250101" },
+		"kubelet":        func(nc *EC2NodeClass) { nc.Spec.Kubelet = &KubeletConfiguration{MaxPods: ptr.To(int32(10))} },
+		"bdm order":      func(nc *EC2NodeClass) { b := nc.Spec.BlockDeviceMappings; b[0], b[1] = b[1], b[0] },
+		"equal quantity": func(nc *EC2NodeClass) {
+			q := resource.MustParse("102400Mi")
+			nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q
+		},
+		"tag order": func(nc *EC2NodeClass) { nc.Spec.Tags = map[string]string{"b": "2", "a": "1"} },
+		"status":    func(nc *EC2NodeClass) { nc.Status.InstanceProfile = "x" },
+	}
+	for name, f := range same {
+		nc := hashClass()
+		f(nc)
+		if h := nc.Hash(); h != base {
+			t.Errorf("%s changed the hash", name)
+		}
+	}
+	differ := map[string]func(*EC2NodeClass){
+		"role": func(nc *EC2NodeClass) { nc.Spec.Role = "other" },
+		"tags": func(nc *EC2NodeClass) { nc.Spec.Tags["a"] = "3" },
+		"volume size": func(nc *EC2NodeClass) {
+			q := resource.MustParse("200Gi")
+			nc.Spec.BlockDeviceMappings[0].EBS.VolumeSize = &q
+		},
+		"user data":  func(nc *EC2NodeClass) { nc.Spec.UserData = ptr.To("x") },
+		"metadata":   func(nc *EC2NodeClass) { nc.Spec.MetadataOptions = &MetadataOptions{HTTPTokens: ptr.To("optional")} },
+		"monitoring": func(nc *EC2NodeClass) { nc.Spec.DetailedMonitoring = ptr.To(true) },
+		"context":    func(nc *EC2NodeClass) { nc.Spec.Context = ptr.To("ctx") },
+	}
+	for name, f := range differ {
+		nc := hashClass()
+		f(nc)
+		if h := nc.Hash(); h == base {
+			t.Errorf("%s did not change the hash", name)
+		}
+	}
+}
