@@ -43,6 +43,17 @@
 // AddCapacityReservation). Every ID is derived from a hash of stable inputs (hexID, upperID),
 // so the default seed is identical on every run and generated IDs follow the call order.
 //
+// # Instances, Nodes and events (issue 14)
+//
+// lifecycle.go advances instances (pending -> running after Options.BootDelay on
+// Options.Clock, shutting-down -> terminated) on observation and on a 100 ms tick;
+// every transition goes through state.setState. nodes.go turns "running" into a Node of
+// the cluster given by Options.Kubeconfig / RegisterNodesTo, read from the launch
+// template's user data by the bootstrap parsers (bootstrap*.go: AL2023 NodeConfig MIME,
+// AL2 bootstrap.sh, Bottlerocket TOML, Windows PowerShell), and deletes it on
+// "terminated". events.go delivers EventBridge events (state changes, spot
+// interruption, rebalance, scheduled change) to the queue SetEventQueue names.
+//
 // # Adding an operation
 //
 //  1. Write func(c *call) (any, error) in the service's file (ec2_*.go, iam.go, ...).
