@@ -86,6 +86,10 @@ func (c *Controller) Reconcile(ctx context.Context) ([]string, time.Duration, er
 	}
 	var orphans []*instance.Instance
 	for _, inst := range instances {
+		// One already shutting down was collected by an earlier pass.
+		if inst.State == "shutting-down" {
+			continue
+		}
 		if !tracked[inst.ID] && c.clock.Since(inst.LaunchTime) > GracePeriod {
 			orphans = append(orphans, inst)
 		}
