@@ -4,6 +4,8 @@
 // parameters, an EKS cluster). It prints the endpoint and the environment to export
 // so the SDK's standard settings reach it, then serves until SIGTERM or SIGINT.
 // Faults are injected over HTTP: POST <endpoint>/_emulator/faults (see control.go).
+// --policy FILE enforces an IAM identity policy (docs/aws/controller-policy.json) on
+// every request, as IAM would for the access key.
 // With --kubeconfig, running instances join that cluster as KWOK-run Nodes; with
 // --event-queue, EventBridge events (state changes, POST /_emulator/events) go to that
 // SQS queue.
@@ -43,6 +45,10 @@ func run(args []string, out io.Writer, stop <-chan struct{}) error {
 	fs.StringVar(&o.AccessKeyID, "access-key-id", "AKIAEMULATOR00000000", "access key ID requests must be signed with")
 	fs.StringVar(&o.SecretAccessKey, "secret-access-key", "emulator-secret-access-key", "secret access key requests must be signed with")
 	fs.StringVar(&o.Listen, "listen", "127.0.0.1:0", "address to listen on")
+	var policyFile, nodeRole, queue string
+	fs.StringVar(&policyFile, "policy", "", "IAM policy JSON file to enforce on every request (e.g. docs/aws/controller-policy.json; ${AWS_PARTITION}, ${AWS_REGION}, ${AWS_ACCOUNT_ID}, ${CLUSTER_NAME}, ${NODE_ROLE}, ${INTERRUPTION_QUEUE} are rendered); denied calls answer AWS's authorization errors")
+	fs.StringVar(&nodeRole, "policy-node-role", "", "${NODE_ROLE} of --policy (default KarpenterNodeRole-<cluster-name>)")
+	fs.StringVar(&queue, "policy-interruption-queue", "", "${INTERRUPTION_QUEUE} of --policy (default <cluster-name>)")
 	fs.StringVar(&o.Kubeconfig, "kubeconfig", "", "cluster that running instances join as KWOK-run Nodes (registered from their user data); empty: none")
 	fs.DurationVar(&o.BootDelay, "boot-delay", 2*time.Second, "how long instances stay pending (and shutting-down) before running (terminated)")
 	fs.StringVar(&eventQueue, "event-queue", "", "SQS queue to create and deliver EventBridge events to (Karpenter's INTERRUPTION_QUEUE)")
@@ -59,11 +65,35 @@ func run(args []string, out io.Writer, stop <-chan struct{}) error {
 			}
 		}
 	}
+	var policy []byte
+	if policyFile != "" {
+		b, err := os.ReadFile(policyFile)
+		if err != nil {
+			return fmt.Errorf("--policy: %w", err)
+		}
+		policy = b
+	}
 	e, err := awsemulator.Start(o)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	if policy != nil {
+		vars := map[string]string{}
+		if nodeRole != "" {
+			vars["NODE_ROLE"] = nodeRole
+		}
+		if queue == "" {
+			queue = eventQueue
+		}
+		if queue != "" {
+			vars["INTERRUPTION_QUEUE"] = queue
+		}
+		if err := e.SetPolicy(e.RenderPolicy(string(policy), vars)); err != nil {
+			return fmt.Errorf("--policy %s: %w", policyFile, err)
+		}
+		fmt.Fprintf(out, "enforcing IAM policy %s (denials: GET %s/_emulator/denials)\n", policyFile, e.Endpoint())
+	}
 	if eventQueue != "" {
 		if _, err := e.CreateQueue(eventQueue); err != nil {
 			return fmt.Errorf("--event-queue %s: %w", eventQueue, err)

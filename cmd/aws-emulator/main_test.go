@@ -3,7 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
+	"os"
 	"strings"
 	"testing"
 
@@ -71,5 +74,72 @@ func TestRunRejectsBadFlags(t *testing.T) {
 	}
 	if err := run([]string{"--listen", "256.0.0.1:1"}, io.Discard, nil); err == nil {
 		t.Fatal("bad listen address accepted")
+	}
+}
+
+func TestRunEnforcesPolicy(t *testing.T) {
+	r, w := io.Pipe()
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- run([]string{"--policy", "../../docs/aws/controller-policy.json"}, w, stop)
+		w.Close()
+	}()
+	env := map[string]string{}
+	sc := bufio.NewScanner(r)
+	enforcing := false
+	for (len(env) < 4 || !enforcing) && sc.Scan() {
+		if kv, ok := strings.CutPrefix(sc.Text(), "export "); ok {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		enforcing = enforcing || strings.HasPrefix(sc.Text(), "enforcing IAM policy ../../docs/aws/controller-policy.json")
+	}
+	go func() { _, _ = io.Copy(io.Discard, r) }()
+	cfg := aws.Config{
+		Region:       env["AWS_REGION"],
+		Credentials:  credentials.NewStaticCredentialsProvider(env["AWS_ACCESS_KEY_ID"], env["AWS_SECRET_ACCESS_KEY"], ""),
+		BaseEndpoint: aws.String(env["AWS_ENDPOINT_URL"]),
+	}
+	client := ec2.NewFromConfig(cfg)
+	if _, err := client.DescribeSubnets(context.Background(), &ec2.DescribeSubnetsInput{}); err != nil {
+		t.Fatalf("allowed read: %v", err)
+	}
+	_, err := client.TerminateInstances(context.Background(), &ec2.TerminateInstancesInput{InstanceIds: []string{"i-0"}})
+	if err == nil || !strings.Contains(err.Error(), "InvalidInstanceID") {
+		t.Fatalf("terminating a missing instance: %v", err)
+	}
+	_, err = client.RunInstances(context.Background(), &ec2.RunInstancesInput{ImageId: aws.String("ami-1"), MinCount: aws.Int32(1), MaxCount: aws.Int32(1)})
+	if err == nil || !strings.Contains(err.Error(), "UnauthorizedOperation") {
+		t.Fatalf("untagged RunInstances: %v", err)
+	}
+	resp, err := http.Get(env["AWS_ENDPOINT_URL"] + "/_emulator/denials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var denials []struct{ Action, Permission, Resource string }
+	if err := json.NewDecoder(resp.Body).Decode(&denials); err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if len(denials) != 1 || denials[0].Action != "RunInstances" || denials[0].Permission != "ec2:RunInstances" {
+		t.Fatalf("denials %+v", denials)
+	}
+	close(stop)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRunRejectsBadPolicy(t *testing.T) {
+	if err := run([]string{"--policy", "no-such-file.json"}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "--policy") {
+		t.Fatalf("missing policy file: %v", err)
+	}
+	f := t.TempDir() + "/p.json"
+	if err := os.WriteFile(f, []byte(`{"Statement":[{"Effect":"Allow","Action":"ec2:*","Resource":"arn:${NOPE}"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := run([]string{"--policy", f}, io.Discard, nil); err == nil || !strings.Contains(err.Error(), "${NOPE}") {
+		t.Fatalf("unrendered placeholder: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package awsemulator
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -14,6 +15,8 @@ import (
 //	GET    /_emulator/calls                  {"ec2/DescribeSubnets": 3, ...}
 //	POST   /_emulator/insufficient-capacity  {"capacityType","instanceType","zone","on"}
 //	POST   /_emulator/deny                   {"service","action","deny"}
+//	PUT    /_emulator/policy                 an IAM policy document to enforce ("" lifts it)
+//	GET    /_emulator/denials                the calls the policy refused (Denials)
 //	POST   /_emulator/events                 {"kind","instanceId","noticeSeconds"} (events.go)
 func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) {
@@ -76,6 +79,18 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 			e.AllowAction(in.Service, in.Action)
 		}
 		reply(http.StatusOK, map[string]string{"status": "set"})
+	case r.URL.Path == "/_emulator/policy" && r.Method == http.MethodPut:
+		b, err := io.ReadAll(r.Body)
+		if err == nil {
+			err = e.SetPolicy(string(b))
+		}
+		if err != nil {
+			bad(err)
+			return
+		}
+		reply(http.StatusOK, map[string]string{"status": "set"})
+	case r.URL.Path == "/_emulator/denials" && r.Method == http.MethodGet:
+		reply(http.StatusOK, e.Denials())
 	case r.URL.Path == "/_emulator/events" && r.Method == http.MethodPost:
 		status, err := e.controlEvent(r)
 		if err != nil {

@@ -30,7 +30,8 @@
 // SigV4 verification (sigv4.go: recomputes the SDK's canonical request; wrong key,
 // region, service, signature or none -> the service's auth error) | faults (faults.go:
 // deterministic Rate sequence, Count, Latency; status from the code as AWS sends it) |
-// DenyAction (access denied in the service's shape, DryRun included) | handler.
+// DenyAction (access denied in the service's shape, DryRun included) | IAM policy
+// (authz.go, when SetPolicy set one; dry runs included) | handler.
 //
 // # State
 //

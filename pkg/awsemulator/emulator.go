@@ -88,6 +88,7 @@ type Emulator struct {
 
 	faults faultSet
 
+	authz authz         // IAM policy enforcement (authz.go)
 	nodes nodeRegistrar // see nodes.go
 }
 

@@ -111,6 +111,10 @@ func (e *Emulator) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, c, denied)
 		return
 	}
+	if denied := e.authorize(c); denied != nil {
+		writeError(w, c, denied)
+		return
+	}
 	out, err := h(c)
 	if err != nil {
 		apiErr, ok := err.(*apiError)

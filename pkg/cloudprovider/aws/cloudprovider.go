@@ -35,6 +35,8 @@ type CloudProvider struct {
 	// what can be launched; Create, Get, List and Delete say so).
 	instances   *instance.Provider
 	clusterName string
+	// Drift answers IsDrifted (nil: nothing drifts).
+	Drift *Drift
 }
 
 // Option adjusts a CloudProvider.

@@ -16,6 +16,7 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
@@ -169,6 +170,11 @@ func (v *validation) tags(nc *v1.EC2NodeClass) (map[string]string, error) {
 	out[v1.TagClusterPrefix+v.opts.ClusterName] = "owned"
 	out[v1.TagEKSClusterName] = v.opts.ClusterName
 	out[v1.TagEC2NodeClass] = nc.Name
+	// A launch always carries its NodePool's tag, and the controller policy
+	// (docs/aws/controller-policy.json) requires it on every create: a dry
+	// run without it would be refused although real launches are allowed.
+	// No NodePool is involved in validation, hence the empty value.
+	out[karpv1.NodePoolLabelKey] = ""
 	return out, nil
 }
 
