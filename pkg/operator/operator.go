@@ -157,12 +157,56 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 	}, nil
 }
 
+// StartupAbandonTimeout is how long Start waits, once ctx ended, for a
+// manager that had not finished starting.
+const StartupAbandonTimeout = 5 * time.Second
+
 // Start runs the manager until ctx ends.
+//
+// A manager stopped while it is still starting (waiting for its caches)
+// never returns: controller-runtime's runnable group keeps selecting on the
+// ended context instead of giving up (seen with v0.25.2: a SIGTERM within the
+// first second hung the process, spinning a CPU, until SIGKILL). Nothing has
+// run yet at that point (no controller, no leadership), so Start gives the
+// manager StartupAbandonTimeout and then returns, and the process exits. A
+// manager that finished starting shuts down gracefully as usual.
 func (o *Operator) Start(ctx context.Context) error {
 	o.Logger.Info("starting karpenter", "version", Version, "cloud-provider", o.Options.CloudProvider,
 		"leader-election", !o.Options.DisableLeaderElection)
-	return o.Manager.Start(ctx)
+	started := &startedMarker{ch: make(chan struct{})}
+	if err := o.Manager.Add(started); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- o.Manager.Start(ctx) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-started.ch:
+		return <-done
+	case <-time.After(StartupAbandonTimeout):
+		o.Logger.Info("stopped while starting; exiting without waiting for the manager", "waited", StartupAbandonTimeout.String())
+		return nil
+	}
 }
+
+// startedMarker is a runnable of the manager's last start-up group (after
+// the caches synced): its start says the manager finished starting.
+type startedMarker struct{ ch chan struct{} }
+
+func (m *startedMarker) Start(ctx context.Context) error {
+	close(m.ch)
+	<-ctx.Done()
+	return nil
+}
+
+// NeedLeaderElection: false, so it starts on every replica, leader or not.
+func (m *startedMarker) NeedLeaderElection() bool { return false }
 
 func bindAddress(port int) string {
 	if port == 0 {

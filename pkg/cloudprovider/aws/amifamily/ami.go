@@ -123,7 +123,7 @@ type Option func(*Provider)
 func WithPageSize(n int32) Option { return func(p *Provider) { p.pageSize = n } }
 
 // NewProvider returns a provider whose DescribeImages answers live for ttl
-// (upstream: 1 minute); SSM answers live in ssmProvider's cache (24 hours).
+// (upstream: 1 minute); SSM answers live in ssmProvider's cache (its own ttl).
 func NewProvider(ec2api *ec2.Client, ssmProvider *SSMProvider, versions *VersionProvider, clk clock.PassiveClock, ttl time.Duration, opts ...Option) *Provider {
 	p := &Provider{ec2: ec2api, ssm: ssmProvider, versions: versions, clock: clk, images: ttlcache.New[[]image](clk, ttl), pageSize: 1000}
 	for _, o := range opts {

@@ -38,7 +38,7 @@ func setup(t *testing.T, opts ...amifamily.Option) *env {
 	clk := clocktesting.NewFakeClock(time.Now())
 	versions := amifamily.NewVersionProvider(eks.NewFromConfig(cfg), cluster, nil, clk)
 	ssmapi := ssm.NewFromConfig(cfg)
-	p := amifamily.NewProvider(ec2.NewFromConfig(cfg), amifamily.NewSSMProvider(ssmapi, clk), versions, clk, time.Minute, opts...)
+	p := amifamily.NewProvider(ec2.NewFromConfig(cfg), amifamily.NewSSMProvider(ssmapi, clk, 0), versions, clk, time.Minute, opts...)
 	return &env{e: e, p: p, clk: clk, ssm: ssmapi}
 }
 

@@ -11,7 +11,11 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
 )
 
-// SSMCacheTTL is upstream's lifetime of a resolved SSM parameter.
+// SSMCacheTTL is upstream's lifetime of a resolved SSM parameter. We cache
+// for the AMI refresh interval instead (NewSSMProvider's ttl): upstream only
+// drops an entry early when its AMI is deprecated, so an AMI published under
+// an alias reaches nodes up to a day late; SSM's read quota (40 TPS) is far
+// above the few parameters per EC2NodeClass per minute this costs.
 const SSMCacheTTL = 24 * time.Hour
 
 // SSMProvider reads SSM parameters (AMI ids) through a cache.
@@ -20,9 +24,12 @@ type SSMProvider struct {
 	cache *ttlcache.Cache[string]
 }
 
-// NewSSMProvider returns a provider caching values for SSMCacheTTL.
-func NewSSMProvider(ssmapi *ssm.Client, clk clock.PassiveClock) *SSMProvider {
-	return &SSMProvider{ssm: ssmapi, cache: ttlcache.New[string](clk, SSMCacheTTL)}
+// NewSSMProvider returns a provider caching values for ttl (0: SSMCacheTTL).
+func NewSSMProvider(ssmapi *ssm.Client, clk clock.PassiveClock, ttl time.Duration) *SSMProvider {
+	if ttl <= 0 {
+		ttl = SSMCacheTTL
+	}
+	return &SSMProvider{ssm: ssmapi, cache: ttlcache.New[string](clk, ttl)}
 }
 
 // Get returns the value of parameter name (a name or an ARN).

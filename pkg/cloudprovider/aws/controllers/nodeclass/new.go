@@ -35,7 +35,7 @@ func NewProviders(cfg aws.Config, opts *settings.Options, disc discovery.ServerV
 	return Providers{
 		Subnets:          subnet.NewProvider(ec2api, clk, opts.SubnetRefreshInterval),
 		SecurityGroups:   securitygroup.NewProvider(ec2api, clk, DefaultTTL),
-		AMIs:             amifamily.NewProvider(ec2api, amifamily.NewSSMProvider(ssm.NewFromConfig(cfg), clk), versions, clk, opts.AMIRefreshInterval),
+		AMIs:             amifamily.NewProvider(ec2api, amifamily.NewSSMProvider(ssm.NewFromConfig(cfg), clk, opts.AMIRefreshInterval), versions, clk, opts.AMIRefreshInterval),
 		InstanceProfiles: instanceprofile.NewProvider(iam.NewFromConfig(cfg), cfg.Region, opts.ClusterName, clk),
 		// Answers live one refresh interval, so classes with the same terms
 		// share one call.
