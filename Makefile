@@ -57,6 +57,11 @@ RACE_PKGS := ./pkg/state ./pkg/controllers/provisioning ./pkg/controllers/disrup
 	./pkg/events ./pkg/awsemulator ./pkg/cloudprovider/aws/internal/ttlcache ./pkg/cloudprovider/aws/pricing \
 	./pkg/cloudprovider/aws/sqs ./pkg/cloudprovider/aws/controllers/interruption
 
+# The end-to-end tests mostly wait (grace periods, consolidateAfter, node
+# registration, injected AWS faults), each on its own local cluster: four at a
+# time keep two cores busy without starving them.
+E2E_PARALLEL ?= 4
+
 ## test-race: the packages with real concurrency under the race detector
 test-race: cluster-bins
 	go test -race -count=1 -timeout 15m $(RACE_PKGS)
@@ -64,7 +69,7 @@ test-race: cluster-bins
 ## test: every test (unit, envtest on real apiserver, local-cluster e2e), and the race detector
 test: cluster-bins helm verify vet test-race
 	go -C hack/cluster test ./...
-	go test ./... -count=1 -timeout 25m
+	go test ./... -count=1 -timeout 45m -parallel $(E2E_PARALLEL)
 
 ## bench-scheduling: the scheduling benchmark table
 bench-scheduling:
