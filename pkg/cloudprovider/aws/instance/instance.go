@@ -322,9 +322,9 @@ func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs sched
 			TotalTargetCapacity:       aws.Int32(1),
 		},
 		TagSpecifications: []ec2types.TagSpecification{
-			{ResourceType: ec2types.ResourceTypeInstance, Tags: ec2Tags(tags)},
-			{ResourceType: ec2types.ResourceTypeVolume, Tags: ec2Tags(tags)},
-			{ResourceType: ec2types.ResourceTypeFleet, Tags: ec2Tags(tags)},
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: launchtemplate.EC2Tags(tags)},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: launchtemplate.EC2Tags(tags)},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: launchtemplate.EC2Tags(tags)},
 		},
 	}
 	if capacityType == scheduling.CapacityTypeSpot {
@@ -333,17 +333,4 @@ func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs sched
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in
-}
-
-func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]ec2types.Tag, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -93,7 +94,7 @@ func (p *Provider) CreateTags(ctx context.Context, id string, tags map[string]st
 	if len(tags) == 0 {
 		return nil
 	}
-	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: ec2Tags(tags)})
+	_, err := p.ec2.CreateTags(ctx, &ec2.CreateTagsInput{Resources: []string{id}, Tags: launchtemplate.EC2Tags(tags)})
 	if err != nil {
 		if awserr.Code(err) == "InvalidInstanceID.NotFound" {
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("tagging instance %s: %w", id, err))

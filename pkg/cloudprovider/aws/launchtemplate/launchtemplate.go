@@ -224,7 +224,7 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 	data := &ec2types.RequestLaunchTemplateData{
 		ImageId:             aws.String(lt.ImageID),
 		BlockDeviceMappings: blockDevices(lt.BlockDeviceMappings),
-		MetadataOptions:     metadataOptions(lt.MetadataOptions),
+		MetadataOptions:     MetadataOptions(lt.MetadataOptions),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(lt.DetailedMonitoring)},
 	}
 	if lt.CapacityReservationID != "" {
@@ -259,7 +259,7 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 	} else {
 		data.SecurityGroupIds = lt.SecurityGroupIDs
 	}
-	tags := ec2Tags(lt.Tags)
+	tags := EC2Tags(lt.Tags)
 	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface} {
 		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: rt, Tags: tags})
 	}
@@ -267,12 +267,14 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 		LaunchTemplateName: aws.String(name),
 		LaunchTemplateData: data,
 		TagSpecifications: []ec2types.TagSpecification{{
-			ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(p.templateTags(nodeClass, lt)),
+			ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: EC2Tags(p.templateTags(nodeClass, lt)),
 		}},
 	}
 }
 
-func ec2Tags(m map[string]string) []ec2types.Tag {
+// EC2Tags renders tags for EC2 requests, sorted by key so that equal maps
+// make equal requests (CreateFleet batching hashes them).
+func EC2Tags(m map[string]string) []ec2types.Tag {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -285,7 +287,9 @@ func ec2Tags(m map[string]string) []ec2types.Tag {
 	return out
 }
 
-func metadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+// MetadataOptions renders an EC2NodeClass's metadataOptions for a launch
+// template (also the EC2NodeClass validation's dry run).
+func MetadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
 	if m == nil {
 		return nil
 	}

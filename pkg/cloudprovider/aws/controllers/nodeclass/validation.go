@@ -20,6 +20,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 )
 
@@ -288,10 +289,10 @@ func (v *validation) createLaunchTemplate(ctx context.Context, in dryRunInputs) 
 			InstanceType:        ec2types.InstanceType(in.InstanceType),
 			SecurityGroupIds:    in.SecurityGroups,
 			IamInstanceProfile:  &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(in.InstanceProfile)},
-			MetadataOptions:     ltMetadata(in.MetadataOptions),
+			MetadataOptions:     launchtemplate.MetadataOptions(in.MetadataOptions),
 			BlockDeviceMappings: ltBlockDevices(in.BlockDevices),
 		},
-		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2Tags(in.Tags)}},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: launchtemplate.EC2Tags(in.Tags)}},
 	}, noRetry)
 	return err
 }
@@ -303,7 +304,7 @@ func (v *validation) createFleet(ctx context.Context, in dryRunInputs) error {
 			InstanceType: ec2types.InstanceType(in.InstanceType), SubnetId: aws.String(s), ImageId: aws.String(in.ImageID),
 		})
 	}
-	tags := ec2Tags(in.Tags)
+	tags := launchtemplate.EC2Tags(in.Tags)
 	_, err := v.ec2.CreateFleet(ctx, &ec2.CreateFleetInput{
 		DryRun: aws.Bool(true),
 		Type:   ec2types.FleetTypeInstant,
@@ -325,7 +326,7 @@ func (v *validation) createFleet(ctx context.Context, in dryRunInputs) error {
 }
 
 func (v *validation) runInstances(ctx context.Context, in dryRunInputs) error {
-	tags := ec2Tags(in.Tags)
+	tags := launchtemplate.EC2Tags(in.Tags)
 	input := &ec2.RunInstancesInput{
 		DryRun:              aws.Bool(true),
 		MinCount:            aws.Int32(1),
@@ -352,36 +353,6 @@ func (v *validation) runInstances(ctx context.Context, in dryRunInputs) error {
 // created seconds ago yet.
 func isInstanceProfilePropagating(err error) bool {
 	return awserr.Code(err) == "InvalidParameterValue" && strings.Contains(strings.ToLower(awserr.Message(err)), "iaminstanceprofile")
-}
-
-func ec2Tags(m map[string]string) []ec2types.Tag {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]ec2types.Tag, 0, len(keys))
-	for _, k := range keys {
-		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
-	}
-	return out
-}
-
-func ltMetadata(m *v1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
-	if m == nil {
-		return nil
-	}
-	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{HttpPutResponseHopLimit: int32Ptr(m.HTTPPutResponseHopLimit)}
-	if m.HTTPEndpoint != nil {
-		out.HttpEndpoint = ec2types.LaunchTemplateInstanceMetadataEndpointState(*m.HTTPEndpoint)
-	}
-	if m.HTTPProtocolIPv6 != nil {
-		out.HttpProtocolIpv6 = ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(*m.HTTPProtocolIPv6)
-	}
-	if m.HTTPTokens != nil {
-		out.HttpTokens = ec2types.LaunchTemplateHttpTokensState(*m.HTTPTokens)
-	}
-	return out
 }
 
 func runMetadata(m *v1.MetadataOptions) *ec2types.InstanceMetadataOptionsRequest {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
 )
 
@@ -76,7 +77,7 @@ func TestDryRunInputs(t *testing.T) {
 		t.Errorf("err = %v", err)
 	}
 	hop := ptr.To[int64](2)
-	md := ltMetadata(&v1.MetadataOptions{HTTPEndpoint: ptr.To("enabled"), HTTPTokens: ptr.To("required"), HTTPPutResponseHopLimit: hop})
+	md := launchtemplate.MetadataOptions(&v1.MetadataOptions{HTTPEndpoint: ptr.To("enabled"), HTTPTokens: ptr.To("required"), HTTPPutResponseHopLimit: hop})
 	if string(md.HttpTokens) != "required" || aws.ToInt32(md.HttpPutResponseHopLimit) != 2 {
 		t.Errorf("metadata %+v", md)
 	}
