@@ -84,7 +84,10 @@ func runWithWebhook(ctx context.Context, op *operator.Operator, opts *options.Op
 	defer cancel()
 	webhookErr := make(chan error, 1)
 	go func() {
-		err := conversion.Run(ctx, conversion.Options{Client: c, Namespace: ns, ServiceName: opts.ServiceName, Port: int32(opts.WebhookPort)})
+		err := conversion.Run(ctx, conversion.Options{
+			Client: c, Namespace: ns, ServiceName: opts.ServiceName, Port: int32(opts.WebhookPort),
+			CertManager: opts.WebhookCertificate == options.WebhookCertificateCertManager,
+		})
 		if err != nil && ctx.Err() == nil {
 			err = fmt.Errorf("conversion webhook: %w", err)
 			cancel()

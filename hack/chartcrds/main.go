@@ -111,6 +111,16 @@ func template(c chartCRD, src string) (string, error) {
 		return "", err
 	}
 	if c.conversion != "" {
+		// cert-manager's cainjector writes the webhook Certificate's CA into
+		// the conversion caBundle when the charts hand the certificate to it.
+		body, err = replaceOnce(body, "    {{- end }}\n",
+			"    {{- end }}\n"+
+				"    {{- if and .Values.webhook.enabled .Values.webhook.certManager.enabled }}\n"+
+				"    cert-manager.io/inject-ca-from: {{ .Values.webhook.serviceNamespace | default .Release.Namespace }}/{{ .Values.webhook.certManager.certificate }}\n"+
+				"    {{- end }}\n")
+		if err != nil {
+			return "", err
+		}
 		conversion := "  scope: Cluster\n" +
 			"  {{- if .Values.webhook.enabled }}\n" +
 			"  conversion:\n" +

@@ -56,6 +56,7 @@ func TestRenderedObjectsApplyDryRun(t *testing.T) {
 	if err := client.IgnoreAlreadyExists(e.Client.Create(ctx, serviceMonitorCRD())); err != nil {
 		t.Fatal(err)
 	}
+	installCertManagerCRDs(t)
 	for name, args := range map[string][]string{
 		"defaults":    {"--set", "settings.clusterName=dev"},
 		"eks":         {"-f", "testdata/eks.yaml"},

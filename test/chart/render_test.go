@@ -230,6 +230,10 @@ func TestEveryValue(t *testing.T) {
 		}
 	}
 	check("replicas", nested(t, deploy, "spec", "replicas"), 3)
+	cert := find(t, objs, "Certificate", "karpenter-cert")
+	check("webhook.certManager.issuerRef", nested(t, cert, "spec", "issuerRef"), map[string]any{"name": "corp-ca", "kind": "ClusterIssuer", "group": "cert-manager.io"})
+	check("webhook.certManager.duration", nested(t, cert, "spec", "duration"), "1440h")
+	check("webhook.certManager.renewBefore", nested(t, cert, "spec", "renewBefore"), "360h")
 	check("revisionHistoryLimit", nested(t, deploy, "spec", "revisionHistoryLimit"), 4)
 	check("strategy", nested(t, deploy, "spec", "strategy", "rollingUpdate", "maxUnavailable"), 2)
 	check("podLabels", nested(t, deploy, "spec", "template", "metadata", "labels", "tier"), "control")

@@ -1,11 +1,13 @@
 package chart_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,6 +38,82 @@ import (
 // this process on the host's address. A v1beta1 NodePool and EC2NodeClass
 // applied then read back as v1.
 func TestWebhookThroughTheChart(t *testing.T) {
+	h := startWebhookHarness(t)
+	done := h.run(conversion.Options{})
+	h.applyBeta(t, done)
+	// The CRDs kept the chart's Service and got the controller's CA.
+	crd := toCRDFromCluster(h.ctx, t, h.c, "nodepools.karpenter.sh")
+	cc := crd.Spec.Conversion.Webhook.ClientConfig
+	if cc.Service == nil || cc.Service.Name != "karpenter" || cc.Service.Namespace != "karpenter" || *cc.Service.Port != int32(h.port) || len(cc.CABundle) == 0 {
+		t.Errorf("nodepools conversion client config %+v", cc)
+	}
+	h.cancel()
+	if err := <-done; err != nil {
+		t.Errorf("webhook: %v", err)
+	}
+}
+
+// TestWebhookWithCertManager: with webhook.certManager the webhook serves the
+// certificate cert-manager issues for the chart's Certificate (the test plays
+// cert-manager's CA issuer: the binary is not buildable from the module proxy)
+// under a Role that can only read the Secret. It waits for the first issue,
+// converts v1beta1 with it, and follows a renewal with a new CA without a
+// restart: the new certificate is served and the CRDs trust the new CA.
+func TestWebhookWithCertManager(t *testing.T) {
+	h := startWebhookHarness(t, "--set", "webhook.certManager.enabled=true")
+	if h.env["WEBHOOK_CERTIFICATE"] != "cert-manager" {
+		t.Fatalf("chart env WEBHOOK_CERTIFICATE=%q", h.env["WEBHOOK_CERTIFICATE"])
+	}
+	done := h.run(conversion.Options{CertManager: true, ReloadInterval: 200 * time.Millisecond})
+	cert := find(t, h.objs, "Certificate", "karpenter-cert")
+	// The webhook waits: nothing is served before cert-manager issued.
+	select {
+	case err := <-done:
+		t.Fatalf("the webhook stopped before its certificate was issued: %v", err)
+	default:
+	}
+	if s := (&corev1.Secret{}); h.c.Get(h.ctx, client.ObjectKey{Namespace: "karpenter", Name: "karpenter-cert"}, s) == nil {
+		t.Fatal("the webhook wrote the Secret cert-manager owns")
+	}
+	firstCA := issueLikeCertManager(h.ctx, t, h.c, cert)
+	h.applyBeta(t, done)
+	crd := toCRDFromCluster(h.ctx, t, h.c, "nodepools.karpenter.sh")
+	if !bytes.Equal(crd.Spec.Conversion.Webhook.ClientConfig.CABundle, firstCA) {
+		t.Errorf("the CRD's caBundle is not cert-manager's CA")
+	}
+
+	// Renewal with a new CA (rotationPolicy Always; a re-created CA Issuer).
+	secondCA := issueLikeCertManager(h.ctx, t, h.c, cert)
+	addr := fmt.Sprintf("%s:%d", h.host, h.port)
+	if err := wait.PollUntilContextTimeout(h.ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		crd := toCRDFromCluster(ctx, t, h.c, "ec2nodeclasses.karpenter.k8s.aws")
+		return servedBy(t, addr, secondCA, "karpenter.karpenter.svc") == nil &&
+			bytes.Equal(crd.Spec.Conversion.Webhook.ClientConfig.CABundle, secondCA), nil
+	}); err != nil {
+		t.Fatalf("the renewed certificate was not served / its CA not written into the CRDs: %v", err)
+	}
+	h.applyBeta(t, done, "renewed-")
+	h.cancel()
+	if err := <-done; err != nil {
+		t.Errorf("webhook: %v", err)
+	}
+}
+
+// webhookHarness wires the conversion webhook exactly as the charts do with
+// webhook.enabled (see TestWebhookThroughTheChart) and runs it with the
+// chart's identity.
+type webhookHarness struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	c        client.Client
+	saClient client.Client
+	host     string
+	port     int
+	objs     []*unstructured.Unstructured
+	env      map[string]string
+}
+
+func startWebhookHarness(t *testing.T, extra ...string) *webhookHarness {
 	host := hostIP(t)
 	l, err := net.Listen("tcp", host+":0")
 	if err != nil {
@@ -45,12 +123,12 @@ func TestWebhookThroughTheChart(t *testing.T) {
 	_ = l.Close()
 	te := env.StartT(t, env.WithAPIServerArgs("--enable-aggregator-routing=true"))
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
+	t.Cleanup(cancel)
 	c := te.Client
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "karpenter"}}); err != nil {
 		t.Fatal(err)
 	}
-	values := []string{"--set", "webhook.enabled=true", "--set", "webhook.port=" + strconv.Itoa(port)}
+	values := append([]string{"--set", "webhook.enabled=true", "--set", "webhook.port=" + strconv.Itoa(port)}, extra...)
 	for _, o := range render(t, "karpenter-crd", values...) {
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
 			t.Fatalf("applying %s: %v", o.GetName(), err)
@@ -61,7 +139,7 @@ func TestWebhookThroughTheChart(t *testing.T) {
 	// and their bindings): the webhook runs with a token of that account.
 	for _, o := range objs {
 		switch o.GetKind() {
-		case "Deployment", "PodDisruptionBudget":
+		case "Deployment", "PodDisruptionBudget", "Certificate", "Issuer":
 			continue
 		}
 		if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(o), client.FieldOwner("helm"), client.ForceOwnership); err != nil {
@@ -102,14 +180,22 @@ func TestWebhookThroughTheChart(t *testing.T) {
 			t.Fatalf("creating %T: %v", o, err)
 		}
 	}
-	done := make(chan error, 1)
-	go func() {
-		done <- conversion.Run(ctx, conversion.Options{
-			Client: saClient, Namespace: "karpenter", ServiceName: env["KARPENTER_SERVICE"], Port: int32(port),
-			BindAddress: fmt.Sprintf("%s:%d", host, port),
-		})
-	}()
+	return &webhookHarness{ctx: ctx, cancel: cancel, c: c, saClient: saClient, host: host, port: port, objs: objs, env: env}
+}
 
+// run starts the webhook with the chart's settings and identity on top of o.
+func (h *webhookHarness) run(o conversion.Options) chan error {
+	o.Client, o.Namespace, o.ServiceName, o.Port = h.saClient, "karpenter", h.env["KARPENTER_SERVICE"], int32(h.port)
+	o.BindAddress = fmt.Sprintf("%s:%d", h.host, h.port)
+	done := make(chan error, 1)
+	go func() { done <- conversion.Run(h.ctx, o) }()
+	return done
+}
+
+// applyBeta creates seed 004's v1beta1 NodePool and seed 003's v1beta1
+// EC2NodeClass (names prefixed) through the webhook and reads them as v1.
+func (h *webhookHarness) applyBeta(t *testing.T, done chan error, prefix ...string) {
+	t.Helper()
 	beta := func(path string) *unstructured.Unstructured {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -119,47 +205,38 @@ func TestWebhookThroughTheChart(t *testing.T) {
 		if err := yaml.Unmarshal(b, &u.Object); err != nil {
 			t.Fatal(err)
 		}
+		u.SetName(strings.Join(prefix, "") + u.GetName())
 		return u
 	}
 	nodePool := beta("../../pkg/apis/karpenter/testdata/v1beta1/seed004-nodepool.yaml")
 	nodeClass := beta("../../pkg/apis/aws/testdata/seeds/003-before-v1beta1-ec2nodeclass.yaml")
 	for _, o := range []*unstructured.Unstructured{nodeClass, nodePool} {
 		var last error
-		if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := wait.PollUntilContextTimeout(h.ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
 			select {
 			case err := <-done:
 				return false, fmt.Errorf("the webhook stopped: %v", err)
 			default:
 			}
-			last = c.Create(ctx, o.DeepCopy())
+			last = h.c.Create(ctx, o.DeepCopy())
 			return last == nil, nil
 		}); err != nil {
 			t.Fatalf("applying %s %s (v1beta1) through the chart's webhook wiring: %v (last: %v)", o.GetKind(), o.GetName(), err, last)
 		}
 	}
 	np := &v1.NodePool{}
-	if err := c.Get(ctx, client.ObjectKey{Name: nodePool.GetName()}, np); err != nil {
+	if err := h.c.Get(h.ctx, client.ObjectKey{Name: nodePool.GetName()}, np); err != nil {
 		t.Fatal(err)
 	}
 	if np.Spec.Template.Spec.NodeClassRef == nil || np.Spec.Template.Spec.NodeClassRef.Group != "karpenter.k8s.aws" {
 		t.Errorf("NodePool read as v1: nodeClassRef %+v, want group karpenter.k8s.aws", np.Spec.Template.Spec.NodeClassRef)
 	}
 	nc := &awsv1.EC2NodeClass{}
-	if err := c.Get(ctx, client.ObjectKey{Name: nodeClass.GetName()}, nc); err != nil {
+	if err := h.c.Get(h.ctx, client.ObjectKey{Name: nodeClass.GetName()}, nc); err != nil {
 		t.Fatal(err)
 	}
 	if len(nc.Spec.AMISelectorTerms) == 0 || nc.Spec.AMISelectorTerms[0].Alias == "" {
 		t.Errorf("EC2NodeClass read as v1: amiSelectorTerms %+v, want the alias v1 requires", nc.Spec.AMISelectorTerms)
-	}
-	// The CRDs kept the chart's Service and got the controller's CA.
-	crd := toCRDFromCluster(ctx, t, c, "nodepools.karpenter.sh")
-	cc := crd.Spec.Conversion.Webhook.ClientConfig
-	if cc.Service == nil || cc.Service.Name != "karpenter" || cc.Service.Namespace != "karpenter" || *cc.Service.Port != int32(port) || len(cc.CABundle) == 0 {
-		t.Errorf("nodepools conversion client config %+v", cc)
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Errorf("webhook: %v", err)
 	}
 }
 

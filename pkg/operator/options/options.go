@@ -74,6 +74,11 @@ type Options struct {
 	DisableWebhook bool
 	// WebhookPort is where the conversion webhook serves TLS.
 	WebhookPort int
+	// WebhookCertificate says who issues the webhook's serving certificate:
+	// "self" (the controller generates it into the Secret karpenter-cert) or
+	// "cert-manager" (cert-manager issues it there; the controller only reads
+	// it and follows renewals). The charts' webhook.certManager.enabled.
+	WebhookCertificate string
 }
 
 // Parse reads flags from args with defaults from the environment (getenv, usually
@@ -121,6 +126,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", ""), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+".")
 	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", env.Int("WEBHOOK_PORT", 8443), "Port the conversion webhook serves TLS on (the Service port too).")
+	fs.StringVar(&o.WebhookCertificate, "webhook-certificate", env.String("WEBHOOK_CERTIFICATE", WebhookCertificateSelf), "Who issues the conversion webhook's certificate in the Secret karpenter-cert: self or cert-manager.")
 	fs.StringVar(&o.SchedulerConfig, "scheduler-config", env.String("SCHEDULER_CONFIG", ""), "Path to a kube-scheduler configuration with default topology spread constraints.")
 
 	finish := func() error {
@@ -132,6 +138,12 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	}
 	return o, finish
 }
+
+// Values of WebhookCertificate.
+const (
+	WebhookCertificateSelf        = "self"
+	WebhookCertificateCertManager = "cert-manager"
+)
 
 // Validate checks values a flag type cannot.
 func (o *Options) Validate() error {
@@ -160,6 +172,11 @@ func (o *Options) Validate() error {
 		if port < 0 || port > 65535 {
 			errs = append(errs, fmt.Errorf("%s %d out of range", name, port))
 		}
+	}
+	switch o.WebhookCertificate {
+	case WebhookCertificateSelf, WebhookCertificateCertManager:
+	default:
+		errs = append(errs, fmt.Errorf("webhook-certificate %q: must be %s or %s", o.WebhookCertificate, WebhookCertificateSelf, WebhookCertificateCertManager))
 	}
 	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
 		errs = append(errs, fmt.Errorf("kube-client-qps and kube-client-burst must be positive"))

@@ -31,6 +31,7 @@ func TestDefaultsAreUpstreams(t *testing.T) {
 		"cpu-requests":              {o.CPURequests, int64(1000)},
 		"ignore-dra-requests":       {o.IgnoreDRARequests, true},
 		"disable-controller-warmup": {o.DisableControllerWarmup, true},
+		"webhook-certificate":       {o.WebhookCertificate, "self"},
 	}
 	for name, c := range checks {
 		if c[0] != c[1] {
@@ -88,6 +89,7 @@ func TestInvalidSettingsAreRejected(t *testing.T) {
 		"bad log level":    {env: map[string]string{"LOG_LEVEL": "chatty"}, want: "log-level"},
 		"bad port":         {env: map[string]string{"METRICS_PORT": "eighty"}, want: "METRICS_PORT"},
 		"scheduler config": {env: map[string]string{"SCHEDULER_CONFIG": "/etc/sched.yaml"}, want: "not supported"},
+		"bad cert issuer":  {env: map[string]string{"WEBHOOK_CERTIFICATE": "vault"}, want: "webhook-certificate \"vault\": must be self or cert-manager"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse(tc.args, env(tc.env))

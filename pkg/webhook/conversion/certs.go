@@ -110,32 +110,46 @@ func serial() *big.Int {
 // valid reports whether the certificate chains to its CA, covers every name
 // and IP asked for, and is not close to expiry.
 func (c *Certificate) valid(dnsNames []string, ips []net.IP, now time.Time) bool {
-	pair, err := c.TLS()
-	if err != nil || len(pair.Certificate) == 0 {
+	if c.check(dnsNames, ips, now) != "" {
 		return false
 	}
-	leaf, err := x509.ParseCertificate(pair.Certificate[0])
+	leaf, _ := c.leaf()
+	return !now.Add(certValidity / 3).After(leaf.NotAfter)
+}
+
+func (c *Certificate) leaf() (*x509.Certificate, error) {
+	pair, err := c.TLS()
 	if err != nil {
-		return false
+		return nil, err
+	}
+	if len(pair.Certificate) == 0 {
+		return nil, errors.New("no certificate")
+	}
+	return x509.ParseCertificate(pair.Certificate[0])
+}
+
+// check says why the certificate cannot be served for the names and IPs
+// ("" when it can): a broken key pair, a CA that does not sign it, expiry, a
+// name not covered.
+func (c *Certificate) check(dnsNames []string, ips []net.IP, now time.Time) string {
+	leaf, err := c.leaf()
+	if err != nil {
+		return fmt.Sprintf("tls.crt and tls.key are not a key pair: %v", err)
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(c.CAPEM) {
-		return false
+		return "ca.crt holds no PEM certificate"
 	}
-	if now.Add(certValidity / 3).After(leaf.NotAfter) {
-		return false
-	}
-	for _, name := range dnsNames {
-		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: pool, CurrentTime: now}); err != nil {
-			return false
-		}
-	}
+	names := append([]string{}, dnsNames...)
 	for _, ip := range ips {
-		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: ip.String(), Roots: pool, CurrentTime: now}); err != nil {
-			return false
+		names = append(names, ip.String())
+	}
+	for _, name := range names {
+		if _, err := leaf.Verify(x509.VerifyOptions{DNSName: name, Roots: pool, CurrentTime: now}); err != nil {
+			return fmt.Sprintf("the certificate does not serve %s: %v", name, err)
 		}
 	}
-	return true
+	return ""
 }
 
 // EnsureCertificateSecret returns the certificate kept in the Secret

@@ -30,6 +30,12 @@ type Options struct {
 	ClientConfig *ClientConfig
 	// IPs are extra IP SANs of the serving certificate.
 	IPs []net.IP
+	// CertManager: cert-manager issues the certificate into the Secret (the
+	// charts' webhook.certManager.enabled). The webhook waits for it, never
+	// writes the Secret, and follows its renewals.
+	CertManager bool
+	// ReloadInterval is how often a cert-manager Secret is re-read; default 30s.
+	ReloadInterval time.Duration
 }
 
 func (o *Options) defaults() {
@@ -45,9 +51,13 @@ func (o *Options) defaults() {
 	if o.SecretName == "" {
 		o.SecretName = "karpenter-cert"
 	}
+	if o.ReloadInterval <= 0 {
+		o.ReloadInterval = 30 * time.Second
+	}
 }
 
-// Run obtains the certificate (from the Secret, generating it on first use),
+// Run obtains the certificate (from the Secret, generating it on first use;
+// with CertManager waiting for cert-manager to issue it),
 // points the CRDs at the webhook and serves conversions until ctx ends. The
 // CRDs stay pointed at the webhook afterwards, so that another replica (or the
 // restarted controller) keeps serving v1beta1; call DisableConversion to
@@ -56,7 +66,13 @@ func Run(ctx context.Context, o Options) error {
 	o.defaults()
 	svc := o.ServiceName + "." + o.Namespace
 	names := []string{o.ServiceName, svc, svc + ".svc", svc + ".svc.cluster.local"}
-	cert, err := EnsureCertificateSecret(ctx, o.Client, o.Namespace, o.SecretName, names, o.IPs, time.Now())
+	var cert *Certificate
+	var err error
+	if o.CertManager {
+		cert, err = waitExternal(ctx, o.Client, o.Namespace, o.SecretName, names, o.IPs, time.Second)
+	} else {
+		cert, err = EnsureCertificateSecret(ctx, o.Client, o.Namespace, o.SecretName, names, o.IPs, time.Now())
+	}
 	if err != nil {
 		return err
 	}
@@ -72,5 +88,9 @@ func Run(ctx context.Context, o Options) error {
 		_ = l.Close()
 		return err
 	}
-	return (&Server{Listener: l, Certificate: cert}).Serve(ctx)
+	srv := &Server{Listener: l, Certificate: cert}
+	if o.CertManager {
+		go followExternal(ctx, o, srv, cc, cert, names)
+	}
+	return srv.Serve(ctx)
 }

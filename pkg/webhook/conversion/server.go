@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,13 +16,28 @@ type Server struct {
 	Listener net.Listener
 	// Certificate is served to the apiserver, whose CRDs trust its CA.
 	Certificate *Certificate
+
+	// current is what new TLS handshakes get: Certificate until Rotate.
+	current atomic.Pointer[tls.Certificate]
+}
+
+// Rotate serves cert to every handshake from now on (a renewed certificate;
+// open connections keep theirs).
+func (s *Server) Rotate(cert *Certificate) error {
+	pair, err := cert.TLS()
+	if err != nil {
+		return err
+	}
+	s.current.Store(&pair)
+	return nil
 }
 
 // Serve runs until ctx ends.
 func (s *Server) Serve(ctx context.Context) error {
-	pair, err := s.Certificate.TLS()
-	if err != nil {
-		return err
+	if s.current.Load() == nil {
+		if err := s.Rotate(s.Certificate); err != nil {
+			return err
+		}
 	}
 	mux := http.NewServeMux()
 	paths := map[string]bool{}
@@ -35,7 +51,10 @@ func (s *Server) Serve(ctx context.Context) error {
 	srv := &http.Server{
 		Handler:           mux,
 		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig:         &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12},
+		TLSConfig: &tls.Config{
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return s.current.Load(), nil },
+		},
 	}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ServeTLS(s.Listener, "", "") }()
