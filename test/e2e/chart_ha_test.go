@@ -16,7 +16,8 @@ import (
 // chart's ServiceAccount and settings. One leads; killing it hands the Lease to
 // the other under the chart's Role (the standby's update of a Lease it does
 // not hold), which then provisions without creating any NodeClaim twice; no
-// request of either is refused. (Hand-over during a disruption, with the
+// request of either is refused. A graceful stop (SIGTERM) of the leader
+// hands over within the lease duration to a third replica. (Hand-over during a disruption, with the
 // budgets and PDBs checked, is TestChaosLeaderHandover.)
 func TestChartHAHandOver(t *testing.T) {
 	t.Parallel()
@@ -51,17 +52,52 @@ func TestChartHAHandOver(t *testing.T) {
 	if err := poll(e.ctx, time.Minute, func() (bool, error) { return leaseAcquired(t, standby), nil }); err != nil {
 		t.Fatalf("the standby did not take the lease within 1m; log %s", standby.LogPath)
 	}
-	t.Logf("hand-over %s after the leader was killed (lease duration 15s)", time.Since(killed).Round(100*time.Millisecond))
+	// A crash (SIGKILL) cannot release the Lease: the standby takes it once
+	// the lease duration has passed since it last saw the leader renew
+	// (client-go times the lease on the standby's own clock, immune to clock
+	// skew), which is up to one jittered retry period (2 s x 2.2) after the
+	// renewal, and at its next retry: at most 15 s + 2 x 4.4 s; 30 s leaves
+	// room for a loaded CI machine.
+	crashHandOver := time.Since(killed)
+	t.Logf("hand-over %s after the leader was killed (lease duration 15s)", crashHandOver.Round(100*time.Millisecond))
+	if crashHandOver > 30*time.Second {
+		t.Errorf("hand-over after a crash took %s, beyond the lease duration, two retry periods and slack", crashHandOver)
+	}
 	e.karpenter = standby
 	e.scale(t, "web", 4)
 	e.waitRunning(t, 4, 2*time.Minute)
 	if c := e.counts(t); c.NodeClaimsAll != 4 || c.Nodes != 4 {
 		t.Errorf("%d NodeClaims and %d nodes for 4 one-per-node pods: a NodeClaim was created twice", c.NodeClaimsAll, c.Nodes)
 	}
-	if n := scrapeCounter(t, e, "rest_client_requests_total", `code="403"`); n != 0 {
-		t.Errorf("the new leader had %v requests refused (403); log %s", n, standby.LogPath)
+
+	// Deleting the leader's pod (a rollout, a drain): SIGTERM. The leader
+	// releases the Lease as it stops, and the replacement takes it at its next
+	// retry, well within the lease duration.
+	third := e.startChartKarpenter(t, in, "karpenter-2.log")
+	stopped := time.Now()
+	stopErr := make(chan error, 1)
+	go func() { stopErr <- standby.Stop(30 * time.Second) }()
+	if err := poll(e.ctx, time.Minute, func() (bool, error) { return leaseAcquired(t, third), nil }); err != nil {
+		t.Fatalf("the new replica did not take the lease within 1m of SIGTERM to the leader; log %s", third.LogPath)
 	}
-	for _, p := range []*kit.Process{first, second} {
+	graceful := time.Since(stopped)
+	t.Logf("hand-over %s after SIGTERM to the leader (lease duration 15s)", graceful.Round(100*time.Millisecond))
+	if graceful >= 15*time.Second {
+		t.Errorf("hand-over after SIGTERM took %s, not within the 15 s lease duration: the leader did not release the Lease", graceful)
+	}
+	if err := <-stopErr; err != nil {
+		t.Error(err)
+	}
+	e.karpenter = third
+	e.scale(t, "web", 5)
+	e.waitRunning(t, 5, 2*time.Minute)
+	if c := e.counts(t); c.NodeClaimsAll != 5 || c.Nodes != 5 {
+		t.Errorf("%d NodeClaims and %d nodes for 5 one-per-node pods: a NodeClaim was created twice", c.NodeClaimsAll, c.Nodes)
+	}
+	if n := scrapeCounter(t, e, "rest_client_requests_total", `code="403"`); n != 0 {
+		t.Errorf("the new leader had %v requests refused (403); log %s", n, third.LogPath)
+	}
+	for _, p := range []*kit.Process{first, second, third} {
 		b, err := os.ReadFile(p.LogPath)
 		if err != nil {
 			t.Fatal(err)
