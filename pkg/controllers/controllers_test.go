@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"testing"
@@ -10,18 +9,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	"github.com/karpenter-go/karpenter/pkg/controllers"
-	"github.com/karpenter-go/karpenter/pkg/operator/options"
-	"github.com/karpenter-go/karpenter/pkg/state"
-	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -33,45 +23,9 @@ import (
 // lifecycle controller launches it through the decorated provider, and the
 // NodeClaim and provider call metrics move.
 func TestRegisterWiresTheOperator(t *testing.T) {
-	e := env.StartT(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mgr := env.NewManager(t, e.Config, e.Scheme)
-	opts, err := options.Parse([]string{"--batch-idle-duration=100ms", "--batch-max-duration=1s"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.RealClock{}
-	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // the controllers take a record.EventRecorder
-	cluster := state.NewCluster(clk, mgr.GetClient())
-	bundle, err := kwok.NewProvider().New(ctx, cloudprovider.Deps{
-		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: cluster,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.Register(ctx, mgr, controllers.Deps{
-		KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: cluster, Bundle: bundle,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	env.RunManager(ctx, t, mgr)
+	ctx, e, bundle := startOperator(t, "--batch-idle-duration=100ms", "--batch-max-duration=1s")
 
-	// Plain creates: running controllers write status concurrently, which an
-	// apply-with-status would race with.
-	create(ctx, t, e, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-	np := &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1.NodePoolSpec{
-			// Nothing may be disrupted while the test looks.
-			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration("Never")},
-			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-			}},
-		},
-	}
-	create(ctx, t, e, np)
+	np := createDefaultPool(ctx, t, e)
 	Eventually(t, 30*time.Second, func() error {
 		got := ExpectExists(ctx, t, e.Client, np.DeepCopy())
 		if !got.StatusConditions().Root().IsTrue() {
@@ -118,13 +72,6 @@ func TestRegisterWiresTheOperator(t *testing.T) {
 		if !reported(t, m.name, m.labels) {
 			t.Errorf("%s%v not reported", m.name, m.labels)
 		}
-	}
-}
-
-func create(ctx context.Context, t *testing.T, e *env.Environment, o client.Object) {
-	t.Helper()
-	if err := e.Client.Create(ctx, o.DeepCopyObject().(client.Object)); err != nil {
-		t.Fatal(err)
 	}
 }
 

@@ -1,7 +1,6 @@
 package controllers_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,16 +8,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
-	"github.com/karpenter-go/karpenter/pkg/controllers"
-	"github.com/karpenter-go/karpenter/pkg/operator/options"
-	"github.com/karpenter-go/karpenter/pkg/state"
-	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -30,43 +21,10 @@ import (
 // interruption needs (the replacement must be on its way before the pods are
 // evicted, not after).
 func TestDeletedNodeClaimsPodsGetCapacityBeforeEviction(t *testing.T) {
-	e := env.StartT(t)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	mgr := env.NewManager(t, e.Config, e.Scheme)
 	// The metrics controllers register collectors once per process, and
 	// TestRegisterWiresTheOperator registers them.
-	opts, err := options.Parse([]string{"--batch-idle-duration=100ms", "--batch-max-duration=1s", "--disable-cluster-state-observability"}, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	clk := clock.RealClock{}
-	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // the controllers take a record.EventRecorder
-	cluster := state.NewCluster(clk, mgr.GetClient())
-	bundle, err := kwok.NewProvider().New(ctx, cloudprovider.Deps{
-		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: cluster,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.Register(ctx, mgr, controllers.Deps{
-		KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: cluster, Bundle: bundle,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	env.RunManager(ctx, t, mgr)
-
-	create(ctx, t, e, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-	create(ctx, t, e, &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1.NodePoolSpec{
-			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration("Never")},
-			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-			}},
-		},
-	})
+	ctx, e, _ := startOperator(t, "--batch-idle-duration=100ms", "--batch-max-duration=1s", "--disable-cluster-state-observability")
+	createDefaultPool(ctx, t, e)
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: "stays", Namespace: "default", Annotations: map[string]string{v1.DoNotDisruptAnnotationKey: "true"}},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x",
