@@ -15,7 +15,10 @@ type PreexistingInstance struct {
 	Zone         string // "" for the zone of the first subnet
 	CapacityType string // "on-demand" (default) | "spot"
 	ImageID      string
-	Tags         map[string]string
+	// SecurityGroupIDs default to the security groups tagged as the cluster's
+	// (kubernetes.io/cluster/<cluster>), which Karpenter's discovery selects.
+	SecurityGroupIDs []string
+	Tags             map[string]string
 	// LaunchTime defaults to now.
 	LaunchTime time.Time
 	// Labels and Taints are the kubelet's --node-labels / --register-with-taints,
@@ -72,6 +75,14 @@ func (e *Emulator) SeedRunningInstance(p PreexistingInstance) (Instance, *corev1
 		if capacityType == "spot" {
 			in.SpotRequestID = "sir-" + hashHex(8, "spot-request", in.ID)
 		}
+		in.SecurityGroupIDs = append([]string(nil), p.SecurityGroupIDs...)
+		if len(in.SecurityGroupIDs) == 0 {
+			for _, id := range sortedKeys(s.securityGroups) {
+				if _, ok := s.securityGroups[id].Tags["kubernetes.io/cluster/"+s.opts.ClusterName]; ok {
+					in.SecurityGroupIDs = append(in.SecurityGroupIDs, id)
+				}
+			}
+		}
 		subnet.AvailableIPs--
 		s.instances[in.ID] = in
 		s.instanceOrder = append(s.instanceOrder, in.ID)
@@ -81,4 +92,19 @@ func (e *Emulator) SeedRunningInstance(p PreexistingInstance) (Instance, *corev1
 		out = in.clone()
 	})
 	return out, node, err
+}
+
+// Parameter returns an SSM parameter's value (e.g. the image an AMI alias
+// resolves to), false when it does not exist.
+func (e *Emulator) Parameter(name string) (string, bool) {
+	var (
+		v  string
+		ok bool
+	)
+	e.locked(func(s *state) {
+		if p := s.parameters[name]; p != nil {
+			v, ok = p.Value, true
+		}
+	})
+	return v, ok
 }
