@@ -108,6 +108,7 @@ func TestAdoptV031Install(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	started := time.Now()
 	replacedFirst := map[string]bool{}
 	if err := poll(e.ctx, 4*time.Minute, func() (bool, error) {
 		ms := &v1alpha5.MachineList{}
@@ -143,6 +144,12 @@ func TestAdoptV031Install(t *testing.T) {
 		}
 		t.Fatalf("workloads not on NodePool nodes with every Machine gone within 4m: %v; machines left: %s (karpenter log %s)", err, strings.Join(left, "; "), e.karpenter.LogPath)
 	}
+	claims := &v1.NodeClaimList{}
+	if err := e.Client.List(e.ctx, claims); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("4 machines retired by the three paths and %d pods on NodePool nodes %s after the paths began; %d NodeClaims; replaced first: %v",
+		replicas, time.Since(started).Round(time.Second), len(claims.Items), replacedFirst)
 	if !replacedFirst["a-0"] && !replacedFirst["a-1"] {
 		t.Errorf("no drifted machine of provisioner a was seen with replacement NodeClaims before its deletion (seen: %v)", replacedFirst)
 	}
