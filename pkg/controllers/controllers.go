@@ -4,8 +4,9 @@
 // Register. The packages below hold the controllers themselves:
 // provisioning (pods to NodeClaims), nodeclaim/* (a NodeClaim's life),
 // node/termination (draining deleted Nodes), nodepool (NodePool status and
-// hash), disrupter (disruption passes and the orchestration queue) and metrics/*
-// (cluster state, pod and status-condition metrics).
+// hash), disrupter (disruption passes and the orchestration queue), legacy
+// (the v1alpha5 Machines of an upstream v0.31 install, until migrated) and
+// metrics/* (cluster state, pod and status-condition metrics).
 package controllers
 
 import (
