@@ -29,8 +29,9 @@ import (
 // Provisioner "a" is tainted (its two Machines drift and are replaced,
 // replacement first), Provisioner "b" is deleted with --cascade=foreground,
 // and the Node of Provisioner "c"'s Machine is deleted by hand. The pods end
-// on NodePool nodes, no PDB is broken, no pod is lost, no Machine, legacy
-// Node or legacy instance is left.
+// on NodePool nodes, no PDB is broken, no pod is lost, a
+// karpenter.sh/do-not-evict pod holds its node until it leaves, and no
+// Machine, legacy Node or legacy instance is left.
 func TestAdoptV031Install(t *testing.T) {
 	t.Parallel()
 	const replicas = 8
@@ -60,10 +61,22 @@ func TestAdoptV031Install(t *testing.T) {
 		// What karpenter-convert makes of them (one NodePool for the three:
 		// the only NodePool succeeds every Provisioner).
 		np := awsNodePool("default", "default", 4)
-		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "1"}}
+		// Two: the node deleted by hand stays (its do-not-evict pod) and
+		// counts against the budget, as any deleting node does.
+		np.Spec.Disruption.Budgets = []v1.Budget{{Nodes: "2"}}
 		e.apply(t, ec2NodeClass("default", "al2023@latest"), np,
 			kit.Deployment("default", "web", replicas, "500m", "256Mi", false), maxUnavailablePDB("web", 1))
 		e.waitRunningOnLegacy(t, replicas)
+		// A v0.31 pod that must not be evicted, on the node deleted by hand.
+		mc := &v1alpha5.Machine{}
+		if err := e.Client.Get(e.ctx, types.NamespacedName{Name: "c-0"}, mc); err != nil {
+			t.Fatal(err)
+		}
+		e.apply(t, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "guarded", Namespace: "default", Labels: map[string]string{"app": "guarded"},
+				Annotations: map[string]string{"karpenter.sh/do-not-evict": "true"}},
+			Spec: corev1.PodSpec{NodeName: mc.Status.NodeName, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}}},
+		})
 	}})
 	e.waitNodeClassReady(t, "default")
 
@@ -120,7 +133,8 @@ func TestAdoptV031Install(t *testing.T) {
 				replacedFirst[m.Name] = true
 			}
 		}
-		if len(ms.Items) > 0 {
+		// c-0 stays while its do-not-evict pod runs.
+		if len(ms.Items) != 1 || ms.Items[0].Name != "c-0" {
 			return false, nil
 		}
 		on, err := e.webNodes()
@@ -142,13 +156,34 @@ func TestAdoptV031Install(t *testing.T) {
 		for _, m := range ms.Items {
 			left = append(left, fmt.Sprintf("%s %+v", m.Name, m.Status.Conditions))
 		}
-		t.Fatalf("workloads not on NodePool nodes with every Machine gone within 4m: %v; machines left: %s (karpenter log %s)", err, strings.Join(left, "; "), e.karpenter.LogPath)
+		t.Fatalf("workloads not on NodePool nodes with every Machine but c-0 gone within 4m: %v; machines left: %s (karpenter log %s)", err, strings.Join(left, "; "), e.karpenter.LogPath)
+	}
+	// The drain of c-0's node evicted the web pods and waits for the
+	// do-not-evict pod; once its owner removes it, c-0 goes.
+	guarded := &corev1.Pod{}
+	if err := e.Client.Get(e.ctx, types.NamespacedName{Namespace: "default", Name: "guarded"}, guarded); err != nil {
+		t.Fatalf("the karpenter.sh/do-not-evict pod is gone: %v", err)
+	}
+	if guarded.DeletionTimestamp != nil || guarded.Status.Phase != corev1.PodRunning {
+		t.Fatalf("the karpenter.sh/do-not-evict pod was evicted (phase %s, deleting %v)", guarded.Status.Phase, guarded.DeletionTimestamp)
+	}
+	if err := e.Client.Delete(e.ctx, guarded, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := poll(e.ctx, 2*time.Minute, func() (bool, error) {
+		ms := &v1alpha5.MachineList{}
+		if err := e.Client.List(e.ctx, ms); err != nil {
+			return false, err
+		}
+		return len(ms.Items) == 0, nil
+	}); err != nil {
+		t.Fatalf("machine c-0 not gone once its do-not-evict pod left: %v", err)
 	}
 	claims := &v1.NodeClaimList{}
 	if err := e.Client.List(e.ctx, claims); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("4 machines retired by the three paths and %d pods on NodePool nodes %s after the paths began; %d NodeClaims; replaced first: %v",
+	t.Logf("4 machines retired by the three paths (one held by a do-not-evict pod until it left) and %d pods on NodePool nodes %s after the paths began; %d NodeClaims; replaced first: %v",
 		replicas, time.Since(started).Round(time.Second), len(claims.Items), replacedFirst)
 	if !replacedFirst["a-0"] && !replacedFirst["a-1"] {
 		t.Errorf("no drifted machine of provisioner a was seen with replacement NodeClaims before its deletion (seen: %v)", replacedFirst)
