@@ -4,8 +4,9 @@
 // Register. The packages below hold the controllers themselves:
 // provisioning (pods to NodeClaims), nodeclaim/* (a NodeClaim's life),
 // node/termination (draining deleted Nodes), nodepool (NodePool status and
-// hash), disrupter (disruption passes and the orchestration queue) and metrics/*
-// (cluster state, pod and status-condition metrics).
+// hash), disrupter (disruption passes and the orchestration queue), legacy
+// (the v1alpha5 Machines of an upstream v0.31 install, until migrated) and
+// metrics/* (cluster state, pod and status-condition metrics).
 package controllers
 
 import (
@@ -23,6 +24,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/controllers/legacy"
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
@@ -80,6 +82,8 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	}
 	all = append(all, NodeLifecycle(d.KubeClient, cp, d.Clock, d.Recorder)...)
 	all = append(all, NodePools(d.KubeClient, cp, d.Clock)...)
+	// Machines of an upstream v0.31 install, until they are migrated.
+	all = append(all, legacy.Controllers(d.KubeClient, cp, prov, d.Cluster, d.Clock, d.Recorder)...)
 
 	// The disruption controller decides; the orchestration queue carries its
 	// commands out.

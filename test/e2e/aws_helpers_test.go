@@ -43,6 +43,9 @@ type awsOptions struct {
 	bootDelay         time.Duration // pending -> running (default 1s)
 	// interceptor, when set, sits between Karpenter and the emulator (see awsProxy).
 	interceptor func(e *awsEnv, action string, form url.Values) (drop bool)
+	// seed, when set, runs once the cluster and the emulator are up, before
+	// Karpenter starts (what an earlier install left behind).
+	seed func(t testing.TB, e *awsEnv)
 }
 
 // awsEnv is a provisioningEnv on the aws provider.
@@ -91,6 +94,9 @@ func startAWS(t testing.TB, opts awsOptions) *awsEnv {
 	e.kenv = append(e.kenv, "CLOUD_PROVIDER=aws", "CLUSTER_NAME="+awsCluster, "INTERRUPTION_QUEUE="+e.queue,
 		// The process must not pick up a developer's AWS profile or SSO settings.
 		"AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null")
+	if opts.seed != nil {
+		opts.seed(t, e)
+	}
 	e.startKarpenterAWS(t)
 	return e
 }

@@ -113,11 +113,20 @@ func ToleratesDisruptedTaint(pod *corev1.Pod) bool {
 	return false
 }
 
+// DoNotEvictAnnotationKey is v1alpha5's pod annotation blocking eviction
+// (karpenter.sh/do-not-evict), replaced by karpenter.sh/do-not-disrupt.
+const DoNotEvictAnnotationKey = "karpenter.sh/do-not-evict"
+
 // HasDoNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt
 // annotation protects it at now: "true", or a duration (e.g. "4h") not yet
 // elapsed since the pod started. A value that is neither is taken to protect
-// the pod: whoever set it meant to, and evicting it cannot be undone.
+// the pod: whoever set it meant to, and evicting it cannot be undone. The
+// v1alpha5 karpenter.sh/do-not-evict: "true" of pods an older install left
+// running protects them the same way (until they are re-annotated).
 func HasDoNotDisrupt(pod *corev1.Pod, now time.Time) bool {
+	if pod.Annotations[DoNotEvictAnnotationKey] == "true" {
+		return true
+	}
 	value, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]
 	if !ok {
 		return false

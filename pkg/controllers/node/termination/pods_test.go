@@ -32,6 +32,18 @@ func TestHasDoNotDisrupt(t *testing.T) {
 	}
 }
 
+// A pod a v0.31 install left running with v1alpha5's karpenter.sh/do-not-evict
+// is protected until it is re-annotated.
+func TestHasDoNotDisruptLegacyDoNotEvict(t *testing.T) {
+	now := time.Now()
+	for value, want := range map[string]bool{"true": true, "false": false} {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{termination.DoNotEvictAnnotationKey: value}}}
+		if got := termination.HasDoNotDisrupt(p, now); got != want {
+			t.Errorf("karpenter.sh/do-not-evict=%s: got %v, want %v", value, got, want)
+		}
+	}
+}
+
 func TestTierOf(t *testing.T) {
 	ds := []metav1.OwnerReference{{Kind: "DaemonSet", Name: "d"}}
 	cases := []struct {
