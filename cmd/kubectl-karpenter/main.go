@@ -16,6 +16,7 @@ import (
 
 	"github.com/karpenter-go/karpenter/pkg/kubectl/kubeflags"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/plan"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/top"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/why"
 )
 
@@ -26,6 +27,7 @@ type Subcommand func(ctx context.Context, flags kubeflags.Flags, args []string, 
 var subcommands = map[string]Subcommand{
 	"plan": plan.Run,
 	"why":  why.Run,
+	"top":  top.Run,
 }
 
 const usageText = `kubectl karpenter: ask Karpenter what it would do, and why, without changing anything.

@@ -14,6 +14,8 @@ type Frame struct {
 	PendingPods int
 	// Syncing is true until every watch delivered its initial list.
 	Syncing bool
+	// Warning is shown in the title (a watch error).
+	Warning string
 }
 
 // Pool is a NodePool and its nodes (or the nodes without a NodePool).

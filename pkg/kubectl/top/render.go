@@ -12,7 +12,7 @@ import (
 
 // Options say how much room a frame has.
 type Options struct {
-	// Width in columns; lines never exceed it.
+	// Width in columns; lines never exceed it. <= 0 means no limit.
 	Width int
 	// Height in lines; <= 0 means no limit (--once prints every node).
 	Height int
@@ -27,11 +27,11 @@ type Options struct {
 // says how many it left out.
 func Render(f *Frame, o Options) []string {
 	width := o.Width
-	if width < 20 {
-		width = 20
+	if width <= 0 {
+		width = 1 << 20 // no limit
 	}
 	l := newLayout(f)
-	l.fit(width)
+	l.fit(max(width, 20))
 
 	var out []string
 	out = append(out, title(f, o.Live))
@@ -82,6 +82,9 @@ func title(f *Frame, live bool) string {
 	}
 	if live {
 		parts = append(parts, "q quits")
+	}
+	if f.Warning != "" {
+		parts = append(parts, "! "+f.Warning)
 	}
 	return strings.Join(parts, " · ")
 }
