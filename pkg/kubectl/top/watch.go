@@ -25,6 +25,10 @@ import (
 // Watcher runs the informers that feed a Model.
 type Watcher struct {
 	informers []cache.SharedIndexInformer
+	// handlers sync once the Model has seen every object of the initial
+	// lists (an informer syncs when its cache has them, before its handlers
+	// ran).
+	handlers []cache.ResourceEventHandlerRegistration
 	// karpenter is false when the cluster serves no karpenter.sh/v1 API: top
 	// then shows the nodes alone.
 	karpenter bool
@@ -57,14 +61,16 @@ func Watch(ctx context.Context, cfg *rest.Config, m *Model, changed func()) (*Wa
 			}
 			changed()
 		}
-		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		reg, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o any) { upsert(o); changed() },
 			UpdateFunc: func(_, o any) { upsert(o); changed() },
 			DeleteFunc: del,
-		}); err != nil {
+		})
+		if err != nil {
 			return err
 		}
 		w.informers = append(w.informers, inf)
+		w.handlers = append(w.handlers, reg)
 		return nil
 	}
 	core := kube.CoreV1().RESTClient()
@@ -138,14 +144,14 @@ func (w *Watcher) RecentErr(d time.Duration) error {
 	return nil
 }
 
-// WaitSynced waits until every informer delivered its initial list, the
+// WaitSynced waits until the Model saw every watch's initial list, the
 // context ends, or a watch is refused for good (forbidden: listing
 // cluster-wide needs RBAC the user may not have).
 func (w *Watcher) WaitSynced(ctx context.Context) error {
 	for {
 		done := true
-		for _, inf := range w.informers {
-			done = done && inf.HasSynced()
+		for _, h := range w.handlers {
+			done = done && h.HasSynced()
 		}
 		if done {
 			return nil
