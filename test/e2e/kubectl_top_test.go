@@ -9,14 +9,20 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/top"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
+	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 )
 
 var (
@@ -152,7 +158,7 @@ func showsFleet(screen, pool string, nodes []string) bool {
 	return true
 }
 
-var statsLine = regexp.MustCompile(`top: (\d+) frames, redraw avg ([0-9.]+) ms, max ([0-9.]+) ms, (\d+) nodes`)
+var statsLine = regexp.MustCompile(`top: (\d+) frames, redraw avg ([0-9.]+) ms, max ([0-9.]+) ms \(model\+render avg ([0-9.]+) ms, max ([0-9.]+) ms\), (\d+) nodes`)
 
 // `kubectl karpenter top` in a real terminal (tmux, 160x50) on the local
 // cluster with Karpenter: the pool and its nodes appear; a Deployment scaled
@@ -178,8 +184,9 @@ func TestKubectlTop(t *testing.T) {
 	if !showsFleet(once, "default", before) {
 		t.Fatalf("top --once does not show the pool and its %d nodes %v:\n%s", len(before), before, once)
 	}
-	if !strings.Contains(once, fmt.Sprintf("TOTAL · %d node", len(before))) || strings.Contains(once, "≥") || strings.Contains(once, " ?\n") {
-		t.Fatalf("top --once: want a total of %d priced nodes:\n%s", len(before), once)
+	// 3 pods of 1.5 cpu: 4.5 cpu requested in all.
+	if !regexp.MustCompile(fmt.Sprintf(`(?m)^TOTAL · %d nodes? .* 4\.5/`, len(before))).MatchString(once) || strings.Contains(once, "≥") || strings.Contains(once, " ?\n") {
+		t.Fatalf("top --once: want a total of %d priced nodes with 4.5 cpu requested:\n%s", len(before), once)
 	}
 	t.Logf("top --once:\n%s", once)
 
@@ -201,9 +208,10 @@ func TestKubectlTop(t *testing.T) {
 		t.Fatalf("scaling 3 -> 8 pods of 1.5 cpu launched no node: %v", after)
 	}
 	screen := tm.waitScreen(e.ctx, time.Minute, fmt.Sprintf("the %d nodes after scaling up", len(after)), func(s string) bool {
-		return showsFleet(s, "default", after) && strings.Contains(s, fmt.Sprintf("TOTAL · %d nodes", len(after)))
+		// 8 pods of 1.5 cpu: 12 cpu requested.
+		return showsFleet(s, "default", after) && regexp.MustCompile(fmt.Sprintf(`(?m)^TOTAL · %d nodes .* 12/`, len(after))).MatchString(s)
 	})
-	t.Logf("live frame after scaling up:\n%s", screen)
+	t.Logf("live frame after scaling up:\n%s", strings.TrimRight(screen, "\n"))
 
 	tm.run("send-keys", "-t", "top", "q")
 	screen = tm.waitScreen(e.ctx, 30*time.Second, "top's exit", func(s string) bool {
@@ -224,5 +232,137 @@ func TestKubectlTop(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no --stats line after exit:\n%s", screen)
 	}
-	t.Logf("live view: %s frames, redraw avg %s ms, max %s ms, %s nodes", m[1], m[2], m[3], m[4])
+	t.Logf("live view: %s frames, redraw avg %s ms, max %s ms (model+render avg %s ms, max %s ms), %s nodes", m[1], m[2], m[3], m[4], m[5], m[6])
+}
+
+// BenchmarkKubectlTop200Nodes: `kubectl karpenter top` on the local cluster
+// with 200 KWOK nodes in two NodePools and 1,000 running pods (then 1,500: a
+// burst of pod events while it watches). Reports
+//   - ms/frame: one redraw (frame from the informer-fed model + render for a
+//     160x50 terminal), in process, fed by the same watches as the binary;
+//   - live-avg-ms/frame and live-max-ms/frame: the binary's own --stats in a
+//     real terminal (tmux, 160x50), the write to the terminal included, and
+//     live-render-*: the same redraws without the write;
+//   - once-peak-MB: the peak RSS of `top --once` (the informers' slim caches).
+//
+// Run it with
+//
+//	go test ./test/e2e -run '^$' -bench KubectlTop200Nodes -benchtime 1x -timeout 20m
+func BenchmarkKubectlTop200Nodes(b *testing.B) {
+	bin := topPlugin(b)
+	c := localcluster.Start(b)
+	ctx := context.Background()
+	if err := kit.InstallCRDs(ctx, c.Client); err != nil {
+		b.Fatal(err)
+	}
+	// NodePools only for their names and limits: no Karpenter runs, the nodes
+	// are made here, as KWOK nodes carrying Karpenter's labels.
+	for _, name := range []string{"batch", "web"} {
+		if err := c.Client.Create(ctx, kit.DefaultNodePool(name, "default", 8)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := 0; i < 200; i++ {
+		pool, zone := "web", fmt.Sprintf("test-zone-%c", 'a'+i%3)
+		if i%4 == 0 {
+			pool = "batch"
+		}
+		name := fmt.Sprintf("bench-%03d", i)
+		n := &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{localcluster.FakeNodeAnnotation: "fake"}, Labels: map[string]string{
+				corev1.LabelHostname: name, v1.NodePoolLabelKey: pool, corev1.LabelInstanceTypeStable: "c-4x-amd64-linux",
+				v1.CapacityTypeLabelKey: v1.CapacityTypeSpot, corev1.LabelTopologyZone: zone, "eks-node-viewer/instance-price": "0.0762",
+			}},
+			Spec: corev1.NodeSpec{ProviderID: "kwok://" + name},
+			Status: corev1.NodeStatus{
+				Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")},
+				Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")},
+			},
+		}
+		if err := c.Client.Create(ctx, n); err != nil {
+			b.Fatal(err)
+		}
+	}
+	dep := kit.Deployment("default", "bench", 1000, "100m", "128Mi", false)
+	if err := c.Client.Create(ctx, dep); err != nil {
+		b.Fatal(err)
+	}
+	waitPodsRunning := func(n int) {
+		var last *kit.Counts
+		if err := poll(ctx, 5*time.Minute, func() (bool, error) {
+			cnt, err := kit.Count(ctx, c.Client, "default")
+			last = cnt
+			return err == nil && cnt.Running == n && cnt.Pods == n, err
+		}); err != nil {
+			b.Fatalf("%d pods not running: %+v (%v)", n, last, err)
+		}
+	}
+	waitPodsRunning(1000)
+
+	// --once: every node, and the memory it takes.
+	once := exec.Command(bin, "top", "--once", "--kubeconfig", c.Kubeconfig)
+	out, err := once.Output()
+	if err != nil {
+		b.Fatalf("top --once: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "TOTAL · 200 nodes") {
+		b.Fatalf("top --once on 200 nodes:\n%s", out)
+	}
+	peakMB := float64(once.ProcessState.SysUsage().(*syscall.Rusage).Maxrss) / 1024
+
+	// In process: the model fed by the same watches, one redraw per iteration.
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	m := top.NewModel(top.PriceOf)
+	w, err := top.Watch(wctx, c.Config, m, func() {})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := w.WaitSynced(wctx); err != nil {
+		b.Fatal(err)
+	}
+	const frames = 500
+	start := time.Now()
+	var lines []string
+	for i := 0; i < frames; i++ {
+		lines = top.Render(m.Frame(time.Now()), top.Options{Width: 160, Height: 50, Live: true})
+	}
+	perFrame := time.Since(start) / frames
+	if len(lines) != 50 || !strings.Contains(strings.Join(lines, "\n"), "more") {
+		b.Fatalf("a 200-node frame for 160x50 should fill it and cut pools:\n%s", strings.Join(lines, "\n"))
+	}
+
+	// The binary in a real terminal, through a burst of 500 new pods.
+	tm := newTmux(b, 160, 50, "KUBECONFIG="+c.Kubeconfig)
+	tm.typeLine(bin + ` top --stats; echo "top exited $?"`)
+	tm.waitScreen(ctx, time.Minute, "200 nodes", func(s string) bool {
+		return strings.Contains(s, "200 nodes in 2 nodepools") && strings.Contains(s, "… ") && strings.Contains(s, "TOTAL · 200 nodes")
+	})
+	if err := c.Client.Patch(ctx, dep, client.RawPatch(client.Merge.Type(), []byte(`{"spec":{"replicas":1500}}`))); err != nil {
+		b.Fatal(err)
+	}
+	waitPodsRunning(1500)
+	// 1,500 pods of 100m: 150 cpu requested.
+	tm.waitScreen(ctx, time.Minute, "the 1,500 pods' requests", func(s string) bool {
+		return regexp.MustCompile(`(?m)^TOTAL · 200 nodes .* 150/800`).MatchString(s)
+	})
+	tm.run("send-keys", "-t", "top", "q")
+	screen := tm.waitScreen(ctx, 30*time.Second, "top's exit", func(s string) bool { return strings.Contains(s, "top exited") })
+	st := statsLine.FindStringSubmatch(screen)
+	if st == nil || !strings.Contains(screen, "top exited 0") {
+		b.Fatalf("no --stats line or a failed exit:\n%s", screen)
+	}
+	var liveAvg, liveMax, renderAvg, renderMax float64
+	fmt.Sscan(st[2], &liveAvg)
+	fmt.Sscan(st[3], &liveMax)
+	fmt.Sscan(st[4], &renderAvg)
+	fmt.Sscan(st[5], &renderMax)
+	b.ReportMetric(float64(perFrame.Microseconds())/1000, "ms/frame")
+	b.ReportMetric(liveAvg, "live-avg-ms/frame")
+	b.ReportMetric(liveMax, "live-max-ms/frame")
+	b.ReportMetric(renderAvg, "live-render-avg-ms")
+	b.ReportMetric(renderMax, "live-render-max-ms")
+	b.ReportMetric(peakMB, "once-peak-MB")
+	b.Logf("200 nodes, 1,000 -> 1,500 pods: in-process redraw %.2f ms/frame; live binary %s frames, redraw avg %s ms, max %s ms (model+render avg %s ms, max %s ms); top --once peak RSS %.0f MB",
+		float64(perFrame.Microseconds())/1000, st[1], st[2], st[3], st[4], st[5], peakMB)
 }

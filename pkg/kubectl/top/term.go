@@ -17,26 +17,35 @@ import (
 const (
 	enterScreen = "\x1b[?1049h\x1b[?25l\x1b[2J"
 	leaveScreen = "\x1b[?25h\x1b[?1049l"
-	home        = "\x1b[H"
 	clearEOL    = "\x1b[K"
 	clearEOS    = "\x1b[J"
 )
 
-// Stats time the redraws: taking the frame from the model, rendering it and
-// writing it to the terminal.
+// Stats time the redraws: the whole redraw (frame from the model, render,
+// write to the terminal) and its first part alone (the write waits for the
+// terminal to read, which a loaded terminal emulator can make long).
 type Stats struct {
-	Frames     int
-	Total, Max time.Duration
-	Nodes      int // rows in the last frame
+	Frames                 int
+	Total, Max             time.Duration
+	RenderTotal, RenderMax time.Duration
+	Nodes                  int // rows in the last frame
 }
 
+func (s *Stats) add(render, total time.Duration, nodes int) {
+	s.Frames++
+	s.Total += total
+	s.Max = max(s.Max, total)
+	s.RenderTotal += render
+	s.RenderMax = max(s.RenderMax, render)
+	s.Nodes = nodes
+}
+
+func ms(d time.Duration) float64 { return float64(d) / 1e6 }
+
 func (s Stats) String() string {
-	avg := time.Duration(0)
-	if s.Frames > 0 {
-		avg = s.Total / time.Duration(s.Frames)
-	}
-	return fmt.Sprintf("top: %d frames, redraw avg %.2f ms, max %.2f ms, %d nodes in the last frame",
-		s.Frames, float64(avg)/1e6, float64(s.Max)/1e6, s.Nodes)
+	n := time.Duration(max(s.Frames, 1))
+	return fmt.Sprintf("top: %d frames, redraw avg %.2f ms, max %.2f ms (model+render avg %.2f ms, max %.2f ms), %d nodes in the last frame",
+		s.Frames, ms(s.Total/n), ms(s.Max), ms(s.RenderTotal/n), ms(s.RenderMax), s.Nodes)
 }
 
 // loop is the live view: raw terminal, redraw on change (coalesced), on
@@ -49,6 +58,7 @@ type loop struct {
 	minInterval time.Duration
 	stats       Stats
 	buf         bytes.Buffer
+	prev        []string // the lines on screen
 }
 
 func (l *loop) run(ctx context.Context) int {
@@ -113,7 +123,7 @@ func (l *loop) run(ctx context.Context) int {
 			case 'q', 'Q', 3 /* Ctrl-C */, 4 /* Ctrl-D */ :
 				return 0
 			case 12 /* Ctrl-L */ :
-				_, _ = l.out.WriteString("\x1b[2J")
+				l.clear()
 				draw()
 			}
 		case <-synced:
@@ -131,7 +141,7 @@ func (l *loop) run(ctx context.Context) int {
 		case <-later:
 			draw()
 		case <-winch:
-			_, _ = l.out.WriteString("\x1b[2J")
+			l.clear()
 			draw()
 		case <-tick.C:
 			draw()
@@ -139,7 +149,9 @@ func (l *loop) run(ctx context.Context) int {
 	}
 }
 
-// draw renders the model into the whole screen in one write.
+// draw renders the model and writes the lines that changed since the last
+// frame (most do not: a tick changes the clock and the ages), each in place,
+// in one write.
 func (l *loop) draw() {
 	start := time.Now()
 	width, height, err := term.GetSize(int(l.out.Fd()))
@@ -151,20 +163,29 @@ func (l *loop) draw() {
 		f.Warning = "watch: " + err.Error()
 	}
 	lines := Render(f, Options{Width: width, Height: height, Live: true})
+	rendered := time.Since(start)
 	l.buf.Reset()
-	l.buf.WriteString(home)
 	for i, s := range lines {
+		if i < len(l.prev) && l.prev[i] == s {
+			continue
+		}
+		fmt.Fprintf(&l.buf, "\x1b[%d;1H", i+1)
 		l.buf.WriteString(s)
 		l.buf.WriteString(clearEOL)
-		if i < len(lines)-1 {
-			l.buf.WriteString("\r\n") // raw mode: no newline translation
-		}
 	}
-	l.buf.WriteString(clearEOS)
-	_, _ = l.out.Write(l.buf.Bytes())
-	d := time.Since(start)
-	l.stats.Frames++
-	l.stats.Total += d
-	l.stats.Max = max(l.stats.Max, d)
-	l.stats.Nodes = f.Totals().Nodes
+	if len(lines) < len(l.prev) {
+		fmt.Fprintf(&l.buf, "\x1b[%d;1H", len(lines)+1)
+		l.buf.WriteString(clearEOS)
+	}
+	l.prev = lines
+	if l.buf.Len() > 0 {
+		_, _ = l.out.Write(l.buf.Bytes())
+	}
+	l.stats.add(rendered, time.Since(start), f.Totals().Nodes)
+}
+
+// clear wipes the screen and forgets what is on it, so the next draw writes every line.
+func (l *loop) clear() {
+	_, _ = l.out.WriteString("\x1b[2J")
+	l.prev = nil
 }
