@@ -213,21 +213,37 @@ func TestKubectlTop(t *testing.T) {
 	})
 	t.Logf("live frame after scaling up:\n%s", strings.TrimRight(screen, "\n"))
 
+	// A smaller terminal (SIGWINCH): the frame fits it, the pool cut short.
+	tm.run("resize-window", "-t", "top", "-x", "70", "-y", "8")
+	screen = tm.waitScreen(e.ctx, 30*time.Second, "the frame fitted to 70x8", func(s string) bool {
+		lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+		return len(lines) == 8 && regexp.MustCompile(`(?m)^  … \d+ more$`).MatchString(s) && strings.HasPrefix(lines[7], "TOTAL")
+	})
+	for _, l := range strings.Split(screen, "\n") {
+		if n := len([]rune(l)); n > 70 {
+			t.Fatalf("a %d-column line in a 70-column terminal:\n%s", n, screen)
+		}
+	}
+	t.Logf("live frame at 70x8:\n%s", strings.TrimRight(screen, "\n"))
+	tm.run("resize-window", "-t", "top", "-x", "160", "-y", "50")
+
 	tm.run("send-keys", "-t", "top", "q")
 	screen = tm.waitScreen(e.ctx, 30*time.Second, "top's exit", func(s string) bool {
-		return strings.Contains(s, "stty after:")
+		return regexp.MustCompile(`(?m)^stty after: \S+$`).MatchString(s)
 	})
-	if !strings.Contains(screen, "top exited 0") {
+	// The command line typed contains these words too: only whole output lines count.
+	if !regexp.MustCompile(`(?m)^top exited 0$`).MatchString(screen) {
 		t.Fatalf("top did not exit 0 on q:\n%s", screen)
 	}
 	if strings.Contains(screen, "q quits") {
 		t.Fatalf("the live frame is still on screen after q (alternate screen not left):\n%s", screen)
 	}
-	sttyBefore := regexp.MustCompile(`stty before: (\S+)`).FindStringSubmatch(screen)
-	sttyAfter := regexp.MustCompile(`stty after: (\S+)`).FindStringSubmatch(screen)
+	sttyBefore := regexp.MustCompile(`(?m)^stty before: (\S+)$`).FindStringSubmatch(screen)
+	sttyAfter := regexp.MustCompile(`(?m)^stty after: (\S+)$`).FindStringSubmatch(screen)
 	if sttyBefore == nil || sttyAfter == nil || sttyBefore[1] != sttyAfter[1] {
 		t.Fatalf("terminal settings not restored (before %v, after %v):\n%s", sttyBefore, sttyAfter, screen)
 	}
+	t.Logf("after q:\n%s", strings.TrimRight(screen, "\n"))
 	m := statsLine.FindStringSubmatch(screen)
 	if m == nil {
 		t.Fatalf("no --stats line after exit:\n%s", screen)
@@ -347,9 +363,11 @@ func BenchmarkKubectlTop200Nodes(b *testing.B) {
 		return regexp.MustCompile(`(?m)^TOTAL · 200 nodes .* 150/800`).MatchString(s)
 	})
 	tm.run("send-keys", "-t", "top", "q")
-	screen := tm.waitScreen(ctx, 30*time.Second, "top's exit", func(s string) bool { return strings.Contains(s, "top exited") })
+	screen := tm.waitScreen(ctx, 30*time.Second, "top's exit", func(s string) bool {
+		return regexp.MustCompile(`(?m)^top exited \d+$`).MatchString(s)
+	})
 	st := statsLine.FindStringSubmatch(screen)
-	if st == nil || !strings.Contains(screen, "top exited 0") {
+	if st == nil || !regexp.MustCompile(`(?m)^top exited 0$`).MatchString(screen) {
 		b.Fatalf("no --stats line or a failed exit:\n%s", screen)
 	}
 	var liveAvg, liveMax, renderAvg, renderMax float64
