@@ -213,3 +213,38 @@ func markReady(o status.Object) {
 	conds := o.StatusConditions()
 	conds.SetTrue(status.ConditionReady)
 }
+
+// nodeClassGroups are the NodeClass kinds --node-class accepts.
+var nodeClassGroups = map[string]string{
+	"KWOKNodeClass": kwokv1alpha1.SchemeGroupVersion.Group,
+	"EC2NodeClass":  awsv1.SchemeGroupVersion.Group,
+}
+
+// Retarget points every NodePool among the manifests at the NodeClass
+// "KIND/NAME", so that converted AWS Provisioners can be planned on a KWOK
+// cluster. It returns a note per NodePool changed.
+func Retarget(ms []Manifest, ref string) ([]string, error) {
+	kind, nm, ok := strings.Cut(ref, "/")
+	group, known := nodeClassGroups[kind]
+	if !ok || nm == "" || !known {
+		return nil, fmt.Errorf("--node-class %q: want KWOKNodeClass/NAME or EC2NodeClass/NAME", ref)
+	}
+	var notes []string
+	for _, m := range ms {
+		np, ok := m.Object.(*v1.NodePool)
+		if !ok {
+			continue
+		}
+		old := np.Spec.Template.Spec.NodeClassRef
+		if old != nil && old.Kind == kind && old.Name == nm {
+			continue
+		}
+		np.Spec.Template.Spec.NodeClassRef = &v1.NodeClassReference{Group: group, Kind: kind, Name: nm}
+		was := "none"
+		if old != nil {
+			was = old.Kind + "/" + old.Name
+		}
+		notes = append(notes, fmt.Sprintf("nodepool %s: nodeClassRef %s replaced by %s (--node-class)", np.Name, was, ref))
+	}
+	return notes, nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
 	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -154,7 +155,7 @@ func unschedulable() corev1.PodCondition {
 // All returns the snapshot's objects of T's kind, sorted by namespace and name.
 func All[T client.Object](s *Snapshot) []T {
 	var zero T
-	gk := groupKindOf(s.Store.scheme, zero)
+	gk := groupKindOf(s.Store.scheme, reflect.New(reflect.TypeOf(zero).Elem()).Interface().(runtime.Object))
 	items := make([]runtime.Object, 0, len(s.Store.objects[gk]))
 	for _, o := range s.Store.objects[gk] {
 		items = append(items, o)
