@@ -143,7 +143,7 @@ type Request struct {
 	// NodeClass ("KIND/NAME") retargets the applied NodePools.
 	NodeClass string
 	Stdin     io.Reader
-	Options  Options
+	Options   Options
 }
 
 // Make reads and validates the manifests (before touching the cluster, so a
