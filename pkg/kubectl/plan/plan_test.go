@@ -3,101 +3,19 @@ package plan_test
 import (
 	"context"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"strings"
 	"testing"
-	"time"
-
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/internal/plantest"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/plan"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
 )
 
-var now = time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC)
-
-// base is a snapshot with the KWOKNodeClass and NodePool of testdata/nodepool.yaml
-// (defaulted and validated as the apiserver would).
-func base(t *testing.T) *snapshot.Snapshot {
+func compute(t testing.TB, s *snapshot.Snapshot) *plan.Plan {
 	t.Helper()
-	ms, _, err := snapshot.ReadManifests(context.Background(), []string{"testdata/nodepool.yaml"}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := snapshot.New("test")
-	if err := s.Apply(ms); err != nil {
-		t.Fatal(err)
-	}
-	s.Notes = nil
-	return s
-}
-
-func pendingPod(name, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name),
-			CreationTimestamp: metav1.NewTime(now.Add(-time.Minute))},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{
-			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodPending, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled,
-			Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable}}},
-	}
-}
-
-func boundPod(name, node, cpu string) *corev1.Pod {
-	p := pendingPod(name, cpu)
-	p.Spec.NodeName = node
-	p.Status = corev1.PodStatus{Phase: corev1.PodRunning}
-	return p
-}
-
-// node is a registered, initialized KWOK node of the default pool with its NodeClaim.
-func node(t *testing.T, name, instanceType string) (*corev1.Node, *v1.NodeClaim) {
-	t.Helper()
-	catalog, err := kwok.LoadInstanceTypes("")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var alloc corev1.ResourceList
-	for _, it := range catalog {
-		if it.Name == instanceType {
-			alloc = it.Resources.DeepCopy()
-		}
-	}
-	if alloc == nil {
-		t.Fatalf("no instance type %s", instanceType)
-	}
-	alloc[corev1.ResourcePods] = resource.MustParse("110")
-	labels := map[string]string{
-		v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: instanceType, corev1.LabelTopologyZone: "test-zone-a",
-		v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
-		corev1.LabelHostname: name, v1.NodeInitializedLabelKey: "true", v1.NodeRegisteredLabelKey: "true",
-	}
-	created := metav1.NewTime(now.Add(-time.Hour))
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, CreationTimestamp: created},
-		Spec:       corev1.NodeSpec{ProviderID: kwok.ProviderIDPrefix + name},
-		Status: corev1.NodeStatus{Capacity: alloc, Allocatable: alloc,
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}},
-	}
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, CreationTimestamp: created},
-		Spec: v1.NodeClaimSpec{NodeClassRef: &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{instanceType}}}},
-		Status: v1.NodeClaimStatus{ProviderID: n.Spec.ProviderID, NodeName: name, Capacity: alloc, Allocatable: alloc},
-	}
-	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeConsolidatable} {
-		nc.StatusConditions().SetTrue(c)
-	}
-	return n, nc
-}
-
-func compute(t *testing.T, s *snapshot.Snapshot) *plan.Plan {
-	t.Helper()
-	p, err := plan.PlanSnapshot(context.Background(), s, nil, nil, nil, nil, plan.Options{Now: now})
+	p, err := plan.PlanSnapshot(context.Background(), s, nil, nil, nil, nil, plan.Options{Now: plantest.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,9 +23,9 @@ func compute(t *testing.T, s *snapshot.Snapshot) *plan.Plan {
 }
 
 func TestPendingPodsBecomeNodeClaims(t *testing.T) {
-	s := base(t)
+	s := plantest.Base(t, "testdata/nodepool.yaml")
 	for i := range 6 {
-		if err := s.Add(pendingPod(fmt.Sprintf("web-%d", i), "1")); err != nil {
+		if err := s.Add(plantest.PendingPod(fmt.Sprintf("web-%d", i), "1")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -135,8 +53,8 @@ func TestPendingPodsBecomeNodeClaims(t *testing.T) {
 }
 
 func TestPodNoInstanceTypeFitsStaysPending(t *testing.T) {
-	s := base(t)
-	if err := s.Add(pendingPod("huge", "5000")); err != nil {
+	s := plantest.Base(t, "testdata/nodepool.yaml")
+	if err := s.Add(plantest.PendingPod("huge", "5000")); err != nil {
 		t.Fatal(err)
 	}
 	p := compute(t, s)
@@ -151,9 +69,9 @@ func TestPodNoInstanceTypeFitsStaysPending(t *testing.T) {
 // Three empty nodes and a budget of one node: emptiness deletes one, and the
 // budget blocks the two others, which the plan says.
 func TestEmptyNodesAreDeletedWithinTheBudget(t *testing.T) {
-	s := base(t)
+	s := plantest.Base(t, "testdata/nodepool.yaml")
 	for i := range 3 {
-		n, nc := node(t, fmt.Sprintf("empty-%d", i), "c-2x-amd64-linux")
+		n, nc := plantest.Node(t, fmt.Sprintf("empty-%d", i), "c-2x-amd64-linux")
 		if err := s.Add(n, nc); err != nil {
 			t.Fatal(err)
 		}
@@ -183,9 +101,9 @@ func TestEmptyNodesAreDeletedWithinTheBudget(t *testing.T) {
 // A big node with one small pod is replaced by a cheaper one (single-node
 // consolidation), and the replacement is listed.
 func TestUnderutilizedNodeIsReplacedByACheaperOne(t *testing.T) {
-	s := base(t)
-	n, nc := node(t, "big", "c-16x-amd64-linux")
-	if err := s.Add(n, nc, boundPod("small", "big", "500m")); err != nil {
+	s := plantest.Base(t, "testdata/nodepool.yaml")
+	n, nc := plantest.Node(t, "big", "c-16x-amd64-linux")
+	if err := s.Add(n, nc, plantest.BoundPod("small", "big", "500m")); err != nil {
 		t.Fatal(err)
 	}
 	p := compute(t, s)
@@ -203,9 +121,9 @@ func TestUnderutilizedNodeIsReplacedByACheaperOne(t *testing.T) {
 }
 
 func TestDoNotDisruptPodBlocksConsolidation(t *testing.T) {
-	s := base(t)
-	n, nc := node(t, "big", "c-16x-amd64-linux")
-	pod := boundPod("precious", "big", "500m")
+	s := plantest.Base(t, "testdata/nodepool.yaml")
+	n, nc := plantest.Node(t, "big", "c-16x-amd64-linux")
+	pod := plantest.BoundPod("precious", "big", "500m")
 	pod.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
 	if err := s.Add(n, nc, pod); err != nil {
 		t.Fatal(err)
@@ -238,17 +156,17 @@ func TestMigrationManifestsArePlanned(t *testing.T) {
 			applied = append(applied, m)
 		}
 	}
-	s := base(t)
+	s := plantest.Base(t, "testdata/nodepool.yaml")
 	// The migration replaces the default pool: --delete it.
 	old := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}}
 	old.SetGroupVersionKind(v1.SchemeGroupVersion.WithKind("NodePool"))
 	deleted := []snapshot.Manifest{{Object: old}}
 	for i := range 3 {
-		if err := s.Add(pendingPod(fmt.Sprintf("app-%d", i), "3")); err != nil {
+		if err := s.Add(plantest.PendingPod(fmt.Sprintf("app-%d", i), "3")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	p, err := plan.PlanSnapshot(ctx, s, applied, deleted, nil, append(notes, retarget...), plan.Options{Now: now})
+	p, err := plan.PlanSnapshot(ctx, s, applied, deleted, nil, append(notes, retarget...), plan.Options{Now: plantest.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +200,7 @@ func TestInvalidManifestFailsNamingFileObjectAndField(t *testing.T) {
 }
 
 func TestScaleAddsAndRemovesPods(t *testing.T) {
-	s := base(t)
+	s := plantest.Base(t, "testdata/nodepool.yaml")
 	// A deployment with no pods yet, scaled to 4.
 	d := deployment("web", 0)
 	if err := s.Add(d); err != nil {
