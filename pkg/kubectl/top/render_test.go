@@ -111,3 +111,26 @@ func TestRenderGolden(t *testing.T) {
 		})
 	}
 }
+
+// Whatever the terminal's size, no line is wider than it and no frame taller,
+// and as long as there is room, the total is the last line.
+func TestRenderFitsAnySize(t *testing.T) {
+	for _, f := range []*Frame{fleet(), bigFleet(), {Now: now}} {
+		for w := 1; w <= 200; w += 7 {
+			for h := 1; h <= 60; h += 3 {
+				lines := Render(f, Options{Width: w, Height: h, Live: true})
+				if len(lines) > h {
+					t.Fatalf("%dx%d: %d lines", w, h, len(lines))
+				}
+				for _, l := range lines {
+					if utf8.RuneCountInString(l) > w {
+						t.Fatalf("%dx%d: line %q too wide", w, h, l)
+					}
+				}
+				if h >= 3 && w >= 20 && !strings.HasPrefix(lines[len(lines)-1], "TOT") {
+					t.Fatalf("%dx%d: last line %q is not the total", w, h, lines[len(lines)-1])
+				}
+			}
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -48,38 +49,51 @@ func (s Stats) String() string {
 		s.Frames, ms(s.Total/n), ms(s.Max), ms(s.RenderTotal/n), ms(s.RenderMax), s.Nodes)
 }
 
-// loop is the live view: raw terminal, redraw on change (coalesced), on
-// resize and every second (ages, clock), quit on q.
+// loop is the live view: redraw on change (coalesced), on resize and every
+// tick (ages, clock), quit on q. run puts the terminal in raw mode around
+// serve, which only needs channels, a writer and a size, so it is tested
+// without a terminal.
 type loop struct {
 	m           *Model
-	w           *Watcher
 	dirty       chan struct{}
-	in, out     *os.File
+	out         io.Writer
+	size        func() (width, height int, err error)
+	recentErr   func() error // a watch error to show; nil when none
 	minInterval time.Duration
+	tick        time.Duration // 0: no periodic redraw
 	stats       Stats
 	buf         bytes.Buffer
 	prev        []string // the lines on screen
 }
 
-func (l *loop) run(ctx context.Context) int {
-	fd := int(l.in.Fd())
+func newTermLoop(m *Model, w *Watcher, dirty chan struct{}, out *os.File, minInterval time.Duration) *loop {
+	return &loop{
+		m: m, dirty: dirty, out: out, minInterval: minInterval, tick: time.Second,
+		size:      func() (int, int, error) { return term.GetSize(int(out.Fd())) },
+		recentErr: func() error { return w.RecentErr(30 * time.Second) },
+	}
+}
+
+// run serves the live view on the terminal in (keys) and l.out (screen),
+// restoring it however run ends, a panic included.
+func (l *loop) run(ctx context.Context, in *os.File, w *Watcher) int {
+	fd := int(in.Fd())
 	saved, err := term.MakeRaw(fd)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "error: raw terminal:", err)
 		return 1
 	}
-	// Restored however run ends, a panic included.
 	defer func() {
-		_, _ = l.out.WriteString(leaveScreen)
+		_, _ = io.WriteString(l.out, leaveScreen)
 		_ = term.Restore(fd, saved)
 	}()
-	_, _ = l.out.WriteString(enterScreen)
+	_, _ = io.WriteString(l.out, enterScreen)
 
 	keys := make(chan byte, 16)
 	go func() {
 		b := make([]byte, 64)
 		for {
-			n, err := l.in.Read(b)
+			n, err := in.Read(b)
 			for _, k := range b[:n] {
 				keys <- k
 			}
@@ -92,16 +106,36 @@ func (l *loop) run(ctx context.Context) int {
 	winch := make(chan os.Signal, 1)
 	signal.Notify(winch, syscall.SIGWINCH)
 	defer signal.Stop(winch)
+	resized := make(chan struct{}, 1)
+	go func() {
+		for range winch {
+			select {
+			case resized <- struct{}{}:
+			default:
+			}
+		}
+	}()
 	synced := make(chan struct{})
 	go func() {
-		if l.w.WaitSynced(ctx) == nil {
+		if w.WaitSynced(ctx) == nil {
 			l.m.SetSynced()
 		}
 		close(synced)
 	}()
-	tick := time.NewTicker(time.Second)
-	defer tick.Stop()
+	return l.serve(ctx, keys, resized, synced)
+}
 
+// serve draws at once, then on every change at most once per minInterval
+// (a burst of events between two frames makes one frame), on resize, when
+// the watches synced and every tick; q, Q, Ctrl-C or Ctrl-D return 0, the
+// context's end 130.
+func (l *loop) serve(ctx context.Context, keys <-chan byte, resized, synced <-chan struct{}) int {
+	var tick <-chan time.Time
+	if l.tick > 0 {
+		t := time.NewTicker(l.tick)
+		defer t.Stop()
+		tick = t.C
+	}
 	var later <-chan time.Time // set while a coalesced redraw waits
 	last := time.Time{}
 	draw := func() {
@@ -140,10 +174,10 @@ func (l *loop) run(ctx context.Context) int {
 			draw()
 		case <-later:
 			draw()
-		case <-winch:
+		case <-resized:
 			l.clear()
 			draw()
-		case <-tick.C:
+		case <-tick:
 			draw()
 		}
 	}
@@ -154,13 +188,15 @@ func (l *loop) run(ctx context.Context) int {
 // in one write.
 func (l *loop) draw() {
 	start := time.Now()
-	width, height, err := term.GetSize(int(l.out.Fd()))
+	width, height, err := l.size()
 	if err != nil {
 		width, height = 80, 24
 	}
 	f := l.m.Frame(start)
-	if err := l.w.RecentErr(30 * time.Second); err != nil {
-		f.Warning = "watch: " + err.Error()
+	if l.recentErr != nil {
+		if err := l.recentErr(); err != nil {
+			f.Warning = "watch: " + err.Error()
+		}
 	}
 	lines := Render(f, Options{Width: width, Height: height, Live: true})
 	rendered := time.Since(start)
@@ -186,6 +222,6 @@ func (l *loop) draw() {
 
 // clear wipes the screen and forgets what is on it, so the next draw writes every line.
 func (l *loop) clear() {
-	_, _ = l.out.WriteString("\x1b[2J")
+	_, _ = io.WriteString(l.out, "\x1b[2J")
 	l.prev = nil
 }

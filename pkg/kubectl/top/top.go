@@ -102,8 +102,8 @@ func Run(ctx context.Context, kf kubeflags.Flags, args []string, stdout, stderr 
 	if *once || !outTTY || !inTTY {
 		return printOnce(ctx, m, w, out, outTTY, stdout, stderr)
 	}
-	l := &loop{m: m, w: w, dirty: dirty, in: os.Stdin, out: out, minInterval: *minInterval}
-	code := l.run(ctx)
+	l := newTermLoop(m, w, dirty, out, *minInterval)
+	code := l.run(ctx, os.Stdin, w)
 	if *stats {
 		fmt.Fprintln(stderr, l.stats.String())
 	}
