@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/internal/plantest"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/why"
@@ -63,7 +66,7 @@ func TestWhyNodeBlockedByDoNotDisrupt(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("\n" + out)
-	expectContains(t, out, "not a candidate, blocked", "DoNotDisrupt", "precious", "Instance type:", "c-16x-amd64-linux costs")
+	expectContains(t, out, "not a candidate, blocked", "DoNotDisrupt", "precious", "Instance type:", "c-16x-amd64-linux costs", "cheaper types fit")
 }
 
 func TestWhyNodeCandidateAndInstanceTypeChoice(t *testing.T) {
@@ -83,3 +86,21 @@ func TestWhyNodeCandidateAndInstanceTypeChoice(t *testing.T) {
 	}
 }
 
+// A NodeClaim sized for 12 cpu: its c-16x is the cheapest type that fits,
+// the cheaper ones are too small, and the next cheapest is named.
+func TestWhyNodeInstanceTypeOverTheNextCheapest(t *testing.T) {
+	s := plantest.Base(t, nodePool)
+	n, nc := plantest.Node(t, "sized", "c-16x-amd64-linux")
+	nc.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("12")}
+	pod := plantest.BoundPod("app", "sized", "12")
+	pod.Annotations = map[string]string{v1.DoNotDisruptAnnotationKey: "true"}
+	if err := s.Add(n, nc, pod); err != nil {
+		t.Fatal(err)
+	}
+	out, err := why.Node(context.Background(), s, "sized")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
+	expectContains(t, out, "it is the cheapest of nodepool default's types that fit", "cheaper c-8x-amd64-linux", "too small", "lacks cpu", "next cheapest that fits: ")
+}
