@@ -14,6 +14,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/karpenter-go/karpenter/pkg/kubectl/kubeflags"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/plan"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/top"
@@ -78,6 +81,9 @@ Examples:
 `
 
 func main() {
+	// The controller code the subcommands run logs for an operator; a CLI
+	// says what matters in its output.
+	ctrllog.SetLogger(logr.Discard())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

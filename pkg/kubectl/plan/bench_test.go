@@ -18,7 +18,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
 )
 
-// benchDump writes a `kubectl get -o yaml`-shaped List of a cluster with
+// benchDump writes a `kubectl get -o json`-shaped List of a cluster with
 // nodes nodes of the default pool, podsPerNode bound pods on each (busy
 // enough that consolidation has to simulate), and pending pods.
 func benchDump(b *testing.B, nodes, podsPerNode, pending int) string {
@@ -43,7 +43,7 @@ func benchDump(b *testing.B, nodes, podsPerNode, pending int) string {
 		}
 	}
 	for i := range pending {
-		add(plantest.PendingPod(fmt.Sprintf("pending-%05d", i), "500m"))
+		add(plantest.PendingPod(fmt.Sprintf("pending-%05d", i), "2"))
 	}
 	return writeList(b, items)
 }
@@ -51,7 +51,7 @@ func benchDump(b *testing.B, nodes, podsPerNode, pending int) string {
 func writeList(b *testing.B, items []client.Object) string {
 	b.Helper()
 	var buf bytes.Buffer
-	buf.WriteString("apiVersion: v1\nkind: List\nitems:\n")
+	buf.WriteString(`{"apiVersion": "v1", "kind": "List", "items": [`)
 	enc := json.NewSerializerWithOptions(json.DefaultMetaFactory, nil, nil, json.SerializerOptions{Yaml: false})
 	scheme := snapshot.Scheme()
 	for _, o := range items {
@@ -60,12 +60,15 @@ func writeList(b *testing.B, items []client.Object) string {
 			b.Fatal(err)
 		}
 		o.GetObjectKind().SetGroupVersionKind(gvks[0])
-		buf.WriteString("- ")
+		if buf.Bytes()[buf.Len()-1] != '[' {
+			buf.WriteString(",")
+		}
 		if err := enc.Encode(o, &buf); err != nil {
 			b.Fatal(err)
 		}
 	}
-	path := filepath.Join(b.TempDir(), "dump.yaml")
+	buf.WriteString("]}\n")
+	path := filepath.Join(b.TempDir(), "dump.json")
 	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
 		b.Fatal(err)
 	}

@@ -141,6 +141,9 @@ func (s *Snapshot) Scale(sc Scale) error {
 // snapshot, others are ignored. Karpenter objects are not validated (the
 // cluster already accepted them).
 func FromDump(path string, stdin io.Reader) (*Snapshot, error) {
+	if s, ok, err := fromJSONDump(path); ok || err != nil {
+		return s, err
+	}
 	docs, err := migrate.ReadPaths([]string{path}, false, stdin)
 	if err != nil {
 		return nil, err

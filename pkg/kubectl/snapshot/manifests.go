@@ -195,6 +195,14 @@ func (s *Snapshot) Apply(ms []Manifest) error {
 		case *kwokv1alpha1.KWOKNodeClass:
 			markReady(t)
 		case *awsv1.EC2NodeClass:
+			// Its subnets (the zones it launches in) are what the cluster's
+			// controller resolved for the object it replaces; a new one has
+			// none until that controller runs.
+			if cur, ok := s.Store.objects[groupKindOf(s.Store.scheme, t)][client.ObjectKeyFromObject(t)]; ok {
+				t.Status = *cur.(*awsv1.EC2NodeClass).Status.DeepCopy()
+			} else {
+				s.Notes = append(s.Notes, fmt.Sprintf("EC2NodeClass %s is new: its subnets are not resolved, so its instance types have no zone to launch in", t.Name))
+			}
 			markReady(t)
 		case *corev1.Pod:
 			if t.Spec.NodeName == "" {

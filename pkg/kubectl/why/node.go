@@ -20,6 +20,9 @@ import (
 // controller writes (see pkg/controllers/disrupter).
 const conditionDisruptionBlocked = "DisruptionBlocked"
 
+// maxCheaperShown bounds the cheaper instance types listed with why they were out.
+const maxCheaperShown = 5
+
 // Node explains what the disruption passes would do with a node (named by
 // its Node or NodeClaim name) and why its instance type was chosen.
 func Node(ctx context.Context, snap *snapshot.Snapshot, name string) (string, error) {
@@ -211,25 +214,43 @@ func instanceTypeChoice(b *strings.Builder, sn *state.StateNode, np *v1.NodePool
 		fmt.Fprintf(b, "  %s is not among nodepool %s's instance types any more (in %s %s)\n", orNone(chosen), np.Name, orNone(zone), orNone(ct))
 		return
 	}
-	fmt.Fprintf(b, "  %s costs $%.4f/h (%s, %s); it was the cheapest of nodepool %s's types that fit the NodeClaim", chosen, mine.price, zone, ct, np.Name)
+	var cheaperFit *priced
+	for i := range list {
+		if e := &list[i]; e.it.Name != chosen && e.price < mine.price && e.why == "" && cheaperFit == nil {
+			cheaperFit = e
+		}
+	}
+	if cheaperFit == nil {
+		fmt.Fprintf(b, "  %s costs $%.4f/h (%s, %s); it is the cheapest of nodepool %s's types that fit the NodeClaim", chosen, mine.price, zone, ct, np.Name)
+	} else {
+		fmt.Fprintf(b, "  %s costs $%.4f/h (%s, %s); cheaper types fit the NodeClaim's requests now, from %s at $%.4f/h (the pods it was launched for needed more, offerings or prices changed, or the pods' constraints allowed only it); consolidation replaces it when that pays",
+			chosen, mine.price, zone, ct, cheaperFit.it.Name, cheaperFit.price)
+	}
 	if price, ok := catalog.PriceOf(nodeOf(sn)); ok && math.Abs(price-mine.price) > 1e-9 {
 		fmt.Fprintf(b, " (the catalog now prices it at $%.4f/h)", price)
 	}
 	b.WriteString(".\n")
-	shown := 0
+	// The cheaper types nearest in price are the ones a reader compares with.
+	var cheaper []*priced
 	var next *priced
 	for i := range list {
 		e := &list[i]
 		if e.it.Name == chosen {
 			continue
 		}
-		if e.price <= mine.price && e.why != "" && shown < 5 {
-			fmt.Fprintf(b, "  cheaper %s ($%.4f/h): %s\n", e.it.Name, e.price, e.why)
-			shown++
+		if e.price <= mine.price && e.why != "" {
+			cheaper = append(cheaper, e)
 		}
 		if e.price >= mine.price && e.why == "" && next == nil {
 			next = e
 		}
+	}
+	if len(cheaper) > maxCheaperShown {
+		fmt.Fprintf(b, "  %d cheaper types are ruled out; the nearest in price:\n", len(cheaper))
+		cheaper = cheaper[len(cheaper)-maxCheaperShown:]
+	}
+	for _, e := range cheaper {
+		fmt.Fprintf(b, "  cheaper %s ($%.4f/h): %s\n", e.it.Name, e.price, e.why)
 	}
 	if next != nil {
 		fmt.Fprintf(b, "  next cheapest that fits: %s at $%.4f/h (+$%.4f/h)\n", next.it.Name, next.price, next.price-mine.price)

@@ -6,6 +6,9 @@ package plantest
 import (
 	"context"
 	"testing"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -97,3 +100,6 @@ func Node(t testing.TB, name, instanceType string) (*corev1.Node, *v1.NodeClaim)
 	}
 	return n, nc
 }
+
+// The controller's code logs through controller-runtime; tests do not read it.
+func init() { ctrllog.SetLogger(logr.Discard()) }
