@@ -56,6 +56,16 @@ func newLayout(f *Frame) *layout {
 	return l
 }
 
+// atLeast widens l's columns to o's.
+func (l *layout) atLeast(o *layout) {
+	for _, p := range []struct{ dst, src *int }{
+		{&l.name, &o.name}, {&l.state, &o.state}, {&l.typ, &o.typ}, {&l.capType, &o.capType}, {&l.zone, &o.zone},
+		{&l.age, &o.age}, {&l.cpuAmt, &o.cpuAmt}, {&l.memAmt, &o.memAmt}, {&l.pods, &o.pods}, {&l.price, &o.price},
+	} {
+		*p.dst = max(*p.dst, *p.src)
+	}
+}
+
 func (l *layout) usageWidth(amt int) int {
 	w := 4 // "100%"
 	if l.bar > 0 {

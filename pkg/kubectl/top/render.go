@@ -18,6 +18,10 @@ type Options struct {
 	Height int
 	// Live adds the "q quits" hint to the title.
 	Live bool
+	// sticky, when set, holds the widest columns of earlier frames: columns
+	// then never narrow between frames of the live view (no jumping back and
+	// forth as values change), and Render widens it.
+	sticky *layout
 }
 
 // Render lays a frame out as lines of at most o.Width runes (no trailing
@@ -31,6 +35,10 @@ func Render(f *Frame, o Options) []string {
 		width = 1 << 20 // no limit
 	}
 	l := newLayout(f)
+	if o.sticky != nil {
+		l.atLeast(o.sticky)
+		*o.sticky = *l
+	}
 	l.fit(max(width, 20))
 
 	var out []string

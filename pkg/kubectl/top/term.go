@@ -64,6 +64,7 @@ type loop struct {
 	stats       Stats
 	buf         bytes.Buffer
 	prev        []string // the lines on screen
+	sticky      layout   // the widest columns so far (reset on resize)
 }
 
 func newTermLoop(m *Model, w *Watcher, dirty chan struct{}, out *os.File, minInterval time.Duration) *loop {
@@ -198,7 +199,7 @@ func (l *loop) draw() {
 			f.Warning = "watch: " + err.Error()
 		}
 	}
-	lines := Render(f, Options{Width: width, Height: height, Live: true})
+	lines := Render(f, Options{Width: width, Height: height, Live: true, sticky: &l.sticky})
 	rendered := time.Since(start)
 	l.buf.Reset()
 	for i, s := range lines {
@@ -220,8 +221,10 @@ func (l *loop) draw() {
 	l.stats.add(rendered, time.Since(start), f.Totals().Nodes)
 }
 
-// clear wipes the screen and forgets what is on it, so the next draw writes every line.
+// clear wipes the screen and forgets what is on it, so the next draw writes
+// every line, with columns as wide as that frame needs.
 func (l *loop) clear() {
 	_, _ = io.WriteString(l.out, "\x1b[2J")
 	l.prev = nil
+	l.sticky = layout{}
 }

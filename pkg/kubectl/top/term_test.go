@@ -137,6 +137,16 @@ func TestDrawWritesOnlyChangedLines(t *testing.T) {
 	if n := strings.Count(got, clearEOL); n < 3 || n > 4 {
 		t.Fatalf("%d lines rewritten, want 3 or 4: %q", n, got)
 	}
+	// The widest value going away (2.5Gi/16Gi -> 1Gi/16Gi) leaves its
+	// column as wide as it was: the other lines stay.
+	m.UpsertPod(testPod("big", "node-010", "100m", "1536Mi"))
+	l.draw()
+	scr.Reset()
+	m.DeletePod("default/big")
+	l.draw()
+	if got := scr.String(); !strings.Contains(got, "node-010") || strings.Contains(got, "node-011") {
+		t.Fatalf("a narrower value rewrote other lines: %q", got)
+	}
 	scr.Reset()
 	m.DeleteNode("node-019")
 	m.DeleteNode("node-018")
