@@ -83,6 +83,9 @@ func newTmux(t testing.TB, width, height int, env ...string) *tmuxTerm {
 		_ = tm.cmd("kill-server").Run()
 		os.RemoveAll(dir)
 	})
+	// Type nothing before the shell's prompt: keys typed earlier are echoed
+	// first and the prompt lands in front of the command's output.
+	tm.waitScreen(context.Background(), 30*time.Second, "the shell's prompt", func(s string) bool { return strings.TrimSpace(s) != "" })
 	return tm
 }
 
