@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/internal/plantest"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/plan"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
@@ -21,16 +23,17 @@ import (
 // benchDump writes a `kubectl get -o json`-shaped List of a cluster with
 // nodes nodes of the default pool, podsPerNode bound pods on each (busy
 // enough that consolidation has to simulate), and pending pods.
-func benchDump(b *testing.B, nodes, podsPerNode, pending int) string {
+func benchDump(b testing.TB, nodes, podsPerNode, pending int) string {
 	b.Helper()
 	var items []client.Object
 	add := func(o client.Object) { items = append(items, o) }
-	ms, _, err := snapshot.ReadManifests(context.Background(), []string{"testdata/nodepool.yaml"}, nil)
-	if err != nil {
-		b.Fatal(err)
+	// The NodePool and its (Ready) KWOKNodeClass, as a live cluster shows them.
+	base := plantest.Base(b, "testdata/nodepool.yaml")
+	for _, nc := range snapshot.All[*kwokv1alpha1.KWOKNodeClass](base) {
+		add(nc)
 	}
-	for _, m := range ms {
-		add(m.Object)
+	for _, np := range snapshot.All[*v1.NodePool](base) {
+		add(np)
 	}
 	types := []string{"c-4x-amd64-linux", "c-8x-amd64-linux", "m-4x-amd64-linux"}
 	for i := range nodes {
@@ -48,7 +51,7 @@ func benchDump(b *testing.B, nodes, podsPerNode, pending int) string {
 	return writeList(b, items)
 }
 
-func writeList(b *testing.B, items []client.Object) string {
+func writeList(b testing.TB, items []client.Object) string {
 	b.Helper()
 	var buf bytes.Buffer
 	buf.WriteString(`{"apiVersion": "v1", "kind": "List", "items": [`)
@@ -111,4 +114,7 @@ func BenchmarkPlan(b *testing.B) {
 	b.Logf("5000 nodes, 50000 pods: dump read in %s, plan in %s (heap in use %d MiB): %d launches for %d pods, %d disruptions, %d blocked, %d pending, $%.2f/h -> $%.2f/h",
 		read.Round(time.Millisecond), compute.Round(time.Millisecond), ms.HeapInuse>>20, len(p.Launches), pods, len(p.Disruptions),
 		len(p.Blocked), len(p.Pending), p.CostPerHourBefore, p.CostPerHourAfter)
+	if len(p.Pending) > 0 {
+		b.Logf("first pending pod: %+v", p.Pending[0])
+	}
 }

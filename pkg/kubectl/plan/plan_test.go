@@ -77,6 +77,16 @@ func TestEmptyNodesAreDeletedWithinTheBudget(t *testing.T) {
 		}
 	}
 	p := compute(t, s)
+	var table strings.Builder
+	if err := plan.Write(&table, p, "table"); err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + table.String())
+	for _, want := range []string{"Disrupt (1 steps)", "delete empty-", "budget: nodepool default", "DisruptionBudget", "Cost: $"} {
+		if !strings.Contains(table.String(), want) {
+			t.Errorf("table does not say %q", want)
+		}
+	}
 	if len(p.Disruptions) != 1 || p.Disruptions[0].Reason != string(v1.DisruptionReasonEmpty) || len(p.Disruptions[0].Nodes) != 1 ||
 		p.Disruptions[0].Action != "delete" {
 		t.Fatalf("disruptions = %+v", p.Disruptions)
