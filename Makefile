@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption
+.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption kubectl-karpenter
 
 all: test
 
@@ -34,8 +34,12 @@ cluster-down: $(CLUSTER)
 	@$(CLUSTER) down --state-dir $(CURDIR)/.local
 
 ## run: the main job — local cluster, Karpenter on KWOK (or CLOUD_PROVIDER=aws: on the AWS emulator), demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything (DEMO_EXIT=1: exit after the scale-down, 0 = success)
-run: cluster-bins
+run: cluster-bins kubectl-karpenter
 	@DEMO_EXIT=$(DEMO_EXIT) go run ./cmd/demo -cloud-provider=$(CLOUD_PROVIDER)
+
+## kubectl-karpenter: build the kubectl plugin (plan, why, top) into bin/kubectl-karpenter
+kubectl-karpenter:
+	go build -o $(BIN)/kubectl-karpenter ./cmd/kubectl-karpenter
 
 ## generate: regenerate deepcopy functions and CRDs
 generate:

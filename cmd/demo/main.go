@@ -208,14 +208,20 @@ func run(ctx context.Context, cfg config) (err error) {
 		fmt.Printf("%d node(s) remain 5 minutes after the scale-down; see the NodeClaims' DisruptionBlocked condition and events (bin/kubectl describe nodeclaims) for why.\n", c.Nodes)
 	}
 	kubectl := rel(d.root, filepath.Join(d.root, "bin", "kubectl"))
+	plugin := rel(d.root, filepath.Join(d.root, "bin", "kubectl-karpenter"))
 	fmt.Printf(`
 The cluster keeps running:
   export KUBECONFIG=%s
   %s get nodepools,nodeclaims,nodes
   %s scale deployment demo --replicas=20
-Karpenter log: %s   metrics: http://127.0.0.1:%d/metrics
+Ask Karpenter before you act (make kubectl-karpenter; never writes to the cluster):
+  %[4]s plan --scale deploy/demo=200         # what it would launch, and the cost
+  %[4]s why node/NAME                         # why a node is (not) disrupted
+  %[4]s why pod/NAME                          # why a pod is pending
+  %[4]s top                                   # the fleet and its cost, live
+Karpenter log: %[5]s   metrics: http://127.0.0.1:%[6]d/metrics
 Ctrl-C stops Karpenter and the cluster.
-`, d.kubeconfig, kubectl, kubectl, rel(d.root, d.karpenter.LogPath), d.karpenter.MetricsPort)
+`, d.kubeconfig, kubectl, kubectl, plugin, rel(d.root, d.karpenter.LogPath), d.karpenter.MetricsPort)
 	if exitAfter {
 		if !nodesGone {
 			return fmt.Errorf("scale-down incomplete: %d node(s) left", c.Nodes)

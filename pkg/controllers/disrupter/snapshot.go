@@ -3,13 +3,18 @@ package disrupter
 import (
 	"context"
 	"fmt"
+	"time"
 
 	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/state"
 )
 
 // snapshot is the pure core's input plus the API objects the controller acts on.
@@ -18,33 +23,59 @@ type snapshot struct {
 	nodePools map[string]*v1.NodePool
 }
 
-// snapshot gathers everything a pass decides over: cluster state's nodes and
+// snapshot gathers everything a pass decides over (see BuildInput).
+func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
+	in, pools, err := BuildInput(ctx, InputSources{
+		Kube: c.kube, Cluster: c.cluster, Provisioner: c.provisioner, CloudProvider: c.cloudProvider,
+		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(),
+		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork},
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &snapshot{in: in, nodePools: pools}, nil
+}
+
+// InputSources are what a disruption pass's input is gathered from. The
+// controller passes its own; kubectl-karpenter passes a snapshot's, so that a
+// plan decides over exactly what the controller would.
+type InputSources struct {
+	Kube          client.Reader
+	Cluster       *state.Cluster
+	Provisioner   *provisioning.Provisioner
+	CloudProvider cloudprovider.CloudProvider
+	// InQueue reports whether the orchestration queue holds the NodeClaim
+	// (nil: nothing is queued).
+	InQueue func(nodeClaim string) bool
+	Cache   *scheduling.Cache
+	Now     time.Time
+	Options disruption.Options
+}
+
+// BuildInput gathers everything a pass decides over: cluster state's nodes and
 // pods, the provisioner's pending pods and solver input (the same NodePools,
 // instance types and options provisioning uses), every NodePool with its
-// instance types for pricing, and the PodDisruptionBudgets.
-func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
-	pending, err := c.provisioner.PendingPods(ctx)
+// instance types for pricing, and the PodDisruptionBudgets. It also returns
+// the NodePools by name.
+func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[string]*v1.NodePool, error) {
+	pending, err := src.Provisioner.PendingPods(ctx)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sched, _, err := c.provisioner.SolverInput(ctx, pending)
+	sched, _, err := src.Provisioner.SolverInput(ctx, pending)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sched.Cache = c.cache
+	sched.Cache = src.Cache
 	existing := make(map[string]*scheduling.ExistingNode, len(sched.ExistingNodes))
 	for _, e := range sched.ExistingNodes {
 		existing[e.Name] = e
 	}
-	in := &disruption.Input{
-		Now:        c.clock.Now(),
-		Scheduling: sched,
-		Options:    disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork},
-	}
-	s := &snapshot{in: in, nodePools: map[string]*v1.NodePool{}}
-	for _, np := range c.cluster.NodePools() {
-		s.nodePools[np.Name] = np
-		its, err := c.cloudProvider.GetInstanceTypes(ctx, np)
+	in := &disruption.Input{Now: src.Now, Scheduling: sched, Options: src.Options}
+	pools := map[string]*v1.NodePool{}
+	for _, np := range src.Cluster.NodePools() {
+		pools[np.Name] = np
+		its, err := src.CloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			// Its nodes cannot be priced, so they will not be consolidated; other
 			// methods still apply.
@@ -52,7 +83,7 @@ func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 		}
 		in.NodePools = append(in.NodePools, &disruption.NodePool{NodePool: np, InstanceTypes: its})
 	}
-	for _, sn := range c.cluster.Nodes() {
+	for _, sn := range src.Cluster.Nodes() {
 		n := &disruption.Node{
 			Name:        sn.Name(),
 			Node:        sn.Node,
@@ -61,21 +92,21 @@ func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 			NodePool:    sn.NodePool(),
 			Initialized: sn.Initialized(),
 			Deleting:    (sn.Node != nil && sn.Node.DeletionTimestamp != nil) || (sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil),
-			Nominated:   c.cluster.IsNominated(sn.Name()),
+			Nominated:   src.Cluster.IsNominated(sn.Name()),
 		}
 		n.MarkedForDeletion = sn.MarkedForDeletion()
 		if sn.NodeClaim != nil {
-			n.MarkedForDeletion = n.MarkedForDeletion || c.queue.Has(sn.NodeClaim.Name)
-			n.Nominated = n.Nominated || c.cluster.IsNominated(sn.NodeClaim.Name)
+			n.MarkedForDeletion = n.MarkedForDeletion || (src.InQueue != nil && src.InQueue(sn.NodeClaim.Name))
+			n.Nominated = n.Nominated || src.Cluster.IsNominated(sn.NodeClaim.Name)
 		}
 		in.Nodes = append(in.Nodes, n)
 	}
 	pdbs := &policyv1.PodDisruptionBudgetList{}
-	if err := c.kube.List(ctx, pdbs); err != nil {
-		return nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
+	if err := src.Kube.List(ctx, pdbs); err != nil {
+		return nil, nil, fmt.Errorf("listing poddisruptionbudgets: %w", err)
 	}
 	for i := range pdbs.Items {
 		in.PDBs = append(in.PDBs, &pdbs.Items[i])
 	}
-	return s, nil
+	return in, pools, nil
 }

@@ -1,0 +1,78 @@
+package plan_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/clock"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/awsemulator"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/internal/plantest"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/plan"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
+)
+
+// On an EC2NodeClass, the plan prices real EC2 instance types from the AWS
+// provider, reached over the wire (the AWS emulator) with read calls only.
+func TestPlanWithAWSInstanceTypes(t *testing.T) {
+	em := awsemulator.StartForTest(t, awsemulator.Options{})
+	nc := &awsv1.EC2NodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: awsv1.EC2NodeClassSpec{
+			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "karpenter-demo"}}},
+			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": "karpenter-demo"}}},
+			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
+			Role:                       "KarpenterNodeRole-karpenter-demo",
+		},
+	}
+	zones := map[string]bool{}
+	for _, s := range em.Subnets() {
+		if s.Tags["karpenter.sh/discovery"] != "" {
+			nc.Status.Subnets = append(nc.Status.Subnets, awsv1.Subnet{ID: s.ID, Zone: s.Zone, ZoneID: s.ZoneID})
+			zones[s.Zone] = true
+		}
+	}
+	for _, c := range awsv1.StatusConditionTypes.Dependents() {
+		nc.StatusConditions().SetTrue(c)
+	}
+	np := &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "aws"},
+		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+			Requirements: []v1.NodeSelectorRequirementWithMinValues{
+				{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+			},
+			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
+		}}},
+	}
+	s := snapshot.New("test")
+	if err := s.Add(nc, np); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 4 {
+		if err := s.Add(plantest.PendingPod(fmt.Sprintf("app-%d", i), "3")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx := context.Background()
+	cp := plan.AWSCloudProvider(ctx, s, em.AWSConfig(), clock.RealClock{})
+	p, err := plan.NewPlanner(s, cp, plan.Options{Now: plantest.Now, Provider: cp.Name()}).Compute(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Launches) == 0 || len(p.Pending) != 0 {
+		t.Fatalf("launches %+v pending %+v", p.Launches, p.Pending)
+	}
+	for _, l := range p.Launches {
+		if l.NodePool != "aws" || !strings.Contains(l.InstanceType, ".") || !zones[l.Zone] || l.CapacityType != v1.CapacityTypeOnDemand || l.PricePerHour <= 0 {
+			t.Errorf("launch %+v", l)
+		}
+	}
+	t.Logf("AWS plan: %+v", p.Launches)
+}

@@ -1,0 +1,287 @@
+package plan
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
+	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/catalog"
+	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/state"
+)
+
+// DefaultMaxSteps bounds the disruption passes a plan chains.
+const DefaultMaxSteps = 50
+
+// Options of a plan.
+type Options struct {
+	// Now is when budgets and schedules are evaluated (zero: time.Now()).
+	Now time.Time
+	// MaxSteps bounds the disruption decisions (0: DefaultMaxSteps).
+	MaxSteps int
+	// SpotToSpotConsolidation is the controller's feature gate.
+	SpotToSpotConsolidation bool
+	// Provider names the cloud provider in the output.
+	Provider string
+}
+
+// Planner runs the controller's code over one snapshot. Its fields are
+// exposed for `why`, which asks about one object of the same computation.
+type Planner struct {
+	Snapshot      *snapshot.Snapshot
+	Cluster       *state.Cluster
+	CloudProvider cloudprovider.CloudProvider
+	Provisioner   *provisioning.Provisioner
+	Opts          Options
+
+	cache *scheduling.Cache
+	// prices of the NodeClaims the plan launched, by name.
+	planned map[string]float64
+}
+
+// NewPlanner feeds the snapshot into cluster state and wires a provisioner
+// to it as the controller does.
+func NewPlanner(snap *snapshot.Snapshot, cp cloudprovider.CloudProvider, opts Options) *Planner {
+	if opts.Now.IsZero() {
+		opts.Now = time.Now()
+	}
+	if opts.MaxSteps <= 0 {
+		opts.MaxSteps = DefaultMaxSteps
+	}
+	clk := clocktesting.NewFakeClock(opts.Now)
+	cluster := snap.Cluster(clk)
+	prov := provisioning.NewProvisioner(snap.Store, cp, cluster, &record.FakeRecorder{}, clk, provisioning.Options{})
+	return &Planner{Snapshot: snap, Cluster: cluster, CloudProvider: cp, Provisioner: prov, Opts: opts,
+		cache: scheduling.NewCache(), planned: map[string]float64{}}
+}
+
+// Provision is one provisioning decision: the solver's results on the
+// provisioner's pending pods and solver input.
+func (p *Planner) Provision(ctx context.Context) (*scheduling.Input, *scheduling.Results, error) {
+	pods, err := p.Provisioner.PendingPods(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	in, _, err := p.Provisioner.SolverInput(ctx, pods)
+	if err != nil {
+		return nil, nil, err
+	}
+	in.Cache = p.cache
+	if len(pods) == 0 {
+		return in, &scheduling.Results{PodErrors: map[*corev1.Pod]error{}}, nil
+	}
+	return in, scheduling.Solve(in), nil
+}
+
+// DisruptionInput is the disruption controller's input on the current state.
+func (p *Planner) DisruptionInput(ctx context.Context) (*disruption.Input, error) {
+	in, _, err := disrupter.BuildInput(ctx, disrupter.InputSources{
+		Kube: p.Snapshot.Store, Cluster: p.Cluster, Provisioner: p.Provisioner, CloudProvider: p.CloudProvider,
+		Cache: p.cache, Now: p.Opts.Now,
+		Options: disruption.Options{SpotToSpotConsolidation: p.Opts.SpotToSpotConsolidation},
+	})
+	return in, err
+}
+
+// Compute makes the whole plan. costBefore is the $/h of the cluster before
+// the snapshot was edited (see CostOf).
+func (p *Planner) Compute(ctx context.Context, costBefore float64) (*Plan, error) {
+	out := &Plan{Source: p.Snapshot.Source, Provider: p.Opts.Provider, Notes: p.Snapshot.Notes, CostPerHourBefore: costBefore,
+		Launches: []Launch{}, Disruptions: []Disruption{}, Pending: []PendingPod{}, Blocked: []Blocked{}, Budgets: []Budget{}}
+	_, res, err := p.Provision(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out.Launches = p.launch(res.NewClaims, "provisioning")
+	for _, placement := range res.ExistingNodes {
+		p.Cluster.Nominate(placement.Node.Name)
+	}
+	out.Pending = pendingPods(res.PodErrors)
+
+	var last *disruption.Result
+	for step := 1; ; step++ {
+		in, err := p.DisruptionInput(ctx)
+		if err != nil {
+			return nil, err
+		}
+		r := disruption.Run(in)
+		last = r
+		d := r.Decision
+		if d == nil {
+			break
+		}
+		if step > p.Opts.MaxSteps {
+			out.StepsTruncated = true
+			break
+		}
+		out.Disruptions = append(out.Disruptions, p.disrupt(step, d))
+	}
+	for _, e := range last.Explanations {
+		b := Blocked{Node: e.Node.Name, NodePool: e.Node.NodePool, Method: e.Method.String(), Code: string(e.Code), Message: e.Message, Blocking: e.Blocking()}
+		if e.Node.NodeClaim != nil {
+			b.NodeClaim = e.Node.NodeClaim.Name
+		}
+		out.Blocked = append(out.Blocked, b)
+	}
+	for _, b := range last.Budgets {
+		if b.Allowed == 0 && b.Message != "" {
+			out.Budgets = append(out.Budgets, Budget{NodePool: b.NodePool, Reason: string(b.Reason), Limit: b.Limit,
+				Disrupting: b.Disrupting, Allowed: b.Allowed, Message: b.Message})
+		}
+	}
+	out.CostPerHourAfter, out.Unpriced = p.cost()
+	return out, nil
+}
+
+// launch records the claims as NodeClaims in flight, as the provisioner does
+// right after creating them (so later passes count them as capacity and
+// leave them alone while nominated).
+func (p *Planner) launch(claims []*scheduling.NewClaim, why string) []Launch {
+	out := []Launch{}
+	pools := map[string]*v1.NodePool{}
+	for _, np := range p.Cluster.NodePools() {
+		pools[np.Name] = np
+	}
+	for _, c := range claims {
+		np, ok := pools[c.NodePool.Name]
+		if !ok {
+			continue
+		}
+		nc := provisioning.NewNodeClaim(np, c)
+		nc.Name = fmt.Sprintf("%s-plan-%d", np.Name, len(p.planned)+1)
+		p.Cluster.UpdateNodeClaim(nc)
+		p.Cluster.Nominate(nc.Name)
+		l := describeLaunch(c)
+		l.Name, l.For = nc.Name, why
+		p.planned[nc.Name] = l.PricePerHour
+		out = append(out, l)
+	}
+	return out
+}
+
+func describeLaunch(c *scheduling.NewClaim) Launch {
+	l := Launch{NodePool: c.NodePool.Name, InstanceTypeOptions: len(c.InstanceTypes), PricePerHour: c.Price, Pods: podNames(c.Pods)}
+	requests := corev1.ResourceList{}
+	for _, rl := range []corev1.ResourceList{c.Requests, c.DaemonSetOverhead} {
+		for n, q := range rl {
+			cur := requests[n]
+			cur.Add(q)
+			requests[n] = cur
+		}
+	}
+	l.Requests = scheduling.FormatResources(requests)
+	if len(c.InstanceTypes) == 0 {
+		return l
+	}
+	it := c.InstanceTypes[0]
+	l.InstanceType = it.Name
+	best := -1.0
+	for _, o := range it.Offerings {
+		if !o.Available || !c.Requirements.Has(scheduling.LabelZone, o.Zone) || !c.Requirements.Has(scheduling.LabelCapacityType, o.CapacityType) {
+			continue
+		}
+		if best < 0 || o.Price < best {
+			best, l.Zone, l.CapacityType = o.Price, o.Zone, o.CapacityType
+		}
+	}
+	return l
+}
+
+// disrupt applies a decision as the orchestration queue does once the
+// replacements exist: replacements in flight, candidates marked for deletion.
+func (p *Planner) disrupt(step int, d *disruption.Decision) Disruption {
+	out := Disruption{Step: step, Method: d.Method.String(), Reason: string(d.Method.Reason()), Action: d.Action(),
+		Explanation: d.Explanation, PricePerHourRemoved: d.CandidatesPrice, PricePerHourAdded: d.ReplacementsPrice}
+	out.Replacements = p.launch(d.Replacements, fmt.Sprintf("disruption %d", step))
+	seen := map[string]bool{}
+	var claims []string
+	for _, c := range d.Candidates {
+		out.Nodes = append(out.Nodes, c.Name)
+		if !seen[c.NodePool] {
+			seen[c.NodePool] = true
+			out.NodePools = append(out.NodePools, c.NodePool)
+		}
+		if c.NodeClaim != nil {
+			claims = append(claims, c.NodeClaim.Name)
+		}
+	}
+	p.Cluster.MarkForDeletion(claims...)
+	return out
+}
+
+func pendingPods(errs map[*corev1.Pod]error) []PendingPod {
+	out := []PendingPod{}
+	for pod, err := range errs {
+		pp := PendingPod{Pod: pod.Namespace + "/" + pod.Name}
+		if pe, ok := err.(*scheduling.PodError); ok {
+			pp.Reasons = pe.Reasons
+		} else {
+			pp.Reasons = []string{err.Error()}
+		}
+		out = append(out, pp)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Pod < out[j].Pod })
+	return out
+}
+
+func podNames(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Namespace + "/" + p.Name
+	}
+	sort.Strings(out)
+	return out
+}
+
+// cost sums the $/h of the capacity in cluster state that is not going away.
+func (p *Planner) cost() (float64, int) {
+	return costOf(p.Cluster, p.planned)
+}
+
+// CostOf is the $/h of a cluster state's capacity not being deleted (nodes
+// priced from their labels, see catalog.PriceOf), and how many could not be priced.
+func CostOf(c *state.Cluster) (float64, int) { return costOf(c, nil) }
+
+func costOf(c *state.Cluster, planned map[string]float64) (float64, int) {
+	total, unpriced := 0.0, 0
+	for _, sn := range c.Nodes() {
+		if sn.MarkedForDeletion() {
+			continue
+		}
+		if sn.NodeClaim != nil {
+			if price, ok := planned[sn.NodeClaim.Name]; ok {
+				total += price
+				continue
+			}
+		}
+		if price, ok := priceOf(sn); ok {
+			total += price
+		} else {
+			unpriced++
+		}
+	}
+	return total, unpriced
+}
+
+// priceOf prices a node, or a NodeClaim not registered yet from the labels
+// its Node will carry.
+func priceOf(sn *state.StateNode) (float64, bool) {
+	n := sn.Node
+	if n == nil {
+		n = &corev1.Node{}
+		n.Labels = sn.Labels()
+		n.Spec.ProviderID = sn.ProviderID()
+	}
+	return catalog.PriceOf(n)
+}

@@ -1,0 +1,87 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// maxPodsListed bounds the pod names a table row shows.
+const maxPodsListed = 3
+
+func money(v float64) string { return fmt.Sprintf("$%.4f/h", v) }
+
+func podList(pods []string) string {
+	if len(pods) <= maxPodsListed {
+		return strings.Join(pods, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(pods[:maxPodsListed], ", "), len(pods)-maxPodsListed)
+}
+
+func writeTable(w io.Writer, p *Plan) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "Plan for %s (provider %s). Nothing was written to the cluster.\n", p.Source, p.Provider)
+	for _, n := range p.Notes {
+		fmt.Fprintf(tw, "  note: %s\n", n)
+	}
+	fmt.Fprintf(tw, "\nLaunch (%d NodeClaims for pending pods):\n", len(p.Launches))
+	if len(p.Launches) == 0 {
+		fmt.Fprintln(tw, "  nothing to launch")
+	} else {
+		launchRows(tw, p.Launches)
+	}
+	fmt.Fprintf(tw, "\nDisrupt (%d steps):\n", len(p.Disruptions))
+	if len(p.Disruptions) == 0 {
+		fmt.Fprintln(tw, "  nothing to disrupt")
+	}
+	for _, d := range p.Disruptions {
+		fmt.Fprintf(tw, "  %d. %s %s (%s, nodepool %s): %s\n", d.Step, d.Action, strings.Join(d.Nodes, ", "), d.Method,
+			strings.Join(d.NodePools, ", "), d.Explanation)
+		if len(d.Replacements) > 0 {
+			launchRows(tw, d.Replacements)
+		}
+	}
+	if p.StepsTruncated {
+		fmt.Fprintln(tw, "  (stopped at --max-steps; more would follow)")
+	}
+	fmt.Fprintf(tw, "\nStay pending (%d pods):\n", len(p.Pending))
+	if len(p.Pending) == 0 {
+		fmt.Fprintln(tw, "  none")
+	}
+	for _, pp := range p.Pending {
+		fmt.Fprintf(tw, "  %s\n", pp.Pod)
+		for _, r := range pp.Reasons {
+			fmt.Fprintf(tw, "    - %s\n", r)
+		}
+	}
+	if len(p.Budgets) > 0 || len(p.Blocked) > 0 {
+		fmt.Fprintf(tw, "\nBlocked (%d nodes a disruption method wants but leaves alone):\n", len(p.Blocked))
+		for _, b := range p.Budgets {
+			fmt.Fprintf(tw, "  budget: %s\n", b.Message)
+		}
+		fmt.Fprintln(tw, "  NODE\tNODEPOOL\tMETHOD\tCODE\tWHY")
+		for _, b := range p.Blocked {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\n", b.Node, b.NodePool, b.Method, b.Code, b.Message)
+		}
+	}
+	fmt.Fprintf(tw, "\nCost: %s now -> %s after the plan (%+.4f/h)", money(p.CostPerHourBefore), money(p.CostPerHourAfter),
+		p.CostPerHourAfter-p.CostPerHourBefore)
+	if p.Unpriced > 0 {
+		fmt.Fprintf(tw, ", %d node(s) without a known price left out", p.Unpriced)
+	}
+	fmt.Fprintln(tw)
+	return tw.Flush()
+}
+
+func launchRows(tw io.Writer, ls []Launch) {
+	fmt.Fprintln(tw, "  NODECLAIM\tNODEPOOL\tINSTANCE TYPE\tZONE\tCAPACITY\t$/H\tREQUESTS\tPODS")
+	for _, l := range ls {
+		it := l.InstanceType
+		if l.InstanceTypeOptions > 1 {
+			it += fmt.Sprintf(" (+%d)", l.InstanceTypeOptions-1)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.4f\t%s\t%d: %s\n", l.Name, l.NodePool, it, l.Zone, l.CapacityType, l.PricePerHour,
+			l.Requests, len(l.Pods), podList(l.Pods))
+	}
+}
