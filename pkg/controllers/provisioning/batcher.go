@@ -19,6 +19,24 @@ type Batcher struct {
 	mu     sync.Mutex
 	seen   map[types.UID]struct{}
 	signal chan struct{}
+	last   Window
+}
+
+// Window describes a batch window once it closed: when the first trigger opened
+// it, when it closed, how many distinct triggers it collected and why it
+// closed ("idle" or "max"). The provisioner logs it, so that a run can be
+// broken down phase by phase.
+type Window struct {
+	Opened, Closed time.Time
+	Triggers       int
+	Reason         string
+}
+
+// LastWindow is the window Wait closed last.
+func (b *Batcher) LastWindow() Window {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.last
 }
 
 // NewBatcher returns a batcher closing windows after idle without new triggers, or
@@ -50,6 +68,7 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 	case <-ctx.Done():
 		return false
 	}
+	opened := b.clock.Now()
 	maxTimer := b.clock.NewTimer(b.max)
 	defer maxTimer.Stop()
 	idleTimer := b.clock.NewTimer(b.idle)
@@ -60,10 +79,10 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 			idleTimer.Stop()
 			idleTimer = b.clock.NewTimer(b.idle)
 		case <-idleTimer.C():
-			b.close()
+			b.close(opened, "idle")
 			return true
 		case <-maxTimer.C():
-			b.close()
+			b.close(opened, "max")
 			return true
 		case <-ctx.Done():
 			return false
@@ -71,8 +90,9 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 	}
 }
 
-func (b *Batcher) close() {
+func (b *Batcher) close(opened time.Time, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.last = Window{Opened: opened, Closed: b.clock.Now(), Triggers: len(b.seen), Reason: reason}
 	b.seen = map[types.UID]struct{}{}
 }

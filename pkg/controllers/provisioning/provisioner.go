@@ -94,6 +94,9 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("provisioner")
 	ctx = log.IntoContext(ctx, logger)
 	for p.batcher.Wait(ctx) {
+		w := p.batcher.LastWindow()
+		logger.Info("batch window closed", "opened", w.Opened.Format(time.RFC3339Nano), "closed", w.Closed.Format(time.RFC3339Nano),
+			"triggers", w.Triggers, "reason", w.Reason)
 		if _, err := p.Schedule(ctx); err != nil {
 			logger.Error(err, "provisioning failed")
 		}
@@ -143,7 +146,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	for _, np := range p.cluster.NodePools() {
 		npByName[np.Name] = np
 	}
+	createStart := time.Now()
 	created, err := p.create(ctx, npByName, results.NewClaims)
+	if len(results.NewClaims) > 0 {
+		logger.Info("created nodeclaim(s)", "nodeclaims", len(created), "duration", time.Since(createStart).String())
+	}
 	for _, placement := range results.ExistingNodes {
 		p.cluster.Nominate(placement.Node.Name)
 		kind := "node"
