@@ -1,13 +1,20 @@
 package e2e_test
 
 import (
+	"context"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
@@ -43,11 +50,30 @@ type benchRun struct {
 	counts   *kit.Counts
 	phases   *phases
 	usage    kit.Usage // the controller's CPU and peak memory over the run
+	// components: CPU each control-plane process used over the run, and the
+	// machine's load average at the end (other work shares the cores).
+	components map[string]time.Duration
+	loadavg    string
+}
+
+// componentCPU reads the CPU time used so far by each control-plane process.
+func componentCPU(e *provisioningEnv) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	pids, err := e.ChildPIDs()
+	if err != nil {
+		return out
+	}
+	for name, pid := range pids {
+		if u, err := (&kit.Process{Cmd: &exec.Cmd{Process: &os.Process{Pid: pid}}}).ResourceUsage(); err == nil {
+			out[name] = u.CPU
+		}
+	}
+	return out
 }
 
 // runWorkload applies deps and waits until all their pods run, then reads the
 // cluster's timestamps into a breakdown per phase. The wait polls a
-// metadata-only list of Running pods, so that the benchmark itself loads the
+// metadata-only list of Running pods once a second, so that the benchmark itself loads the
 // API server as little as possible while it is being measured.
 func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, timeout time.Duration) benchRun {
 	b.Helper()
@@ -56,13 +82,17 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 		b.Fatal(err)
 	}
 	want := replicas(deps)
+	cpuBefore := componentCPU(e)
 	b.StartTimer()
 	start := time.Now()
 	for _, d := range deps {
 		e.apply(b, d)
 	}
 	running := 0
-	if err := poll(e.ctx, timeout, func() (bool, error) {
+	// Once a second: the figures come from the cluster's timestamps, the poll
+	// only has to notice the end (and a tighter one costs the API server CPU
+	// the run is measuring).
+	if err := wait.PollUntilContextTimeout(e.ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
 		list := &metav1.PartialObjectMetadataList{}
 		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
 		if err := e.Client.List(e.ctx, list, client.InNamespace("default"), client.MatchingFields{"status.phase": string(corev1.PodRunning)}); err != nil {
@@ -80,15 +110,28 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	if err != nil {
 		b.Fatal(err)
 	}
+	components := componentCPU(e)
+	for name, cpu := range components {
+		components[name] = cpu - cpuBefore[name]
+	}
+	components["karpenter"] = after.CPU - before.CPU
+	loadavg, _ := os.ReadFile("/proc/loadavg")
 	c, err := kit.Count(e.ctx, e.Client, "default")
 	if err != nil {
 		b.Fatal(err)
+	}
+	if dir := os.Getenv("BENCH_LOG_DIR"); dir != "" {
+		// Karpenter's log goes with the cluster's state directory at the end.
+		if log, err := os.ReadFile(e.karpenter.LogPath); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "karpenter-"+start.Format("150405")+".log"), log, 0o644)
+		}
 	}
 	ph, err := collectPhases(e.ctx, e.Client, "default", e.karpenter.LogPath, start)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return benchRun{detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS}}
+	return benchRun{detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS},
+		components: components, loadavg: strings.TrimSpace(string(loadavg))}
 }
 
 // report prints the run's figures and its phase table and reports them as
@@ -114,4 +157,14 @@ func (r benchRun) report(b *testing.B, title string) {
 		title, lastClaim.Round(10*time.Millisecond), allRunning.Round(10*time.Millisecond), r.detected.Round(10*time.Millisecond),
 		r.phases.karpenterShare().Round(time.Millisecond), r.counts.NodeClaimsAll, r.counts.Nodes, r.counts.CostPerHour,
 		r.usage.CPU.Round(10*time.Millisecond), r.usage.CPU.Seconds()/r.detected.Seconds(), float64(r.usage.PeakRSS)/(1<<20), r.phases)
+	names := make([]string, 0, len(r.components))
+	for name := range r.components {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Printf("CPU over the run:")
+	for _, name := range names {
+		fmt.Printf(" %s %.1fs;", name, r.components[name].Seconds())
+	}
+	fmt.Printf(" load average at the end: %s\n", r.loadavg)
 }

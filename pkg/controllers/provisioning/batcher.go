@@ -9,17 +9,30 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// Batcher turns a stream of triggers into batch windows. A trigger from a pod
-// already seen in the current window does not extend it: pods are re-triggered
-// every few seconds while pending, and would otherwise hold a window open forever.
+// Batcher turns a stream of triggers into batch windows. A window opens on the
+// first trigger and closes once no new pending pod arrived for the idle
+// duration, or at the max duration (upstream's BATCH_IDLE_DURATION and
+// BATCH_MAX_DURATION).
+//
+// Only a pod the last decision has not seen counts as new. Pods are re-triggered
+// every RetriggerPeriod while pending, so a pod that already was in a decision
+// and is still waiting (typically for the capacity that decision launched) comes
+// back as a retry: a retry opens a window, so that a failed launch is retried,
+// but does not keep one open. Were retries counted as new, a few hundred pods
+// waiting for their nodes would hold every window open to its max duration and
+// delay the pods that really are new by up to that long. A trigger from a pod
+// already seen in the current window is ignored.
 type Batcher struct {
 	clock     clock.Clock
 	idle, max time.Duration
 
-	mu     sync.Mutex
-	seen   map[types.UID]struct{}
-	signal chan struct{}
-	last   Window
+	mu      sync.Mutex
+	seen    map[types.UID]struct{}
+	decided map[types.UID]struct{} // pods pending in the last decision
+	signal  chan struct{}          // a new pod: opens or extends a window
+	retry   chan struct{}          // a pod decided before: opens a window
+	retries int                    // retries in the current window
+	last    Window
 }
 
 // Window describes a batch window once it closed: when the first trigger opened
@@ -28,7 +41,8 @@ type Batcher struct {
 // broken down phase by phase.
 type Window struct {
 	Opened, Closed time.Time
-	Triggers       int
+	Triggers       int // distinct pods (or other uids) that triggered
+	Retries        int // of which the last decision had seen already
 	Reason         string
 }
 
@@ -42,7 +56,8 @@ func (b *Batcher) LastWindow() Window {
 // NewBatcher returns a batcher closing windows after idle without new triggers, or
 // after max.
 func NewBatcher(clk clock.Clock, idle, max time.Duration) *Batcher {
-	return &Batcher{clock: clk, idle: idle, max: max, seen: map[types.UID]struct{}{}, signal: make(chan struct{}, 1)}
+	return &Batcher{clock: clk, idle: idle, max: max, seen: map[types.UID]struct{}{}, decided: map[types.UID]struct{}{},
+		signal: make(chan struct{}, 1), retry: make(chan struct{}, 1)}
 }
 
 // Trigger records that the pod (or anything identified by uid) wants a decision.
@@ -53,11 +68,28 @@ func (b *Batcher) Trigger(uid types.UID) {
 		return
 	}
 	b.seen[uid] = struct{}{}
+	ch := b.signal
+	if _, ok := b.decided[uid]; ok {
+		ch = b.retry
+		b.retries++
+	}
 	b.mu.Unlock()
 	select {
-	case b.signal <- struct{}{}:
+	case ch <- struct{}{}:
 	default:
 	}
+}
+
+// Decided records the pods a decision considered: until the next decision,
+// their triggers are retries.
+func (b *Batcher) Decided(uids []types.UID) {
+	decided := make(map[types.UID]struct{}, len(uids))
+	for _, uid := range uids {
+		decided[uid] = struct{}{}
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.decided = decided
 }
 
 // Wait blocks until a trigger opens a window and the window closes. It returns
@@ -65,6 +97,7 @@ func (b *Batcher) Trigger(uid types.UID) {
 func (b *Batcher) Wait(ctx context.Context) bool {
 	select {
 	case <-b.signal:
+	case <-b.retry:
 	case <-ctx.Done():
 		return false
 	}
@@ -78,6 +111,7 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 		case <-b.signal:
 			idleTimer.Stop()
 			idleTimer = b.clock.NewTimer(b.idle)
+		case <-b.retry:
 		case <-idleTimer.C():
 			b.close(opened, "idle")
 			return true
@@ -93,6 +127,7 @@ func (b *Batcher) Wait(ctx context.Context) bool {
 func (b *Batcher) close(opened time.Time, reason string) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.last = Window{Opened: opened, Closed: b.clock.Now(), Triggers: len(b.seen), Reason: reason}
+	b.last = Window{Opened: opened, Closed: b.clock.Now(), Triggers: len(b.seen), Retries: b.retries, Reason: reason}
 	b.seen = map[types.UID]struct{}{}
+	b.retries = 0
 }
