@@ -43,7 +43,7 @@ func (p *phase) add(t time.Time) {
 // batch is one provisioning decision as Karpenter logged it.
 type batch struct {
 	opened, closed, solved, created time.Time
-	triggers, pods, claims          int
+	triggers, retries, pods, claims int
 	reason                          string
 	solve, create                   time.Duration
 }
@@ -214,6 +214,7 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			Opened     time.Time `json:"opened"`
 			Closed     time.Time `json:"closed"`
 			Triggers   int       `json:"triggers"`
+			Retries    int       `json:"retries"`
 			Reason     string    `json:"reason"`
 			Pods       int       `json:"pods"`
 			NodeClaims int       `json:"nodeclaims"`
@@ -225,7 +226,7 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 		d, _ := time.ParseDuration(l.Duration)
 		switch l.Message {
 		case "batch window closed":
-			out = append(out, batch{opened: l.Opened, closed: l.Closed, triggers: l.Triggers, reason: l.Reason})
+			out = append(out, batch{opened: l.Opened, closed: l.Closed, triggers: l.Triggers, retries: l.Retries, reason: l.Reason})
 		case "computed new nodeclaim(s) to fit pod(s)":
 			if len(out) > 0 {
 				out[len(out)-1].solved, out[len(out)-1].solve, out[len(out)-1].pods = l.Time, d, l.Pods
@@ -281,13 +282,13 @@ func (p *phases) String() string {
 	}
 	bs := append([]batch(nil), p.batches...)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].opened.Before(bs[j].opened) })
-	fmt.Fprintf(&sb, "%-8s %7s %7s %6s %8s %5s %8s %7s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "pods", "solve", "claims", "create", "close->created")
+	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %8s %6s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "solve", "claims", "create", "close->created")
 	for i, b := range bs {
 		share := "-"
 		if b.claims > 0 {
 			share = b.created.Sub(b.closed).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&sb, "%-8d %7s %7s %6s %8d %5d %8s %7d %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.pods,
+		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %8s %6d %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
 			b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), share)
 	}
 	return sb.String()

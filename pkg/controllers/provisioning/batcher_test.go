@@ -127,9 +127,9 @@ func TestWaitEndsWithContext(t *testing.T) {
 	}
 }
 
-// A pod the last decision saw comes back as a retry: it opens a window (so a
-// failed launch is retried) but does not hold it open, while a new pod does.
-func TestRetriesOpenButDoNotExtendTheWindow(t *testing.T) {
+// A pod the last decision saw comes back as a retry: counted as one, it still
+// extends the window like a new pod (upstream's semantics).
+func TestRetriesAreCountedAndExtendTheWindow(t *testing.T) {
 	clk := clocktesting.NewFakeClock(time.Now())
 	b := NewBatcher(clk, time.Second, 10*time.Second)
 	b.Decided([]types.UID{"waiting-1", "waiting-2"})
@@ -138,40 +138,25 @@ func TestRetriesOpenButDoNotExtendTheWindow(t *testing.T) {
 	b.Trigger("waiting-1")
 	waitForTimers(t, clk)
 	clk.Step(900 * time.Millisecond)
-	b.Trigger("waiting-2")
-	clk.Step(100 * time.Millisecond)
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a retry extended the window past the idle duration")
-	}
-	if w := b.LastWindow(); w.Triggers != 2 || w.Retries != 2 || w.Reason != "idle" {
-		t.Fatalf("window %+v, want 2 triggers, both retries, closed idle", w)
-	}
-
-	// A new pod in a window opened by a retry extends it as usual.
-	done = waitAsync(context.Background(), b)
-	b.Trigger("waiting-1")
-	waitForTimers(t, clk)
-	clk.Step(900 * time.Millisecond)
 	b.Trigger("new")
+	b.Trigger("waiting-2")
 	deadline := time.Now().Add(5 * time.Second)
 	for len(b.signal) > 0 && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
 	}
 	clk.Step(100 * time.Millisecond)
 	if closed(done) {
-		t.Fatal("the window closed although a new pod arrived within the idle duration")
+		t.Fatal("the window closed although pods arrived within the idle duration")
 	}
-	// 2s after the window opened, 1.1s after the new pod: closed whether Wait
-	// re-armed its idle timer before or after the previous step.
+	// 2s after the window opened, 1.1s after the last trigger: closed whether
+	// Wait re-armed its idle timer before or after the previous step.
 	clk.Step(time.Second)
 	select {
 	case <-done:
 	case <-time.After(5 * time.Second):
-		t.Fatal("window did not close after the new pod's idle duration")
+		t.Fatal("window did not close after the idle duration")
 	}
-	if w := b.LastWindow(); w.Triggers != 2 || w.Retries != 1 {
-		t.Fatalf("window %+v, want 2 triggers of which 1 retry", w)
+	if w := b.LastWindow(); w.Triggers != 3 || w.Retries != 2 || w.Reason != "idle" {
+		t.Fatalf("window %+v, want 3 triggers of which 2 retries, closed idle", w)
 	}
 }
