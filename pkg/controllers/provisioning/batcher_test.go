@@ -126,3 +126,57 @@ func TestWaitEndsWithContext(t *testing.T) {
 		t.Fatal("Wait ignored the cancelled context")
 	}
 }
+
+// A pod the last decision saw comes back as a retry. A window of retries only
+// closes after the idle duration from its opening; once a new pod is in the
+// window, retries extend it like new pods (upstream's semantics).
+func TestRetriesExtendOnlyWindowsWithNewPods(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	b := NewBatcher(clk, time.Second, 10*time.Second)
+	b.Decided([]types.UID{"waiting-1", "waiting-2"})
+
+	done := waitAsync(context.Background(), b)
+	b.Trigger("waiting-1")
+	waitForTimers(t, clk)
+	clk.Step(900 * time.Millisecond)
+	b.Trigger("waiting-2")
+	deadline := time.Now().Add(5 * time.Second)
+	for len(b.retry) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(100 * time.Millisecond)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a retry extended a window of retries past the idle duration")
+	}
+	if w := b.LastWindow(); w.Triggers != 2 || w.Retries != 2 || w.Reason != "idle" {
+		t.Fatalf("window %+v, want 2 triggers, both retries, closed idle", w)
+	}
+
+	// A new pod, then a retry: the retry extends the window.
+	done = waitAsync(context.Background(), b)
+	b.Trigger("new")
+	waitForTimers(t, clk)
+	clk.Step(900 * time.Millisecond)
+	b.Trigger("waiting-1")
+	deadline = time.Now().Add(5 * time.Second)
+	for len(b.retry) > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	clk.Step(100 * time.Millisecond)
+	if closed(done) {
+		t.Fatal("the window closed although a retry arrived within the idle duration of a window with a new pod")
+	}
+	// 2s after the window opened, 1.1s after the retry: closed whether Wait
+	// re-armed its idle timer before or after the previous step.
+	clk.Step(time.Second)
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("window did not close after the idle duration")
+	}
+	if w := b.LastWindow(); w.Triggers != 2 || w.Retries != 1 {
+		t.Fatalf("window %+v, want 2 triggers of which 1 retry", w)
+	}
+}

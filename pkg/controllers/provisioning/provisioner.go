@@ -94,6 +94,9 @@ func (p *Provisioner) Start(ctx context.Context) error {
 	logger := log.FromContext(ctx).WithName("provisioner")
 	ctx = log.IntoContext(ctx, logger)
 	for p.batcher.Wait(ctx) {
+		w := p.batcher.LastWindow()
+		logger.Info("batch window closed", "opened", w.Opened.Format(time.RFC3339Nano), "closed", w.Closed.Format(time.RFC3339Nano),
+			"triggers", w.Triggers, "retries", w.Retries, "reason", w.Reason)
 		if _, err := p.Schedule(ctx); err != nil {
 			logger.Error(err, "provisioning failed")
 		}
@@ -122,6 +125,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	uids := make([]types.UID, len(pods))
+	for i, pod := range pods {
+		uids[i] = pod.UID
+	}
+	p.batcher.Decided(uids)
 	if len(pods) == 0 {
 		return &Result{Solve: &scheduling.Results{}}, nil
 	}
@@ -143,7 +151,11 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	for _, np := range p.cluster.NodePools() {
 		npByName[np.Name] = np
 	}
+	createStart := time.Now()
 	created, err := p.create(ctx, npByName, results.NewClaims)
+	if len(results.NewClaims) > 0 {
+		logger.Info("created nodeclaim(s)", "nodeclaims", len(created), "duration", time.Since(createStart).String())
+	}
 	for _, placement := range results.ExistingNodes {
 		p.cluster.Nominate(placement.Node.Name)
 		kind := "node"
@@ -421,6 +433,9 @@ func wellKnownLabels(pools []*scheduling.NodePool) []string {
 	return out
 }
 
+// maxParallelCreates bounds the NodeClaim creates in flight for one decision.
+const maxParallelCreates = 100
+
 // create writes the NodeClaims in parallel. Each is recorded in cluster state as
 // soon as the API server accepted it, so the next batch counts it as capacity even
 // before the watch delivers it.
@@ -430,7 +445,10 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 		created []*v1.NodeClaim
 		errs    []error
 		wg      sync.WaitGroup
-		sem     = make(chan struct{}, 10)
+		// Every NodeClaim of a decision at once, up to a bound: each create
+		// waits on the API server, so ten at a time made a 16-claim batch
+		// two round trips long.
+		sem = make(chan struct{}, maxParallelCreates)
 	)
 	for _, c := range claims {
 		np, ok := pools[c.NodePool.Name]
@@ -443,7 +461,10 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			defer wg.Done()
 			defer func() { <-sem }()
 			nc := NewNodeClaim(np, c)
-			if err := p.kube.Create(ctx, nc); err != nil {
+			start := time.Now()
+			err := p.kube.Create(ctx, nc)
+			apiTime := time.Since(start)
+			if err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err))
 				mu.Unlock()
@@ -459,7 +480,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
 			}
 			log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
-				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods))
+				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods), "api-duration", apiTime.String())
 			mu.Lock()
 			created = append(created, nc)
 			mu.Unlock()

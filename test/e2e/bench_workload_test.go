@@ -1,0 +1,170 @@
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/karpenter-go/karpenter/pkg/test/kit"
+)
+
+// mixedWorkload is the 1,000 pods both provisioning benchmarks create: 400
+// plain pods (900m, 3100Mi), 300 pods spread over zones (500m, 1Gi), 200
+// large pods (3500m, 28Gi) and 100 arm64 pods (250m, 256Mi).
+func mixedWorkload() []*appsv1.Deployment {
+	arm := kit.Deployment("default", "arm", 100, "250m", "256Mi", false)
+	arm.Spec.Template.Spec.NodeSelector = map[string]string{corev1.LabelArchStable: "arm64"}
+	return []*appsv1.Deployment{
+		kit.Deployment("default", "plain", 400, "900m", "3100Mi", false),
+		kit.Deployment("default", "zonal", 300, "500m", "1Gi", true),
+		kit.Deployment("default", "large", 200, "3500m", "28Gi", false),
+		arm,
+	}
+}
+
+func replicas(deps []*appsv1.Deployment) int {
+	n := 0
+	for _, d := range deps {
+		n += int(*d.Spec.Replicas)
+	}
+	return n
+}
+
+// benchRun is what one run of a workload measured.
+type benchRun struct {
+	// detected: from applying the Deployments until the poll saw every pod
+	// Running (an upper bound of the time to all Running).
+	detected time.Duration
+	counts   *kit.Counts
+	phases   *phases
+	usage    kit.Usage // the controller's CPU and peak memory over the run
+	// components: CPU each control-plane process used over the run, and the
+	// machine's load average at the end (other work shares the cores).
+	components map[string]time.Duration
+	loadavg    string
+}
+
+// componentCPU reads the CPU time used so far by each control-plane process.
+func componentCPU(e *provisioningEnv) map[string]time.Duration {
+	out := map[string]time.Duration{}
+	pids, err := e.ChildPIDs()
+	if err != nil {
+		return out
+	}
+	for name, pid := range pids {
+		if u, err := (&kit.Process{Cmd: &exec.Cmd{Process: &os.Process{Pid: pid}}}).ResourceUsage(); err == nil {
+			out[name] = u.CPU
+		}
+	}
+	return out
+}
+
+// runWorkload applies deps and waits until all their pods run, then reads the
+// cluster's timestamps into a breakdown per phase. The wait polls a
+// metadata-only list of Running pods once a second, so that the benchmark itself loads the
+// API server as little as possible while it is being measured.
+func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, timeout time.Duration) benchRun {
+	b.Helper()
+	before, err := e.karpenter.ResourceUsage()
+	if err != nil {
+		b.Fatal(err)
+	}
+	want := replicas(deps)
+	cpuBefore := componentCPU(e)
+	b.StartTimer()
+	start := time.Now()
+	for _, d := range deps {
+		e.apply(b, d)
+	}
+	running := 0
+	// Once a second: the figures come from the cluster's timestamps, the poll
+	// only has to notice the end (and a tighter one costs the API server CPU
+	// the run is measuring).
+	if err := wait.PollUntilContextTimeout(e.ctx, time.Second, timeout, true, func(context.Context) (bool, error) {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("PodList"))
+		if err := e.Client.List(e.ctx, list, client.InNamespace("default"), client.MatchingFields{"status.phase": string(corev1.PodRunning)}); err != nil {
+			return false, err
+		}
+		running = len(list.Items)
+		return running >= want, nil
+	}); err != nil {
+		c, _ := kit.Count(e.ctx, e.Client, "default")
+		b.Fatalf("%d pods not Running (%d are): %+v (log %s)", want, running, c, e.karpenter.LogPath)
+	}
+	detected := time.Since(start)
+	b.StopTimer()
+	after, err := e.karpenter.ResourceUsage()
+	if err != nil {
+		b.Fatal(err)
+	}
+	components := componentCPU(e)
+	for name, cpu := range components {
+		components[name] = cpu - cpuBefore[name]
+	}
+	components["karpenter"] = after.CPU - before.CPU
+	loadavg, _ := os.ReadFile("/proc/loadavg")
+	c, err := kit.Count(e.ctx, e.Client, "default")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if dir := os.Getenv("BENCH_LOG_DIR"); dir != "" {
+		// Karpenter's log goes with the cluster's state directory at the end.
+		if log, err := os.ReadFile(e.karpenter.LogPath); err == nil {
+			_ = os.WriteFile(filepath.Join(dir, "karpenter-"+start.Format("150405")+".log"), log, 0o644)
+		}
+	}
+	ph, err := collectPhases(e.ctx, e.Client, "default", e.karpenter.LogPath, start)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchRun{detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS},
+		components: components, loadavg: strings.TrimSpace(string(loadavg))}
+}
+
+// report prints the run's figures and its phase table and reports them as
+// benchmark metrics.
+func (r benchRun) report(b *testing.B, title string) {
+	b.Helper()
+	claims := r.phases.row("NodeClaims created (Karpenter)")
+	if claims.last.IsZero() {
+		claims = r.phases.row("NodeClaims created (API)")
+	}
+	lastClaim := claims.last.Sub(r.phases.origin)
+	allRunning := r.phases.row("pods Running (KWOK)").last.Sub(r.phases.origin)
+	b.ReportMetric(lastClaim.Seconds(), "s-to-last-nodeclaim")
+	b.ReportMetric(allRunning.Seconds(), "s-to-all-running")
+	b.ReportMetric(r.detected.Seconds(), "s-to-all-running-seen")
+	b.ReportMetric(r.phases.karpenterShare().Seconds(), "s-batch-close-to-nodeclaims")
+	b.ReportMetric(r.usage.CPU.Seconds(), "controller-cpu-s")
+	b.ReportMetric(float64(r.usage.PeakRSS)/(1<<20), "controller-peak-MiB")
+	b.ReportMetric(float64(r.counts.Nodes), "nodes")
+	b.ReportMetric(r.counts.CostPerHour, "$/h")
+	fmt.Printf("%s: last NodeClaim created %s and all pods Running %s after the first pod was created (seen Running %s after the Deployments were applied); "+
+		"batch close -> its NodeClaims created at most %s; %d NodeClaims/%d nodes, $%.2f/h; controller CPU %s (%.2f cores avg), peak RSS %.0f MiB\n%s",
+		title, lastClaim.Round(10*time.Millisecond), allRunning.Round(10*time.Millisecond), r.detected.Round(10*time.Millisecond),
+		r.phases.karpenterShare().Round(time.Millisecond), r.counts.NodeClaimsAll, r.counts.Nodes, r.counts.CostPerHour,
+		r.usage.CPU.Round(10*time.Millisecond), r.usage.CPU.Seconds()/r.detected.Seconds(), float64(r.usage.PeakRSS)/(1<<20), r.phases)
+	names := make([]string, 0, len(r.components))
+	for name := range r.components {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	fmt.Printf("CPU over the run:")
+	for _, name := range names {
+		fmt.Printf(" %s %.1fs;", name, r.components[name].Seconds())
+	}
+	fmt.Printf(" load average at the end: %s\n", r.loadavg)
+}
