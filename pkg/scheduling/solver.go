@@ -37,6 +37,7 @@ type solver struct {
 	groupsByID map[string]*topoGroup
 	groupBuf   []*topoGroup // scratch for compile
 	ownedAnti  map[*corev1.Pod][]string
+	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
 
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error

@@ -365,11 +365,7 @@ func (s *solver) group(id string, mk func() (*topoGroup, error)) (*topoGroup, er
 	if !g.hostname {
 		g.universe = s.universe(g)
 	}
-	for _, t := range s.targets {
-		for _, p := range t.allPods() {
-			s.recordInGroup(g, p, t)
-		}
-	}
+	s.countExisting(g)
 	return g, nil
 }
 
