@@ -699,8 +699,15 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 		}
 	}
 	all := len(p.in.Scheduling.NodePools) == 0
+	// Pods of one deployment share their constraints: each is read once, or
+	// the nodes of a constraint would be visited once per moving pod.
+	seenConstraint := map[string]bool{}
 	for _, pr := range pods {
 		for _, c := range pr.pp.Topology() {
+			if seenConstraint[c.ID()] {
+				continue
+			}
+			seenConstraint[c.ID()] = true
 			for _, n := range p.matchingNodes(c) {
 				add(n)
 			}

@@ -260,3 +260,93 @@ func (s *solver) addRequests(v resVec, p *corev1.Pod) {
 		}
 	}
 }
+
+// roomIndex is a segment tree of the existing targets' free cpu, memory and pod slots
+// (allocatable minus used), so that a pod skips, in one descent, every existing node without
+// room for it. Without it, each pod of a solve reads the existing nodes in order until one
+// takes it: at 100,000 nodes, once the first nodes fill up (or when none has room), every pod
+// reads tens of thousands of full nodes, and a solve of 100,000 moving pods (a disruption
+// simulation) becomes quadratic. Built on the first placement, after every existing target is
+// added; commit keeps it current.
+type roomIndex struct {
+	size int
+	tree [3][]int64 // per dimension (resCPU, resMemory, resPods): max free over the subtree
+}
+
+var roomDims = [3]int{resCPU, resMemory, resPods}
+
+func (s *solver) roomIndex() *roomIndex {
+	if s.room != nil {
+		return s.room
+	}
+	n := s.numExisting
+	ix := &roomIndex{size: 1}
+	for ix.size < n {
+		ix.size *= 2
+	}
+	for d := range ix.tree {
+		ix.tree[d] = make([]int64, 2*ix.size)
+		for i := range ix.tree[d] {
+			ix.tree[d][i] = math.MinInt64
+		}
+		for i, t := range s.targets[:n] {
+			ix.tree[d][ix.size+i] = t.avail[roomDims[d]] - t.used[roomDims[d]]
+		}
+		for i := ix.size - 1; i >= 1; i-- {
+			ix.tree[d][i] = max(ix.tree[d][2*i], ix.tree[d][2*i+1])
+		}
+	}
+	s.room = ix
+	return ix
+}
+
+// roomChanged records an existing target's new usage.
+func (s *solver) roomChanged(t *target) {
+	if s.room == nil || t.existing == nil || t.idx >= s.numExisting {
+		return
+	}
+	ix := s.room
+	for d := range ix.tree {
+		i := ix.size + t.idx
+		ix.tree[d][i] = t.avail[roomDims[d]] - t.used[roomDims[d]]
+		for i /= 2; i >= 1; i /= 2 {
+			ix.tree[d][i] = max(ix.tree[d][2*i], ix.tree[d][2*i+1])
+		}
+	}
+}
+
+// nextExisting returns the first existing target at or after from with room for req in cpu,
+// memory and pod slots (s.numExisting when there is none). tryTarget still checks everything.
+func (s *solver) nextExisting(req resVec, from int) int {
+	if from >= s.numExisting {
+		return s.numExisting
+	}
+	ix := s.roomIndex()
+	var need [3]int64
+	for d := range need {
+		need[d] = req[roomDims[d]]
+	}
+	var walk func(i, lo, hi int) int
+	walk = func(i, lo, hi int) int {
+		if hi <= from || lo >= s.numExisting {
+			return -1
+		}
+		for d := range need {
+			if ix.tree[d][i] < need[d] {
+				return -1
+			}
+		}
+		if hi-lo == 1 {
+			return lo
+		}
+		mid := (lo + hi) / 2
+		if r := walk(2*i, lo, mid); r >= 0 {
+			return r
+		}
+		return walk(2*i+1, mid, hi)
+	}
+	if r := walk(1, 0, ix.size); r >= 0 {
+		return r
+	}
+	return s.numExisting
+}

@@ -38,6 +38,7 @@ type solver struct {
 	groupBuf   []*topoGroup // scratch for compile
 	ownedAnti  map[*corev1.Pod][]string
 	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
+	room       *roomIndex  // free capacity of existing targets (see existing.go)
 
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error
@@ -212,7 +213,15 @@ func (s *solver) place(p *podInfo) error {
 }
 
 func (s *solver) placeAttempt(a *attempt) error {
-	for _, t := range s.targets[s.scanStart(a):] {
+	start := s.scanStart(a)
+	// Existing targets without room are skipped through the room index (existing.go).
+	for i := s.nextExisting(a.p.requests, start); i < s.numExisting; i = s.nextExisting(a.p.requests, i+1) {
+		if plan, ok := s.tryTarget(a, s.targets[i]); ok {
+			s.commit(a, s.targets[i], plan)
+			return nil
+		}
+	}
+	for _, t := range s.targets[max(start, s.numExisting):] {
 		if plan, ok := s.tryTarget(a, t); ok {
 			s.commit(a, t, plan)
 			return nil

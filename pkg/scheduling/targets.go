@@ -126,6 +126,7 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	}
 	p := a.p
 	t.used.add(p.requests)
+	s.roomChanged(t)
 	t.ports = append(t.ports, p.ports...)
 	t.pods = append(t.pods, p.pod)
 	for _, g := range s.matchedGroups(p) {
