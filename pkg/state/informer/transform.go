@@ -15,9 +15,10 @@ const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 //   - every object: managedFields (often the largest part of an object) and kubectl's
 //     last-applied-configuration annotation;
 //   - Pods: per container (and init/ephemeral container) the environment, command, arguments,
-//     probes, lifecycle hooks and volume mounts, and the container statuses; what scheduling,
-//     disruption and termination read (resources, ports, affinity, tolerations, topology
-//     spread, volumes, owners, labels, annotations, phase and conditions) stays;
+//     probes, lifecycle hooks and volume mounts, the container statuses and IPs, and every
+//     volume but claims (persistent or ephemeral); what scheduling, disruption and termination
+//     read (resources, ports, affinity, tolerations, topology spread, claims, owners, labels,
+//     annotations, phase and conditions) stays;
 //   - Nodes: the list of images present on the node.
 //
 // Updates built from a cached object stay safe: managedFields left out of an update keep
@@ -50,6 +51,17 @@ func Transform(obj interface{}) (interface{}, error) {
 			c.LivenessProbe, c.ReadinessProbe, c.StartupProbe, c.Lifecycle = nil, nil, nil, nil
 		}
 		o.Status.ContainerStatuses, o.Status.InitContainerStatuses, o.Status.EphemeralContainerStatuses = nil, nil, nil
+		o.Status.PodIP, o.Status.PodIPs, o.Status.HostIP, o.Status.HostIPs = "", nil, "", nil
+		// Volumes: only claims (persistent or ephemeral) constrain where a pod can go; the
+		// service-account token, config maps, secrets and the like do not.
+		// (A new slice: the dropped ones must not stay reachable behind its length.)
+		var vols []corev1.Volume
+		for _, v := range o.Spec.Volumes {
+			if v.PersistentVolumeClaim != nil || v.Ephemeral != nil {
+				vols = append(vols, v)
+			}
+		}
+		o.Spec.Volumes = vols
 	case *corev1.Node:
 		o.Status.Images = nil
 	}
