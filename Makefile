@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption
+.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-scale
 
 all: test
 
@@ -78,3 +78,7 @@ bench-scheduling:
 ## bench-disruption: the disruption pass benchmark table (100, 1,000, 5,000 nodes)
 bench-disruption:
 	@hack/bench-disruption.sh
+
+## bench-scale: 20,000 / 50,000 / 100,000 nodes: disruption pass, solve against existing nodes, state memory
+bench-scale:
+	@hack/bench-scale.sh
