@@ -44,6 +44,20 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 // still hold the claim's pods plus req. It honours minValues (unless BestEffort).
 func (s *solver) types(t *target, id int32, req resVec) (bitset, bool) {
 	compat := s.compatible(t.pool, id)
+	// Fast path: when the pods fit even the smallest candidate (componentwise) and the new
+	// requirements keep every candidate, nothing is narrowed and the claim keeps its bitset.
+	// A claim filling up drops its small types a few at a time, so most pods take this path.
+	if t.minAvail == nil {
+		t.minAvail = s.minAlloc(t.pool, t.its)
+	}
+	if t.minAvail != nil && sumFitsIn(t.used, req, t.minAvail) && subsetOf(t.its, compat) {
+		if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
+			if _, ok := s.minValuesShortfall(t.pool, id, t.its); ok {
+				return nil, false
+			}
+		}
+		return t.its, true
+	}
 	out := make(bitset, len(t.its))
 	any := false
 	for wi := range t.its {
@@ -131,6 +145,23 @@ func (p *poolState) nameOrder() []int {
 		sort.SliceStable(p.byName, func(a, b int) bool { return p.its[p.byName[a]].Name < p.its[p.byName[b]].Name })
 	}
 	return p.byName
+}
+
+// minAlloc is the componentwise minimum of the allocatable resources of its, nil when empty.
+func (s *solver) minAlloc(p *poolState, its bitset) resVec {
+	var out resVec
+	its.forEach(func(i int) {
+		if out == nil {
+			out = append(make(resVec, 0, len(s.ri.names)), p.alloc[i]...)
+			return
+		}
+		for r, v := range p.alloc[i] {
+			if v < out[r] {
+				out[r] = v
+			}
+		}
+	})
+	return out
 }
 
 func (s *solver) maxAlloc(p *poolState, its bitset) resVec {

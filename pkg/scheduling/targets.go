@@ -23,6 +23,9 @@ type target struct {
 	used  resVec // requests of pods on it (existing: bound pods too)
 	avail resVec // existing: allocatable; claims: componentwise max of candidates' allocatable
 	its   bitset // claims: candidate instance types (positions in pool.its)
+	// minAvail (claims) is the componentwise minimum of the candidates' allocatable, computed
+	// lazily by types and reset whenever its changes.
+	minAvail resVec
 
 	reserved resVec // claims: limit reservation (max capacity of candidates)
 
@@ -99,6 +102,7 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 		t.reqID = pl.reqID
 		t.reqs = s.reqByID[pl.reqID]
 		t.its = pl.its
+		t.minAvail = nil
 		t.avail = s.maxAlloc(t.pool, t.its)
 		if t.pool.limited != nil {
 			res := make(resVec, len(s.ri.names))

@@ -330,6 +330,9 @@ func repelling(pod *corev1.Pod) []corev1.PodAffinityTerm {
 // ownedAntiIdentities lists the identities of a pod's required anti-affinity terms: the groups
 // in which it is an "owner" that repels matching pods (the inverse direction).
 func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
+	if len(repelling(pod)) == 0 {
+		return nil // most pods: no map lookup
+	}
 	if ids, ok := s.ownedAnti[pod]; ok {
 		return ids
 	}
