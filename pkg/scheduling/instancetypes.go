@@ -41,8 +41,9 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 }
 
 // types narrows a claim's instance types to those compatible with requirement set id that can
-// still hold the claim's pods plus req. It honours minValues (unless BestEffort).
-func (s *solver) types(t *target, id int32, req resVec) (bitset, bool) {
+// still hold the claim's pods plus req, and gives their componentwise minimum allocatable. It
+// honours minValues (unless BestEffort).
+func (s *solver) types(t *target, id int32, req resVec) (bitset, resVec, bool) {
 	compat := s.compatible(t.pool, id)
 	// Fast path: when the pods fit even the smallest candidate (componentwise) and the new
 	// requirements keep every candidate, nothing is narrowed and the claim keeps its bitset.
@@ -53,34 +54,43 @@ func (s *solver) types(t *target, id int32, req resVec) (bitset, bool) {
 	if t.minAvail != nil && sumFitsIn(t.used, req, t.minAvail) && subsetOf(t.its, compat) {
 		if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
 			if _, ok := s.minValuesShortfall(t.pool, id, t.its); ok {
-				return nil, false
+				return nil, nil, false
 			}
 		}
-		return t.its, true
+		return t.its, t.minAvail, true
 	}
 	out := make(bitset, len(t.its))
-	any := false
+	var low resVec // componentwise minimum allocatable of out
 	for wi := range t.its {
 		w := t.its[wi] & compat[wi]
 		for w != 0 {
 			b := w & -w
 			i := wi*64 + bits.TrailingZeros64(w)
 			w ^= b
-			if sumFitsIn(t.used, req, t.pool.alloc[i]) {
+			a := t.pool.alloc[i]
+			if sumFitsIn(t.used, req, a) {
 				out[wi] |= b
-				any = true
+				if low == nil {
+					low = append(make(resVec, 0, len(a)), a...)
+				} else {
+					for r, v := range a {
+						if v < low[r] {
+							low[r] = v
+						}
+					}
+				}
 			}
 		}
 	}
-	if !any {
-		return nil, false
+	if low == nil {
+		return nil, nil, false
 	}
 	if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
 		if _, ok := s.minValuesShortfall(t.pool, id, out); ok {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return out, true
+	return out, low, true
 }
 
 // minValuesShortfall reports the first key whose minValues the instance types do not reach.

@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"math/bits"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -49,6 +51,32 @@ func (t *target) allPods() []*corev1.Pod {
 type plan struct {
 	reqID int32
 	its   bitset
+	// minAvail is the componentwise minimum allocatable of its, when types computed it.
+	minAvail resVec
+}
+
+// keepsMax reports whether narrowing a set of instance types from old to new leaves max (the
+// componentwise maximum of vals over old, restricted to the resources in only when non-nil)
+// unchanged: new is a subset and every type dropped is strictly below the maximum. Claims lose
+// their small types as they fill, so the maximum rarely needs recomputing.
+func keepsMax(vals []resVec, old, new bitset, max resVec, only []bool) bool {
+	if max == nil || len(old) != len(new) {
+		return false
+	}
+	for wi := range old {
+		if new[wi]&^old[wi] != 0 {
+			return false
+		}
+		for w := old[wi] &^ new[wi]; w != 0; w &= w - 1 {
+			v := vals[wi*64+bits.TrailingZeros64(w)]
+			for r, x := range v {
+				if (only == nil || only[r]) && x >= max[r] {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // tryTarget checks every constraint of the attempt against t, cheapest checks first.
@@ -101,10 +129,13 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	} else if t.existing == nil {
 		t.reqID = pl.reqID
 		t.reqs = s.reqByID[pl.reqID]
+		old := t.its
 		t.its = pl.its
-		t.minAvail = nil
-		t.avail = s.maxAlloc(t.pool, t.its)
-		if t.pool.limited != nil {
+		t.minAvail = pl.minAvail
+		if !keepsMax(t.pool.alloc, old, t.its, t.avail, nil) {
+			t.avail = s.maxAlloc(t.pool, t.its)
+		}
+		if t.pool.limited != nil && (t.reserved == nil || !keepsMax(t.pool.capacity, old, t.its, t.reserved, t.pool.limited)) {
 			res := make(resVec, len(s.ri.names))
 			t.its.forEach(func(i int) {
 				for r, v := range t.pool.capacity[i] {
