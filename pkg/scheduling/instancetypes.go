@@ -3,7 +3,6 @@ package scheduling
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -60,28 +59,13 @@ func (s *solver) types(t *target, id int32, req resVec) (bitset, resVec, bool) {
 		return t.its, t.minAvail, true
 	}
 	out := make(bitset, len(t.its))
-	var low resVec // componentwise minimum allocatable of out
-	for wi := range t.its {
-		w := t.its[wi] & compat[wi]
-		for w != 0 {
-			b := w & -w
-			i := wi*64 + bits.TrailingZeros64(w)
-			w ^= b
-			a := t.pool.alloc[i]
-			if sumFitsIn(t.used, req, a) {
-				out[wi] |= b
-				if low == nil {
-					low = append(make(resVec, 0, len(a)), a...)
-				} else {
-					for r, v := range a {
-						if v < low[r] {
-							low[r] = v
-						}
-					}
-				}
-			}
-		}
+	for wi := range out {
+		out[wi] = t.its[wi] & compat[wi]
 	}
+	if t.pool.fit == nil {
+		t.pool.fit = newFitIndex(t.pool.alloc, len(s.ri.names))
+	}
+	low := t.pool.fit.narrow(t.pool.alloc, out, t.used, req)
 	if low == nil {
 		return nil, nil, false
 	}

@@ -70,7 +70,8 @@ func keepsMax(vals []resVec, old, new bitset, max resVec, only []bool) bool {
 		for w := old[wi] &^ new[wi]; w != 0; w &= w - 1 {
 			v := vals[wi*64+bits.TrailingZeros64(w)]
 			for r, x := range v {
-				if (only == nil || only[r]) && x >= max[r] {
+				// A dropped zero never was the maximum of a non-empty set of non-negative values.
+				if (only == nil || only[r]) && x >= max[r] && (x != 0 || max[r] != 0) {
 					return false
 				}
 			}
@@ -137,13 +138,23 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 		}
 		if t.pool.limited != nil && (t.reserved == nil || !keepsMax(t.pool.capacity, old, t.its, t.reserved, t.pool.limited)) {
 			res := make(resVec, len(s.ri.names))
-			t.its.forEach(func(i int) {
-				for r, v := range t.pool.capacity[i] {
-					if t.pool.limited[r] && v > res[r] {
-						res[r] = v
+			// A claim's first commit narrows the pool's base types: start from their maximum.
+			if t.reserved == nil && t.pool.maxCapacity != nil && len(old) > 0 && &old[0] == &s.compatible(t.pool, t.pool.baseID)[0] &&
+				keepsMax(t.pool.capacity, old, t.its, t.pool.maxCapacity, t.pool.limited) {
+				for r, lim := range t.pool.limited {
+					if lim {
+						res[r] = t.pool.maxCapacity[r]
 					}
 				}
-			})
+			} else {
+				t.its.forEach(func(i int) {
+					for r, v := range t.pool.capacity[i] {
+						if t.pool.limited[r] && v > res[r] {
+							res[r] = v
+						}
+					}
+				})
+			}
 			if t.reserved != nil {
 				t.pool.remaining.add(t.reserved)
 			}
