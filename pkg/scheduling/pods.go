@@ -1,7 +1,9 @@
 package scheduling
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -181,4 +183,48 @@ func queueLess(aCPU, aMem int64, a *corev1.Pod, bCPU, bMem int64, b *corev1.Pod)
 		return a.Namespace < b.Namespace
 	}
 	return a.Name < b.Name
+}
+
+// queueKey is podOrder's sort key copied out of the pod, so that sorting compares flat
+// values instead of chasing pointers into every pod.
+type queueKey struct {
+	cpu, mem int64
+	sec      int64
+	nsec     int32
+	p        *podInfo
+}
+
+// sortedQueue builds the pods' podInfos in podOrder (a stable sort, like podOrder's).
+func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
+	keys := make([]queueKey, len(pods))
+	for i, pod := range pods {
+		p := s.newPodInfo(pod)
+		ts := pod.CreationTimestamp.Time
+		keys[i] = queueKey{cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), p: p}
+	}
+	slices.SortStableFunc(keys, func(a, b queueKey) int {
+		switch {
+		case a.cpu != b.cpu:
+			return cmp.Compare(b.cpu, a.cpu)
+		case a.mem != b.mem:
+			return cmp.Compare(b.mem, a.mem)
+		case a.sec != b.sec:
+			return cmp.Compare(a.sec, b.sec)
+		case a.nsec != b.nsec:
+			return cmp.Compare(a.nsec, b.nsec)
+		}
+		x, y := a.p.pod, b.p.pod
+		if c := cmp.Compare(x.UID, y.UID); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.Namespace, y.Namespace); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.Name, y.Name)
+	})
+	queue := make([]*podInfo, len(keys))
+	for i := range keys {
+		queue[i] = keys[i].p
+	}
+	return queue
 }
