@@ -28,6 +28,7 @@ type podInfo struct {
 	preferNoScheduleTolerated bool
 	invalid                   error
 
+	repels    bool         // has required anti-affinity: owns groups that repel other pods
 	compiled  *attempt     // constraints in force, compiled; reset by relax
 	matched   []*topoGroup // groups whose selector counts this pod
 	matchedTo int          // s.groups[:matchedTo] have been tested
@@ -44,6 +45,7 @@ func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
 // initPodInfo fills in everything but the requests.
 func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 	p.pod, p.ports = pod, podHostPorts(pod)
+	p.repels = len(repelling(pod)) > 0
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore
 
@@ -191,18 +193,20 @@ type queueKey struct {
 	cpu, mem int64
 	sec      int64
 	nsec     int32
+	idx      int
 	p        *podInfo
 }
 
-// sortedQueue builds the pods' podInfos in podOrder (a stable sort, like podOrder's).
+// sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
+// so an unstable sort gives the stable order.
 func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	keys := make([]queueKey, len(pods))
 	for i, pod := range pods {
 		p := s.newPodInfo(pod)
 		ts := pod.CreationTimestamp.Time
-		keys[i] = queueKey{cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), p: p}
+		keys[i] = queueKey{idx: i, cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), p: p}
 	}
-	slices.SortStableFunc(keys, func(a, b queueKey) int {
+	slices.SortFunc(keys, func(a, b queueKey) int {
 		switch {
 		case a.cpu != b.cpu:
 			return cmp.Compare(b.cpu, a.cpu)
@@ -220,7 +224,10 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		if c := cmp.Compare(x.Namespace, y.Namespace); c != 0 {
 			return c
 		}
-		return cmp.Compare(x.Name, y.Name)
+		if c := cmp.Compare(x.Name, y.Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
 	})
 	queue := make([]*podInfo, len(keys))
 	for i := range keys {

@@ -177,6 +177,9 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	for _, g := range s.matchedGroups(p) {
 		s.recordInGroup(g, p.pod, t)
 	}
+	if !p.repels {
+		return
+	}
 	for _, id := range s.ownedAntiIdentities(p.pod) {
 		// Owner counts of groups the pod matches were recorded above; groups it owns but does
 		// not match are recorded here.
