@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-scale
+.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-vs-upstream bench-scale
 
 all: test
 
@@ -74,6 +74,10 @@ test: cluster-bins helm verify vet test-race
 ## bench-scheduling: the scheduling benchmark table
 bench-scheduling:
 	@hack/bench-scheduling.sh
+
+## bench-vs-upstream: upstream Karpenter's scheduling benchmark and ours in one run, and both on identical input
+bench-vs-upstream:
+	@hack/bench-vs-upstream.sh
 
 ## bench-disruption: the disruption pass benchmark table (100, 1,000, 5,000 nodes)
 bench-disruption:

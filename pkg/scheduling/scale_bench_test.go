@@ -62,8 +62,8 @@ func scaleNodes(n int, fullShare float64) []*scheduling.ExistingNode {
 
 func benchExisting(b *testing.B, nodes int, fullShare float64) {
 	existing := scaleNodes(nodes, fullShare)
-	pods := makeDiversePods(1000)
-	in := &scheduling.Input{Pods: pods, ExistingNodes: existing, NodePools: []*scheduling.NodePool{benchPool()}}
+	pods := fake.DiversePods(1000)
+	in := &scheduling.Input{Pods: pods, ExistingNodes: existing, NodePools: []*scheduling.NodePool{fake.BenchNodePool()}}
 	b.ReportAllocs()
 	b.ResetTimer()
 	cpu0 := cpuSeconds()

@@ -161,11 +161,7 @@ func newBareSolver(in *Input) *solver {
 }
 
 func (s *solver) run() {
-	queue := make([]*podInfo, 0, len(s.in.Pods))
-	for _, pod := range s.in.Pods {
-		queue = append(queue, s.newPodInfo(pod))
-	}
-	sort.SliceStable(queue, func(i, j int) bool { return podOrder(queue[i], queue[j]) })
+	queue := sortedQueue(s, s.in.Pods)
 	// Create every group up front, so that a pod counted by a group is pinned to a domain of
 	// that group's key whenever it lands, even if it is placed before the constrained pods.
 	for _, p := range queue {
