@@ -124,8 +124,8 @@ func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*cor
 // bound pods do not change during a solve (pods placed by the solve are scanned separately).
 type boundIndex struct {
 	byLabel  map[string]map[string][]boundRef // label key -> value -> pods carrying it
-	repelers []boundRef                        // pods with required anti-affinity (possible owners)
-	all      int                               // number of bound pods
+	repelers []boundRef                       // pods with required anti-affinity (possible owners)
+	all      int                              // number of bound pods
 }
 
 // boundRef is a bound pod by target and position in t.bound.

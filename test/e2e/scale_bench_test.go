@@ -142,4 +142,3 @@ func loadAvg() string {
 	}
 	return s
 }
-
