@@ -33,7 +33,7 @@ UPSTREAM_GOTOOLCHAIN=${UPSTREAM_GOTOOLCHAIN:-go1.26.9}
 root=$PWD
 scratch=$root/bin/benchvsupstream
 src=$root/hack/benchvsupstream/upstream
-version=$(awk '$1 == "require" && $2 == "sigs.k8s.io/karpenter" {print $3}' "$src/go.mod")
+version=$(awk '$1 == "sigs.k8s.io/karpenter" {print $2} $1 == "require" && $2 == "sigs.k8s.io/karpenter" {print $3}' "$src/go.mod")
 
 load() { uptime | sed 's/.*load average: /load /'; }
 echo "== bench-vs-upstream: sigs.k8s.io/karpenter $version vs ours ($(git rev-parse --short HEAD)), $(nproc) cores, $(load)"
