@@ -29,6 +29,7 @@ type podInfo struct {
 	invalid                   error
 
 	repels    bool         // has required anti-affinity: owns groups that repel other pods
+	affine    bool         // has required pod affinity
 	compiled  *attempt     // constraints in force, compiled; reset by relax
 	matched   []*topoGroup // groups whose selector counts this pod
 	matchedTo int          // s.groups[:matchedTo] have been tested
@@ -46,6 +47,9 @@ func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
 func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 	p.pod, p.ports = pod, podHostPorts(pod)
 	p.repels = len(repelling(pod)) > 0
+	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		p.affine = len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+	}
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore
 
@@ -190,11 +194,12 @@ func queueLess(aCPU, aMem int64, a *corev1.Pod, bCPU, bMem int64, b *corev1.Pod)
 // queueKey is podOrder's sort key copied out of the pod, so that sorting compares flat
 // values instead of chasing pointers into every pod.
 type queueKey struct {
-	cpu, mem int64
-	sec      int64
-	nsec     int32
-	idx      int
-	p        *podInfo
+	cpu, mem      int64
+	sec           int64
+	nsec          int32
+	idx           int
+	uid, ns, name string
+	p             *podInfo
 }
 
 // sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
@@ -204,7 +209,8 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	for i, pod := range pods {
 		p := s.newPodInfo(pod)
 		ts := pod.CreationTimestamp.Time
-		keys[i] = queueKey{idx: i, cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), p: p}
+		keys[i] = queueKey{idx: i, cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()),
+			uid: string(pod.UID), ns: pod.Namespace, name: pod.Name, p: p}
 	}
 	slices.SortFunc(keys, func(a, b queueKey) int {
 		switch {
@@ -217,14 +223,13 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		case a.nsec != b.nsec:
 			return cmp.Compare(a.nsec, b.nsec)
 		}
-		x, y := a.p.pod, b.p.pod
-		if c := cmp.Compare(x.UID, y.UID); c != 0 {
+		if c := cmp.Compare(a.uid, b.uid); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.Namespace, y.Namespace); c != 0 {
+		if c := cmp.Compare(a.ns, b.ns); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(x.Name, y.Name); c != 0 {
+		if c := cmp.Compare(a.name, b.name); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.idx, b.idx)
