@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption kubectl-karpenter
+.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-vs-upstream bench-scale kubectl-karpenter
 
 all: test
 
@@ -79,6 +79,14 @@ test: cluster-bins helm verify vet test-race
 bench-scheduling:
 	@hack/bench-scheduling.sh
 
+## bench-vs-upstream: upstream Karpenter's scheduling benchmark and ours in one run, and both on identical input
+bench-vs-upstream:
+	@hack/bench-vs-upstream.sh
+
 ## bench-disruption: the disruption pass benchmark table (100, 1,000, 5,000 nodes)
 bench-disruption:
 	@hack/bench-disruption.sh
+
+## bench-scale: 20,000 / 50,000 / 100,000 nodes: disruption pass, solve against existing nodes, state memory
+bench-scale:
+	@hack/bench-scale.sh

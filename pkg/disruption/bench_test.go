@@ -80,6 +80,10 @@ type workload struct {
 	// able to hold a node's pods: nothing can be consolidated, and single-node
 	// consolidation looks at every node.
 	tight bool
+	// podsPerNode, when set, puts exactly that many deployment pods on every
+	// node (besides its DaemonSet pod), sized to reach the node's target use:
+	// the scale benchmarks' "10 pods per node".
+	podsPerNode int
 }
 
 func newBenchCluster(b testing.TB, n int, wl workload) *benchCluster {
@@ -204,7 +208,19 @@ func newBenchCluster(b testing.TB, n int, wl workload) *benchCluster {
 			target = 1
 		}
 		usedCPU, usedMem := int64(0), int64(0)
-		for tries := 0; tries < 200 && float64(usedCPU) < target*float64(capCPU); tries++ {
+		for k := 0; k < wl.podsPerNode; k++ {
+			d := deps[r.Intn(len(deps))]
+			for d.pool != pi {
+				d = deps[r.Intn(len(deps))]
+			}
+			cpu := int64(target*float64(capCPU)/float64(wl.podsPerNode)) / 50 * 50
+			// memory: half the cpu share, so that cpu decides what fits
+			mem := int64(target*float64(capMem)/float64(2*wl.podsPerNode)) >> 20 << 20
+			podSeq++
+			node.Existing.Pods = append(node.Existing.Pods, benchPod(d, podSeq, name, cpu, mem, bp))
+			bc.pods++
+		}
+		for tries := 0; wl.podsPerNode == 0 && tries < 200 && float64(usedCPU) < target*float64(capCPU); tries++ {
 			d := deps[r.Intn(len(deps))]
 			if d.pool != pi {
 				continue
@@ -217,20 +233,7 @@ func newBenchCluster(b testing.TB, n int, wl workload) *benchCluster {
 				continue
 			}
 			podSeq++
-			p := podOf("default", fmt.Sprintf("%s-%d", d.name, podSeq), "1")
-			p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
-				corev1.ResourceCPU: *resource.NewMilliQuantity(d.cpu, resource.DecimalSI), corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI)}
-			p.Labels = map[string]string{"app": d.name}
-			p.Spec.NodeName = name
-			if bp.taints != nil {
-				p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
-			}
-			p.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: bp.name}
-			if d.spread != "" {
-				p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
-					WhenUnsatisfiable: d.spread, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": d.name}}}}
-			}
-			node.Existing.Pods = append(node.Existing.Pods, p)
+			node.Existing.Pods = append(node.Existing.Pods, benchPod(d, podSeq, name, d.cpu, mem, bp))
 			usedCPU += d.cpu
 			usedMem += mem
 			bc.pods++
@@ -238,6 +241,24 @@ func newBenchCluster(b testing.TB, n int, wl workload) *benchCluster {
 		in.Nodes = append(in.Nodes, node)
 	}
 	return bc
+}
+
+// benchPod is a pod of deployment d bound to node.
+func benchPod(d deployment, seq int, node string, cpu, mem int64, bp benchPool) *corev1.Pod {
+	p := podOf("default", fmt.Sprintf("%s-%d", d.name, seq), "1")
+	p.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+		corev1.ResourceCPU: *resource.NewMilliQuantity(cpu, resource.DecimalSI), corev1.ResourceMemory: *resource.NewQuantity(mem, resource.BinarySI)}
+	p.Labels = map[string]string{"app": d.name}
+	p.Spec.NodeName = node
+	if bp.taints != nil {
+		p.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Value: "batch", Effect: corev1.TaintEffectNoSchedule}}
+	}
+	p.Spec.NodeSelector = map[string]string{v1.NodePoolLabelKey: bp.name}
+	if d.spread != "" {
+		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
+			WhenUnsatisfiable: d.spread, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": d.name}}}}
+	}
+	return p
 }
 
 func benchmarkPass(b *testing.B, n int, wl workload) {
@@ -249,11 +270,14 @@ func benchmarkPass(b *testing.B, n int, wl workload) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
+	cpu0 := cpuSeconds()
 	var r *disruption.Result
 	for i := 0; i < b.N; i++ {
 		r = disruption.Run(bc.in)
 	}
 	b.StopTimer()
+	b.ReportMetric((cpuSeconds()-cpu0)/float64(b.N), "cpu-s/pass")
+	b.ReportMetric(float64(bc.pods), "pods")
 	removed, decisions, replacements := 0, 0, 0
 	if r.Decision != nil {
 		decisions = 1

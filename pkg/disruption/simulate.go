@@ -229,12 +229,22 @@ func newPacker(p *pass) *packer {
 	return pk
 }
 
+// requestsView is the pod's requests, read in place when a single container
+// sets them alone (most pods), computed otherwise: newPacker reads every bound
+// pod of the cluster, and a copy each is a million maps at 100,000 nodes.
+func requestsView(pod *corev1.Pod) corev1.ResourceList {
+	if len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && len(pod.Spec.Overhead) == 0 && len(pod.Spec.Containers[0].Resources.Limits) == 0 {
+		return pod.Spec.Containers[0].Resources.Requests
+	}
+	return scheduling.PodRequests(pod)
+}
+
 // podReq returns the packer's view of a pod's requests, computed once per pass.
 func (pk *packer) podReq(pod *corev1.Pod) *podReq {
 	if pr, ok := pk.podReqs[pod]; ok {
 		return pr
 	}
-	pr := &podReq{pod: pod, req: pk.ri.vec(scheduling.PodRequests(pod))}
+	pr := &podReq{pod: pod, req: pk.ri.vec(requestsView(pod))}
 	pr.req[rPods]++
 	pk.podReqs[pod] = pr
 	return pr
@@ -699,8 +709,15 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 		}
 	}
 	all := len(p.in.Scheduling.NodePools) == 0
+	// Pods of one deployment share their constraints: each is read once, or
+	// the nodes of a constraint would be visited once per moving pod.
+	seenConstraint := map[string]bool{}
 	for _, pr := range pods {
 		for _, c := range pr.pp.Topology() {
+			if seenConstraint[c.ID()] {
+				continue
+			}
+			seenConstraint[c.ID()] = true
 			for _, n := range p.matchingNodes(c) {
 				add(n)
 			}

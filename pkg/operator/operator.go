@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -36,6 +37,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/state/informer"
 )
 
 // Version is set at build time (-ldflags -X).
@@ -130,6 +132,9 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 		LeaderElectionReleaseOnCancel:       true,
 		LeaderElectionConfig:                leaderCfg,
 		BaseContext:                         func() context.Context { return log.IntoContext(ctx, logger) },
+		// Cached objects slimmed to what Karpenter reads (managedFields, container env and
+		// probes, node images...): see informer.Transform.
+		Cache: cache.Options{DefaultTransform: informer.Transform},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

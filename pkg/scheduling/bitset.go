@@ -62,3 +62,13 @@ func equalBits(a, b bitset) bool {
 	}
 	return true
 }
+
+// subsetOf reports whether every member of b is in o.
+func subsetOf(b, o bitset) bool {
+	for i := range b {
+		if b[i]&^o[i] != 0 {
+			return false
+		}
+	}
+	return true
+}

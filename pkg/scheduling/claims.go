@@ -16,6 +16,8 @@ type poolState struct {
 	idx       int
 	its       []*InstanceType
 	alloc     []resVec // allocatable minus daemonset overhead
+	baseMin   resVec   // minAlloc of the base compatible types (shared by new claims)
+	fit       *fitIndex
 	overhead  []resVec // daemonset overhead per instance type
 	capacity  []resVec
 	dsPorts   []hostPort
@@ -185,6 +187,10 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 		}
 		t.its = s.compatible(p, p.baseID)
 		t.avail = p.baseAvail
+		if p.baseMin == nil {
+			p.baseMin = s.minAlloc(p, t.its)
+		}
+		t.minAvail = p.baseMin
 	} else if err := s.limitTypes(t, p); err != nil {
 		return nil, plan{}, err
 	}

@@ -142,14 +142,19 @@ func (s *solver) appendTopologyGroups(out []*topoGroup, p *podInfo) ([]*topoGrou
 			return out, err
 		}
 	}
-	if aff := pod.Spec.Affinity; aff != nil && aff.PodAffinity != nil {
+	// p.affine and p.repels were read from the pod once: most pods have neither, and the pod
+	// itself is no longer in cache when the queue is compiled.
+	if aff := pod.Spec.Affinity; p.affine {
 		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			if err := add(s.affinityGroup(pod, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAffinity)); err != nil {
 				return out, err
 			}
 		}
 	}
-	anti := repelling(pod)
+	var anti []corev1.PodAffinityTerm
+	if p.repels {
+		anti = repelling(pod)
+	}
 	for i := range anti {
 		if err := add(s.affinityGroup(pod, &anti[i], kindAnti)); err != nil {
 			return out, err

@@ -49,7 +49,7 @@ func (s *solver) topologyAndTypes(a *attempt, t *target, merged int32) (plan, er
 		pinned := false
 		for _, d := range cands {
 			id := s.pin(merged, key, d)
-			if _, ok := s.types(t, id, a.p.requests); ok {
+			if _, _, ok := s.types(t, id, a.p.requests); ok {
 				merged = id
 				pinned = true
 				break
@@ -62,11 +62,11 @@ func (s *solver) topologyAndTypes(a *attempt, t *target, merged int32) (plan, er
 	if t.existing != nil {
 		return plan{reqID: merged}, nil
 	}
-	its, ok := s.types(t, merged, a.p.requests)
+	its, low, ok := s.types(t, merged, a.p.requests)
 	if !ok {
 		return plan{}, s.explainTypes(t, merged, a.p.requests)
 	}
-	return plan{reqID: merged, its: its}, nil
+	return plan{reqID: merged, its: its, minAvail: low}, nil
 }
 
 // topologyKeys lists the non-hostname keys of every group involved, sorted.
@@ -211,8 +211,8 @@ func (s *solver) pinTarget(t *target, key string, g *topoGroup) (string, bool) {
 			continue
 		}
 		id := s.pin(t.reqID, key, d)
-		if its, ok := s.types(t, id, zero); ok {
-			s.commit(nil, t, plan{reqID: id, its: its})
+		if its, low, ok := s.types(t, id, zero); ok {
+			s.commit(nil, t, plan{reqID: id, its: its, minAvail: low})
 			return d, true
 		}
 	}

@@ -3,7 +3,6 @@ package scheduling
 import (
 	"fmt"
 	"math"
-	"math/bits"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,32 +40,41 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 }
 
 // types narrows a claim's instance types to those compatible with requirement set id that can
-// still hold the claim's pods plus req. It honours minValues (unless BestEffort).
-func (s *solver) types(t *target, id int32, req resVec) (bitset, bool) {
+// still hold the claim's pods plus req, and gives their componentwise minimum allocatable. It
+// honours minValues (unless BestEffort).
+func (s *solver) types(t *target, id int32, req resVec) (bitset, resVec, bool) {
 	compat := s.compatible(t.pool, id)
-	out := make(bitset, len(t.its))
-	any := false
-	for wi := range t.its {
-		w := t.its[wi] & compat[wi]
-		for w != 0 {
-			b := w & -w
-			i := wi*64 + bits.TrailingZeros64(w)
-			w ^= b
-			if sumFitsIn(t.used, req, t.pool.alloc[i]) {
-				out[wi] |= b
-				any = true
+	// Fast path: when the pods fit even the smallest candidate (componentwise) and the new
+	// requirements keep every candidate, nothing is narrowed and the claim keeps its bitset.
+	// A claim filling up drops its small types a few at a time, so most pods take this path.
+	if t.minAvail == nil {
+		t.minAvail = s.minAlloc(t.pool, t.its)
+	}
+	if t.minAvail != nil && sumFitsIn(t.used, req, t.minAvail) && subsetOf(t.its, compat) {
+		if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
+			if _, ok := s.minValuesShortfall(t.pool, id, t.its); ok {
+				return nil, nil, false
 			}
 		}
+		return t.its, t.minAvail, true
 	}
-	if !any {
-		return nil, false
+	out := make(bitset, len(t.its))
+	for wi := range out {
+		out[wi] = t.its[wi] & compat[wi]
+	}
+	if t.pool.fit == nil {
+		t.pool.fit = newFitIndex(t.pool.alloc, len(s.ri.names))
+	}
+	low := t.pool.fit.narrow(t.pool.alloc, out, t.used, req)
+	if low == nil {
+		return nil, nil, false
 	}
 	if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
 		if _, ok := s.minValuesShortfall(t.pool, id, out); ok {
-			return nil, false
+			return nil, nil, false
 		}
 	}
-	return out, true
+	return out, low, true
 }
 
 // minValuesShortfall reports the first key whose minValues the instance types do not reach.
@@ -131,6 +139,23 @@ func (p *poolState) nameOrder() []int {
 		sort.SliceStable(p.byName, func(a, b int) bool { return p.its[p.byName[a]].Name < p.its[p.byName[b]].Name })
 	}
 	return p.byName
+}
+
+// minAlloc is the componentwise minimum of the allocatable resources of its, nil when empty.
+func (s *solver) minAlloc(p *poolState, its bitset) resVec {
+	var out resVec
+	its.forEach(func(i int) {
+		if out == nil {
+			out = append(make(resVec, 0, len(s.ri.names)), p.alloc[i]...)
+			return
+		}
+		for r, v := range p.alloc[i] {
+			if v < out[r] {
+				out[r] = v
+			}
+		}
+	})
+	return out
 }
 
 func (s *solver) maxAlloc(p *poolState, its bitset) resVec {

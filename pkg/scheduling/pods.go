@@ -1,7 +1,9 @@
 package scheduling
 
 import (
+	"cmp"
 	"errors"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -26,6 +28,8 @@ type podInfo struct {
 	preferNoScheduleTolerated bool
 	invalid                   error
 
+	repels    bool         // has required anti-affinity: owns groups that repel other pods
+	affine    bool         // has required pod affinity
 	compiled  *attempt     // constraints in force, compiled; reset by relax
 	matched   []*topoGroup // groups whose selector counts this pod
 	matchedTo int          // s.groups[:matchedTo] have been tested
@@ -42,6 +46,10 @@ func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
 // initPodInfo fills in everything but the requests.
 func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 	p.pod, p.ports = pod, podHostPorts(pod)
+	p.repels = len(repelling(pod)) > 0
+	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
+		p.affine = len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
+	}
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore
 
@@ -181,4 +189,54 @@ func queueLess(aCPU, aMem int64, a *corev1.Pod, bCPU, bMem int64, b *corev1.Pod)
 		return a.Namespace < b.Namespace
 	}
 	return a.Name < b.Name
+}
+
+// queueKey is podOrder's sort key copied out of the pod, so that sorting compares flat
+// values instead of chasing pointers into every pod.
+type queueKey struct {
+	cpu, mem      int64
+	sec           int64
+	nsec          int32
+	idx           int
+	uid, ns, name string
+	p             *podInfo
+}
+
+// sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
+// so an unstable sort gives the stable order.
+func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
+	keys := make([]queueKey, len(pods))
+	for i, pod := range pods {
+		p := s.newPodInfo(pod)
+		ts := pod.CreationTimestamp.Time
+		keys[i] = queueKey{idx: i, cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()),
+			uid: string(pod.UID), ns: pod.Namespace, name: pod.Name, p: p}
+	}
+	slices.SortFunc(keys, func(a, b queueKey) int {
+		switch {
+		case a.cpu != b.cpu:
+			return cmp.Compare(b.cpu, a.cpu)
+		case a.mem != b.mem:
+			return cmp.Compare(b.mem, a.mem)
+		case a.sec != b.sec:
+			return cmp.Compare(a.sec, b.sec)
+		case a.nsec != b.nsec:
+			return cmp.Compare(a.nsec, b.nsec)
+		}
+		if c := cmp.Compare(a.uid, b.uid); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.ns, b.ns); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.name, b.name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.idx, b.idx)
+	})
+	queue := make([]*podInfo, len(keys))
+	for i := range keys {
+		queue[i] = keys[i].p
+	}
+	return queue
 }

@@ -37,6 +37,8 @@ type solver struct {
 	groupsByID map[string]*topoGroup
 	groupBuf   []*topoGroup // scratch for compile
 	ownedAnti  map[*corev1.Pod][]string
+	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
+	room       *roomIndex  // free capacity of existing targets (see existing.go)
 
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error
@@ -159,11 +161,7 @@ func newBareSolver(in *Input) *solver {
 }
 
 func (s *solver) run() {
-	queue := make([]*podInfo, 0, len(s.in.Pods))
-	for _, pod := range s.in.Pods {
-		queue = append(queue, s.newPodInfo(pod))
-	}
-	sort.SliceStable(queue, func(i, j int) bool { return podOrder(queue[i], queue[j]) })
+	queue := sortedQueue(s, s.in.Pods)
 	// Create every group up front, so that a pod counted by a group is pinned to a domain of
 	// that group's key whenever it lands, even if it is placed before the constrained pods.
 	for _, p := range queue {
@@ -211,7 +209,15 @@ func (s *solver) place(p *podInfo) error {
 }
 
 func (s *solver) placeAttempt(a *attempt) error {
-	for _, t := range s.targets[s.scanStart(a):] {
+	start := s.scanStart(a)
+	// Existing targets without room are skipped through the room index (existing.go).
+	for i := s.nextExisting(a.p.requests, start); i < s.numExisting; i = s.nextExisting(a.p.requests, i+1) {
+		if plan, ok := s.tryTarget(a, s.targets[i]); ok {
+			s.commit(a, s.targets[i], plan)
+			return nil
+		}
+	}
+	for _, t := range s.targets[max(start, s.numExisting):] {
 		if plan, ok := s.tryTarget(a, t); ok {
 			s.commit(a, t, plan)
 			return nil

@@ -1,6 +1,8 @@
 package scheduling
 
 import (
+	"math/bits"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -23,6 +25,9 @@ type target struct {
 	used  resVec // requests of pods on it (existing: bound pods too)
 	avail resVec // existing: allocatable; claims: componentwise max of candidates' allocatable
 	its   bitset // claims: candidate instance types (positions in pool.its)
+	// minAvail (claims) is the componentwise minimum of the candidates' allocatable, computed
+	// lazily by types and reset whenever its changes.
+	minAvail resVec
 
 	reserved resVec // claims: limit reservation (max capacity of candidates)
 
@@ -46,6 +51,33 @@ func (t *target) allPods() []*corev1.Pod {
 type plan struct {
 	reqID int32
 	its   bitset
+	// minAvail is the componentwise minimum allocatable of its, when types computed it.
+	minAvail resVec
+}
+
+// keepsMax reports whether narrowing a set of instance types from old to new leaves max (the
+// componentwise maximum of vals over old, restricted to the resources in only when non-nil)
+// unchanged: new is a subset and every type dropped is strictly below the maximum. Claims lose
+// their small types as they fill, so the maximum rarely needs recomputing.
+func keepsMax(vals []resVec, old, new bitset, max resVec, only []bool) bool {
+	if max == nil || len(old) != len(new) {
+		return false
+	}
+	for wi := range old {
+		if new[wi]&^old[wi] != 0 {
+			return false
+		}
+		for w := old[wi] &^ new[wi]; w != 0; w &= w - 1 {
+			v := vals[wi*64+bits.TrailingZeros64(w)]
+			for r, x := range v {
+				// A dropped zero never was the maximum of a non-empty set of non-negative values.
+				if (only == nil || only[r]) && x >= max[r] && (x != 0 || max[r] != 0) {
+					return false
+				}
+			}
+		}
+	}
+	return true
 }
 
 // tryTarget checks every constraint of the attempt against t, cheapest checks first.
@@ -98,17 +130,31 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	} else if t.existing == nil {
 		t.reqID = pl.reqID
 		t.reqs = s.reqByID[pl.reqID]
+		old := t.its
 		t.its = pl.its
-		t.avail = s.maxAlloc(t.pool, t.its)
-		if t.pool.limited != nil {
+		t.minAvail = pl.minAvail
+		if !keepsMax(t.pool.alloc, old, t.its, t.avail, nil) {
+			t.avail = s.maxAlloc(t.pool, t.its)
+		}
+		if t.pool.limited != nil && (t.reserved == nil || !keepsMax(t.pool.capacity, old, t.its, t.reserved, t.pool.limited)) {
 			res := make(resVec, len(s.ri.names))
-			t.its.forEach(func(i int) {
-				for r, v := range t.pool.capacity[i] {
-					if t.pool.limited[r] && v > res[r] {
-						res[r] = v
+			// A claim's first commit narrows the pool's base types: start from their maximum.
+			if t.reserved == nil && t.pool.maxCapacity != nil && len(old) > 0 && &old[0] == &s.compatible(t.pool, t.pool.baseID)[0] &&
+				keepsMax(t.pool.capacity, old, t.its, t.pool.maxCapacity, t.pool.limited) {
+				for r, lim := range t.pool.limited {
+					if lim {
+						res[r] = t.pool.maxCapacity[r]
 					}
 				}
-			})
+			} else {
+				t.its.forEach(func(i int) {
+					for r, v := range t.pool.capacity[i] {
+						if t.pool.limited[r] && v > res[r] {
+							res[r] = v
+						}
+					}
+				})
+			}
 			if t.reserved != nil {
 				t.pool.remaining.add(t.reserved)
 			}
@@ -126,10 +172,14 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	}
 	p := a.p
 	t.used.add(p.requests)
+	s.roomChanged(t)
 	t.ports = append(t.ports, p.ports...)
 	t.pods = append(t.pods, p.pod)
 	for _, g := range s.matchedGroups(p) {
 		s.recordInGroup(g, p.pod, t)
+	}
+	if !p.repels {
+		return
 	}
 	for _, id := range s.ownedAntiIdentities(p.pod) {
 		// Owner counts of groups the pod matches were recorded above; groups it owns but does

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 )
 
 type groupKind uint8
@@ -49,6 +50,8 @@ type topoGroup struct {
 	allNS    bool
 	ns       map[string]bool
 	selector labels.Selector
+	eq       [][2]string // the selector as key=value pairs, when eqOnly
+	eqOnly   bool
 	maxSkew  int32
 	minDom   int32
 	filter   *nodeFilter
@@ -67,7 +70,37 @@ func (g *topoGroup) matches(pod *corev1.Pod) bool {
 	if !g.allNS && !g.ns[pod.Namespace] {
 		return false
 	}
+	if g.eqOnly {
+		for i := range g.eq {
+			if v, ok := pod.Labels[g.eq[i][0]]; !ok || v != g.eq[i][1] {
+				return false
+			}
+		}
+		return true
+	}
 	return g.selector.Matches(labels.Set(pod.Labels))
+}
+
+// compileSelector notes when the selector is a plain conjunction of key=value (matchLabels,
+// the common case), which matches pods by map lookups instead of the generic selector.
+func (g *topoGroup) compileSelector() {
+	reqs, selectable := g.selector.Requirements()
+	if !selectable {
+		return
+	}
+	eq := make([][2]string, 0, len(reqs))
+	for _, r := range reqs {
+		switch r.Operator() {
+		case selection.Equals, selection.DoubleEquals, selection.In:
+			if r.Values().Len() != 1 {
+				return
+			}
+			eq = append(eq, [2]string{r.Key(), r.Values().UnsortedList()[0]})
+		default:
+			return
+		}
+	}
+	g.eq, g.eqOnly = eq, true
 }
 
 func getIdx(s []int32, i int) int32 {
@@ -330,6 +363,9 @@ func repelling(pod *corev1.Pod) []corev1.PodAffinityTerm {
 // ownedAntiIdentities lists the identities of a pod's required anti-affinity terms: the groups
 // in which it is an "owner" that repels matching pods (the inverse direction).
 func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
+	if len(repelling(pod)) == 0 {
+		return nil // most pods: no map lookup
+	}
 	if ids, ok := s.ownedAnti[pod]; ok {
 		return ids
 	}
@@ -357,6 +393,7 @@ func (s *solver) group(id string, mk func() (*topoGroup, error)) (*topoGroup, er
 	}
 	g.id = len(s.groups)
 	g.identity = id
+	g.compileSelector()
 	g.hostname = g.key == LabelHostname
 	g.counts = map[string]int32{}
 	g.owners = map[string]int32{}
@@ -365,11 +402,7 @@ func (s *solver) group(id string, mk func() (*topoGroup, error)) (*topoGroup, er
 	if !g.hostname {
 		g.universe = s.universe(g)
 	}
-	for _, t := range s.targets {
-		for _, p := range t.allPods() {
-			s.recordInGroup(g, p, t)
-		}
-	}
+	s.countExisting(g)
 	return g, nil
 }
 
