@@ -12,6 +12,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -100,13 +101,7 @@ func (r *Terminator) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 	stored := m.DeepCopy()
-	var kept []string
-	for _, f := range m.Finalizers {
-		if f != v1.TerminationFinalizer {
-			kept = append(kept, f)
-		}
-	}
-	m.Finalizers = kept
+	controllerutil.RemoveFinalizer(m, v1.TerminationFinalizer)
 	if err := r.kube.Patch(ctx, m, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return requeueOnConflict(client.IgnoreNotFound(err))
 	}

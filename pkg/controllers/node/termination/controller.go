@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -219,13 +220,7 @@ func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nc 
 // termination.
 func (c *Controller) release(ctx context.Context, node *corev1.Node) error {
 	stored := node.DeepCopy()
-	var kept []string
-	for _, f := range node.Finalizers {
-		if f != v1.TerminationFinalizer {
-			kept = append(kept, f)
-		}
-	}
-	node.Finalizers = kept
+	controllerutil.RemoveFinalizer(node, v1.TerminationFinalizer)
 	if err := c.kubeClient.Patch(ctx, node, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return client.IgnoreNotFound(err)
 	}

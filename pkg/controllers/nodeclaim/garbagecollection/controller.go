@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -174,13 +175,7 @@ func (c *Controller) deleteOrphan(ctx context.Context, inst *v1.NodeClaim) (bool
 		}
 		if len(n.Finalizers) > 0 {
 			stored := n.DeepCopy()
-			var keep []string
-			for _, f := range n.Finalizers {
-				if f != v1.TerminationFinalizer {
-					keep = append(keep, f)
-				}
-			}
-			n.Finalizers = keep
+			controllerutil.RemoveFinalizer(n, v1.TerminationFinalizer)
 			if err := c.kubeClient.Patch(ctx, n, client.MergeFrom(stored)); client.IgnoreNotFound(err) != nil {
 				return true, err
 			}

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -194,15 +195,7 @@ func hasFinalizer(o client.Object) bool {
 	return false
 }
 
-func removeFinalizer(o client.Object) {
-	var out []string
-	for _, f := range o.GetFinalizers() {
-		if f != v1.TerminationFinalizer {
-			out = append(out, f)
-		}
-	}
-	o.SetFinalizers(out)
-}
+func removeFinalizer(o client.Object) { controllerutil.RemoveFinalizer(o, v1.TerminationFinalizer) }
 
 // conflictIsRequeue turns an optimistic-lock conflict into an immediate,
 // quiet retry: someone else wrote the object and we start over from it.
