@@ -57,7 +57,8 @@ func TestDisruptionEmptiness(t *testing.T) {
 		nodes := e.nodesOf(t, "default")
 		names := nodeNames(nodes)
 		last = fmt.Sprint(names)
-		return len(nodes) == 2 && busy[names[0]] && busy[names[1]], nil
+		// The NodeClaims too: a Node is deleted before its NodeClaim lets go.
+		return len(nodes) == 2 && busy[names[0]] && busy[names[1]] && len(e.claimsByNode(t)) == 2, nil
 	}); err != nil {
 		t.Fatalf("empty nodes not removed (nodes left %s, busy %v); karpenter log %s", last, busy, e.karpenter.LogPath)
 	}
