@@ -47,42 +47,19 @@ type Resolution struct {
 
 // UnmatchedMessage names every term that matched nothing and why.
 func (r *Resolution) UnmatchedMessage() string {
-	parts := make([]string, 0, len(r.Unmatched))
-	for _, i := range r.Unmatched {
-		m := fmt.Sprintf("amiSelectorTerms[%d] matched no AMI: %s", i, DescribeTerm(r.terms[i]))
+	return filters.Unmatched("amiSelectorTerms", "AMI", r.Unmatched, func(i int) string {
+		m := DescribeTerm(r.terms[i])
 		if w := r.why[i]; w != "" {
 			m += " (" + w + ")"
 		}
-		parts = append(parts, m)
-	}
-	return strings.Join(parts, "; ")
+		return m
+	})
 }
 
 // DescribeTerm renders a term for messages.
 func DescribeTerm(t v1.AMISelectorTerm) string {
-	var parts []string
-	if t.Alias != "" {
-		parts = append(parts, fmt.Sprintf("alias %q", t.Alias))
-	}
-	if t.ID != "" {
-		parts = append(parts, fmt.Sprintf("id %q", t.ID))
-	}
-	if t.SSMParameter != "" {
-		parts = append(parts, fmt.Sprintf("ssmParameter %q", t.SSMParameter))
-	}
-	if t.Name != "" {
-		parts = append(parts, fmt.Sprintf("name %q", t.Name))
-	}
-	if t.Owner != "" {
-		parts = append(parts, fmt.Sprintf("owner %q", t.Owner))
-	}
-	if len(t.Tags) > 0 {
-		parts = append(parts, "tags "+filters.DescribeTags(t.Tags))
-	}
-	if len(parts) == 0 {
-		return "empty term"
-	}
-	return strings.Join(parts, ", ")
+	return filters.Term{}.Field("alias", t.Alias).Field("id", t.ID).Field("ssmParameter", t.SSMParameter).
+		Field("name", t.Name).Field("owner", t.Owner).Tags(t.Tags).String()
 }
 
 // InputError says the terms cannot resolve as written (an alias the cluster's

@@ -2,10 +2,8 @@ package capacityreservation
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -79,32 +77,12 @@ type Resolution struct {
 // `capacityReservationSelectorTerms[1] matched no active capacity
 // reservation: id "cr-0123"`; "" when every term matched.
 func (r *Resolution) UnmatchedMessage() string {
-	parts := make([]string, 0, len(r.Unmatched))
-	for _, i := range r.Unmatched {
-		parts = append(parts, fmt.Sprintf("capacityReservationSelectorTerms[%d] matched no active capacity reservation: %s", i, DescribeTerm(r.terms[i])))
-	}
-	return strings.Join(parts, "; ")
+	return filters.Unmatched("capacityReservationSelectorTerms", "active capacity reservation", r.Unmatched, func(i int) string { return DescribeTerm(r.terms[i]) })
 }
 
 // DescribeTerm renders a term for messages.
 func DescribeTerm(t v1.CapacityReservationSelectorTerm) string {
-	var parts []string
-	if t.ID != "" {
-		parts = append(parts, fmt.Sprintf("id %q", t.ID))
-	}
-	if len(t.Tags) > 0 {
-		parts = append(parts, "tags "+filters.DescribeTags(t.Tags))
-	}
-	if t.OwnerID != "" {
-		parts = append(parts, fmt.Sprintf("ownerID %q", t.OwnerID))
-	}
-	if t.InstanceMatchCriteria != "" {
-		parts = append(parts, fmt.Sprintf("instanceMatchCriteria %q", t.InstanceMatchCriteria))
-	}
-	if len(parts) == 0 {
-		return "empty term"
-	}
-	return strings.Join(parts, ", ")
+	return filters.Term{}.Field("id", t.ID).Tags(t.Tags).Field("ownerID", t.OwnerID).Field("instanceMatchCriteria", t.InstanceMatchCriteria).String()
 }
 
 // Provider resolves capacity reservation selector terms.

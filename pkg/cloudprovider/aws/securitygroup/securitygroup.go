@@ -2,10 +2,8 @@ package securitygroup
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -37,29 +35,12 @@ type Resolution struct {
 
 // UnmatchedMessage names every term that matched nothing; "" when all matched.
 func (r *Resolution) UnmatchedMessage() string {
-	parts := make([]string, 0, len(r.Unmatched))
-	for _, i := range r.Unmatched {
-		parts = append(parts, fmt.Sprintf("securityGroupSelectorTerms[%d] matched no security group: %s", i, DescribeTerm(r.terms[i])))
-	}
-	return strings.Join(parts, "; ")
+	return filters.Unmatched("securityGroupSelectorTerms", "security group", r.Unmatched, func(i int) string { return DescribeTerm(r.terms[i]) })
 }
 
 // DescribeTerm renders a term for messages.
 func DescribeTerm(t v1.SecurityGroupSelectorTerm) string {
-	var parts []string
-	if t.ID != "" {
-		parts = append(parts, fmt.Sprintf("id %q", t.ID))
-	}
-	if t.Name != "" {
-		parts = append(parts, fmt.Sprintf("name %q", t.Name))
-	}
-	if len(t.Tags) > 0 {
-		parts = append(parts, "tags "+filters.DescribeTags(t.Tags))
-	}
-	if len(parts) == 0 {
-		return "empty term"
-	}
-	return strings.Join(parts, ", ")
+	return filters.Term{}.Field("id", t.ID).Field("name", t.Name).Tags(t.Tags).String()
 }
 
 // Provider resolves security group selector terms.

@@ -2,10 +2,8 @@ package subnet
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -42,26 +40,12 @@ type Resolution struct {
 // `subnetSelectorTerms[1] matched no subnet: tags {"Name":"missing"}`; "" when
 // every term matched.
 func (r *Resolution) UnmatchedMessage() string {
-	parts := make([]string, 0, len(r.Unmatched))
-	for _, i := range r.Unmatched {
-		parts = append(parts, fmt.Sprintf("subnetSelectorTerms[%d] matched no subnet: %s", i, DescribeTerm(r.terms[i])))
-	}
-	return strings.Join(parts, "; ")
+	return filters.Unmatched("subnetSelectorTerms", "subnet", r.Unmatched, func(i int) string { return DescribeTerm(r.terms[i]) })
 }
 
 // DescribeTerm renders a term for messages.
 func DescribeTerm(t v1.SubnetSelectorTerm) string {
-	var parts []string
-	if t.ID != "" {
-		parts = append(parts, fmt.Sprintf("id %q", t.ID))
-	}
-	if len(t.Tags) > 0 {
-		parts = append(parts, "tags "+filters.DescribeTags(t.Tags))
-	}
-	if len(parts) == 0 {
-		return "empty term"
-	}
-	return strings.Join(parts, ", ")
+	return filters.Term{}.Field("id", t.ID).Tags(t.Tags).String()
 }
 
 // Provider resolves subnet selector terms.

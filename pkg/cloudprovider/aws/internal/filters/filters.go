@@ -60,6 +60,46 @@ func DescribeTags(tags map[string]string) string {
 	return string(b)
 }
 
+// Term renders a selector term for messages from its set fields, in the order they are
+// added: Term{}.Field("id", t.ID).Tags(t.Tags).String() gives `id "subnet-1", tags {"a":"b"}`,
+// or "empty term" when nothing is set. Every provider's DescribeTerm is built from it so
+// their messages read alike.
+type Term []string
+
+// Field adds `name "value"` when value is set.
+func (t Term) Field(name, value string) Term {
+	if value == "" {
+		return t
+	}
+	return append(t, fmt.Sprintf("%s %q", name, value))
+}
+
+// Tags adds `tags {...}` when tags are set.
+func (t Term) Tags(tags map[string]string) Term {
+	if len(tags) == 0 {
+		return t
+	}
+	return append(t, "tags "+DescribeTags(tags))
+}
+
+func (t Term) String() string {
+	if len(t) == 0 {
+		return "empty term"
+	}
+	return strings.Join(t, ", ")
+}
+
+// Unmatched names every term that matched nothing, e.g.
+// `subnetSelectorTerms[1] matched no subnet: tags {"Name":"missing"}`, joined by "; ";
+// "" when every term matched. describe renders term i (with any reason appended).
+func Unmatched(field, noun string, idx []int, describe func(i int) string) string {
+	parts := make([]string, len(idx))
+	for n, i := range idx {
+		parts[n] = fmt.Sprintf("%s[%d] matched no %s: %s", field, i, noun, describe(i))
+	}
+	return strings.Join(parts, "; ")
+}
+
 // TermNames renders term indices for messages: "subnetSelectorTerms[0], subnetSelectorTerms[2]".
 func TermNames(field string, idx []int) string {
 	parts := make([]string, len(idx))

@@ -2,6 +2,7 @@ package filters
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -68,5 +69,22 @@ func TestResolveMergesByIDAndNamesUnmatchedAndFailedTerms(t *testing.T) {
 		func(x r) string { return x.id }, func(int, []r) bool { return true })
 	if err == nil || err.Error() != "describing things for thingTerms[0], thingTerms[2]: boom" {
 		t.Errorf("error = %v", err)
+	}
+}
+
+func TestTermAndUnmatchedMessages(t *testing.T) {
+	if got := (Term{}).Field("id", "").Tags(nil).String(); got != "empty term" {
+		t.Errorf("a term with nothing set: %q", got)
+	}
+	got := Term{}.Field("id", "sg-1").Tags(map[string]string{"b": "2", "a": "1"}).Field("owner", "self").String()
+	if want := `id "sg-1", tags {"a":"1","b":"2"}, owner "self"`; got != want {
+		t.Errorf("term: %q, want %q", got, want)
+	}
+	msg := Unmatched("subnetSelectorTerms", "subnet", []int{0, 2}, func(i int) string { return fmt.Sprintf("term %d", i) })
+	if want := "subnetSelectorTerms[0] matched no subnet: term 0; subnetSelectorTerms[2] matched no subnet: term 2"; msg != want {
+		t.Errorf("unmatched: %q, want %q", msg, want)
+	}
+	if msg := Unmatched("subnetSelectorTerms", "subnet", nil, nil); msg != "" {
+		t.Errorf("all matched: %q, want empty", msg)
 	}
 }
