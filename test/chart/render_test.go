@@ -1,6 +1,8 @@
 package chart_test
 
 import (
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+
 	"errors"
 	"flag"
 	"os"
@@ -9,8 +11,6 @@ import (
 	"sort"
 	"strings"
 	"testing"
-
-	"sigs.k8s.io/yaml"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/providers"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
@@ -171,27 +171,14 @@ func leafKeys(prefix string, v any, out map[string]bool) {
 	}
 }
 
-func readValues(t *testing.T, path string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{}
-	if err := yaml.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 // TestEveryValueIsCovered keeps testdata/every-value.yaml complete: a value
 // added to the chart without being set there (and checked by TestEveryValue)
 // fails here.
 func TestEveryValueIsCovered(t *testing.T) {
 	t.Parallel()
 	defaults, every := map[string]bool{}, map[string]bool{}
-	leafKeys("", readValues(t, filepath.Join(chartDir("karpenter"), "values.yaml")), defaults)
-	leafKeys("", readValues(t, "testdata/every-value.yaml"), every)
+	leafKeys("", ExpectYAMLFile(t, filepath.Join(chartDir("karpenter"), "values.yaml")), defaults)
+	leafKeys("", ExpectYAMLFile(t, "testdata/every-value.yaml"), every)
 	var missing []string
 	for k := range defaults {
 		covered := every[k]

@@ -297,19 +297,27 @@ func seedV031Machine(t testing.TB, e *awsEnv, prov *v1alpha5.Provisioner, name s
 	if err := e.Client.Status().Update(e.ctx, m); err != nil {
 		t.Fatal(err)
 	}
-	node.Labels["karpenter.sh/registered"] = "true"
+	e.applyOwnedNode(t, node, metav1.OwnerReference{APIVersion: "karpenter.sh/v1alpha5", Kind: "Machine", Name: m.Name, UID: m.UID, BlockOwnerDeletion: ptr.To(true)})
+	return in.ID
+}
+
+// applyOwnedNode writes node as an older Karpenter left it: registered and initialized,
+// with the termination finalizer and owned by the Machine or NodeClaim of owner.
+func (e *awsEnv) applyOwnedNode(t testing.TB, node *corev1.Node, owner metav1.OwnerReference) {
+	t.Helper()
+	node.Labels[v1.NodeRegisteredLabelKey] = "true"
 	node.Labels[v1.NodeInitializedLabelKey] = "true"
 	node.Finalizers = []string{v1.TerminationFinalizer}
-	node.OwnerReferences = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1alpha5", Kind: "Machine", Name: m.Name, UID: m.UID, BlockOwnerDeletion: ptr.To(true)}}
-	status := node.Status
+	node.OwnerReferences = []metav1.OwnerReference{owner}
+	st := node.Status
 	e.apply(t, node)
+	// A create drops the status: write it the way the kubelet would.
 	if len(node.Status.Allocatable) == 0 {
-		node.Status = status
+		node.Status = st
 		if err := e.Client.Status().Update(e.ctx, node); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return in.ID
 }
 
 // waitRunningOnLegacy waits until n pods of web run (on the seeded nodes: no

@@ -181,17 +181,6 @@ func seedV1NodeClaim(t testing.TB, e *awsEnv, np *v1.NodePool, image string, c u
 	if err := e.Client.Status().Update(e.ctx, nc); err != nil {
 		t.Fatal(err)
 	}
-	node.Labels[v1.NodeRegisteredLabelKey] = "true"
-	node.Labels[v1.NodeInitializedLabelKey] = "true"
-	node.Finalizers = []string{v1.TerminationFinalizer}
-	node.OwnerReferences = []metav1.OwnerReference{{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: nc.Name, UID: nc.UID, BlockOwnerDeletion: ptr.To(true)}}
-	st := node.Status
-	e.apply(t, node)
-	if len(node.Status.Allocatable) == 0 {
-		node.Status = st
-		if err := e.Client.Status().Update(e.ctx, node); err != nil {
-			t.Fatal(err)
-		}
-	}
+	e.applyOwnedNode(t, node, metav1.OwnerReference{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim", Name: nc.Name, UID: nc.UID, BlockOwnerDeletion: ptr.To(true)})
 	return in.ID, node.Name
 }

@@ -1,7 +1,8 @@
 package values_test
 
 import (
-	"os"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -13,22 +14,9 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/convert/values"
 )
 
-func read(t *testing.T, path string) map[string]any {
-	t.Helper()
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]any{}
-	if err := yaml.Unmarshal(b, &out); err != nil {
-		t.Fatal(err)
-	}
-	return out
-}
-
 func TestConvertSeedValues(t *testing.T) {
-	old := read(t, "testdata/v0.30.yaml")
-	before := read(t, "testdata/v0.30.yaml")
+	old := ExpectYAMLFile(t, "testdata/v0.30.yaml")
+	before := ExpectYAMLFile(t, "testdata/v0.30.yaml")
 	got, notes := values.Convert(old)
 	if !reflect.DeepEqual(old, before) {
 		t.Error("Convert modified its input")
@@ -94,7 +82,7 @@ replicas: 2
 }
 
 func TestV1ValuesAreLeftAlone(t *testing.T) {
-	v1 := read(t, "../../../charts/karpenter/values.yaml")
+	v1 := ExpectYAMLFile(t, "../../../charts/karpenter/values.yaml")
 	got, notes := values.Convert(v1)
 	if !reflect.DeepEqual(got, v1) {
 		t.Error("Convert changed the v1 chart's own values")
@@ -119,7 +107,7 @@ func TestUnknownKeysAreNoted(t *testing.T) {
 // The key lists follow the chart: a value added to charts/karpenter must be
 // added here, or migrated values using it would be noted as unknown.
 func TestKeyListsMatchTheChart(t *testing.T) {
-	v1 := read(t, filepath.Join("..", "..", "..", "charts", "karpenter", "values.yaml"))
+	v1 := ExpectYAMLFile(t, filepath.Join("..", "..", "..", "charts", "karpenter", "values.yaml"))
 	check := func(what string, m map[string]any, want []string) {
 		t.Helper()
 		var have []string

@@ -7,6 +7,7 @@ package expectations
 import (
 	"context"
 	"fmt"
+	"os"
 	"reflect"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/yaml"
 )
 
 // ExpectApplied creates each object, or updates it when it exists, and then
@@ -204,4 +206,19 @@ func describe(o client.Object) string {
 		return fmt.Sprintf("%s %s/%s", kind, o.GetNamespace(), o.GetName())
 	}
 	return fmt.Sprintf("%s %s", kind, o.GetName())
+}
+
+// ExpectYAMLFile reads a YAML document (a Helm values file, say) into a generic map,
+// failing the test naming the file when it cannot.
+func ExpectYAMLFile(t testing.TB, path string) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]any{}
+	if err := yaml.Unmarshal(b, &out); err != nil {
+		t.Fatalf("%s: %v", path, err)
+	}
+	return out
 }
