@@ -39,6 +39,17 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 		slices.SortStableFunc(nodes, cmp)
 	}
 	s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
+	// The label keys the pending pods' selectors name are indexed while the bound pods are
+	// read for their requests, rather than in a second pass over a million pods.
+	s.bound.wanted = selectorKeys(s.in.Pods)
+	if s.bound.wanted == nil {
+		s.bound.wanted = []string{}
+	}
+	for _, k := range s.bound.wanted {
+		l := &labelRefs{pos: map[string]int32{}}
+		s.bound.byLabel[k] = l
+		s.bound.eager = append(s.bound.eager, l)
+	}
 	slab := &existingSlab{width: len(s.ri.names)}
 	for _, n := range nodes {
 		s.addExisting(n, slab)
@@ -125,8 +136,16 @@ func (s *solver) addExisting(n *ExistingNode, slab *existingSlab) {
 		s.addRequests(t.used, p)
 		t.used[resPods]++
 		t.ports = append(t.ports, podHostPorts(p)...)
+		ref := boundRef{int32(t.idx), int32(i)}
 		if len(repelling(p)) > 0 {
-			s.bound.repelers = append(s.bound.repelers, boundRef{int32(t.idx), int32(i)})
+			s.bound.repelers = append(s.bound.repelers, ref)
+		}
+		if len(p.Labels) > 0 {
+			for ki, k := range s.bound.wanted {
+				if v, ok := p.Labels[k]; ok {
+					s.bound.eager[ki].add(v, ref)
+				}
+			}
 		}
 	}
 	s.bound.all += len(t.bound)
@@ -290,10 +309,11 @@ func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*cor
 // not change during a solve (pods placed by the solve are scanned separately).
 type boundIndex struct {
 	byLabel  map[string]*labelRefs // indexed label key -> pods carrying it, by value
-	repelers []boundRef                       // pods with required anti-affinity (possible owners)
-	all      int                              // number of bound pods
-	wanted   []string                         // keys the pending pods' selectors name, once listed
-	domains  map[string][]string              // key -> domains of the existing nodes (existingDomains)
+	repelers []boundRef            // pods with required anti-affinity (possible owners)
+	all      int                   // number of bound pods
+	wanted   []string              // keys the pending pods' selectors name, once listed
+	eager    []*labelRefs          // their lists, filled as nodes are added
+	domains  map[string][]string   // key -> domains of the existing nodes (existingDomains)
 }
 
 // boundRef is a bound pod by target and position in t.bound.
@@ -304,6 +324,16 @@ type boundRef struct{ t, i int32 }
 type labelRefs struct {
 	pos  map[string]int32
 	refs [][]boundRef
+}
+
+func (l *labelRefs) add(v string, ref boundRef) {
+	i, ok := l.pos[v]
+	if !ok {
+		i = int32(len(l.refs))
+		l.pos[v] = i
+		l.refs = append(l.refs, nil)
+	}
+	l.refs[i] = append(l.refs[i], ref)
 }
 
 func (l *labelRefs) get(v string) []boundRef {
@@ -336,18 +366,9 @@ func (s *solver) indexKeys(keys []string) {
 				continue
 			}
 			for ki, k := range todo {
-				v, ok := p.Labels[k]
-				if !ok {
-					continue
+				if v, ok := p.Labels[k]; ok {
+					lists[ki].add(v, boundRef{int32(ti), int32(pi)})
 				}
-				l := lists[ki]
-				i, ok := l.pos[v]
-				if !ok {
-					i = int32(len(l.refs))
-					l.pos[v] = i
-					l.refs = append(l.refs, nil)
-				}
-				l.refs[i] = append(l.refs[i], boundRef{int32(ti), int32(pi)})
 			}
 		}
 	}
@@ -429,10 +450,6 @@ func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 		}
 	}
 	if len(keys) > 0 {
-		if ix.wanted == nil {
-			ix.wanted = selectorKeys(s.in.Pods)
-			keys = append(keys, ix.wanted...)
-		}
 		s.indexKeys(keys)
 	}
 	var best []boundRef
