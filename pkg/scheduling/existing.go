@@ -46,7 +46,7 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 		s.bound.wanted = []string{}
 	}
 	for _, k := range s.bound.wanted {
-		l := &labelRefs{pos: map[string]int32{}}
+		l := &labelRefs{}
 		s.bound.byLabel[k] = l
 		s.bound.eager = append(s.bound.eager, l)
 	}
@@ -303,10 +303,11 @@ func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*cor
 
 // boundIndex finds, among the pods bound to existing nodes, those a new topology group may
 // count, without reading every pod: at 100,000 nodes of ten pods each, a group created by one
-// pending pod would otherwise match its selector against a million pods. A label key is
-// indexed when a group's selector first asks for it, together with every key the pending
-// pods' selectors name (one pass over the bound pods, reading only those keys). Bound pods do
-// not change during a solve (pods placed by the solve are scanned separately).
+// pending pod would otherwise match its selector against a million pods. The keys the pending
+// pods' selectors name are indexed while the bound pods are read for their requests (no
+// second pass over a million pods); any other key when a group's selector first asks for it,
+// in one pass reading only that key. Bound pods do not change during a solve (pods placed by
+// the solve are scanned separately).
 type boundIndex struct {
 	byLabel  map[string]*labelRefs // indexed label key -> pods carrying it, by value
 	repelers []boundRef            // pods with required anti-affinity (possible owners)
@@ -319,28 +320,63 @@ type boundIndex struct {
 // boundRef is a bound pod by target and position in t.bound.
 type boundRef struct{ t, i int32 }
 
-// labelRefs lists, per value of one label key, the bound pods carrying it. Values are numbered
-// so that indexing a pod costs one map lookup (a million pods at 100,000 nodes).
+// labelRefs lists the bound pods carrying one label key, with their values, in target then pod
+// order. Indexing must cost little per pod (a million at 100,000 nodes) while most keys are
+// asked about for one value or two: the first question about a value scans the list, and the
+// per-value lists are built (one map lookup per pod) on the second.
 type labelRefs struct {
-	pos  map[string]int32
-	refs [][]boundRef
+	flat    []valueRef
+	asked   int
+	pos     map[string]int32
+	byValue [][]boundRef
+}
+
+type valueRef struct {
+	v   string
+	ref boundRef
 }
 
 func (l *labelRefs) add(v string, ref boundRef) {
-	i, ok := l.pos[v]
-	if !ok {
-		i = int32(len(l.refs))
-		l.pos[v] = i
-		l.refs = append(l.refs, nil)
-	}
-	l.refs[i] = append(l.refs[i], ref)
+	l.flat = append(l.flat, valueRef{v, ref})
 }
 
+// get returns the pods carrying value v, in order; the slice must not be modified.
 func (l *labelRefs) get(v string) []boundRef {
+	if l.pos == nil {
+		if l.asked++; l.asked == 1 {
+			var out []boundRef
+			for i := range l.flat {
+				if l.flat[i].v == v {
+					out = append(out, l.flat[i].ref)
+				}
+			}
+			return out
+		}
+		l.pos = map[string]int32{}
+		for i := range l.flat {
+			x := &l.flat[i]
+			j, ok := l.pos[x.v]
+			if !ok {
+				j = int32(len(l.byValue))
+				l.pos[x.v] = j
+				l.byValue = append(l.byValue, nil)
+			}
+			l.byValue[j] = append(l.byValue[j], x.ref)
+		}
+	}
 	if i, ok := l.pos[v]; ok {
-		return l.refs[i]
+		return l.byValue[i]
 	}
 	return nil
+}
+
+// all returns every pod carrying the key, in order.
+func (l *labelRefs) all() []boundRef {
+	out := make([]boundRef, len(l.flat))
+	for i := range l.flat {
+		out[i] = l.flat[i].ref
+	}
+	return out
 }
 
 // indexKeys indexes the given label keys (those not indexed yet) in one pass.
@@ -352,7 +388,7 @@ func (s *solver) indexKeys(keys []string) {
 		if _, ok := ix.byLabel[k]; ok || slices.Contains(todo, k) {
 			continue
 		}
-		l := &labelRefs{pos: map[string]int32{}}
+		l := &labelRefs{}
 		ix.byLabel[k] = l
 		todo = append(todo, k)
 		lists = append(lists, l)
@@ -463,9 +499,7 @@ func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 				refs = append(refs, vals.get(v)...)
 			}
 		case "exists":
-			for _, rs := range vals.refs {
-				refs = append(refs, rs...)
-			}
+			refs = vals.all()
 		default:
 			continue
 		}
