@@ -325,7 +325,7 @@ type boundRef struct{ t, i int32 }
 // asked about for one value or two: the first question about a value scans the list, and the
 // per-value lists are built (one map lookup per pod) on the second.
 type labelRefs struct {
-	flat    []valueRef
+	flat    [][]valueRef // in chunks: growing one slice of a million entries copies them over and over
 	asked   int
 	pos     map[string]int32
 	byValue [][]boundRef
@@ -336,8 +336,15 @@ type valueRef struct {
 	ref boundRef
 }
 
+const refChunk = 4096
+
 func (l *labelRefs) add(v string, ref boundRef) {
-	l.flat = append(l.flat, valueRef{v, ref})
+	n := len(l.flat)
+	if n == 0 || len(l.flat[n-1]) == refChunk {
+		l.flat = append(l.flat, make([]valueRef, 0, refChunk))
+		n++
+	}
+	l.flat[n-1] = append(l.flat[n-1], valueRef{v, ref})
 }
 
 // get returns the pods carrying value v, in order; the slice must not be modified.
@@ -345,23 +352,27 @@ func (l *labelRefs) get(v string) []boundRef {
 	if l.pos == nil {
 		if l.asked++; l.asked == 1 {
 			var out []boundRef
-			for i := range l.flat {
-				if l.flat[i].v == v {
-					out = append(out, l.flat[i].ref)
+			for _, c := range l.flat {
+				for i := range c {
+					if c[i].v == v {
+						out = append(out, c[i].ref)
+					}
 				}
 			}
 			return out
 		}
 		l.pos = map[string]int32{}
-		for i := range l.flat {
-			x := &l.flat[i]
-			j, ok := l.pos[x.v]
-			if !ok {
-				j = int32(len(l.byValue))
-				l.pos[x.v] = j
-				l.byValue = append(l.byValue, nil)
+		for _, c := range l.flat {
+			for i := range c {
+				x := &c[i]
+				j, ok := l.pos[x.v]
+				if !ok {
+					j = int32(len(l.byValue))
+					l.pos[x.v] = j
+					l.byValue = append(l.byValue, nil)
+				}
+				l.byValue[j] = append(l.byValue[j], x.ref)
 			}
-			l.byValue[j] = append(l.byValue[j], x.ref)
 		}
 	}
 	if i, ok := l.pos[v]; ok {
@@ -372,9 +383,11 @@ func (l *labelRefs) get(v string) []boundRef {
 
 // all returns every pod carrying the key, in order.
 func (l *labelRefs) all() []boundRef {
-	out := make([]boundRef, len(l.flat))
-	for i := range l.flat {
-		out[i] = l.flat[i].ref
+	var out []boundRef
+	for _, c := range l.flat {
+		for i := range c {
+			out = append(out, c[i].ref)
+		}
 	}
 	return out
 }
