@@ -21,6 +21,9 @@ type pinKey struct {
 
 // intern gives equal requirement sets the same small ID, the key of every cache.
 func (s *solver) intern(r Requirements) int32 {
+	if len(r.reqs) == 0 && s.emptyID >= 0 {
+		return s.emptyID // most pods require nothing: no key to render
+	}
 	k := r.String()
 	if id, ok := s.reqIDs[k]; ok {
 		return id
@@ -35,6 +38,9 @@ func (s *solver) intern(r Requirements) int32 {
 		}
 	}
 	s.hasMin = append(s.hasMin, hm)
+	if len(r.reqs) == 0 {
+		s.emptyID = id
+	}
 	return id
 }
 
@@ -95,7 +101,10 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		s.refresh(p.compiled)
 		return p.compiled, nil
 	}
-	a := &attempt{p: p, reqs: p.terms[0]}
+	// The attempt lives in the podInfo: recompiling after a relaxation reuses it.
+	a := &p.att
+	own := a.own[:0]
+	*a = attempt{p: p, reqs: p.terms[0], own: own}
 	if len(p.prefNode) > 0 {
 		a.reqs = a.reqs.Intersect(p.prefNode[0])
 	}
@@ -112,13 +121,31 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	for _, g := range groups {
 		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
 	}
-	a.poolErr = make([]error, len(s.pools))
-	for i, pool := range s.pools {
-		a.poolErr[i] = ToleratesTaints(pod.Spec.Tolerations, pool.np.Taints, !p.preferNoScheduleTolerated)
-	}
+	a.poolErr = s.poolErrors(pod.Spec.Tolerations, p.preferNoScheduleTolerated)
 	s.refresh(a)
 	p.compiled = a
 	return a, nil
+}
+
+// poolErrors is, per pool, whether pods with these tolerations are kept off it by its taints.
+// Pods without tolerations (most) share one read-only slice per preferNoSchedule mode.
+func (s *solver) poolErrors(tols []corev1.Toleration, preferNoScheduleTolerated bool) []error {
+	shared := len(tols) == 0
+	mode := 0
+	if preferNoScheduleTolerated {
+		mode = 1
+	}
+	if shared && s.noTolPoolErr[mode] != nil {
+		return s.noTolPoolErr[mode]
+	}
+	out := make([]error, len(s.pools))
+	for i, pool := range s.pools {
+		out[i] = ToleratesTaints(tols, pool.np.Taints, !preferNoScheduleTolerated)
+	}
+	if shared {
+		s.noTolPoolErr[mode] = out
+	}
+	return out
 }
 
 // appendTopologyGroups appends to out the groups of the pod's topology constraints in force

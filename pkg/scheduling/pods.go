@@ -30,17 +30,19 @@ type podInfo struct {
 
 	repels    bool         // has required anti-affinity: owns groups that repel other pods
 	affine    bool         // has required pod affinity
-	compiled  *attempt     // constraints in force, compiled; reset by relax
+	compiled  *attempt     // constraints in force, compiled (&att); reset by relax
+	att       attempt
 	matched   []*topoGroup // groups whose selector counts this pod
 	matchedTo int          // s.groups[:matchedTo] have been tested
 }
 
-func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
-	p := &podInfo{}
+// newPodInfo fills p (a slab element) for pod; req is its zeroed request vector (a slab
+// slice too): one allocation each for a whole queue instead of two per pod.
+func (s *solver) newPodInfo(p *podInfo, pod *corev1.Pod, req resVec) {
 	s.initPodInfo(p, pod)
-	p.requests = s.ri.vec(podRequests(pod))
-	p.requests[resPods]++
-	return p
+	s.ri.fill(req, podRequests(pod))
+	req[resPods]++
+	p.requests = req
 }
 
 // initPodInfo fills in everything but the requests.
@@ -53,7 +55,10 @@ func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore
 
-	base := FromLabels(pod.Spec.NodeSelector)
+	var base Requirements
+	if len(pod.Spec.NodeSelector) > 0 {
+		base = FromLabels(pod.Spec.NodeSelector)
+	}
 	var terms []Requirements
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		na := a.NodeAffinity
@@ -77,7 +82,11 @@ func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 		}
 	}
 	if len(terms) == 0 {
-		terms = []Requirements{base}
+		if base.Len() == 0 {
+			terms = noTerms // shared: relaxation only reslices terms
+		} else {
+			terms = []Requirements{base}
+		}
 	}
 	vol, err := s.volumes.requirements(pod)
 	if err != nil {
@@ -104,13 +113,27 @@ func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 			p.prefAnti = weighted(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if ignore && c.WhenUnsatisfiable == corev1.ScheduleAnyway {
-			continue
+	// The pod's own slice is shared unless some constraint is dropped (relax copies before
+	// removing one).
+	p.tscs = pod.Spec.TopologySpreadConstraints
+	if ignore {
+		for i := range p.tscs {
+			if p.tscs[i].WhenUnsatisfiable == corev1.ScheduleAnyway {
+				p.tscs = nil
+				for _, c := range pod.Spec.TopologySpreadConstraints {
+					if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+						p.tscs = append(p.tscs, c)
+					}
+				}
+				break
+			}
 		}
-		p.tscs = append(p.tscs, c)
 	}
 }
+
+// noTerms is the terms of a pod without node selector, required node affinity or volume
+// topology: one empty alternative.
+var noTerms = []Requirements{{}}
 
 func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
 	ts = append([]corev1.WeightedPodAffinityTerm(nil), ts...)
@@ -194,24 +217,28 @@ func queueLess(aCPU, aMem int64, a *corev1.Pod, bCPU, bMem int64, b *corev1.Pod)
 // queueKey is podOrder's sort key copied out of the pod, so that sorting compares flat
 // values instead of chasing pointers into every pod.
 type queueKey struct {
-	cpu, mem      int64
-	sec           int64
-	nsec          int32
-	idx           int
-	uid, ns, name string
-	p             *podInfo
+	cpu, mem int64
+	sec      int64
+	nsec     int32
+	idx      int32
+	p        *podInfo
 }
 
 // sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
 // so an unstable sort gives the stable order.
 func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	keys := make([]queueKey, len(pods))
+	infos := make([]podInfo, len(pods))
+	n := len(s.ri.names)
+	reqs := make(resVec, n*len(pods))
 	for i, pod := range pods {
-		p := s.newPodInfo(pod)
+		p := &infos[i]
+		s.newPodInfo(p, pod, reqs[i*n:(i+1)*n:(i+1)*n])
 		ts := pod.CreationTimestamp.Time
-		keys[i] = queueKey{idx: i, cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()),
-			uid: string(pod.UID), ns: pod.Namespace, name: pod.Name, p: p}
+		keys[i] = queueKey{idx: int32(i), cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), p: p}
 	}
+	// Ties on requests and creation time fall back to the pod's UID, namespace and name, read
+	// through the pod only then: the keys stay small to move.
 	slices.SortFunc(keys, func(a, b queueKey) int {
 		switch {
 		case a.cpu != b.cpu:
@@ -223,13 +250,14 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		case a.nsec != b.nsec:
 			return cmp.Compare(a.nsec, b.nsec)
 		}
-		if c := cmp.Compare(a.uid, b.uid); c != 0 {
+		pa, pb := a.p.pod, b.p.pod
+		if c := cmp.Compare(pa.UID, pb.UID); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.ns, b.ns); c != 0 {
+		if c := cmp.Compare(pa.Namespace, pb.Namespace); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.name, b.name); c != 0 {
+		if c := cmp.Compare(pa.Name, pb.Name); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.idx, b.idx)

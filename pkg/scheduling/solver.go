@@ -28,6 +28,7 @@ type solver struct {
 	claimSeq    int
 
 	reqIDs  map[string]int32
+	emptyID int32 // ID of the empty requirement set, -1 until interned
 	reqByID []Requirements
 	hasMin  []bool
 	compat  map[[2]int32]compatResult
@@ -40,6 +41,7 @@ type solver struct {
 	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
 	room       *roomIndex  // free capacity of existing targets (see existing.go)
 
+	noTolPoolErr        [2][]error // poolErrors for pods without tolerations, by preferNoSchedule mode
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
@@ -130,6 +132,7 @@ func newBareSolver(in *Input) *solver {
 		opts:       in.Options,
 		ri:         newResourceIndex(),
 		reqIDs:     map[string]int32{},
+		emptyID:    -1,
 		compat:     map[[2]int32]compatResult{},
 		pins:       map[pinKey]int32{},
 		groupsByID: map[string]*topoGroup{},
@@ -177,7 +180,7 @@ func (s *solver) run() {
 			if err := s.place(p); err != nil {
 				s.errors[p.pod] = err
 				failed = append(failed, p)
-			} else {
+			} else if len(s.errors) > 0 {
 				delete(s.errors, p.pod)
 			}
 		}
