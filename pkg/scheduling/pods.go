@@ -28,9 +28,9 @@ type podInfo struct {
 	preferNoScheduleTolerated bool
 	invalid                   error
 
-	repels    bool         // has required anti-affinity: owns groups that repel other pods
-	affine    bool         // has required pod affinity
-	compiled  *attempt     // constraints in force, compiled (&att); reset by relax
+	repels    bool     // has required anti-affinity: owns groups that repel other pods
+	affine    bool     // has required pod affinity
+	compiled  *attempt // constraints in force, compiled (&att); reset by relax
 	att       attempt
 	matched   []*topoGroup // groups whose selector counts this pod
 	matchedTo int          // s.groups[:matchedTo] have been tested
