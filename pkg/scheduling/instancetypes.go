@@ -1,9 +1,11 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -24,12 +26,14 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	}
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
+	itReq, constrainsType := reqs.Get(LabelInstanceType)
+	oc := newOfferingCheck(reqs)
 	for i, it := range p.its {
-		if !reqs.Has(LabelInstanceType, it.Name) || it.Requirements.Intersects(reqs) != nil {
+		if (constrainsType && !itReq.Has(it.Name)) || it.Requirements.Intersects(reqs) != nil {
 			continue
 		}
 		for oi := range it.Offerings {
-			if it.Offerings[oi].compatible(reqs) {
+			if oc.compatible(&it.Offerings[oi]) {
 				b.set(i)
 				break
 			}
@@ -136,7 +140,7 @@ func (p *poolState) nameOrder() []int {
 		for i := range p.byName {
 			p.byName[i] = i
 		}
-		sort.SliceStable(p.byName, func(a, b int) bool { return p.its[p.byName[a]].Name < p.its[p.byName[b]].Name })
+		slices.SortStableFunc(p.byName, func(a, b int) int { return strings.Compare(p.its[a].Name, p.its[b].Name) })
 	}
 	return p.byName
 }
@@ -176,23 +180,24 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	if o, ok := p.ordered[id]; ok {
 		return o
 	}
-	reqs := s.reqByID[id]
-	var out []priced
-	s.compatible(p, id).forEach(func(i int) {
+	oc := newOfferingCheck(s.reqByID[id])
+	compat := s.compatible(p, id)
+	out := make([]priced, 0, compat.count())
+	compat.forEach(func(i int) {
 		best := math.Inf(1)
 		for oi := range p.its[i].Offerings {
 			o := &p.its[i].Offerings[oi]
-			if o.compatible(reqs) && o.Price < best {
+			if o.Price < best && oc.compatible(o) {
 				best = o.Price
 			}
 		}
 		out = append(out, priced{i: i, price: best})
 	})
-	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].price != out[b].price {
-			return out[a].price < out[b].price
+	slices.SortStableFunc(out, func(a, b priced) int {
+		if a.price != b.price {
+			return cmp.Compare(a.price, b.price)
 		}
-		return p.its[out[a].i].Name < p.its[out[b].i].Name
+		return strings.Compare(p.its[a.i].Name, p.its[b.i].Name)
 	})
 	p.ordered[id] = out
 	return out
@@ -272,4 +277,26 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 	}
 	ct.names = dedupSorted(ct.names)
 	return ct
+}
+
+// offeringCheck is Offering.compatible with the requirement set's zone and capacity-type
+// requirements looked up once, for loops over every offering of a pool.
+type offeringCheck struct {
+	reqs           Requirements
+	zone, ct       Requirement
+	hasZone, hasCT bool
+}
+
+func newOfferingCheck(reqs Requirements) offeringCheck {
+	oc := offeringCheck{reqs: reqs}
+	oc.zone, oc.hasZone = reqs.Get(LabelZone)
+	oc.ct, oc.hasCT = reqs.Get(LabelCapacityType)
+	return oc
+}
+
+func (oc *offeringCheck) compatible(o *Offering) bool {
+	if !o.Available || (oc.hasZone && !oc.zone.Has(o.Zone)) || (oc.hasCT && !oc.ct.Has(o.CapacityType)) {
+		return false
+	}
+	return o.Requirements.Len() == 0 || oc.reqs.Intersects(o.Requirements) == nil
 }

@@ -46,6 +46,7 @@ type solver struct {
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
+	keyBuf              []byte // scratch for map keys built per claim or pod
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
