@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -221,6 +222,7 @@ type queueKey struct {
 	sec      int64
 	nsec     int32
 	idx      int32
+	uid      string // the usual last tie-break, kept here to spare a pointer chase
 	p        *podInfo
 }
 
@@ -235,7 +237,7 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		p := &infos[i]
 		s.newPodInfo(p, pod, reqs[i*n:(i+1)*n:(i+1)*n])
 		ts := pod.CreationTimestamp.Time
-		keys[i] = queueKey{idx: int32(i), cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), p: p}
+		keys[i] = queueKey{idx: int32(i), cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID), p: p}
 	}
 	// Ties on requests and creation time fall back to the pod's UID, namespace and name, read
 	// through the pod only then: the keys stay small to move.
@@ -250,10 +252,10 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		case a.nsec != b.nsec:
 			return cmp.Compare(a.nsec, b.nsec)
 		}
-		pa, pb := a.p.pod, b.p.pod
-		if c := cmp.Compare(pa.UID, pb.UID); c != 0 {
+		if c := strings.Compare(a.uid, b.uid); c != 0 {
 			return c
 		}
+		pa, pb := a.p.pod, b.p.pod
 		if c := cmp.Compare(pa.Namespace, pb.Namespace); c != 0 {
 			return c
 		}
