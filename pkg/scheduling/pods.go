@@ -39,9 +39,13 @@ type podInfo struct {
 
 // newPodInfo fills p (a slab element) for pod; req is its zeroed request vector (a slab
 // slice too): one allocation each for a whole queue instead of two per pod.
-func (s *solver) newPodInfo(p *podInfo, pod *corev1.Pod, req resVec) {
+func (s *solver) newPodInfo(p *podInfo, pod *corev1.Pod, b *builtinRequests, req resVec) {
 	s.initPodInfo(p, pod)
-	s.ri.fill(req, podRequests(pod))
+	if b.extra {
+		s.ri.fill(req, podRequests(pod))
+	} else {
+		copy(req, b.v[:])
+	}
 	req[resPods]++
 	p.requests = req
 }
@@ -146,6 +150,12 @@ func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
 	return out
 }
 
+// hasGroups reports whether the pod has constraints in force that are topology groups (see
+// appendTopologyGroups); most pods have none.
+func (p *podInfo) hasGroups() bool {
+	return len(p.tscs) > 0 || p.affine || p.repels || len(p.prefAff) > 0 || len(p.prefAnti) > 0
+}
+
 // relax drops one soft constraint in upstream's order: an extra required node affinity term,
 // then preferred pod affinity, preferred pod anti-affinity, preferred node affinity (heaviest
 // first in each), ScheduleAnyway spread constraints, and finally starts tolerating
@@ -235,7 +245,7 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	reqs := make(resVec, n*len(pods))
 	for i, pod := range pods {
 		p := &infos[i]
-		s.newPodInfo(p, pod, reqs[i*n:(i+1)*n:(i+1)*n])
+		s.newPodInfo(p, pod, &s.podBuiltin[i], reqs[i*n:(i+1)*n:(i+1)*n])
 		ts := pod.CreationTimestamp.Time
 		keys[i] = queueKey{idx: int32(i), cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID), p: p}
 	}

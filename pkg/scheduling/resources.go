@@ -114,6 +114,34 @@ func (ri *resourceIndex) register(l corev1.ResourceList) {
 	}
 }
 
+// builtinRequests is a resource list's builtin resources; extra marks a list naming others.
+type builtinRequests struct {
+	v     [numBuiltinResources]int64
+	extra bool
+}
+
+// readBuiltin reads l's builtin resources by lookup and registers any other name it has.
+func (ri *resourceIndex) readBuiltin(l corev1.ResourceList) builtinRequests {
+	var b builtinRequests
+	found := 0
+	for i, n := range builtinNames {
+		if found == len(l) {
+			return b
+		}
+		if q, ok := l[n]; ok {
+			b.v[i] = quantityValue(n, q)
+			found++
+		}
+	}
+	if found < len(l) {
+		b.extra = true
+		for n := range l {
+			ri.add(n)
+		}
+	}
+	return b
+}
+
 // builtinNames are the names every resourceIndex starts with, in position order.
 var builtinNames = [numBuiltinResources]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage}
 
@@ -125,6 +153,9 @@ func builtinOnly(l corev1.ResourceList) bool {
 	}
 	found := 0
 	for _, n := range builtinNames {
+		if found == len(l) {
+			break
+		}
 		if _, ok := l[n]; ok {
 			found++
 		}
@@ -147,6 +178,9 @@ func (ri *resourceIndex) fill(v resVec, l corev1.ResourceList) {
 	if len(l) <= numBuiltinResources {
 		found := 0
 		for i, n := range builtinNames {
+			if found == len(l) {
+				return
+			}
 			if q, ok := l[n]; ok {
 				v[i] = quantityValue(n, q)
 				found++

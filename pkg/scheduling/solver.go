@@ -47,6 +47,7 @@ type solver struct {
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
 	keyBuf              []byte // scratch for map keys built per claim or pod
+	podBuiltin          []builtinRequests
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -77,8 +78,11 @@ func newSolver(in *Input) *solver {
 	for _, n := range in.ExistingNodes {
 		s.ri.register(n.Allocatable)
 	}
-	for _, p := range in.Pods {
-		s.ri.register(podRequests(p))
+	// The pods' requests are read here, once: builtin resources by lookup into podBuiltin,
+	// other names registered (sortedQueue reads those pods' lists again).
+	s.podBuiltin = make([]builtinRequests, len(in.Pods))
+	for i, p := range in.Pods {
+		s.podBuiltin[i] = s.ri.readBuiltin(podRequests(p))
 	}
 	for _, p := range in.DaemonSetPods {
 		s.ri.register(podRequests(p))
@@ -169,7 +173,7 @@ func (s *solver) run() {
 	// Create every group up front, so that a pod counted by a group is pinned to a domain of
 	// that group's key whenever it lands, even if it is placed before the constrained pods.
 	for _, p := range queue {
-		if p.invalid == nil {
+		if p.invalid == nil && p.hasGroups() {
 			_, _ = s.compile(p)
 		}
 	}
