@@ -17,7 +17,7 @@ type poolState struct {
 	its       []*InstanceType
 	alloc     []resVec // allocatable minus daemonset overhead
 	baseMin   resVec   // minAlloc of the base compatible types (shared by new claims)
-	fit       *fitIndex
+	fit       *fitTable
 	overhead  []resVec // daemonset overhead per instance type
 	capacity  []resVec
 	dsPorts   []hostPort

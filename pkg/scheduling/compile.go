@@ -112,16 +112,18 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	if r, ok := a.reqs.Get(LabelHostname); ok {
 		a.hostReq = &r
 	}
-	pod := p.pod
-	groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
-	s.groupBuf = groups
-	if err != nil {
-		return nil, err
+	if p.hasGroups() {
+		pod := p.pod
+		groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
+		s.groupBuf = groups
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range groups {
+			a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
+		}
 	}
-	for _, g := range groups {
-		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
-	}
-	a.poolErr = s.poolErrors(pod.Spec.Tolerations, p.preferNoScheduleTolerated)
+	a.poolErr = s.poolErrors(p.tols, p.preferNoScheduleTolerated)
 	s.refresh(a)
 	p.compiled = a
 	return a, nil
@@ -171,7 +173,8 @@ func (s *solver) appendTopologyGroups(out []*topoGroup, p *podInfo) ([]*topoGrou
 	}
 	// p.affine and p.repels were read from the pod once: most pods have neither, and the pod
 	// itself is no longer in cache when the queue is compiled.
-	if aff := pod.Spec.Affinity; p.affine {
+	if p.affine {
+		aff := pod.Spec.Affinity
 		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			if err := add(s.affinityGroup(pod, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAffinity)); err != nil {
 				return out, err

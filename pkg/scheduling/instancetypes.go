@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -63,15 +62,15 @@ func (s *solver) types(t *target, id int32, req resVec) (bitset, resVec, bool) {
 		}
 		return t.its, t.minAvail, true
 	}
-	out := make(bitset, len(t.its))
+	out := bitset(s.bits.take(len(t.its)))
 	for wi := range out {
 		out[wi] = t.its[wi] & compat[wi]
 	}
 	if t.pool.fit == nil {
-		t.pool.fit = newFitIndex(t.pool.alloc, len(s.ri.names))
+		t.pool.fit = newFitTable(t.pool.alloc, len(s.ri.names))
 	}
-	low := narrowTypes(t.pool.fit, t.pool.alloc, out, t.used, req)
-	if low == nil {
+	low := resVec(s.vecs.take(len(t.used)))
+	if !narrowTypes(t.pool.fit, t.pool.alloc, out, t.used, req, low) {
 		return nil, nil, false
 	}
 	if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
@@ -80,40 +79,6 @@ func (s *solver) types(t *target, id int32, req resVec) (bitset, resVec, bool) {
 		}
 	}
 	return out, low, true
-}
-
-// narrowTypes keeps in out only the types with used+req fitting their allocatable (the fit
-// index's suffix bitsets, as fitIndex.narrow) and returns a componentwise lower bound of what is
-// left, nil when nothing is. The bound is all types' smallest allocatable at or above the need
-// (or the pool's smallest, where nothing was filtered), found without scanning: it only serves
-// types' fast path ("the pods fit every candidate"), for which any lower bound is sound, and a
-// claim filling up calls this on most commits.
-func narrowTypes(x *fitIndex, alloc []resVec, out bitset, used, req resVec) resVec {
-	low := make(resVec, len(used))
-	for r := range used {
-		need := used[r] + req[r]
-		if need <= x.lowest[r] {
-			low[r] = x.lowest[r] // every type fits
-			continue
-		}
-		if x.order[r] == nil {
-			x.build(alloc, r)
-		}
-		order := x.order[r]
-		k := sort.Search(x.n, func(k int) bool { return alloc[order[k]][r] >= need })
-		if k == x.n {
-			return nil
-		}
-		low[r] = alloc[order[k]][r]
-		suf := x.suffix[r][k*x.words : (k+1)*x.words]
-		for wi := range out {
-			out[wi] &= suf[wi]
-		}
-	}
-	if out.empty() {
-		return nil
-	}
-	return low
 }
 
 // minValuesShortfall reports the first key whose minValues the instance types do not reach.

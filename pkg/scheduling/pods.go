@@ -14,6 +14,7 @@ import (
 // still in force. Relaxation removes soft constraints one at a time.
 type podInfo struct {
 	pod      *corev1.Pod
+	tols     []corev1.Toleration // pod.Spec.Tolerations, read while the pod is in cache
 	requests resVec
 	ports    []hostPort
 	// terms are the required alternatives (nodeSelector ∧ one node affinity term ∧ one volume
@@ -52,7 +53,7 @@ func (s *solver) newPodInfo(p *podInfo, pod *corev1.Pod, b *builtinRequests, req
 
 // initPodInfo fills in everything but the requests.
 func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
-	p.pod, p.ports = pod, podHostPorts(pod)
+	p.pod, p.ports, p.tols = pod, podHostPorts(pod), pod.Spec.Tolerations
 	p.repels = len(repelling(pod)) > 0
 	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
 		p.affine = len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
@@ -233,24 +234,19 @@ type queueKey struct {
 	nsec     int32
 	idx      int32
 	uid      string // the usual last tie-break, kept here to spare a pointer chase
-	p        *podInfo
 }
 
 // sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
 // so an unstable sort gives the stable order.
 func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	keys := make([]queueKey, len(pods))
-	infos := make([]podInfo, len(pods))
-	n := len(s.ri.names)
-	reqs := make(resVec, n*len(pods))
 	for i, pod := range pods {
-		p := &infos[i]
-		s.newPodInfo(p, pod, &s.podBuiltin[i], reqs[i*n:(i+1)*n:(i+1)*n])
+		b := &s.podBuiltin[i]
 		ts := pod.CreationTimestamp.Time
-		keys[i] = queueKey{idx: int32(i), cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID), p: p}
+		keys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID)}
 	}
-	// Ties on requests and creation time fall back to the pod's UID, namespace and name, read
-	// through the pod only then: the keys stay small to move.
+	// Ties on requests and creation time fall back to the pod's UID, namespace and name; the
+	// keys stay small to move.
 	slices.SortFunc(keys, func(a, b queueKey) int {
 		switch {
 		case a.cpu != b.cpu:
@@ -265,7 +261,7 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		if c := strings.Compare(a.uid, b.uid); c != 0 {
 			return c
 		}
-		pa, pb := a.p.pod, b.p.pod
+		pa, pb := pods[a.idx], pods[b.idx]
 		if c := cmp.Compare(pa.Namespace, pb.Namespace); c != 0 {
 			return c
 		}
@@ -274,9 +270,17 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		}
 		return cmp.Compare(a.idx, b.idx)
 	})
+	// The podInfos are laid out in queue order, so that the placement loop walks memory
+	// sequentially.
+	infos := make([]podInfo, len(pods))
+	n := len(s.ri.names)
+	reqs := make(resVec, n*len(pods))
 	queue := make([]*podInfo, len(keys))
-	for i := range keys {
-		queue[i] = keys[i].p
+	for k := range keys {
+		i := keys[k].idx
+		p := &infos[k]
+		s.newPodInfo(p, pods[i], &s.podBuiltin[i], reqs[k*n:(k+1)*n:(k+1)*n])
+		queue[k] = p
 	}
 	return queue
 }

@@ -48,6 +48,8 @@ type solver struct {
 	typeIDs             map[*NodePool]string
 	keyBuf              []byte // scratch for map keys built per claim or pod
 	podBuiltin          []builtinRequests
+	bits                slab[uint64] // claims' instance-type bitsets (narrow.go)
+	vecs                slab[int64]  // claims' allocatable bounds
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
