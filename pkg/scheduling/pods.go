@@ -38,19 +38,6 @@ type podInfo struct {
 	matchedTo int          // s.groups[:matchedTo] have been tested
 }
 
-// newPodInfo fills p (a slab element) for pod; req is its zeroed request vector (a slab
-// slice too): one allocation each for a whole queue instead of two per pod.
-func (s *solver) newPodInfo(p *podInfo, pod *corev1.Pod, b *builtinRequests, req resVec) {
-	s.initPodInfo(p, pod)
-	if b.extra {
-		s.ri.fill(req, podRequests(pod))
-	} else {
-		copy(req, b.v[:])
-	}
-	req[resPods]++
-	p.requests = req
-}
-
 // initPodInfo fills in everything but the requests.
 func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 	p.pod, p.ports, p.tols = pod, podHostPorts(pod), pod.Spec.Tolerations
@@ -238,13 +225,23 @@ type queueKey struct {
 
 // sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
 // so an unstable sort gives the stable order.
-func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
-	keys := make([]queueKey, len(pods))
+// readPods fills podInfos, podBuiltin and queueKeys from the pods (see newSolver).
+func (s *solver) readPods(pods []*corev1.Pod) {
+	s.podBuiltin = make([]builtinRequests, len(pods))
+	s.podInfos = make([]podInfo, len(pods))
+	s.queueKeys = make([]queueKey, len(pods))
 	for i, pod := range pods {
 		b := &s.podBuiltin[i]
+		*b = s.ri.readBuiltin(podRequests(pod))
+		s.initPodInfo(&s.podInfos[i], pod)
 		ts := pod.CreationTimestamp.Time
-		keys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID)}
+		s.queueKeys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID)}
 	}
+}
+
+// sortedQueue returns the podInfos readPods made, in podOrder, with their request vectors.
+func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
+	keys := s.queueKeys
 	// Ties on requests and creation time fall back to the pod's UID, namespace and name; the
 	// keys stay small to move.
 	slices.SortFunc(keys, func(a, b queueKey) int {
@@ -270,16 +267,20 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		}
 		return cmp.Compare(a.idx, b.idx)
 	})
-	// The podInfos are laid out in queue order, so that the placement loop walks memory
-	// sequentially.
-	infos := make([]podInfo, len(pods))
 	n := len(s.ri.names)
 	reqs := make(resVec, n*len(pods))
 	queue := make([]*podInfo, len(keys))
 	for k := range keys {
 		i := keys[k].idx
-		p := &infos[k]
-		s.newPodInfo(p, pods[i], &s.podBuiltin[i], reqs[k*n:(k+1)*n:(k+1)*n])
+		p := &s.podInfos[i]
+		req := reqs[k*n : (k+1)*n : (k+1)*n]
+		if b := &s.podBuiltin[i]; b.extra {
+			s.ri.fill(req, podRequests(pods[i]))
+		} else {
+			copy(req, b.v[:])
+		}
+		req[resPods]++
+		p.requests = req
 		queue[k] = p
 	}
 	return queue

@@ -46,10 +46,12 @@ type solver struct {
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
-	keyBuf              []byte // scratch for map keys built per claim or pod
-	podBuiltin          []builtinRequests
-	bits                slab[uint64] // claims' instance-type bitsets (narrow.go)
-	vecs                slab[int64]  // claims' allocatable bounds
+	keyBuf              []byte            // scratch for map keys built per claim or pod
+	podBuiltin          []builtinRequests // by input position
+	podInfos            []podInfo         // by input position
+	queueKeys           []queueKey        // by input position until sortedQueue sorts them
+	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
+	vecs                slab[int64]       // claims' allocatable bounds
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -80,12 +82,10 @@ func newSolver(in *Input) *solver {
 	for _, n := range in.ExistingNodes {
 		s.ri.register(n.Allocatable)
 	}
-	// The pods' requests are read here, once: builtin resources by lookup into podBuiltin,
-	// other names registered (sortedQueue reads those pods' lists again).
-	s.podBuiltin = make([]builtinRequests, len(in.Pods))
-	for i, p := range in.Pods {
-		s.podBuiltin[i] = s.ri.readBuiltin(podRequests(p))
-	}
+	// Every pod is read here, once, in input order: its constraints (podInfo), its requests
+	// (builtin resources by lookup into podBuiltin, other names registered; sortedQueue reads
+	// those pods' lists again) and its queue key.
+	s.readPods(in.Pods)
 	for _, p := range in.DaemonSetPods {
 		s.ri.register(podRequests(p))
 	}
