@@ -178,6 +178,10 @@ func (s *solver) relax(p *podInfo) bool {
 
 // matchedGroups returns the groups counting this pod, testing groups created since last call.
 func (s *solver) matchedGroups(p *podInfo) []*topoGroup {
+	if p.matchedTo == 0 && len(s.groups) > 4 {
+		p.matched = s.groupIdx.appendMatching(p.matched, p.pod)
+		p.matchedTo = len(s.groups)
+	}
 	for ; p.matchedTo < len(s.groups); p.matchedTo++ {
 		if g := s.groups[p.matchedTo]; g.matches(p.pod) {
 			p.matched = append(p.matched, g)

@@ -36,6 +36,7 @@ type solver struct {
 
 	groups     []*topoGroup
 	groupsByID map[string]*topoGroup
+	groupIdx   groupIndex
 	groupBuf   []*topoGroup // scratch for compile
 	ownedAnti  map[*corev1.Pod][]string
 	bound      *boundIndex // bound pods of existing targets by label (see existing.go)

@@ -49,6 +49,7 @@ type topoGroup struct {
 	hostname bool
 	allNS    bool
 	ns       map[string]bool
+	oneNS    string // the only namespace of ns, when it has one (compared without a lookup)
 	selector labels.Selector
 	eq       [][2]string // the selector as key=value pairs, when eqOnly
 	eqOnly   bool
@@ -67,7 +68,11 @@ type topoGroup struct {
 }
 
 func (g *topoGroup) matches(pod *corev1.Pod) bool {
-	if !g.allNS && !g.ns[pod.Namespace] {
+	if g.oneNS != "" {
+		if pod.Namespace != g.oneNS {
+			return false
+		}
+	} else if !g.allNS && !g.ns[pod.Namespace] {
 		return false
 	}
 	if g.eqOnly {
@@ -449,7 +454,13 @@ func (s *solver) group(key []byte, mk func() (*topoGroup, error)) (*topoGroup, e
 	g.hostname = g.key == LabelHostname
 	g.counts = map[string]int32{}
 	g.owners = map[string]int32{}
+	if !g.allNS && len(g.ns) == 1 {
+		for n := range g.ns {
+			g.oneNS = n
+		}
+	}
 	s.groups = append(s.groups, g)
+	s.groupIdx.add(g)
 	s.groupsByID[id] = g
 	if !g.hostname {
 		g.universe = s.universe(g)
