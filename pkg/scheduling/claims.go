@@ -27,6 +27,8 @@ type poolState struct {
 	remaining resVec
 	compat    map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
 	ordered   map[int32][]priced // requirement-set ID → compatible types by price
+	orderOf   map[int32]int32    // requirement-set ID → ID of its ordered list's content
+	orderIDs  map[string]int32   // ordered list content → ID
 	domains   map[string][]string
 	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is
 	// well-known or some instance type of the pool defines it (the node will carry it).
@@ -328,9 +330,21 @@ type claimTypes struct {
 func (s *solver) newClaim(t *target) *NewClaim {
 	c := &NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
 	c.Requests = s.ri.list(t.used)
+	// Without minValues a claim's types depend only on the price order of its requirement
+	// set's compatible types and on its candidates: claims whose requirement sets differ (in
+	// pinned domains, say) but order the types alike share one claimTypes.
+	order := int32(-1)
+	if !s.hasMin[t.reqID] {
+		order = s.orderID(t.pool, t.reqID) // before the key: it uses keyBuf too
+	}
 	key := strconv.AppendInt(s.keyBuf[:0], int64(t.pool.idx), 10)
-	key = append(key, '/')
-	key = strconv.AppendInt(key, int64(t.reqID), 10)
+	if order < 0 {
+		key = append(key, "/r"...)
+		key = strconv.AppendInt(key, int64(t.reqID), 10)
+	} else {
+		key = append(key, "/o"...)
+		key = strconv.AppendInt(key, int64(order), 10)
+	}
 	for _, w := range t.its {
 		key = append(key, '/')
 		key = strconv.AppendUint(key, w, 16)

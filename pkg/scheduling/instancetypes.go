@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -201,6 +202,32 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	})
 	p.ordered[id] = out
 	return out
+}
+
+// orderID gives requirement sets whose ordered lists are equal (same types, same prices, same
+// order) the same small ID.
+func (s *solver) orderID(p *poolState, id int32) int32 {
+	if o, ok := p.orderOf[id]; ok {
+		return o
+	}
+	if p.orderOf == nil {
+		p.orderOf, p.orderIDs = map[int32]int32{}, map[string]int32{}
+	}
+	b := s.keyBuf[:0]
+	for _, pr := range s.ordered(p, id) {
+		b = strconv.AppendInt(b, int64(pr.i), 36)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, math.Float64bits(pr.price), 36)
+		b = append(b, ',')
+	}
+	s.keyBuf = b
+	o, ok := p.orderIDs[string(b)]
+	if !ok {
+		o = int32(len(p.orderIDs))
+		p.orderIDs[string(b)] = o
+	}
+	p.orderOf[id] = o
+	return o
 }
 
 // chooseTypes orders a claim's candidate types by price and keeps the first MaxInstanceTypes,
