@@ -206,7 +206,7 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 		return nil, plan{}, fmt.Errorf("exceeds nodepool limits (nodes: %s)", q.String())
 	}
 	t := &target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: make(resVec, len(s.ri.names))}
-	t.hostname = fmt.Sprintf("%s-placeholder-%d", p.np.Name, s.claimSeq)
+	t.hostname = p.np.Name + "-placeholder-" + strconv.Itoa(s.claimSeq)
 	t.ports = append(t.ports, p.dsPorts...)
 	if p.limited == nil || s.limitsCannotBind(p) {
 		if p.baseAvail == nil {

@@ -144,6 +144,19 @@ func (p *podInfo) hasGroups() bool {
 	return len(p.tscs) > 0 || p.affine || p.repels || len(p.prefAff) > 0 || len(p.prefAnti) > 0
 }
 
+// canRelax reports whether relax would change anything (without changing it).
+func (s *solver) canRelax(p *podInfo) bool {
+	if len(p.terms) > 1 || len(p.prefAff) > 0 || len(p.prefAnti) > 0 || len(p.prefNode) > 0 {
+		return true
+	}
+	for _, c := range p.tscs {
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			return true
+		}
+	}
+	return !p.preferNoScheduleTolerated && s.anyPreferNoSchedule
+}
+
 // relax drops one soft constraint in upstream's order: an extra required node affinity term,
 // then preferred pod affinity, preferred pod anti-affinity, preferred node affinity (heaviest
 // first in each), ScheduleAnyway spread constraints, and finally starts tolerating

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -209,7 +210,8 @@ func (s *solver) place(p *podInfo) error {
 		if err != nil {
 			return err
 		}
-		err = s.placeAttempt(a)
+		// Only the last attempt's error reaches the user: earlier ones are not explained.
+		err = s.placeAttempt(a, !s.canRelax(p))
 		if err == nil {
 			return nil
 		}
@@ -219,7 +221,10 @@ func (s *solver) place(p *podInfo) error {
 	}
 }
 
-func (s *solver) placeAttempt(a *attempt) error {
+// errNotPlaced is placeAttempt's unexplained failure (a relaxation follows).
+var errNotPlaced = errors.New("not placed")
+
+func (s *solver) placeAttempt(a *attempt, explain bool) error {
 	start := s.scanStart(a)
 	// Existing targets without room are skipped through the room index (existing.go).
 	for i := s.nextExisting(a.p.requests, start); i < s.numExisting; i = s.nextExisting(a.p.requests, i+1) {
@@ -243,8 +248,14 @@ func (s *solver) placeAttempt(a *attempt) error {
 			s.commit(a, t, plan)
 			return nil
 		}
+		if !explain {
+			continue
+		}
 		reasons = append(reasons, poolReason{relevance(a.reqs, pool.baseReqs, pool.np.Name, s.wellKnownFn),
 			fmt.Sprintf("incompatible with nodepool %s: %v", pool.np.Name, err)})
+	}
+	if !explain {
+		return errNotPlaced
 	}
 	for _, u := range s.in.UnavailableNodePools {
 		reasons = append(reasons, poolReason{relevance(a.reqs, poolRequirements(&u.NodePool), u.Name, s.wellKnownFn), u.Message})
