@@ -24,10 +24,12 @@ func (s *solver) intern(r Requirements) int32 {
 	if len(r.reqs) == 0 && s.emptyID >= 0 {
 		return s.emptyID // most pods require nothing: no key to render
 	}
-	k := r.String()
-	if id, ok := s.reqIDs[k]; ok {
+	b := r.appendKey(s.internBuf[:0])
+	s.internBuf = b
+	if id, ok := s.reqIDs[string(b)]; ok {
 		return id
 	}
+	k := string(b)
 	id := int32(len(s.reqByID))
 	s.reqIDs[k] = id
 	s.reqByID = append(s.reqByID, r)
@@ -190,16 +192,32 @@ func (s *solver) appendTopologyGroups(out []*topoGroup, p *podInfo) ([]*topoGrou
 			return out, err
 		}
 	}
-	for i := range p.prefAff {
-		if err := add(s.affinityGroup(pod, &p.prefAff[i], kindAffinity)); err != nil {
-			return out, err
+	// Preferred terms are resolved to groups once per pod: relaxation drops them one at a time
+	// and recompiles, and the groups of the terms left do not change.
+	if len(p.prefAff) > 0 && p.prefAffG == nil {
+		gs := make([]*topoGroup, 0, len(p.prefAff))
+		for i := range p.prefAff {
+			g, err := s.affinityGroup(pod, &p.prefAff[i], kindAffinity)
+			if err != nil {
+				return append(out, gs...), err
+			}
+			gs = append(gs, g)
 		}
+		p.prefAffG = gs
 	}
-	for i := range p.prefAnti {
-		if err := add(s.affinityGroup(pod, &p.prefAnti[i], kindAnti)); err != nil {
-			return out, err
+	out = append(out, p.prefAffG...)
+	if len(p.prefAnti) > 0 && p.prefAntiG == nil {
+		gs := make([]*topoGroup, 0, len(p.prefAnti))
+		for i := range p.prefAnti {
+			g, err := s.affinityGroup(pod, &p.prefAnti[i], kindAnti)
+			if err != nil {
+				return append(out, gs...), err
+			}
+			gs = append(gs, g)
 		}
+		p.prefAntiG = gs
 	}
+	out = append(out, p.prefAntiG...)
 	return out, nil
 }
 

@@ -25,7 +25,10 @@ type podInfo struct {
 	prefNode      []Requirements // heaviest first; prefNode[0] is in force
 	prefAff       []corev1.PodAffinityTerm
 	prefAnti      []corev1.PodAffinityTerm
-	tscs          []corev1.TopologySpreadConstraint
+	// prefAffG and prefAntiG are the groups of prefAff and prefAnti, once resolved (compile.go);
+	// relaxation drops from both.
+	prefAffG, prefAntiG []*topoGroup
+	tscs                []corev1.TopologySpreadConstraint
 	// preferNoScheduleTolerated: PreferNoSchedule taints no longer act as hard taints.
 	preferNoScheduleTolerated bool
 	invalid                   error
@@ -169,8 +172,14 @@ func (s *solver) relax(p *podInfo) bool {
 		p.affinityTerms = p.affinityTerms[1:]
 	case len(p.prefAff) > 0:
 		p.prefAff = p.prefAff[1:]
+		if p.prefAffG != nil {
+			p.prefAffG = p.prefAffG[1:]
+		}
 	case len(p.prefAnti) > 0:
 		p.prefAnti = p.prefAnti[1:]
+		if p.prefAntiG != nil {
+			p.prefAntiG = p.prefAntiG[1:]
+		}
 	case len(p.prefNode) > 0:
 		p.prefNode = p.prefNode[1:]
 	default:

@@ -49,6 +49,7 @@ type solver struct {
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
 	keyBuf              []byte            // scratch for map keys built per claim or pod
+	internBuf           []byte            // scratch for intern's keys
 	podBuiltin          []builtinRequests // by input position
 	podInfos            []podInfo         // by input position
 	queueKeys           []queueKey        // by input position until sortedQueue sorts them
