@@ -17,14 +17,14 @@
 # 3. Dumps our benchmark input (400 instance types, the pods) as JSON and runs upstream's
 #    scheduler on exactly that, printing both solvers' node count and total $/h.
 #
-# SIZES (default 1000,2000,5000,10000,20000) picks the sizes; PREF_MODES (default "respect
+# SIZES (default 1000,2000,5000,10000,20000; "" for none) picks the sizes; PREF_MODES (default "respect
 # ignore") the preference workloads ("" for none; upstream's own benchmark has them at 4,000
 # pods only, PREFS sets the count for step 3); SAME_INPUT=0 skips step 3. On an idle 2-core
 # machine upstream takes about 10 minutes for everything (20,000 pods alone ~100 s per solve,
 # 4,000 pods with preferences respected ~130 s); on a loaded one, many times that.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SIZES=${SIZES:-1000,2000,5000,10000,20000}
+SIZES=${SIZES-1000,2000,5000,10000,20000}
 PREFS=${PREFS:-4000}
 PREF_MODES=${PREF_MODES-respect ignore}
 SAME_INPUT=${SAME_INPUT:-1}

@@ -2,7 +2,7 @@ package scheduling
 
 import (
 	"fmt"
-	"strings"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -17,7 +17,7 @@ type poolState struct {
 	its       []*InstanceType
 	alloc     []resVec // allocatable minus daemonset overhead
 	baseMin   resVec   // minAlloc of the base compatible types (shared by new claims)
-	fit       *fitIndex
+	fit       *fitTable
 	overhead  []resVec // daemonset overhead per instance type
 	capacity  []resVec
 	dsPorts   []hostPort
@@ -27,6 +27,8 @@ type poolState struct {
 	remaining resVec
 	compat    map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
 	ordered   map[int32][]priced // requirement-set ID → compatible types by price
+	orderOf   map[int32]int32    // requirement-set ID → ID of its ordered list's content
+	orderIDs  map[string]int32   // ordered list content → ID
 	domains   map[string][]string
 	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is
 	// well-known or some instance type of the pool defines it (the node will carry it).
@@ -98,9 +100,15 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 		}
 		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), ports: podHostPorts(ds)})
 	}
+	var prevKeys []Requirement
 	for _, it := range its {
-		for _, r := range it.Requirements.All() {
-			pp.itKeys[r.Key] = true
+		// Types of one provider mostly carry the same keys: skip the map when a type's keys
+		// are the previous type's.
+		if keys := it.Requirements.All(); !sameKeys(keys, prevKeys) {
+			for _, r := range keys {
+				pp.itKeys[r.Key] = true
+			}
+			prevKeys = keys
 		}
 		for _, o := range it.Offerings {
 			for _, r := range o.Requirements.All() {
@@ -116,16 +124,22 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 	pp.capacity = make([]resVec, len(its))
 	for i, it := range its {
 		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
-		for name, q := range it.Capacity {
-			if pos, ok := s.ri.pos[name]; ok {
-				capv[pos] = quantityValue(name, q)
-			}
-		}
+		s.ri.fill(capv, it.Capacity)
 		copy(alloc, capv)
-		for name, q := range it.Overhead {
-			if pos, ok := s.ri.pos[name]; ok && it.Capacity != nil {
-				if _, has := it.Capacity[name]; has {
-					alloc[pos] -= quantityValue(name, q)
+		if builtinOnly(it.Overhead) {
+			for r, name := range builtinNames {
+				if q, ok := it.Overhead[name]; ok {
+					if _, has := it.Capacity[name]; has {
+						alloc[r] -= quantityValue(name, q)
+					}
+				}
+			}
+		} else {
+			for name, q := range it.Overhead {
+				if pos, ok := s.ri.pos[name]; ok && it.Capacity != nil {
+					if _, has := it.Capacity[name]; has {
+						alloc[pos] -= quantityValue(name, q)
+					}
 				}
 			}
 		}
@@ -147,6 +161,19 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 		}
 	}
 	return pp
+}
+
+// sameKeys reports whether two key-sorted requirement lists constrain the same keys.
+func sameKeys(a, b []Requirement) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i].Key != b[i].Key {
+			return false
+		}
+	}
+	return true
 }
 
 // poolRequirements are the labels every node of the pool has or may have: the pool's
@@ -179,7 +206,7 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 		return nil, plan{}, fmt.Errorf("exceeds nodepool limits (nodes: %s)", q.String())
 	}
 	t := &target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: make(resVec, len(s.ri.names))}
-	t.hostname = fmt.Sprintf("%s-placeholder-%d", p.np.Name, s.claimSeq)
+	t.hostname = p.np.Name + "-placeholder-" + strconv.Itoa(s.claimSeq)
 	t.ports = append(t.ports, p.dsPorts...)
 	if p.limited == nil || s.limitsCannotBind(p) {
 		if p.baseAvail == nil {
@@ -303,15 +330,30 @@ type claimTypes struct {
 func (s *solver) newClaim(t *target) *NewClaim {
 	c := &NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
 	c.Requests = s.ri.list(t.used)
-	var key strings.Builder
-	fmt.Fprintf(&key, "%d/%d", t.pool.idx, t.reqID)
-	for _, w := range t.its {
-		fmt.Fprintf(&key, "/%x", w)
+	// Without minValues a claim's types depend only on the price order of its requirement
+	// set's compatible types and on its candidates: claims whose requirement sets differ (in
+	// pinned domains, say) but order the types alike share one claimTypes.
+	order := int32(-1)
+	if !s.hasMin[t.reqID] {
+		order = s.orderID(t.pool, t.reqID) // before the key: it uses keyBuf too
 	}
-	ct, ok := s.claimTypes[key.String()]
+	key := strconv.AppendInt(s.keyBuf[:0], int64(t.pool.idx), 10)
+	if order < 0 {
+		key = append(key, "/r"...)
+		key = strconv.AppendInt(key, int64(t.reqID), 10)
+	} else {
+		key = append(key, "/o"...)
+		key = strconv.AppendInt(key, int64(order), 10)
+	}
+	for _, w := range t.its {
+		key = append(key, '/')
+		key = strconv.AppendUint(key, w, 16)
+	}
+	s.keyBuf = key
+	ct, ok := s.claimTypes[string(key)]
 	if !ok {
 		ct = s.chooseTypes(t)
-		s.claimTypes[key.String()] = ct
+		s.claimTypes[string(key)] = ct
 	}
 	c.InstanceTypes, c.Price, c.DaemonSetOverhead = ct.its, ct.price, ct.overhead
 	c.Requirements = t.reqs.With(Requirement{Key: LabelInstanceType, values: ct.names})

@@ -21,10 +21,15 @@ type pinKey struct {
 
 // intern gives equal requirement sets the same small ID, the key of every cache.
 func (s *solver) intern(r Requirements) int32 {
-	k := r.String()
-	if id, ok := s.reqIDs[k]; ok {
+	if len(r.reqs) == 0 && s.emptyID >= 0 {
+		return s.emptyID // most pods require nothing: no key to render
+	}
+	b := r.appendKey(s.internBuf[:0])
+	s.internBuf = b
+	if id, ok := s.reqIDs[string(b)]; ok {
 		return id
 	}
+	k := string(b)
 	id := int32(len(s.reqByID))
 	s.reqIDs[k] = id
 	s.reqByID = append(s.reqByID, r)
@@ -35,6 +40,9 @@ func (s *solver) intern(r Requirements) int32 {
 		}
 	}
 	s.hasMin = append(s.hasMin, hm)
+	if len(r.reqs) == 0 {
+		s.emptyID = id
+	}
 	return id
 }
 
@@ -98,7 +106,10 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		s.refresh(p.compiled)
 		return p.compiled, nil
 	}
-	a := &attempt{p: p, reqs: p.terms[0]}
+	// The attempt lives in the podInfo: recompiling after a relaxation reuses it.
+	a := &p.att
+	own := a.own[:0]
+	*a = attempt{p: p, reqs: p.terms[0], own: own}
 	if len(p.prefNode) > 0 {
 		a.reqs = a.reqs.Intersect(p.prefNode[0])
 	}
@@ -106,22 +117,42 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	if r, ok := a.reqs.Get(LabelHostname); ok {
 		a.hostReq = &r
 	}
-	pod := p.pod
-	groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
-	s.groupBuf = groups
-	if err != nil {
-		return nil, err
+	if p.hasGroups() {
+		pod := p.pod
+		groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
+		s.groupBuf = groups
+		if err != nil {
+			return nil, err
+		}
+		for _, g := range groups {
+			a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
+		}
 	}
-	for _, g := range groups {
-		a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
-	}
-	a.poolErr = make([]error, len(s.pools))
-	for i, pool := range s.pools {
-		a.poolErr[i] = ToleratesTaints(pod.Spec.Tolerations, pool.np.Taints, !p.preferNoScheduleTolerated)
-	}
+	a.poolErr = s.poolErrors(p.tols, p.preferNoScheduleTolerated)
 	s.refresh(a)
 	p.compiled = a
 	return a, nil
+}
+
+// poolErrors is, per pool, whether pods with these tolerations are kept off it by its taints.
+// Pods without tolerations (most) share one read-only slice per preferNoSchedule mode.
+func (s *solver) poolErrors(tols []corev1.Toleration, preferNoScheduleTolerated bool) []error {
+	shared := len(tols) == 0
+	mode := 0
+	if preferNoScheduleTolerated {
+		mode = 1
+	}
+	if shared && s.noTolPoolErr[mode] != nil {
+		return s.noTolPoolErr[mode]
+	}
+	out := make([]error, len(s.pools))
+	for i, pool := range s.pools {
+		out[i] = ToleratesTaints(tols, pool.np.Taints, !preferNoScheduleTolerated)
+	}
+	if shared {
+		s.noTolPoolErr[mode] = out
+	}
+	return out
 }
 
 // appendTopologyGroups appends to out the groups of the pod's topology constraints in force
@@ -147,7 +178,8 @@ func (s *solver) appendTopologyGroups(out []*topoGroup, p *podInfo) ([]*topoGrou
 	}
 	// p.affine and p.repels were read from the pod once: most pods have neither, and the pod
 	// itself is no longer in cache when the queue is compiled.
-	if aff := pod.Spec.Affinity; p.affine {
+	if p.affine {
+		aff := pod.Spec.Affinity
 		for i := range aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
 			if err := add(s.affinityGroup(pod, &aff.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution[i], kindAffinity)); err != nil {
 				return out, err
@@ -163,16 +195,32 @@ func (s *solver) appendTopologyGroups(out []*topoGroup, p *podInfo) ([]*topoGrou
 			return out, err
 		}
 	}
-	for i := range p.prefAff {
-		if err := add(s.affinityGroup(pod, &p.prefAff[i], kindAffinity)); err != nil {
-			return out, err
+	// Preferred terms are resolved to groups once per pod: relaxation drops them one at a time
+	// and recompiles, and the groups of the terms left do not change.
+	if len(p.prefAff) > 0 && p.prefAffG == nil {
+		gs := make([]*topoGroup, 0, len(p.prefAff))
+		for i := range p.prefAff {
+			g, err := s.affinityGroup(pod, &p.prefAff[i], kindAffinity)
+			if err != nil {
+				return append(out, gs...), err
+			}
+			gs = append(gs, g)
 		}
+		p.prefAffG = gs
 	}
-	for i := range p.prefAnti {
-		if err := add(s.affinityGroup(pod, &p.prefAnti[i], kindAnti)); err != nil {
-			return out, err
+	out = append(out, p.prefAffG...)
+	if len(p.prefAnti) > 0 && p.prefAntiG == nil {
+		gs := make([]*topoGroup, 0, len(p.prefAnti))
+		for i := range p.prefAnti {
+			g, err := s.affinityGroup(pod, &p.prefAnti[i], kindAnti)
+			if err != nil {
+				return append(out, gs...), err
+			}
+			gs = append(gs, g)
 		}
+		p.prefAntiG = gs
 	}
+	out = append(out, p.prefAntiG...)
 	return out, nil
 }
 

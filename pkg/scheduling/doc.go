@@ -26,7 +26,11 @@
 //   - keeping each claim's candidate instance types as a bitset plus the componentwise maximum
 //     of their allocatable resources, which rejects most claims without touching a type;
 //   - maintaining topology counts incrementally per group of identical constraints (hostname
-//     groups in arrays indexed by target), instead of recounting per pod.
+//     groups in arrays indexed by target), instead of recounting per pod;
+//   - narrowing a claim's types by resources through a per-pool sorted table (narrow.go), and
+//     finding the groups that count a pod through an index by selector pair (groupindex.go);
+//   - reading every pod once, in input order, with no allocation per pod (slabs for podInfos
+//     and request vectors), and compiling only what a pod has: most pods have no constraint.
 //
 // Predicting Solve. Placement (placement.go) compiles the same constraints with the same
 // functions for callers that must predict Solve without running it on the whole cluster:

@@ -1,9 +1,12 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
 	"math"
-	"sort"
+	"slices"
+	"strconv"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -24,12 +27,14 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	}
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
+	itReq, constrainsType := reqs.Get(LabelInstanceType)
+	oc := newOfferingCheck(reqs)
 	for i, it := range p.its {
-		if !reqs.Has(LabelInstanceType, it.Name) || it.Requirements.Intersects(reqs) != nil {
+		if (constrainsType && !itReq.Has(it.Name)) || it.Requirements.Intersects(reqs) != nil {
 			continue
 		}
 		for oi := range it.Offerings {
-			if it.Offerings[oi].compatible(reqs) {
+			if oc.compatible(&it.Offerings[oi]) {
 				b.set(i)
 				break
 			}
@@ -58,15 +63,15 @@ func (s *solver) types(t *target, id int32, req resVec) (bitset, resVec, bool) {
 		}
 		return t.its, t.minAvail, true
 	}
-	out := make(bitset, len(t.its))
+	out := bitset(s.bits.take(len(t.its)))
 	for wi := range out {
 		out[wi] = t.its[wi] & compat[wi]
 	}
 	if t.pool.fit == nil {
-		t.pool.fit = newFitIndex(t.pool.alloc, len(s.ri.names))
+		t.pool.fit = newFitTable(t.pool.alloc, len(s.ri.names))
 	}
-	low := t.pool.fit.narrow(t.pool.alloc, out, t.used, req)
-	if low == nil {
+	low := resVec(s.vecs.take(len(t.used)))
+	if !narrowTypes(t.pool.fit, t.pool.alloc, out, t.used, req, low) {
 		return nil, nil, false
 	}
 	if s.hasMin[id] && s.opts.MinValuesPolicy == MinValuesPolicyStrict {
@@ -136,7 +141,7 @@ func (p *poolState) nameOrder() []int {
 		for i := range p.byName {
 			p.byName[i] = i
 		}
-		sort.SliceStable(p.byName, func(a, b int) bool { return p.its[p.byName[a]].Name < p.its[p.byName[b]].Name })
+		slices.SortStableFunc(p.byName, func(a, b int) int { return strings.Compare(p.its[a].Name, p.its[b].Name) })
 	}
 	return p.byName
 }
@@ -176,26 +181,53 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	if o, ok := p.ordered[id]; ok {
 		return o
 	}
-	reqs := s.reqByID[id]
-	var out []priced
-	s.compatible(p, id).forEach(func(i int) {
+	oc := newOfferingCheck(s.reqByID[id])
+	compat := s.compatible(p, id)
+	out := make([]priced, 0, compat.count())
+	compat.forEach(func(i int) {
 		best := math.Inf(1)
 		for oi := range p.its[i].Offerings {
 			o := &p.its[i].Offerings[oi]
-			if o.compatible(reqs) && o.Price < best {
+			if o.Price < best && oc.compatible(o) {
 				best = o.Price
 			}
 		}
 		out = append(out, priced{i: i, price: best})
 	})
-	sort.SliceStable(out, func(a, b int) bool {
-		if out[a].price != out[b].price {
-			return out[a].price < out[b].price
+	slices.SortStableFunc(out, func(a, b priced) int {
+		if a.price != b.price {
+			return cmp.Compare(a.price, b.price)
 		}
-		return p.its[out[a].i].Name < p.its[out[b].i].Name
+		return strings.Compare(p.its[a.i].Name, p.its[b.i].Name)
 	})
 	p.ordered[id] = out
 	return out
+}
+
+// orderID gives requirement sets whose ordered lists are equal (same types, same prices, same
+// order) the same small ID.
+func (s *solver) orderID(p *poolState, id int32) int32 {
+	if o, ok := p.orderOf[id]; ok {
+		return o
+	}
+	if p.orderOf == nil {
+		p.orderOf, p.orderIDs = map[int32]int32{}, map[string]int32{}
+	}
+	b := s.keyBuf[:0]
+	for _, pr := range s.ordered(p, id) {
+		b = strconv.AppendInt(b, int64(pr.i), 36)
+		b = append(b, ':')
+		b = strconv.AppendUint(b, math.Float64bits(pr.price), 36)
+		b = append(b, ',')
+	}
+	s.keyBuf = b
+	o, ok := p.orderIDs[string(b)]
+	if !ok {
+		o = int32(len(p.orderIDs))
+		p.orderIDs[string(b)] = o
+	}
+	p.orderOf[id] = o
+	return o
 }
 
 // chooseTypes orders a claim's candidate types by price and keeps the first MaxInstanceTypes,
@@ -272,4 +304,26 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 	}
 	ct.names = dedupSorted(ct.names)
 	return ct
+}
+
+// offeringCheck is Offering.compatible with the requirement set's zone and capacity-type
+// requirements looked up once, for loops over every offering of a pool.
+type offeringCheck struct {
+	reqs           Requirements
+	zone, ct       Requirement
+	hasZone, hasCT bool
+}
+
+func newOfferingCheck(reqs Requirements) offeringCheck {
+	oc := offeringCheck{reqs: reqs}
+	oc.zone, oc.hasZone = reqs.Get(LabelZone)
+	oc.ct, oc.hasCT = reqs.Get(LabelCapacityType)
+	return oc
+}
+
+func (oc *offeringCheck) compatible(o *Offering) bool {
+	if !o.Available || (oc.hasZone && !oc.zone.Has(o.Zone)) || (oc.hasCT && !oc.ct.Has(o.CapacityType)) {
+		return false
+	}
+	return o.Requirements.Len() == 0 || oc.reqs.Intersects(o.Requirements) == nil
 }

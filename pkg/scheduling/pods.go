@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -13,6 +14,7 @@ import (
 // still in force. Relaxation removes soft constraints one at a time.
 type podInfo struct {
 	pod      *corev1.Pod
+	tols     []corev1.Toleration // pod.Spec.Tolerations, read while the pod is in cache
 	requests resVec
 	ports    []hostPort
 	// terms are the required alternatives (nodeSelector ∧ one node affinity term ∧ one volume
@@ -23,29 +25,25 @@ type podInfo struct {
 	prefNode      []Requirements // heaviest first; prefNode[0] is in force
 	prefAff       []corev1.PodAffinityTerm
 	prefAnti      []corev1.PodAffinityTerm
-	tscs          []corev1.TopologySpreadConstraint
+	// prefAffG and prefAntiG are the groups of prefAff and prefAnti, once resolved (compile.go);
+	// relaxation drops from both.
+	prefAffG, prefAntiG []*topoGroup
+	tscs                []corev1.TopologySpreadConstraint
 	// preferNoScheduleTolerated: PreferNoSchedule taints no longer act as hard taints.
 	preferNoScheduleTolerated bool
 	invalid                   error
 
-	repels    bool         // has required anti-affinity: owns groups that repel other pods
-	affine    bool         // has required pod affinity
-	compiled  *attempt     // constraints in force, compiled; reset by relax
+	repels    bool     // has required anti-affinity: owns groups that repel other pods
+	affine    bool     // has required pod affinity
+	compiled  *attempt // constraints in force, compiled (&att); reset by relax
+	att       attempt
 	matched   []*topoGroup // groups whose selector counts this pod
 	matchedTo int          // s.groups[:matchedTo] have been tested
 }
 
-func (s *solver) newPodInfo(pod *corev1.Pod) *podInfo {
-	p := &podInfo{}
-	s.initPodInfo(p, pod)
-	p.requests = s.ri.vec(podRequests(pod))
-	p.requests[resPods]++
-	return p
-}
-
 // initPodInfo fills in everything but the requests.
 func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
-	p.pod, p.ports = pod, podHostPorts(pod)
+	p.pod, p.ports, p.tols = pod, podHostPorts(pod), pod.Spec.Tolerations
 	p.repels = len(repelling(pod)) > 0
 	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
 		p.affine = len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
@@ -53,7 +51,10 @@ func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 	ignore := s.opts.PreferencePolicy == PreferencePolicyIgnore
 	p.preferNoScheduleTolerated = ignore
 
-	base := FromLabels(pod.Spec.NodeSelector)
+	var base Requirements
+	if len(pod.Spec.NodeSelector) > 0 {
+		base = FromLabels(pod.Spec.NodeSelector)
+	}
 	var terms []Requirements
 	if a := pod.Spec.Affinity; a != nil && a.NodeAffinity != nil {
 		na := a.NodeAffinity
@@ -77,7 +78,11 @@ func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 		}
 	}
 	if len(terms) == 0 {
-		terms = []Requirements{base}
+		if base.Len() == 0 {
+			terms = noTerms // shared: relaxation only reslices terms
+		} else {
+			terms = []Requirements{base}
+		}
 	}
 	vol, err := s.volumes.requirements(pod)
 	if err != nil {
@@ -104,13 +109,27 @@ func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
 			p.prefAnti = weighted(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 		}
 	}
-	for _, c := range pod.Spec.TopologySpreadConstraints {
-		if ignore && c.WhenUnsatisfiable == corev1.ScheduleAnyway {
-			continue
+	// The pod's own slice is shared unless some constraint is dropped (relax copies before
+	// removing one).
+	p.tscs = pod.Spec.TopologySpreadConstraints
+	if ignore {
+		for i := range p.tscs {
+			if p.tscs[i].WhenUnsatisfiable == corev1.ScheduleAnyway {
+				p.tscs = nil
+				for _, c := range pod.Spec.TopologySpreadConstraints {
+					if c.WhenUnsatisfiable != corev1.ScheduleAnyway {
+						p.tscs = append(p.tscs, c)
+					}
+				}
+				break
+			}
 		}
-		p.tscs = append(p.tscs, c)
 	}
 }
+
+// noTerms is the terms of a pod without node selector, required node affinity or volume
+// topology: one empty alternative.
+var noTerms = []Requirements{{}}
 
 func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
 	ts = append([]corev1.WeightedPodAffinityTerm(nil), ts...)
@@ -120,6 +139,25 @@ func weighted(ts []corev1.WeightedPodAffinityTerm) []corev1.PodAffinityTerm {
 		out[i] = ts[i].PodAffinityTerm
 	}
 	return out
+}
+
+// hasGroups reports whether the pod has constraints in force that are topology groups (see
+// appendTopologyGroups); most pods have none.
+func (p *podInfo) hasGroups() bool {
+	return len(p.tscs) > 0 || p.affine || p.repels || len(p.prefAff) > 0 || len(p.prefAnti) > 0
+}
+
+// canRelax reports whether relax would change anything (without changing it).
+func (s *solver) canRelax(p *podInfo) bool {
+	if len(p.terms) > 1 || len(p.prefAff) > 0 || len(p.prefAnti) > 0 || len(p.prefNode) > 0 {
+		return true
+	}
+	for _, c := range p.tscs {
+		if c.WhenUnsatisfiable == corev1.ScheduleAnyway {
+			return true
+		}
+	}
+	return !p.preferNoScheduleTolerated && s.anyPreferNoSchedule
 }
 
 // relax drops one soft constraint in upstream's order: an extra required node affinity term,
@@ -134,8 +172,14 @@ func (s *solver) relax(p *podInfo) bool {
 		p.affinityTerms = p.affinityTerms[1:]
 	case len(p.prefAff) > 0:
 		p.prefAff = p.prefAff[1:]
+		if p.prefAffG != nil {
+			p.prefAffG = p.prefAffG[1:]
+		}
 	case len(p.prefAnti) > 0:
 		p.prefAnti = p.prefAnti[1:]
+		if p.prefAntiG != nil {
+			p.prefAntiG = p.prefAntiG[1:]
+		}
 	case len(p.prefNode) > 0:
 		p.prefNode = p.prefNode[1:]
 	default:
@@ -156,6 +200,10 @@ func (s *solver) relax(p *podInfo) bool {
 
 // matchedGroups returns the groups counting this pod, testing groups created since last call.
 func (s *solver) matchedGroups(p *podInfo) []*topoGroup {
+	if p.matchedTo == 0 && len(s.groups) > 4 {
+		p.matched = s.groupIdx.appendMatching(p.matched, p.pod)
+		p.matchedTo = len(s.groups)
+	}
 	for ; p.matchedTo < len(s.groups); p.matchedTo++ {
 		if g := s.groups[p.matchedTo]; g.matches(p.pod) {
 			p.matched = append(p.matched, g)
@@ -194,24 +242,34 @@ func queueLess(aCPU, aMem int64, a *corev1.Pod, bCPU, bMem int64, b *corev1.Pod)
 // queueKey is podOrder's sort key copied out of the pod, so that sorting compares flat
 // values instead of chasing pointers into every pod.
 type queueKey struct {
-	cpu, mem      int64
-	sec           int64
-	nsec          int32
-	idx           int
-	uid, ns, name string
-	p             *podInfo
+	cpu, mem int64
+	sec      int64
+	nsec     int32
+	idx      int32
+	uid      string // the usual last tie-break, kept here to spare a pointer chase
 }
 
 // sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
 // so an unstable sort gives the stable order.
-func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
-	keys := make([]queueKey, len(pods))
+// readPods fills podInfos, podBuiltin and queueKeys from the pods (see newSolver).
+func (s *solver) readPods(pods []*corev1.Pod) {
+	s.podBuiltin = make([]builtinRequests, len(pods))
+	s.podInfos = make([]podInfo, len(pods))
+	s.queueKeys = make([]queueKey, len(pods))
 	for i, pod := range pods {
-		p := s.newPodInfo(pod)
+		b := &s.podBuiltin[i]
+		*b = s.ri.readBuiltin(podRequests(pod))
+		s.initPodInfo(&s.podInfos[i], pod)
 		ts := pod.CreationTimestamp.Time
-		keys[i] = queueKey{idx: i, cpu: p.requests[resCPU], mem: p.requests[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()),
-			uid: string(pod.UID), ns: pod.Namespace, name: pod.Name, p: p}
+		s.queueKeys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID)}
 	}
+}
+
+// sortedQueue returns the podInfos readPods made, in podOrder, with their request vectors.
+func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
+	keys := s.queueKeys
+	// Ties on requests and creation time fall back to the pod's UID, namespace and name; the
+	// keys stay small to move.
 	slices.SortFunc(keys, func(a, b queueKey) int {
 		switch {
 		case a.cpu != b.cpu:
@@ -223,20 +281,33 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 		case a.nsec != b.nsec:
 			return cmp.Compare(a.nsec, b.nsec)
 		}
-		if c := cmp.Compare(a.uid, b.uid); c != 0 {
+		if c := strings.Compare(a.uid, b.uid); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.ns, b.ns); c != 0 {
+		pa, pb := pods[a.idx], pods[b.idx]
+		if c := cmp.Compare(pa.Namespace, pb.Namespace); c != 0 {
 			return c
 		}
-		if c := cmp.Compare(a.name, b.name); c != 0 {
+		if c := cmp.Compare(pa.Name, pb.Name); c != 0 {
 			return c
 		}
 		return cmp.Compare(a.idx, b.idx)
 	})
+	n := len(s.ri.names)
+	reqs := make(resVec, n*len(pods))
 	queue := make([]*podInfo, len(keys))
-	for i := range keys {
-		queue[i] = keys[i].p
+	for k := range keys {
+		i := keys[k].idx
+		p := &s.podInfos[i]
+		req := reqs[k*n : (k+1)*n : (k+1)*n]
+		if b := &s.podBuiltin[i]; b.extra {
+			s.ri.fill(req, podRequests(pods[i]))
+		} else {
+			copy(req, b.v[:])
+		}
+		req[resPods]++
+		p.requests = req
+		queue[k] = p
 	}
 	return queue
 }

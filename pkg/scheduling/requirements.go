@@ -644,3 +644,63 @@ func (rs Requirements) writeTo(b *strings.Builder) {
 		r.writeTo(b)
 	}
 }
+
+// appendKey appends String's rendering to b without building a string (interning looks the
+// bytes up first and keeps a string only for a new set).
+func (rs Requirements) appendKey(b []byte) []byte {
+	for i := range rs.reqs {
+		r := &rs.reqs[i]
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, r.Key...)
+		b = append(b, ' ')
+		b = r.appendKey(b)
+	}
+	return b
+}
+
+func (r *Requirement) appendKey(b []byte) []byte {
+	values := func(b []byte) []byte {
+		for i, v := range r.values {
+			if i > 0 {
+				b = append(b, ' ')
+			}
+			b = append(b, v...)
+		}
+		return b
+	}
+	switch op := r.Operator(); op {
+	case corev1.NodeSelectorOpIn, corev1.NodeSelectorOpNotIn:
+		b = append(b, op...)
+		b = append(b, " ["...)
+		b = values(b)
+		b = append(b, ']')
+	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt:
+		sep := false
+		if r.hasGt {
+			b = append(b, "Gt "...)
+			b = strconv.AppendInt(b, r.gt, 10)
+			sep = true
+		}
+		if r.hasLt {
+			if sep {
+				b = append(b, ' ')
+			}
+			b = append(b, "Lt "...)
+			b = strconv.AppendInt(b, r.lt, 10)
+		}
+		if len(r.values) > 0 {
+			b = append(b, " NotIn ["...)
+			b = values(b)
+			b = append(b, ']')
+		}
+	default:
+		b = append(b, op...)
+	}
+	if r.MinValues != nil {
+		b = append(b, " minValues "...)
+		b = strconv.AppendInt(b, int64(*r.MinValues), 10)
+	}
+	return b
+}

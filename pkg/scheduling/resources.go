@@ -106,9 +106,61 @@ func (ri *resourceIndex) add(n corev1.ResourceName) int {
 }
 
 func (ri *resourceIndex) register(l corev1.ResourceList) {
+	if builtinOnly(l) {
+		return // every name already has a position: no map iteration
+	}
 	for n := range l {
 		ri.add(n)
 	}
+}
+
+// builtinRequests is a resource list's builtin resources; extra marks a list naming others.
+type builtinRequests struct {
+	v     [numBuiltinResources]int64
+	extra bool
+}
+
+// readBuiltin reads l's builtin resources by lookup and registers any other name it has.
+func (ri *resourceIndex) readBuiltin(l corev1.ResourceList) builtinRequests {
+	var b builtinRequests
+	found := 0
+	for i, n := range builtinNames {
+		if found == len(l) {
+			return b
+		}
+		if q, ok := l[n]; ok {
+			b.v[i] = quantityValue(n, q)
+			found++
+		}
+	}
+	if found < len(l) {
+		b.extra = true
+		for n := range l {
+			ri.add(n)
+		}
+	}
+	return b
+}
+
+// builtinNames are the names every resourceIndex starts with, in position order.
+var builtinNames = [numBuiltinResources]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourcePods, corev1.ResourceEphemeralStorage}
+
+// builtinOnly reports whether l names only builtin resources. Lookups in a small map are much
+// cheaper than iterating it, and nearly every pod and instance type names only these.
+func builtinOnly(l corev1.ResourceList) bool {
+	if len(l) > numBuiltinResources {
+		return false
+	}
+	found := 0
+	for _, n := range builtinNames {
+		if found == len(l) {
+			break
+		}
+		if _, ok := l[n]; ok {
+			found++
+		}
+	}
+	return found == len(l)
 }
 
 // resVec is a dense resource vector indexed by a resourceIndex.
@@ -116,6 +168,28 @@ type resVec []int64
 
 func (ri *resourceIndex) vec(l corev1.ResourceList) resVec {
 	v := make(resVec, len(ri.names))
+	ri.fill(v, l)
+	return v
+}
+
+// fill writes l into v (zeroed, len(ri.names)), by lookups of the builtin names when those are
+// all l has (the common case), otherwise by iterating l.
+func (ri *resourceIndex) fill(v resVec, l corev1.ResourceList) {
+	if len(l) <= numBuiltinResources {
+		found := 0
+		for i, n := range builtinNames {
+			if found == len(l) {
+				return
+			}
+			if q, ok := l[n]; ok {
+				v[i] = quantityValue(n, q)
+				found++
+			}
+		}
+		if found == len(l) {
+			return
+		}
+	}
 	for n, q := range l {
 		p, ok := ri.pos[n]
 		if !ok {
@@ -123,7 +197,6 @@ func (ri *resourceIndex) vec(l corev1.ResourceList) resVec {
 		}
 		v[p] = quantityValue(n, q)
 	}
-	return v
 }
 
 func quantityValue(n corev1.ResourceName, q resource.Quantity) int64 {

@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -28,6 +29,7 @@ type solver struct {
 	claimSeq    int
 
 	reqIDs  map[string]int32
+	emptyID int32 // ID of the empty requirement set, -1 until interned
 	reqByID []Requirements
 	hasMin  []bool
 	compat  map[[2]int32]compatResult
@@ -35,15 +37,24 @@ type solver struct {
 
 	groups     []*topoGroup
 	groupsByID map[string]*topoGroup
+	groupIdx   groupIndex
 	groupBuf   []*topoGroup // scratch for compile
 	ownedAnti  map[*corev1.Pod][]string
 	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
 	room       *roomIndex  // free capacity of existing targets (see existing.go)
 
+	noTolPoolErr        [2][]error // poolErrors for pods without tolerations, by preferNoSchedule mode
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
+	keyBuf              []byte            // scratch for map keys built per claim or pod
+	internBuf           []byte            // scratch for intern's keys
+	podBuiltin          []builtinRequests // by input position
+	podInfos            []podInfo         // by input position
+	queueKeys           []queueKey        // by input position until sortedQueue sorts them
+	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
+	vecs                slab[int64]       // claims' allocatable bounds
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -74,9 +85,10 @@ func newSolver(in *Input) *solver {
 	for _, n := range in.ExistingNodes {
 		s.ri.register(n.Allocatable)
 	}
-	for _, p := range in.Pods {
-		s.ri.register(podRequests(p))
-	}
+	// Every pod is read here, once, in input order: its constraints (podInfo), its requests
+	// (builtin resources by lookup into podBuiltin, other names registered; sortedQueue reads
+	// those pods' lists again) and its queue key.
+	s.readPods(in.Pods)
 	for _, p := range in.DaemonSetPods {
 		s.ri.register(podRequests(p))
 	}
@@ -109,6 +121,7 @@ func newBareSolver(in *Input) *solver {
 		opts:       in.Options,
 		ri:         newResourceIndex(),
 		reqIDs:     map[string]int32{},
+		emptyID:    -1,
 		compat:     map[[2]int32]compatResult{},
 		pins:       map[pinKey]int32{},
 		groupsByID: map[string]*topoGroup{},
@@ -144,7 +157,7 @@ func (s *solver) run() {
 	// Create every group up front, so that a pod counted by a group is pinned to a domain of
 	// that group's key whenever it lands, even if it is placed before the constrained pods.
 	for _, p := range queue {
-		if p.invalid == nil {
+		if p.invalid == nil && p.hasGroups() {
 			_, _ = s.compile(p)
 		}
 	}
@@ -156,7 +169,7 @@ func (s *solver) run() {
 			if err := s.place(p); err != nil {
 				s.errors[p.pod] = err
 				failed = append(failed, p)
-			} else {
+			} else if len(s.errors) > 0 {
 				delete(s.errors, p.pod)
 			}
 		}
@@ -177,7 +190,8 @@ func (s *solver) place(p *podInfo) error {
 		if err != nil {
 			return err
 		}
-		err = s.placeAttempt(a)
+		// Only the last attempt's error reaches the user: earlier ones are not explained.
+		err = s.placeAttempt(a, !s.canRelax(p))
 		if err == nil {
 			return nil
 		}
@@ -187,7 +201,10 @@ func (s *solver) place(p *podInfo) error {
 	}
 }
 
-func (s *solver) placeAttempt(a *attempt) error {
+// errNotPlaced is placeAttempt's unexplained failure (a relaxation follows).
+var errNotPlaced = errors.New("not placed")
+
+func (s *solver) placeAttempt(a *attempt, explain bool) error {
 	start := s.scanStart(a)
 	// Existing targets without room are skipped through the room index (existing.go).
 	for i := s.nextExisting(a.p.requests, start); i < s.numExisting; i = s.nextExisting(a.p.requests, i+1) {
@@ -211,8 +228,14 @@ func (s *solver) placeAttempt(a *attempt) error {
 			s.commit(a, t, plan)
 			return nil
 		}
+		if !explain {
+			continue
+		}
 		reasons = append(reasons, poolReason{relevance(a.reqs, pool.baseReqs, pool.np.Name, s.wellKnownFn),
 			fmt.Sprintf("incompatible with nodepool %s: %v", pool.np.Name, err)})
+	}
+	if !explain {
+		return errNotPlaced
 	}
 	for _, u := range s.in.UnavailableNodePools {
 		reasons = append(reasons, poolReason{relevance(a.reqs, poolRequirements(&u.NodePool), u.Name, s.wellKnownFn), u.Message})

@@ -49,6 +49,7 @@ type topoGroup struct {
 	hostname bool
 	allNS    bool
 	ns       map[string]bool
+	oneNS    string // the only namespace of ns, when it has one (compared without a lookup)
 	selector labels.Selector
 	eq       [][2]string // the selector as key=value pairs, when eqOnly
 	eqOnly   bool
@@ -67,7 +68,11 @@ type topoGroup struct {
 }
 
 func (g *topoGroup) matches(pod *corev1.Pod) bool {
-	if !g.allNS && !g.ns[pod.Namespace] {
+	if g.oneNS != "" {
+		if pod.Namespace != g.oneNS {
+			return false
+		}
+	} else if !g.allNS && !g.ns[pod.Namespace] {
 		return false
 	}
 	if g.eqOnly {
@@ -296,6 +301,20 @@ func selectorKey(pod *corev1.Pod, ls *metav1.LabelSelector, matchKeys, mismatchK
 	return strings.Join(parts, ";")
 }
 
+// appendSelectorKey appends selectorKey's rendering; a lone matchLabels pair (the common
+// selector) is written directly.
+func appendSelectorKey(b []byte, pod *corev1.Pod, ls *metav1.LabelSelector, matchKeys, mismatchKeys []string) []byte {
+	if ls != nil && len(ls.MatchLabels) == 1 && len(ls.MatchExpressions) == 0 && len(matchKeys) == 0 && len(mismatchKeys) == 0 {
+		for k, v := range ls.MatchLabels {
+			b = append(b, k...)
+			b = append(b, '=')
+			b = append(b, v...)
+		}
+		return b
+	}
+	return append(b, selectorKey(pod, ls, matchKeys, mismatchKeys)...)
+}
+
 // spreadGroup returns (creating on first use) the group of a topology spread constraint.
 func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstraint, podReqs Requirements, tolerations []corev1.Toleration) (*topoGroup, error) {
 	minDom := int32(1)
@@ -316,8 +335,22 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstrai
 		}
 		fid = f.reqs.String() + "|" + fmt.Sprint(honorTaints, tolerations)
 	}
-	id := "spread|" + tsc.TopologyKey + "|" + pod.Namespace + "|" + selectorKey(pod, tsc.LabelSelector, tsc.MatchLabelKeys, nil) + "|" +
-		strconv.Itoa(int(tsc.MaxSkew)) + "|" + strconv.Itoa(int(minDom)) + "|" + fid
+	// The identity is built in a reused buffer: looking up an existing group (every pod but
+	// the first of each constraint) allocates nothing.
+	b := append(s.keyBuf[:0], "spread|"...)
+	b = append(b, tsc.TopologyKey...)
+	b = append(b, '|')
+	b = append(b, pod.Namespace...)
+	b = append(b, '|')
+	b = appendSelectorKey(b, pod, tsc.LabelSelector, tsc.MatchLabelKeys, nil)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(tsc.MaxSkew), 10)
+	b = append(b, '|')
+	b = strconv.AppendInt(b, int64(minDom), 10)
+	b = append(b, '|')
+	b = append(b, fid...)
+	s.keyBuf = b
+	id := b
 	return s.group(id, func() (*topoGroup, error) {
 		sel, err := selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
 		if err != nil {
@@ -329,11 +362,16 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstrai
 
 // affinityGroup returns the group of a pod (anti-)affinity term.
 func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (*topoGroup, error) {
-	id, all, set, err := s.affinityIdentity(pod, term, kind)
+	id, err := s.appendAffinityIdentity(s.keyBuf[:0], pod, term, kind)
+	s.keyBuf = id
 	if err != nil {
 		return nil, err
 	}
 	return s.group(id, func() (*topoGroup, error) {
+		all, set, err := namespaceSet(pod, term, s.in.Namespaces)
+		if err != nil {
+			return nil, err
+		}
 		sel, err := affinitySelector(pod, term)
 		if err != nil {
 			return nil, err
@@ -342,12 +380,30 @@ func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, ki
 	})
 }
 
-func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (string, bool, map[string]bool, error) {
-	all, set, err := namespaceSet(pod, term, s.in.Namespaces)
-	if err != nil {
-		return "", false, nil, err
+func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (string, error) {
+	b, err := s.appendAffinityIdentity(nil, pod, term, kind)
+	return string(b), err
+}
+
+// appendAffinityIdentity appends the identity of an affinity term's group: kind, key,
+// namespaces and selector. A term naming no namespaces means the pod's own, without building
+// the namespace set.
+func (s *solver) appendAffinityIdentity(b []byte, pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) ([]byte, error) {
+	b = strconv.AppendInt(b, int64(kind), 10)
+	b = append(b, '|')
+	b = append(b, term.TopologyKey...)
+	b = append(b, '|')
+	if len(term.Namespaces) == 0 && term.NamespaceSelector == nil {
+		b = append(b, pod.Namespace...)
+	} else {
+		all, set, err := namespaceSet(pod, term, s.in.Namespaces)
+		if err != nil {
+			return b, err
+		}
+		b = append(b, nsIdentity(all, set)...)
 	}
-	return strconv.Itoa(int(kind)) + "|" + term.TopologyKey + "|" + nsIdentity(all, set) + "|" + selectorKey(pod, term.LabelSelector, term.MatchLabelKeys, term.MismatchLabelKeys), all, set, nil
+	b = append(b, '|')
+	return appendSelectorKey(b, pod, term.LabelSelector, term.MatchLabelKeys, term.MismatchLabelKeys), nil
 }
 
 // repelling lists the terms by which a pod, once placed, keeps other pods away: its required
@@ -372,7 +428,7 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 	var ids []string
 	terms := repelling(pod)
 	for i := range terms {
-		id, _, _, err := s.affinityIdentity(pod, &terms[i], kindAnti)
+		id, err := s.affinityIdentity(pod, &terms[i], kindAnti)
 		if err == nil {
 			ids = append(ids, id)
 		}
@@ -383,10 +439,11 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 
 // group finds or creates a group. A new group is counted over every pod already on a target
 // (bound or placed earlier in this solve), so groups can appear lazily, e.g. after relaxation.
-func (s *solver) group(id string, mk func() (*topoGroup, error)) (*topoGroup, error) {
-	if g, ok := s.groupsByID[id]; ok {
+func (s *solver) group(key []byte, mk func() (*topoGroup, error)) (*topoGroup, error) {
+	if g, ok := s.groupsByID[string(key)]; ok {
 		return g, nil
 	}
+	id := string(key)
 	g, err := mk()
 	if err != nil {
 		return nil, err
@@ -397,7 +454,13 @@ func (s *solver) group(id string, mk func() (*topoGroup, error)) (*topoGroup, er
 	g.hostname = g.key == LabelHostname
 	g.counts = map[string]int32{}
 	g.owners = map[string]int32{}
+	if !g.allNS && len(g.ns) == 1 {
+		for n := range g.ns {
+			g.oneNS = n
+		}
+	}
 	s.groups = append(s.groups, g)
+	s.groupIdx.add(g)
 	s.groupsByID[id] = g
 	if !g.hostname {
 		g.universe = s.universe(g)

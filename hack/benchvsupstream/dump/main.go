@@ -66,6 +66,9 @@ func main() {
 		fail(err)
 	}
 	for _, f := range strings.Split(*sizes, ",") {
+		if strings.TrimSpace(f) == "" {
+			continue // -sizes "": preference workloads only
+		}
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
 			fail(fmt.Errorf("-sizes: %q is not a number", f))

@@ -1,0 +1,105 @@
+package scheduling
+
+import (
+	"cmp"
+	"slices"
+)
+
+// Narrowing a claim's instance types by resources. A claim filling up with pods crosses the
+// allocatable of its smallest candidates every pod or two, so "which types can still hold
+// used+req" is asked on most commits. fitTable answers it with a binary search per resource
+// over a contiguous sorted array and a word-wise AND with a precomputed suffix bitset, and
+// narrowTypes allocates its results from per-solve slabs: no scan of the types, no allocation
+// per call.
+
+// fitTable is, per resource, the pool's types sorted by allocatable (vals holds the sorted
+// values, contiguous so the search stays in cache) and for every position k the bitset of the
+// types from k on. Built lazily per resource, once per solve and pool.
+type fitTable struct {
+	n, words int
+	lowest   []int64    // per resource: smallest allocatable of any type
+	vals     [][]int64  // per resource: allocatable, ascending
+	suffix   [][]uint64 // per resource: (n+1) bitsets, suffix[k] = types at sorted positions k..n-1
+}
+
+func newFitTable(alloc []resVec, resources int) *fitTable {
+	x := &fitTable{n: len(alloc), words: (len(alloc) + 63) / 64, lowest: make([]int64, resources),
+		vals: make([][]int64, resources), suffix: make([][]uint64, resources)}
+	for r := range x.lowest {
+		for i, a := range alloc {
+			if i == 0 || a[r] < x.lowest[r] {
+				x.lowest[r] = a[r]
+			}
+		}
+	}
+	return x
+}
+
+func (x *fitTable) build(alloc []resVec, r int) {
+	order := make([]int32, x.n)
+	for i := range order {
+		order[i] = int32(i)
+	}
+	// Stable by position: equal values keep type order (only the suffix sets matter, and those
+	// do not depend on how ties are ordered).
+	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(alloc[a][r], alloc[b][r]) })
+	vals := make([]int64, x.n)
+	suf := make([]uint64, (x.n+1)*x.words)
+	for k := x.n - 1; k >= 0; k-- {
+		copy(suf[k*x.words:(k+1)*x.words], suf[(k+1)*x.words:(k+2)*x.words])
+		i := order[k]
+		suf[k*x.words+int(i)/64] |= 1 << (uint(i) % 64)
+		vals[k] = alloc[i][r]
+	}
+	x.vals[r], x.suffix[r] = vals, suf
+}
+
+// narrowTypes keeps in out only the types with used+req fitting their allocatable and writes
+// into low a componentwise lower bound of what is left: all types' smallest allocatable at or
+// above the need (the pool's smallest where nothing was filtered). It reports false when no
+// type is left. The bound only serves types' fast path ("the pods fit every candidate"), for
+// which any lower bound is sound, and costs no scan.
+func narrowTypes(x *fitTable, alloc []resVec, out bitset, used, req, low resVec) bool {
+	for r := range used {
+		need := used[r] + req[r]
+		if need <= x.lowest[r] {
+			low[r] = x.lowest[r] // every type fits
+			continue
+		}
+		if x.vals[r] == nil {
+			x.build(alloc, r)
+		}
+		vals := x.vals[r]
+		lo, hi := 0, x.n // first k with vals[k] >= need
+		for lo < hi {
+			m := int(uint(lo+hi) >> 1)
+			if vals[m] < need {
+				lo = m + 1
+			} else {
+				hi = m
+			}
+		}
+		if lo == x.n {
+			return false
+		}
+		low[r] = vals[lo]
+		suf := x.suffix[r][lo*x.words : (lo+1)*x.words]
+		for wi := range out {
+			out[wi] &= suf[wi]
+		}
+	}
+	return !out.empty()
+}
+
+// slab hands out slices of per-solve chunks: the instance-type bitsets and bounds a claim
+// moves through as it fills are many and small, and die with the solve.
+type slab[T any] struct{ buf []T }
+
+func (a *slab[T]) take(n int) []T {
+	if len(a.buf) < n {
+		a.buf = make([]T, max(4096, n))
+	}
+	out := a.buf[:n:n]
+	a.buf = a.buf[n:]
+	return out
+}
