@@ -60,6 +60,8 @@ type Provisioner struct {
 	// decisions; it misses by itself when a pool, its instance types or their
 	// offerings change.
 	cache *scheduling.Cache
+	// plans keeps pods on the NodeClaims launched for them (see plans).
+	plans *plans
 }
 
 // NewProvisioner wires the provisioner; its Batcher is shared with the pod trigger.
@@ -77,6 +79,7 @@ func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster 
 		kube: kube, cloudProvider: cp, cluster: cluster, recorder: events.NewDedupingRecorder(recorder, clk), clock: clk, opts: opts,
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
 		cache:   scheduling.NewCache(),
+		plans:   newPlans(),
 	}
 }
 
@@ -137,7 +140,13 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if in.Pods = withoutPreemptors(in, early); len(in.Pods) == 0 {
+	in.Pods = withoutPreemptors(in, early)
+	var keptOn []string
+	in.Pods, keptOn = p.plans.apply(in)
+	for _, name := range keptOn {
+		p.cluster.Nominate(name)
+	}
+	if len(in.Pods) == 0 {
 		return &Result{Solve: &scheduling.Results{}, SkippedNodePools: skipped}, nil
 	}
 	pods = in.Pods
@@ -480,6 +489,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			}
 			p.cluster.UpdateNodeClaim(nc)
 			p.cluster.Nominate(nc.Name)
+			p.plans.record(nc.Name, c.Pods)
 			metrics.NodeClaimsCreatedTotal.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
 			for _, pod := range c.Pods {
 				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
