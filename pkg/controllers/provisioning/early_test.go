@@ -30,17 +30,19 @@ func TestAwaitingScheduler(t *testing.T) {
 		pod  *corev1.Pod
 		want bool
 	}{
-		"not yet tried":          {base, true},
-		"default scheduler":      {mod(func(p *corev1.Pod) { p.Spec.SchedulerName = corev1.DefaultSchedulerName }), true},
-		"marked unschedulable":   {pendingPod("p", "1"), false},
-		"other scheduler":        {mod(func(p *corev1.Pod) { p.Spec.SchedulerName = "batch-scheduler" }), false},
-		"gated":                  {mod(func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}} }), false},
-		"bound":                  {mod(func(p *corev1.Pod) { p.Spec.NodeName = "n" }), false},
-		"preempting":             {mod(func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" }), false},
-		"daemonset":              {mod(func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "d"}} }), false},
-		"terminating":            {mod(func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), false},
-		"succeeded":              {mod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
-		"scheduled condition ok": {mod(func(p *corev1.Pod) { p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}} }), false},
+		"not yet tried":        {base, true},
+		"default scheduler":    {mod(func(p *corev1.Pod) { p.Spec.SchedulerName = corev1.DefaultSchedulerName }), true},
+		"marked unschedulable": {pendingPod("p", "1"), false},
+		"other scheduler":      {mod(func(p *corev1.Pod) { p.Spec.SchedulerName = "batch-scheduler" }), false},
+		"gated":                {mod(func(p *corev1.Pod) { p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "g"}} }), false},
+		"bound":                {mod(func(p *corev1.Pod) { p.Spec.NodeName = "n" }), false},
+		"preempting":           {mod(func(p *corev1.Pod) { p.Status.NominatedNodeName = "n" }), false},
+		"daemonset":            {mod(func(p *corev1.Pod) { p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "d"}} }), false},
+		"terminating":          {mod(func(p *corev1.Pod) { p.DeletionTimestamp = &metav1.Time{Time: time.Now()} }), false},
+		"succeeded":            {mod(func(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }), false},
+		"scheduled condition ok": {mod(func(p *corev1.Pod) {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}
+		}), false},
 	} {
 		if got := provisioning.AwaitingScheduler(tc.pod); got != tc.want {
 			t.Errorf("%s: AwaitingScheduler = %v, want %v", name, got, tc.want)
