@@ -44,6 +44,7 @@ func (p *phase) add(t time.Time) {
 type batch struct {
 	opened, closed, solved, created time.Time
 	triggers, retries, pods, claims int
+	untried                         int // pods kube-scheduler had not tried yet
 	reason                          string
 	solve, create                   time.Duration
 }
@@ -218,6 +219,7 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			Reason     string    `json:"reason"`
 			Pods       int       `json:"pods"`
 			NodeClaims int       `json:"nodeclaims"`
+			Untried    int       `json:"awaiting-scheduler"`
 			Duration   string    `json:"duration"`
 		}
 		if err := json.Unmarshal(line, &l); err != nil || l.Time.Before(since) {
@@ -230,6 +232,7 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 		case "computed new nodeclaim(s) to fit pod(s)":
 			if len(out) > 0 {
 				out[len(out)-1].solved, out[len(out)-1].solve, out[len(out)-1].pods = l.Time, d, l.Pods
+				out[len(out)-1].untried = l.Untried
 			}
 		case "created nodeclaim(s)":
 			if len(out) > 0 {
@@ -282,14 +285,14 @@ func (p *phases) String() string {
 	}
 	bs := append([]batch(nil), p.batches...)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].opened.Before(bs[j].opened) })
-	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %8s %6s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "solve", "claims", "create", "close->created")
+	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %7s %8s %6s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "untried", "solve", "claims", "create", "close->created")
 	for i, b := range bs {
 		share := "-"
 		if b.claims > 0 {
 			share = b.created.Sub(b.closed).Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %8s %6d %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
-			b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), share)
+		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %7d %8s %6d %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
+			b.untried, b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), share)
 	}
 	return sb.String()
 }

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
+	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 )
 
 // BenchmarkProvisioning1000Pods: 1,000 pending pods of a mixed workload
@@ -20,9 +22,11 @@ import (
 //	go test ./test/e2e -run '^$' -bench Provisioning1000Pods -benchtime 1x -timeout 30m
 //
 // One NodePool of linux instances up to 32 vCPU, either architecture, spot or
-// on-demand.
+// on-demand. kube-scheduler scores nodes MostAllocated (see
+// localcluster.Options): with its default it spreads the first pods over
+// every new node and displaces the pods Karpenter planned there.
 func BenchmarkProvisioning1000Pods(b *testing.B) {
-	e := startProvisioning(b)
+	e := startProvisioningWith(b, localcluster.Options{SchedulerMostAllocated: true})
 	np := kit.DefaultNodePool("default", "default", 32)
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 		np.Spec.Template.Spec.Requirements[0], // linux
@@ -43,6 +47,19 @@ func BenchmarkProvisioning1000Pods(b *testing.B) {
 		}
 		b.StartTimer()
 	}
+}
+
+// startProvisioningWith is startProvisioning on a cluster started with opts.
+func startProvisioningWith(t testing.TB, opts localcluster.Options) *provisioningEnv {
+	t.Helper()
+	bin := karpenterBinary(t)
+	c := localcluster.StartWith(t, opts)
+	e := &provisioningEnv{Cluster: c, ctx: context.Background()}
+	if err := kit.InstallCRDs(e.ctx, c.Client); err != nil {
+		t.Fatal(err)
+	}
+	e.startKarpenter(t, bin)
+	return e
 }
 
 // cleanupWorkload removes the Deployments and every NodeClaim (whose finalizer

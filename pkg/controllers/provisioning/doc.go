@@ -2,7 +2,10 @@
 //
 // The pod trigger (trigger.go) watches pods and signals the batcher for every pod
 // that is provisionable: PodScheduled=False with reason Unschedulable, not bound, not
-// nominated by a preemption, not owned by a DaemonSet or a Node. The batcher
+// nominated by a preemption, not owned by a DaemonSet or a Node; and for every pod
+// kube-scheduler has not tried yet (AwaitingScheduler), so that a scale-up is
+// decided on as its pods appear rather than at the pace kube-scheduler marks
+// them (the solver still places a pod on existing capacity first). The batcher
 // (batcher.go) gathers triggers into one decision: a window opens with the first
 // trigger and closes after BATCH_IDLE_DURATION without a new pod, or after
 // BATCH_MAX_DURATION in any case, so a Deployment scaled to 500 replicas is solved

@@ -60,6 +60,8 @@ type Provisioner struct {
 	// decisions; it misses by itself when a pool, its instance types or their
 	// offerings change.
 	cache *scheduling.Cache
+	// plans keeps pods on the NodeClaims launched for them (see plans).
+	plans *plans
 }
 
 // NewProvisioner wires the provisioner; its Batcher is shared with the pod trigger.
@@ -77,6 +79,7 @@ func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster 
 		kube: kube, cloudProvider: cp, cluster: cluster, recorder: events.NewDedupingRecorder(recorder, clk), clock: clk, opts: opts,
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
 		cache:   scheduling.NewCache(),
+		plans:   newPlans(),
 	}
 }
 
@@ -112,8 +115,8 @@ type Result struct {
 	SkippedNodePools map[string]string
 }
 
-// Schedule makes one decision: pending pods (plus pods on capacity being deleted)
-// are solved against existing and in-flight capacity and the NodePools that may
+// Schedule makes one decision: pending pods (plus pods on capacity being deleted,
+// and pods kube-scheduler has not tried yet, see AwaitingScheduler) are solved against existing and in-flight capacity and the NodePools that may
 // launch, and a NodeClaim is created for every new claim.
 func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	logger := log.FromContext(ctx)
@@ -121,7 +124,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.SyncTimeout, true, p.cluster.Synced); err != nil {
 		return nil, fmt.Errorf("waiting for cluster state to sync: %w", err)
 	}
-	pods, err := p.PendingPods(ctx)
+	pods, early, err := p.decisionPods(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -137,6 +140,22 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	in.Pods = withoutPreemptors(in, early)
+	var keptOn []string
+	in.Pods, keptOn = p.plans.apply(in)
+	for _, name := range keptOn {
+		p.cluster.Nominate(name)
+	}
+	if len(in.Pods) == 0 {
+		return &Result{Solve: &scheduling.Results{}, SkippedNodePools: skipped}, nil
+	}
+	pods = in.Pods
+	awaiting := 0
+	for _, pod := range pods {
+		if early[pod.UID] {
+			awaiting++
+		}
+	}
 	in.Cache = p.cache
 	QueueDepth.WithLabelValues("provisioner").Set(float64(len(pods)))
 	start := time.Now()
@@ -144,7 +163,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	SchedulingDuration.WithLabelValues("provisioner").Observe(time.Since(start).Seconds())
 	QueueDepth.WithLabelValues("provisioner").Set(0)
 	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(results.PodErrors)))
-	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "nodeclaims", len(results.NewClaims),
+	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "awaiting-scheduler", awaiting, "nodeclaims", len(results.NewClaims),
 		"existing", len(results.ExistingNodes), "unschedulable", len(results.PodErrors), "duration", time.Since(start).String())
 
 	npByName := map[string]*v1.NodePool{}
@@ -212,12 +231,7 @@ func (p *Provisioner) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
 		}
 	}
 	out = append(out, p.cluster.PodsOnDeletingCapacity()...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if !out[i].CreationTimestamp.Equal(&out[j].CreationTimestamp) {
-			return out[i].CreationTimestamp.Before(&out[j].CreationTimestamp)
-		}
-		return out[i].UID < out[j].UID
-	})
+	sortPods(out)
 	return out, nil
 }
 
@@ -475,6 +489,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			}
 			p.cluster.UpdateNodeClaim(nc)
 			p.cluster.Nominate(nc.Name)
+			p.plans.record(nc.Name, c.Pods)
 			metrics.NodeClaimsCreatedTotal.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
 			for _, pod := range c.Pods {
 				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)

@@ -245,11 +245,26 @@ func TestNodeClaimCarriesTemplateLabelsHashOwnerFinalizerAndRequirements(t *test
 		t.Errorf("%d Nominated events, want one per pod", nominated)
 	}
 
-	// The same pods still pending in the next batch land on the in-flight claim:
-	// no second launch.
+	// The same pods still pending in the next batch stay on the in-flight claim
+	// launched for them (they are not solved again): no second launch.
 	res = f.schedule(t)
 	if len(res.NodeClaims) != 0 {
 		t.Fatalf("second batch launched %d more nodeclaims for the same pods", len(res.NodeClaims))
+	}
+	if len(res.Solve.ExistingNodes) != 0 || len(res.Solve.NewClaims) != 0 {
+		t.Fatalf("pods planned on the in-flight claim were solved again: %+v", res.Solve.ExistingNodes)
+	}
+	if !f.cluster.IsNominated(nc.Name) {
+		t.Error("the in-flight claim holding the pods is not nominated")
+	}
+
+	// A new provisioner (a restart) has no plans: the pods are solved onto the
+	// in-flight claim.
+	f.provisioner = provisioning.NewProvisioner(testEnv.Client, &instanceTypes{its: fake.InstanceTypes(20)}, f.cluster, f.recorder, f.clock,
+		provisioning.Options{SyncTimeout: 2 * time.Second})
+	res = f.schedule(t)
+	if len(res.NodeClaims) != 0 {
+		t.Fatalf("after a restart the batch launched %d more nodeclaims for the same pods", len(res.NodeClaims))
 	}
 	if len(res.Solve.ExistingNodes) != 1 || res.Solve.ExistingNodes[0].Node.Name != nc.Name || len(res.Solve.ExistingNodes[0].Pods) != 3 {
 		t.Fatalf("pods not placed on the in-flight claim: %+v", res.Solve.ExistingNodes)

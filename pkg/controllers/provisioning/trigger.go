@@ -26,6 +26,50 @@ const RetriggerPeriod = 10 * time.Second
 // a node for it, it is neither terminal nor terminating, and it is not owned by a
 // DaemonSet (those follow nodes) or a Node (static pods).
 func IsProvisionable(p *corev1.Pod) bool {
+	if !candidate(p) {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
+		}
+	}
+	return false
+}
+
+// AwaitingScheduler reports whether the pod is one kube-scheduler has not
+// tried yet: a candidate as for IsProvisionable, for the default scheduler,
+// without scheduling gates, and without any PodScheduled condition (the
+// scheduler sets one on its first attempt, the API server one on a gated pod).
+//
+// The provisioner decides for such pods too rather than waiting for the
+// Unschedulable mark: while kube-scheduler works through a scale-up of
+// hundreds of pods it marks them over tens of seconds, and each decision would
+// see only the part it got through. Deciding early stays correct because the
+// solver places every pod on existing and in-flight capacity first, as
+// kube-scheduler would, and a NodeClaim is created only for pods no existing
+// node can hold; the provisioner leaves out those that could preempt a pod
+// running on an existing node (kube-scheduler would preempt rather than wait),
+// see Provisioner.decisionPods. A pod bound before the window closes is no
+// longer pending and drops out of the decision.
+func AwaitingScheduler(p *corev1.Pod) bool {
+	if !candidate(p) || len(p.Spec.SchedulingGates) > 0 {
+		return false
+	}
+	if p.Spec.SchedulerName != "" && p.Spec.SchedulerName != corev1.DefaultSchedulerName {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodScheduled {
+			return false
+		}
+	}
+	return true
+}
+
+// candidate: not bound, not nominated by a preemption, neither terminal nor
+// terminating, not owned by a DaemonSet or a Node.
+func candidate(p *corev1.Pod) bool {
 	if p.Spec.NodeName != "" || p.Status.NominatedNodeName != "" || p.DeletionTimestamp != nil {
 		return false
 	}
@@ -37,15 +81,11 @@ func IsProvisionable(p *corev1.Pod) bool {
 			return false
 		}
 	}
-	for _, c := range p.Status.Conditions {
-		if c.Type == corev1.PodScheduled {
-			return c.Status == corev1.ConditionFalse && c.Reason == corev1.PodReasonUnschedulable
-		}
-	}
-	return false
+	return true
 }
 
-// PodTrigger reconciles pods: it triggers the batcher for provisionable ones and
+// PodTrigger reconciles pods: it triggers the batcher for provisionable ones (and
+// for those kube-scheduler has not tried yet, see AwaitingScheduler) and
 // keeps karpenter_pods_state current.
 type PodTrigger struct {
 	kube    client.Reader
@@ -73,7 +113,7 @@ func (t *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := t.export(ctx, p); err != nil {
 		return reconcile.Result{}, err
 	}
-	if !IsProvisionable(p) {
+	if !IsProvisionable(p) && !AwaitingScheduler(p) {
 		return reconcile.Result{}, nil
 	}
 	t.batcher.Trigger(p.UID)

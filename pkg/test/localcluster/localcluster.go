@@ -49,8 +49,18 @@ type Cluster struct {
 // FakeNodeAnnotation marks the nodes KWOK runs.
 const FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
+// Options change how the cluster runs, for the tests that ask.
+type Options struct {
+	// SchedulerMostAllocated: kube-scheduler packs pods onto the fullest
+	// node that fits (`cluster up --scheduler-most-allocated`).
+	SchedulerMostAllocated bool
+}
+
 // Start runs `bin/cluster up` in a fresh state directory and waits until it is ready.
-func Start(t testing.TB) *Cluster {
+func Start(t testing.TB) *Cluster { return StartWith(t, Options{}) }
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, opts Options) *Cluster {
 	t.Helper()
 	root, err := env.Root()
 	if err != nil {
@@ -69,7 +79,11 @@ func Start(t testing.TB) *Cluster {
 	}
 	ready := filepath.Join(state, "ready")
 	c := &Cluster{StateDir: state, Root: root, done: make(chan error, 1)}
-	c.cmd = exec.Command(tool, "up", "--bin-dir", filepath.Join(root, "bin"), "--state-dir", state, "--ready-file", ready)
+	args := []string{"up", "--bin-dir", filepath.Join(root, "bin"), "--state-dir", state, "--ready-file", ready}
+	if opts.SchedulerMostAllocated {
+		args = append(args, "--scheduler-most-allocated")
+	}
+	c.cmd = exec.Command(tool, args...)
 	logf, err := os.Create(filepath.Join(state, "cluster.log"))
 	if err != nil {
 		t.Fatal(err)

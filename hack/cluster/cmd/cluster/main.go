@@ -110,6 +110,7 @@ func cmdUp(args []string) error {
 	stateDir := fs.String("state-dir", filepath.Join(root, ".local"), "state: etcd data, certificates, logs, kubeconfig")
 	port := fs.Int("apiserver-port", 0, "kube-apiserver secure port (0 picks a free one)")
 	readyFile := fs.String("ready-file", "", "written (with the kubeconfig path) once the cluster is ready")
+	mostAllocated := fs.Bool("scheduler-most-allocated", false, "kube-scheduler scores nodes MostAllocated (bin-packing) rather than LeastAllocated")
 	_ = fs.Parse(args)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -119,6 +120,8 @@ func cmdUp(args []string) error {
 		StateDir:      *stateDir,
 		Out:           os.Stdout,
 		APIServerPort: *port,
+
+		SchedulerMostAllocated: *mostAllocated,
 	})
 	if err != nil {
 		return err
