@@ -32,9 +32,10 @@ type pass struct {
 	// matching caches, per label selector, the nodes hosting pods it selects.
 	matching map[string][]*node
 
-	pk        *packer
-	options   []launchOption
-	poolMasks map[int]uint64
+	pk         *packer
+	lastPacked *packedPass
+	options    []launchOption
+	poolMasks  map[int]uint64
 
 	res       *Result
 	explained map[*node]bool
