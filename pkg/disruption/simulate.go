@@ -669,7 +669,7 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	if len(packed.moving) == 0 {
 		return &simulation{ok: true}, ""
 	}
-	pk, excluded, isMoving, reqs, sens := p.packer(), packed.excluded, packed.moving, packed.reqs, packed.sensitive
+	excluded, isMoving, reqs, sens := packed.excluded, packed.moving, packed.reqs, packed.sensitive
 	moving := packed.movingPods
 	if pr != nil {
 		var left []*podReq
@@ -684,23 +684,53 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 			}
 		}
 	}
-	var existing []*scheduling.ExistingNode
-	if sens {
-		existing = p.relevant(excluded, packed.used, reqs)
-	} else {
-		for _, ti := range packed.used {
-			existing = append(existing, pk.targets[ti].n.Existing)
-		}
-		// Capacity still starting is tried by the solver after the initialized
-		// nodes, and a pod it lands on there may not rely on it: shown so that
-		// the answer is the whole cluster's.
-		for _, n := range pk.starting {
-			if !excluded[n] {
-				existing = append(existing, n.Existing)
+	if parts := p.partition(packed); parts != nil {
+		p.res.PartitionedSimulations++
+		var results []*scheduling.Results
+		shown := 0
+		for _, pt := range parts {
+			if len(pt.moving) == 0 {
+				continue // pending pods the moving ones never meet
 			}
+			p.res.Simulations++
+			// Every part shows what the whole would (relevant when any pod is
+			// sensitive): the narrowing stays the one the property test checks.
+			var pending []*corev1.Pod
+			for _, r := range pt.reqs {
+				if !isMoving[r.pod] {
+					pending = append(pending, r.pod)
+				}
+			}
+			existing := p.shown(excluded, p.partUses(pt, packed.used), pt.reqs, sens)
+			shown += len(existing)
+			results = append(results, p.solvePods(pt.moving, pending, existing))
+		}
+		return readSimulation(moving, results, shown), ""
+	}
+	return p.solve(moving, p.shown(excluded, packed.used, reqs, sens)), ""
+}
+
+// shown lists the existing nodes a solve of these pods must see (see the top
+// of this file): the nodes the packer used and, for pods whose placement
+// depends on others, what relevant adds.
+func (p *pass) shown(excluded map[*node]bool, used []int, reqs []*podReq, sens bool) []*scheduling.ExistingNode {
+	if sens {
+		return p.relevant(excluded, used, reqs)
+	}
+	pk := p.packer()
+	var existing []*scheduling.ExistingNode
+	for _, ti := range used {
+		existing = append(existing, pk.targets[ti].n.Existing)
+	}
+	// Capacity still starting is tried by the solver after the initialized
+	// nodes, and a pod it lands on there may not rely on it: shown so that
+	// the answer is the whole cluster's.
+	for _, n := range pk.starting {
+		if !excluded[n] {
+			existing = append(existing, n.Existing)
 		}
 	}
-	return p.solve(moving, existing), ""
+	return existing
 }
 
 // packedPass is a packing of the pods of some candidates (and the pending
@@ -766,50 +796,77 @@ func sameNodes(a, b []*node) bool {
 // solve asks the solver where the moving pods (and the pending ones) go on the
 // given existing nodes, and reads its answer for the moving pods.
 func (p *pass) solve(moving []*corev1.Pod, existing []*scheduling.ExistingNode) *simulation {
-	isMoving := make(map[*corev1.Pod]bool, len(moving))
-	for _, pod := range moving {
-		isMoving[pod] = true
-	}
+	p.res.Simulations++
+	return readSimulation(moving, []*scheduling.Results{p.solvePods(moving, p.pending, existing)}, len(existing))
+}
+
+// solvePods runs the solver on the moving and pending pods and the existing
+// nodes, counting its work.
+func (p *pass) solvePods(moving, pending []*corev1.Pod, existing []*scheduling.ExistingNode) *scheduling.Results {
 	in := *p.in.Scheduling
-	in.Pods = append(append(make([]*corev1.Pod, 0, len(moving)+len(p.pending)), moving...), p.pending...)
+	in.Pods = append(append(make([]*corev1.Pod, 0, len(moving)+len(pending)), moving...), pending...)
 	in.ExistingNodes = existing
 	in.Cache = p.cache
-	p.res.Simulations++
 	work := len(in.Pods)
 	for _, e := range existing {
 		work += 1 + len(e.Pods)
 	}
 	p.res.SimulationWork += work
-	results := scheduling.Solve(&in)
-	sim := &simulation{ok: true, shown: len(existing)}
+	return scheduling.Solve(&in)
+}
+
+// readSimulation reads the solves' answer (one, or one per part) for the
+// moving pods, in their order.
+func readSimulation(moving []*corev1.Pod, results []*scheduling.Results, shown int) *simulation {
+	isMoving := make(map[*corev1.Pod]bool, len(moving))
 	for _, pod := range moving {
-		if err, failed := results.PodErrors[pod]; failed {
-			sim.ok = false
-			sim.err = fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-			return sim
-		}
+		isMoving[pod] = true
 	}
-	for _, pl := range results.ExistingNodes {
-		if pl.Node.Initialized && !pl.Node.InFlight {
-			continue
-		}
-		for _, pod := range pl.Pods {
-			if isMoving[pod] {
+	sim := &simulation{ok: true, shown: shown}
+	for _, pod := range moving {
+		for _, r := range results {
+			if err, failed := r.PodErrors[pod]; failed {
 				sim.ok = false
-				sim.err = fmt.Errorf("pod %s/%s would rely on node %s, which is not initialized yet", pod.Namespace, pod.Name, pl.Node.Name)
+				sim.err = fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 				return sim
 			}
 		}
 	}
-	for _, c := range results.NewClaims {
-		for _, pod := range c.Pods {
-			if isMoving[pod] {
-				sim.replacements = append(sim.replacements, c)
-				break
+	// Starting nodes in the solver's order (by name), whichever solve used
+	// them: a node takes pods of one part only.
+	var starting []scheduling.ExistingPlacement
+	for _, r := range results {
+		for _, pl := range r.ExistingNodes {
+			if !pl.Node.Initialized || pl.Node.InFlight {
+				starting = append(starting, pl)
 			}
 		}
 	}
-	sim.placed = results.ExistingNodes
+	if len(results) > 1 {
+		sort.SliceStable(starting, func(i, j int) bool { return starting[i].Node.Name < starting[j].Node.Name })
+	}
+	{
+		for _, pl := range starting {
+			for _, pod := range pl.Pods {
+				if isMoving[pod] {
+					sim.ok = false
+					sim.err = fmt.Errorf("pod %s/%s would rely on node %s, which is not initialized yet", pod.Namespace, pod.Name, pl.Node.Name)
+					return sim
+				}
+			}
+		}
+	}
+	for _, r := range results {
+		for _, c := range r.NewClaims {
+			for _, pod := range c.Pods {
+				if isMoving[pod] {
+					sim.replacements = append(sim.replacements, c)
+					break
+				}
+			}
+		}
+		sim.placed = append(sim.placed, r.ExistingNodes...)
+	}
 	return sim
 }
 
