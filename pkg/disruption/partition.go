@@ -2,6 +2,9 @@ package disruption
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // Partitioned simulation. A consolidation of thousands of nodes moves pods of
@@ -210,4 +213,60 @@ func (p *pass) partUses(pt *part, used []int) []int {
 		}
 	}
 	return out
+}
+
+// withoutRoomWhereUnusable shows the nodes no pod of the part may use (other
+// pools' nodes, shown for their topology domains and counted pods) with every
+// pod slot taken: the solver still reads their labels and pods, but its search
+// for room skips them instead of trying, and rejecting, each of them for every
+// pod. Nodes not among the packer's targets are shown as they are.
+func (p *pass) withoutRoomWhereUnusable(existing []*scheduling.ExistingNode, pt *part) []*scheduling.ExistingNode {
+	pk := p.packer()
+	for i, e := range existing {
+		n := p.byName[e.Name]
+		if n == nil || n.Existing != e {
+			continue
+		}
+		ti, ok := pk.byNode[n]
+		if !ok {
+			continue
+		}
+		t := pk.targets[ti]
+		pk.ensure(t)
+		usable := false
+		for _, r := range pt.sigs {
+			if pk.compatibleShape(r, t.shape) {
+				usable = true
+				break
+			}
+		}
+		if !usable {
+			existing[i] = p.roomless(e)
+		}
+	}
+	return existing
+}
+
+// roomless is a copy of the node whose pod slots are all taken.
+func (p *pass) roomless(e *scheduling.ExistingNode) *scheduling.ExistingNode {
+	if c, ok := p.full[e]; ok {
+		return c
+	}
+	c := *e
+	c.Allocatable = make(corev1.ResourceList, len(e.Allocatable)+1)
+	for k, v := range e.Allocatable {
+		c.Allocatable[k] = v
+	}
+	used := int64(0)
+	for _, pod := range e.Pods {
+		if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
+			used++
+		}
+	}
+	c.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(used, resource.DecimalSI)
+	if p.full == nil {
+		p.full = map[*scheduling.ExistingNode]*scheduling.ExistingNode{}
+	}
+	p.full[e] = &c
+	return &c
 }

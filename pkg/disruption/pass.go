@@ -34,8 +34,10 @@ type pass struct {
 
 	pk         *packer
 	lastPacked *packedPass
-	options    []launchOption
-	poolMasks  map[int]uint64
+	// full caches roomless copies of nodes (partition.go).
+	full      map[*scheduling.ExistingNode]*scheduling.ExistingNode
+	options   []launchOption
+	poolMasks map[int]uint64
 
 	res       *Result
 	explained map[*node]bool

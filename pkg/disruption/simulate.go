@@ -701,7 +701,7 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 					pending = append(pending, r.pod)
 				}
 			}
-			existing := p.shown(excluded, p.partUses(pt, packed.used), pt.reqs, sens)
+			existing := p.withoutRoomWhereUnusable(p.shown(excluded, p.partUses(pt, packed.used), pt.reqs, sens), pt)
 			shown += len(existing)
 			results = append(results, p.solvePods(pt.moving, pending, existing))
 		}
