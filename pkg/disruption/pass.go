@@ -34,6 +34,8 @@ type pass struct {
 
 	pk         *packer
 	lastPacked *packedPass
+	// typesByName indexes each pool's instance types (instanceType).
+	typesByName map[*NodePool]map[string]*scheduling.InstanceType
 	// full caches roomless copies of nodes (partition.go).
 	full      map[*scheduling.ExistingNode]*scheduling.ExistingNode
 	options   []launchOption
@@ -71,6 +73,7 @@ func (p *pass) init(in *Input) {
 		p.cache = scheduling.NewCache()
 	}
 	p.byName = map[string]*node{}
+	p.typesByName = map[*NodePool]map[string]*scheduling.InstanceType{}
 	p.poolMasks = map[int]uint64{}
 	p.matching = map[string][]*node{}
 	for _, n := range in.Nodes {
