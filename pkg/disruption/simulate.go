@@ -439,10 +439,10 @@ func (g *group) update(j int, free vec) {
 
 // first returns the first member position whose free resources hold req (and
 // that ok accepts, when set), or -1.
-func (g *group) first(req vec, free []vec, ok func(ti int) bool) int {
+func (g *group) first(req vec, free []vec, ok func(ti int) bool, from int) int {
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
-		if lo >= len(g.idx) {
+		if lo >= len(g.idx) || hi <= from {
 			return -1
 		}
 		for d := range g.tree {
@@ -504,6 +504,9 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 	used := map[int]bool{}
 	// withPorts lists, per target, the pods with host ports placed there.
 	var withPorts map[int][]*scheduling.PodPlacement
+	// firstAt is, per pod signature and requests, where the last such pod went
+	// (-1: nowhere).
+	var firstAt map[firstKey]int
 	out := &packing{}
 	for _, pr := range ordered {
 		g, persist := pk.group(pr)
@@ -514,7 +517,27 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 		if pr.pp.HasHostPorts() {
 			portsFree = func(ti int) bool { return pr.pp.PortsFree(pk.nodePlacement(pk.targets[ti]), withPorts[ti]) }
 		}
-		j := g.first(pr.req, pk.free, portsFree)
+		// Free room only shrinks during a packing, so a pod like one placed
+		// before (same signature and requests, no host ports) fits no member
+		// before where that one went: the search starts there. Pods of a node
+		// share their requests, so this skips most of the walk.
+		key, cacheable := firstKey{pr.sig, get(pr.req, rCPU), get(pr.req, rMemory), get(pr.req, rPods)}, pr.sig >= 0 && len(pr.req) <= 3 && !pr.pp.HasHostPorts()
+		from := 0
+		if cacheable {
+			if f, ok := firstAt[key]; ok {
+				from = f
+			}
+		}
+		j := -1
+		if from >= 0 {
+			j = g.first(pr.req, pk.free, portsFree, from)
+		}
+		if cacheable {
+			if firstAt == nil {
+				firstAt = map[firstKey]int{}
+			}
+			firstAt[key] = j
+		}
 		if j < 0 {
 			out.unplaced = append(out.unplaced, pr)
 			continue
@@ -548,6 +571,11 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 	}
 	sort.Ints(out.used)
 	return out
+}
+
+type firstKey struct {
+	sig            int
+	cpu, mem, pods int64
 }
 
 func (g *group) position(ti int) (int, bool) {
