@@ -40,6 +40,9 @@ func (s *solver) intern(r Requirements) int32 {
 
 // merge intersects a target's requirement set with a pod's, cached per pair of IDs.
 func (s *solver) merge(t *target, podID int32) compatResult {
+	if t.reqID < 0 {
+		s.nodeReqs(t) // an existing node's labels are compiled on first use (existing.go)
+	}
 	k := [2]int32{t.reqID, podID}
 	if r, ok := s.compat[k]; ok {
 		return r

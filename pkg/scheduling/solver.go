@@ -97,28 +97,7 @@ func newSolver(in *Input) *solver {
 		}
 	}
 
-	nodes := append([]*ExistingNode(nil), in.ExistingNodes...)
-	sort.SliceStable(nodes, func(i, j int) bool {
-		ri, rj := nodes[i].Initialized && !nodes[i].InFlight, nodes[j].Initialized && !nodes[j].InFlight
-		if ri != rj {
-			return ri
-		}
-		return nodes[i].Name < nodes[j].Name
-	})
-	for _, n := range nodes {
-		s.addExisting(n)
-	}
-	s.numExisting = len(s.targets)
-	// Bound pods' required anti-affinity repels new pods (the inverse direction), so their
-	// groups must exist before the first new pod is considered.
-	for _, t := range s.targets {
-		for _, p := range t.bound {
-			terms := repelling(p)
-			for i := range terms {
-				_, _ = s.affinityGroup(p, &terms[i], kindAnti)
-			}
-		}
-	}
+	s.addExistingNodes(in.ExistingNodes) // existing.go
 	return s
 }
 

@@ -452,7 +452,7 @@ func (s *solver) filterPasses(g *topoGroup, t *target) bool {
 	}
 	if g.filter.reqs.Len() > 0 {
 		if t.existing != nil {
-			if t.reqs.Compatible(g.filter.reqs, nil) != nil {
+			if s.nodeReqs(t).Compatible(g.filter.reqs, nil) != nil {
 				return false
 			}
 		} else if t.reqs.Compatible(g.filter.reqs, t.pool.knownFn) != nil {
@@ -469,14 +469,7 @@ func (s *solver) filterPasses(g *topoGroup, t *target) bool {
 // those any NodePool (passing g's node filter) could launch.
 func (s *solver) universe(g *topoGroup) []string {
 	set := map[string]bool{}
-	for _, t := range s.targets {
-		if t.existing == nil || !s.filterPasses(g, t) {
-			continue
-		}
-		if d, ok := s.domainOf(t, g.key); ok {
-			set[d] = true
-		}
-	}
+	s.existingDomains(g, set) // existing.go
 	for _, p := range s.pools {
 		if g.filter != nil {
 			if g.filter.reqs.Len() > 0 && p.baseReqs.Compatible(g.filter.reqs, p.knownFn) != nil {
@@ -555,6 +548,9 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 func (s *solver) domainOf(t *target, key string) (string, bool) {
 	if key == LabelHostname {
 		return t.hostname, true
+	}
+	if t.existing != nil {
+		return existingDomain(t, key)
 	}
 	r, ok := t.reqs.Get(key)
 	if !ok {
