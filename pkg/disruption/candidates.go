@@ -74,7 +74,7 @@ func newNode(p *pass, in *Node) *node {
 		}
 	}
 	n.pool = p.pools[in.NodePool]
-	n.priceNode()
+	n.priceNode(p)
 	n.cost = disruptionCost(n, p.in.Now)
 	return n
 }
@@ -95,7 +95,7 @@ func (n *node) labels() map[string]string {
 
 // priceNode finds the node's instance type in its NodePool and the price of the
 // offering it runs on (its zone and capacity type).
-func (n *node) priceNode() {
+func (n *node) priceNode(p *pass) {
 	if n.pool == nil {
 		return
 	}
@@ -103,10 +103,7 @@ func (n *node) priceNode() {
 	name := lbls[corev1.LabelInstanceTypeStable]
 	zone := lbls[corev1.LabelTopologyZone]
 	n.capacityType = lbls[v1.CapacityTypeLabelKey]
-	for _, it := range n.pool.InstanceTypes {
-		if it.Name != name {
-			continue
-		}
+	if it := p.instanceType(n.pool, name); it != nil {
 		n.instanceType = it
 		best := math.Inf(1)
 		for _, o := range it.Offerings {
@@ -119,6 +116,22 @@ func (n *node) priceNode() {
 		}
 		return
 	}
+}
+
+// instanceType finds a pool's instance type by name (the first of that name),
+// through a map built once per pool and pass rather than a scan per node.
+func (p *pass) instanceType(np *NodePool, name string) *scheduling.InstanceType {
+	m, ok := p.typesByName[np]
+	if !ok {
+		m = make(map[string]*scheduling.InstanceType, len(np.InstanceTypes))
+		for _, it := range np.InstanceTypes {
+			if _, dup := m[it.Name]; !dup {
+				m[it.Name] = it
+			}
+		}
+		p.typesByName[np] = m
+	}
+	return m[name]
 }
 
 // reschedulable pods need a new home when their node goes: not owned by a

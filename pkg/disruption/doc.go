@@ -23,7 +23,8 @@
 //     at most one new node cheaper than all of them and not of one of their
 //     instance types. There is no fixed cap on the prefix (upstream stops at
 //     100): a packer answers each probe of the binary search in milliseconds and
-//     only the answer is confirmed by the solver.
+//     only the answer is confirmed by the solver. The whole prefix the budgets
+//     allow is probed first; in a large cluster it is usually the answer.
 //  4. Single-node consolidation: each candidate alone, NodePools interleaved:
 //     deleted when its pods fit elsewhere, replaced by one cheaper node, or
 //     explained ("no cheaper replacement: cheapest compatible costs 0.19/h vs
@@ -94,7 +95,9 @@
 // nothing.
 //
 // Simulation uses pkg/scheduling's Solve, narrowed to the nodes that matter;
-// see simulate.go for why that gives the whole-cluster answer. Its work per
+// see simulate.go for why that gives the whole-cluster answer, and
+// partition.go for why pods that can never meet (pods of different NodePools,
+// typically) are solved apart. Its work per
 // pass is bounded (Options.MaxSimulationWork), in units of solver input rather
 // than wall time so that passes stay deterministic.
 package disruption

@@ -3,8 +3,6 @@ package disruption
 import (
 	"sort"
 
-	corev1 "k8s.io/api/core/v1"
-
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
 
@@ -61,24 +59,10 @@ func (m multiNode) decide(p *pass) *Decision {
 	plausible := func(k int) bool {
 		prefix := allowed[:k]
 		price := priceOf(prefix)
-		pk := p.packer()
-		excluded := map[*node]bool{}
-		isMoving := map[*corev1.Pod]bool{}
-		var reqs []*podReq
-		for _, c := range prefix {
-			excluded[c] = true
-			for _, pod := range c.moving {
-				isMoving[pod] = true
-				reqs = append(reqs, pk.pod(pod))
-			}
-		}
-		for _, pod := range p.pending {
-			reqs = append(reqs, pk.pod(pod))
-		}
-		packed := pk.pack(excluded, reqs)
+		packed := p.packWithout(prefix)
 		var left []*podReq
 		for _, u := range packed.unplaced {
-			if isMoving[u.pod] {
+			if packed.moving[u.pod] {
 				left = append(left, u)
 			}
 		}
@@ -88,7 +72,13 @@ func (m multiNode) decide(p *pass) *Decision {
 		o, ok, _ := p.replacementBound(left)
 		return ok && o.price < price
 	}
-	lo, hi, best := 2, len(allowed), 0
+	// The whole allowed prefix first: in a large cluster the budget, not room,
+	// usually binds, and one packing then answers what the binary search would
+	// need a dozen for. Otherwise search below it.
+	lo, hi, best := 2, len(allowed)-1, 0
+	if plausible(len(allowed)) {
+		best, lo = len(allowed), len(allowed)+1
+	}
 	for lo <= hi {
 		mid := (lo + hi) / 2
 		if plausible(mid) {

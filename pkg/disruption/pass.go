@@ -32,7 +32,12 @@ type pass struct {
 	// matching caches, per label selector, the nodes hosting pods it selects.
 	matching map[string][]*node
 
-	pk        *packer
+	pk         *packer
+	lastPacked *packedPass
+	// typesByName indexes each pool's instance types (instanceType).
+	typesByName map[*NodePool]map[string]*scheduling.InstanceType
+	// full caches roomless copies of nodes (partition.go).
+	full      map[*scheduling.ExistingNode]*scheduling.ExistingNode
 	options   []launchOption
 	poolMasks map[int]uint64
 
@@ -68,6 +73,7 @@ func (p *pass) init(in *Input) {
 		p.cache = scheduling.NewCache()
 	}
 	p.byName = map[string]*node{}
+	p.typesByName = map[*NodePool]map[string]*scheduling.InstanceType{}
 	p.poolMasks = map[int]uint64{}
 	p.matching = map[string][]*node{}
 	for _, n := range in.Nodes {

@@ -153,8 +153,8 @@ type podReq struct {
 type target struct {
 	n     *node
 	free  vec
-	np    *scheduling.NodePlacement // compiled on first use
-	shape int                       // numbered NodePlacement.Shape
+	np    *scheduling.NodePlacement // its own, compiled on first use (nodePlacement)
+	shape int                       // numbered shape (ensure), 0 until known
 }
 
 // packer holds what the packer reuses across the questions of one pass.
@@ -166,7 +166,10 @@ type packer struct {
 	podReqs map[*corev1.Pod]*podReq
 	sigs    map[string]int
 	shapes  map[string]int
-	compat  map[[2]int]bool
+	// shapeReps holds one compiled node per shape (id-1).
+	shapeReps []*scheduling.NodePlacement
+	keyBuf    []byte
+	compat    map[[2]int]bool
 	// free is every target's free capacity as the current packing leaves it;
 	// between packings it equals the targets' own free capacity.
 	free []vec
@@ -210,13 +213,16 @@ func newPacker(p *pass) *packer {
 			if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
 				continue
 			}
-			r := pk.podReq(pod).req
-			for j, x := range r {
+			// Read in place, not cached: most bound pods never move, and a
+			// podReq each would be a million map entries at 100,000 nodes.
+			for name, q := range requestsView(pod) {
+				j := pk.ri.add(name)
 				if j >= len(t.free) {
 					t.free = append(t.free, make(vec, j+1-len(t.free))...)
 				}
-				t.free[j] -= x
+				t.free[j] -= qty(name, q)
 			}
+			t.free[rPods]--
 		}
 		pk.byNode[t.n] = i
 	}
@@ -275,34 +281,82 @@ func (pk *packer) pod(pod *corev1.Pod) *podReq {
 // beyond its own node (and so constrains nodes the packer would leave out).
 func spansNodes(pod *corev1.Pod) bool { return scheduling.RepelsBeyondItsNode(pod) }
 
+// ensure numbers the target's shape. Nodes with the same labels (hostname
+// aside) and taints have the same NodePlacement.Shape, so the key is read from
+// the node directly and one NodePlacement per shape is compiled: compiling
+// every node's costs seconds at 100,000 nodes, and only the nodes that receive
+// pods with host ports, or pods naming a hostname, need their own.
 func (pk *packer) ensure(t *target) {
 	if t.shape != 0 {
 		return
 	}
-	t.np = pk.pl.Node(t.n.Existing)
-	k := t.np.Shape()
-	id, ok := pk.shapes[k]
+	pk.keyBuf = appendShapeKey(pk.keyBuf[:0], t.n.Existing)
+	id, ok := pk.shapes[string(pk.keyBuf)]
 	if !ok {
-		id = len(pk.shapes) + 1
-		pk.shapes[k] = id
+		id = len(pk.shapeReps) + 1
+		pk.shapes[string(pk.keyBuf)] = id
+		pk.shapeReps = append(pk.shapeReps, pk.nodePlacement(t))
 	}
 	t.shape = id
+}
+
+// nodePlacement compiles the target's own NodePlacement on first use.
+func (pk *packer) nodePlacement(t *target) *scheduling.NodePlacement {
+	if t.np == nil {
+		t.np = pk.pl.Node(t.n.Existing)
+	}
+	return t.np
+}
+
+// appendShapeKey writes what a packer target's NodePlacement is compiled
+// from, hostname aside: its labels, taints and startup taints (targets are
+// initialized nodes, whose startup taints are in force).
+func appendShapeKey(b []byte, e *scheduling.ExistingNode) []byte {
+	var stack [32]string
+	keys := stack[:0]
+	for k := range e.Labels {
+		if k != corev1.LabelHostname {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b = append(b, k...)
+		b = append(b, '=')
+		b = append(b, e.Labels[k]...)
+		b = append(b, 0)
+	}
+	for _, ts := range [][]corev1.Taint{e.Taints, e.StartupTaints} {
+		b = append(b, 1)
+		for _, t := range ts {
+			b = append(b, t.Key...)
+			b = append(b, '=')
+			b = append(b, t.Value...)
+			b = append(b, ':')
+			b = append(b, t.Effect...)
+			b = append(b, 0)
+		}
+	}
+	return b
 }
 
 // compatible: the node admits the pod (labels, taints) as the solver does once
 // it has relaxed every preference.
 func (pk *packer) compatible(pr *podReq, t *target) bool {
 	pk.ensure(t)
-	key := [2]int{pr.sig, t.shape}
-	if pr.sig >= 0 {
-		if ok, hit := pk.compat[key]; hit {
-			return ok
-		}
+	if pr.sig < 0 {
+		return pr.pp.Admits(pk.nodePlacement(t))
 	}
-	ok := pr.pp.Admits(t.np)
-	if pr.sig >= 0 {
-		pk.compat[key] = ok
+	return pk.compatibleShape(pr, t.shape)
+}
+
+func (pk *packer) compatibleShape(pr *podReq, shape int) bool {
+	key := [2]int{pr.sig, shape}
+	if ok, hit := pk.compat[key]; hit {
+		return ok
 	}
+	ok := pr.pp.Admits(pk.shapeReps[shape-1])
+	pk.compat[key] = ok
 	return ok
 }
 
@@ -322,9 +376,29 @@ func (pk *packer) group(pr *podReq) (g *group, persist bool) {
 		return g, true
 	}
 	var idx []int
-	for i, t := range pk.targets {
-		if pk.compatible(pr, t) {
-			idx = append(idx, i)
+	if pr.sig < 0 {
+		for i, t := range pk.targets {
+			if pk.compatible(pr, t) {
+				idx = append(idx, i)
+			}
+		}
+	} else {
+		// Once per shape, not per target.
+		byShape := make([]int8, len(pk.shapeReps)+1) // 0 unknown, 1 yes, 2 no
+		for i, t := range pk.targets {
+			pk.ensure(t)
+			if int(t.shape) >= len(byShape) {
+				byShape = append(byShape, make([]int8, int(t.shape)+1-len(byShape))...)
+			}
+			if byShape[t.shape] == 0 {
+				byShape[t.shape] = 2
+				if pk.compatibleShape(pr, t.shape) {
+					byShape[t.shape] = 1
+				}
+			}
+			if byShape[t.shape] == 1 {
+				idx = append(idx, i)
+			}
 		}
 	}
 	g = &group{idx: idx, size: 1}
@@ -365,10 +439,10 @@ func (g *group) update(j int, free vec) {
 
 // first returns the first member position whose free resources hold req (and
 // that ok accepts, when set), or -1.
-func (g *group) first(req vec, free []vec, ok func(ti int) bool) int {
+func (g *group) first(req vec, free []vec, ok func(ti int) bool, from int) int {
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
-		if lo >= len(g.idx) {
+		if lo >= len(g.idx) || hi <= from {
 			return -1
 		}
 		for d := range g.tree {
@@ -430,6 +504,9 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 	used := map[int]bool{}
 	// withPorts lists, per target, the pods with host ports placed there.
 	var withPorts map[int][]*scheduling.PodPlacement
+	// firstAt is, per pod signature and requests, where the last such pod went
+	// (-1: nowhere).
+	var firstAt map[firstKey]int
 	out := &packing{}
 	for _, pr := range ordered {
 		g, persist := pk.group(pr)
@@ -438,9 +515,29 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 		}
 		var portsFree func(int) bool
 		if pr.pp.HasHostPorts() {
-			portsFree = func(ti int) bool { return pr.pp.PortsFree(pk.targets[ti].np, withPorts[ti]) }
+			portsFree = func(ti int) bool { return pr.pp.PortsFree(pk.nodePlacement(pk.targets[ti]), withPorts[ti]) }
 		}
-		j := g.first(pr.req, pk.free, portsFree)
+		// Free room only shrinks during a packing, so a pod like one placed
+		// before (same signature and requests, no host ports) fits no member
+		// before where that one went: the search starts there. Pods of a node
+		// share their requests, so this skips most of the walk.
+		key, cacheable := firstKey{pr.sig, get(pr.req, rCPU), get(pr.req, rMemory), get(pr.req, rPods)}, pr.sig >= 0 && len(pr.req) <= 3 && !pr.pp.HasHostPorts()
+		from := 0
+		if cacheable {
+			if f, ok := firstAt[key]; ok {
+				from = f
+			}
+		}
+		j := -1
+		if from >= 0 {
+			j = g.first(pr.req, pk.free, portsFree, from)
+		}
+		if cacheable {
+			if firstAt == nil {
+				firstAt = map[firstKey]int{}
+			}
+			firstAt[key] = j
+		}
 		if j < 0 {
 			out.unplaced = append(out.unplaced, pr)
 			continue
@@ -474,6 +571,11 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 	}
 	sort.Ints(out.used)
 	return out
+}
+
+type firstKey struct {
+	sig            int
+	cpu, mem, pods int64
 }
 
 func (g *group) position(ti int) (int, bool) {
@@ -591,31 +693,12 @@ type prune func(pods []*podReq) string
 // are gone (pending pods compete for the same room). It returns nil and a
 // reason when the packer already knows the answer is no.
 func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
-	pk := p.packer()
-	excluded := make(map[*node]bool, len(cands))
-	var moving []*corev1.Pod
-	for _, c := range cands {
-		excluded[c] = true
-		moving = append(moving, c.moving...)
-	}
-	if len(moving) == 0 {
+	packed := p.packWithout(cands)
+	if len(packed.moving) == 0 {
 		return &simulation{ok: true}, ""
 	}
-	isMoving := make(map[*corev1.Pod]bool, len(moving))
-	reqs := make([]*podReq, 0, len(moving)+len(p.pending))
-	sens := len(p.zonalOwners) > 0
-	for _, pod := range moving {
-		isMoving[pod] = true
-		r := pk.pod(pod)
-		sens = sens || r.sensitive
-		reqs = append(reqs, r)
-	}
-	for _, pod := range p.pending {
-		r := pk.pod(pod)
-		sens = sens || r.sensitive
-		reqs = append(reqs, r)
-	}
-	packed := pk.pack(excluded, reqs)
+	excluded, isMoving, reqs, sens := packed.excluded, packed.moving, packed.reqs, packed.sensitive
+	moving := packed.movingPods
 	if pr != nil {
 		var left []*podReq
 		for _, u := range packed.unplaced {
@@ -629,72 +712,189 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 			}
 		}
 	}
-	var existing []*scheduling.ExistingNode
-	if sens {
-		existing = p.relevant(excluded, packed.used, reqs)
-	} else {
-		for _, ti := range packed.used {
-			existing = append(existing, pk.targets[ti].n.Existing)
-		}
-		// Capacity still starting is tried by the solver after the initialized
-		// nodes, and a pod it lands on there may not rely on it: shown so that
-		// the answer is the whole cluster's.
-		for _, n := range pk.starting {
-			if !excluded[n] {
-				existing = append(existing, n.Existing)
+	if parts := p.partition(packed); parts != nil {
+		p.res.PartitionedSimulations++
+		var results []*scheduling.Results
+		shown := 0
+		for _, pt := range parts {
+			if len(pt.moving) == 0 {
+				continue // pending pods the moving ones never meet
 			}
+			p.res.Simulations++
+			// Every part shows what the whole would (relevant when any pod is
+			// sensitive): the narrowing stays the one the property test checks.
+			var pending []*corev1.Pod
+			for _, r := range pt.reqs {
+				if !isMoving[r.pod] {
+					pending = append(pending, r.pod)
+				}
+			}
+			existing := p.withoutRoomWhereUnusable(p.shown(excluded, p.partUses(pt, packed.used), pt.reqs, sens), pt)
+			shown += len(existing)
+			results = append(results, p.solvePods(pt.moving, pending, existing))
+		}
+		return readSimulation(moving, results, shown), ""
+	}
+	return p.solve(moving, p.shown(excluded, packed.used, reqs, sens)), ""
+}
+
+// shown lists the existing nodes a solve of these pods must see (see the top
+// of this file): the nodes the packer used and, for pods whose placement
+// depends on others, what relevant adds.
+func (p *pass) shown(excluded map[*node]bool, used []int, reqs []*podReq, sens bool) []*scheduling.ExistingNode {
+	if sens {
+		return p.relevant(excluded, used, reqs)
+	}
+	pk := p.packer()
+	var existing []*scheduling.ExistingNode
+	for _, ti := range used {
+		existing = append(existing, pk.targets[ti].n.Existing)
+	}
+	// Capacity still starting is tried by the solver after the initialized
+	// nodes, and a pod it lands on there may not rely on it: shown so that
+	// the answer is the whole cluster's.
+	for _, n := range pk.starting {
+		if !excluded[n] {
+			existing = append(existing, n.Existing)
 		}
 	}
-	return p.solve(moving, existing), ""
+	return existing
+}
+
+// packedPass is a packing of the pods of some candidates (and the pending
+// pods) on the other nodes, with what simulate needs to read it.
+type packedPass struct {
+	*packing
+	cands      []*node
+	excluded   map[*node]bool
+	movingPods []*corev1.Pod
+	moving     map[*corev1.Pod]bool
+	reqs       []*podReq
+	sensitive  bool
+}
+
+// packWithout packs the candidates' pods and the pending ones on the other
+// nodes. The last packing is kept: multi-node consolidation's search packs a
+// prefix and then simulates the same one.
+func (p *pass) packWithout(cands []*node) *packedPass {
+	if l := p.lastPacked; l != nil && sameNodes(l.cands, cands) {
+		return l
+	}
+	pk := p.packer()
+	pp := &packedPass{cands: append([]*node(nil), cands...), excluded: make(map[*node]bool, len(cands))}
+	for _, c := range cands {
+		pp.excluded[c] = true
+		pp.movingPods = append(pp.movingPods, c.moving...)
+	}
+	if len(pp.movingPods) == 0 {
+		pp.packing = &packing{}
+		return pp
+	}
+	pp.moving = make(map[*corev1.Pod]bool, len(pp.movingPods))
+	pp.reqs = make([]*podReq, 0, len(pp.movingPods)+len(p.pending))
+	pp.sensitive = len(p.zonalOwners) > 0
+	for _, pod := range pp.movingPods {
+		pp.moving[pod] = true
+		r := pk.pod(pod)
+		pp.sensitive = pp.sensitive || r.sensitive
+		pp.reqs = append(pp.reqs, r)
+	}
+	for _, pod := range p.pending {
+		r := pk.pod(pod)
+		pp.sensitive = pp.sensitive || r.sensitive
+		pp.reqs = append(pp.reqs, r)
+	}
+	pp.packing = pk.pack(pp.excluded, pp.reqs)
+	p.lastPacked = pp
+	return pp
+}
+
+func sameNodes(a, b []*node) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // solve asks the solver where the moving pods (and the pending ones) go on the
 // given existing nodes, and reads its answer for the moving pods.
 func (p *pass) solve(moving []*corev1.Pod, existing []*scheduling.ExistingNode) *simulation {
-	isMoving := make(map[*corev1.Pod]bool, len(moving))
-	for _, pod := range moving {
-		isMoving[pod] = true
-	}
+	p.res.Simulations++
+	return readSimulation(moving, []*scheduling.Results{p.solvePods(moving, p.pending, existing)}, len(existing))
+}
+
+// solvePods runs the solver on the moving and pending pods and the existing
+// nodes, counting its work.
+func (p *pass) solvePods(moving, pending []*corev1.Pod, existing []*scheduling.ExistingNode) *scheduling.Results {
 	in := *p.in.Scheduling
-	in.Pods = append(append(make([]*corev1.Pod, 0, len(moving)+len(p.pending)), moving...), p.pending...)
+	in.Pods = append(append(make([]*corev1.Pod, 0, len(moving)+len(pending)), moving...), pending...)
 	in.ExistingNodes = existing
 	in.Cache = p.cache
-	p.res.Simulations++
 	work := len(in.Pods)
 	for _, e := range existing {
 		work += 1 + len(e.Pods)
 	}
 	p.res.SimulationWork += work
-	results := scheduling.Solve(&in)
-	sim := &simulation{ok: true, shown: len(existing)}
+	return scheduling.Solve(&in)
+}
+
+// readSimulation reads the solves' answer (one, or one per part) for the
+// moving pods, in their order.
+func readSimulation(moving []*corev1.Pod, results []*scheduling.Results, shown int) *simulation {
+	isMoving := make(map[*corev1.Pod]bool, len(moving))
 	for _, pod := range moving {
-		if err, failed := results.PodErrors[pod]; failed {
-			sim.ok = false
-			sim.err = fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
-			return sim
-		}
+		isMoving[pod] = true
 	}
-	for _, pl := range results.ExistingNodes {
-		if pl.Node.Initialized && !pl.Node.InFlight {
-			continue
-		}
-		for _, pod := range pl.Pods {
-			if isMoving[pod] {
+	sim := &simulation{ok: true, shown: shown}
+	for _, pod := range moving {
+		for _, r := range results {
+			if err, failed := r.PodErrors[pod]; failed {
 				sim.ok = false
-				sim.err = fmt.Errorf("pod %s/%s would rely on node %s, which is not initialized yet", pod.Namespace, pod.Name, pl.Node.Name)
+				sim.err = fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, err)
 				return sim
 			}
 		}
 	}
-	for _, c := range results.NewClaims {
-		for _, pod := range c.Pods {
-			if isMoving[pod] {
-				sim.replacements = append(sim.replacements, c)
-				break
+	// Starting nodes in the solver's order (by name), whichever solve used
+	// them: a node takes pods of one part only.
+	var starting []scheduling.ExistingPlacement
+	for _, r := range results {
+		for _, pl := range r.ExistingNodes {
+			if !pl.Node.Initialized || pl.Node.InFlight {
+				starting = append(starting, pl)
 			}
 		}
 	}
-	sim.placed = results.ExistingNodes
+	if len(results) > 1 {
+		sort.SliceStable(starting, func(i, j int) bool { return starting[i].Node.Name < starting[j].Node.Name })
+	}
+	{
+		for _, pl := range starting {
+			for _, pod := range pl.Pods {
+				if isMoving[pod] {
+					sim.ok = false
+					sim.err = fmt.Errorf("pod %s/%s would rely on node %s, which is not initialized yet", pod.Namespace, pod.Name, pl.Node.Name)
+					return sim
+				}
+			}
+		}
+	}
+	for _, r := range results {
+		for _, c := range r.NewClaims {
+			for _, pod := range c.Pods {
+				if isMoving[pod] {
+					sim.replacements = append(sim.replacements, c)
+					break
+				}
+			}
+		}
+		sim.placed = append(sim.placed, r.ExistingNodes...)
+	}
 	return sim
 }
 
@@ -712,15 +912,20 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 	// Pods of one deployment share their constraints: each is read once, or
 	// the nodes of a constraint would be visited once per moving pod.
 	seenConstraint := map[string]bool{}
+	var cs []*scheduling.TopologyConstraint
 	for _, pr := range pods {
 		for _, c := range pr.pp.Topology() {
 			if seenConstraint[c.ID()] {
 				continue
 			}
 			seenConstraint[c.ID()] = true
-			for _, n := range p.matchingNodes(c) {
-				add(n)
-			}
+			cs = append(cs, c)
+		}
+	}
+	p.findMatching(cs)
+	for _, c := range cs {
+		for _, n := range p.matching[c.ID()] {
+			add(n)
 		}
 	}
 	var out []*scheduling.ExistingNode
@@ -763,20 +968,33 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 	return out
 }
 
-// matchingNodes lists the nodes hosting an active pod the constraint counts.
-func (p *pass) matchingNodes(c *scheduling.TopologyConstraint) []*node {
-	if ns, ok := p.matching[c.ID()]; ok {
-		return ns
+// findMatching lists, for each constraint not seen before in this pass, the
+// nodes hosting an active pod the constraint counts (in p.matching). The
+// constraints new to the pass are read in one walk over the cluster's pods: a
+// walk per constraint touches a million pods each time at 100,000 nodes.
+func (p *pass) findMatching(cs []*scheduling.TopologyConstraint) {
+	var todo []*scheduling.TopologyConstraint
+	for _, c := range cs {
+		if _, ok := p.matching[c.ID()]; !ok {
+			p.matching[c.ID()] = nil
+			todo = append(todo, c)
+		}
 	}
-	var out []*node
+	if len(todo) == 0 {
+		return
+	}
+	out := make([][]*node, len(todo))
 	for _, n := range p.nodes {
-		for _, pod := range n.Pods() {
-			if active(pod) && c.Counts(pod) {
-				out = append(out, n)
-				break
+		for i, c := range todo {
+			for _, pod := range n.Pods() {
+				if c.Counts(pod) && active(pod) {
+					out[i] = append(out[i], n)
+					break
+				}
 			}
 		}
 	}
-	p.matching[c.ID()] = out
-	return out
+	for i, c := range todo {
+		p.matching[c.ID()] = out[i]
+	}
 }

@@ -211,4 +211,7 @@ type Result struct {
 	SimulationWork int
 	// Simulations counts calls to the solver.
 	Simulations int
+	// PartitionedSimulations counts the simulations split into independent
+	// solves (partition.go), each counted in Simulations.
+	PartitionedSimulations int
 }
