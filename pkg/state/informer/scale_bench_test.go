@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -213,6 +214,19 @@ func feed(b *testing.B, lw *recordedLW, obj k8sruntime.Object, h toolscache.Reso
 	<-done
 }
 
+// writeHeapProfile writes the live heap (go tool pprof -sample_index=inuse_space) as it is
+// measured, with the informers still running: STATE_MEMPROFILE=file names the file.
+func writeHeapProfile(b *testing.B, name string) {
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func heap() uint64 {
 	var ms runtime.MemStats
 	runtime.GC()
@@ -241,6 +255,9 @@ func benchMemory(b *testing.B, n int, shipped bool) {
 		afterNodes := heap()
 		feed(b, r.pods(n), &corev1.Pod{}, handler(informer.NewPodController(nil, cluster)), shipped, stop)
 		total := heap()
+		if f := os.Getenv("STATE_MEMPROFILE"); f != "" {
+			writeHeapProfile(b, f)
+		}
 		// The state holds the whole cluster: every node joined to its claim, with its pods.
 		sns := cluster.Nodes()
 		if len(sns) != n {
