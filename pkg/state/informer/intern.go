@@ -52,7 +52,8 @@ func (t *table[T]) get(key string, v T) T {
 }
 
 var (
-	stringMaps    table[map[string]string]
+	labelMaps     table[map[string]string]
+	annotMaps     table[map[string]string] // apart from labels: annotations often never repeat
 	resourceLists table[corev1.ResourceList]
 	containers    table[[]corev1.Container]
 	tolerations   table[[]corev1.Toleration]
@@ -76,7 +77,7 @@ func str(s string) string {
 
 // internMap shares a string map by content; its keys and values are interned as well, so a
 // map that never repeats (a node's labels, which name the node) still shares its strings.
-func internMap(m map[string]string) map[string]string {
+func internMap(t *table[map[string]string], m map[string]string) map[string]string {
 	if m == nil {
 		return nil
 	}
@@ -99,7 +100,7 @@ func internMap(m map[string]string) map[string]string {
 	for k, v := range m {
 		fresh[str(k)] = str(v)
 	}
-	return stringMaps.get(b.String(), fresh)
+	return t.get(b.String(), fresh)
 }
 
 // internMapStrings keeps a map that names its object (and so never repeats) but shares its
@@ -201,11 +202,11 @@ func internMeta(m *metav1.ObjectMeta, shareMaps bool) {
 	m.Namespace = str(m.Namespace)
 	m.GenerateName = str(m.GenerateName)
 	if shareMaps {
-		m.Labels = internMap(m.Labels)
+		m.Labels = internMap(&labelMaps, m.Labels)
 	} else {
 		m.Labels = internMapStrings(m.Labels, m.Name)
 	}
-	m.Annotations = internMap(m.Annotations)
+	m.Annotations = internMap(&annotMaps, m.Annotations)
 	m.OwnerReferences = internSlice(&ownerRefs, m.OwnerReferences)
 	m.Finalizers = internStrings(m.Finalizers)
 }

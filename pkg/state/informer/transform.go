@@ -20,11 +20,17 @@ const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 //   - every object: managedFields (often the largest part of an object) and kubectl's
 //     last-applied-configuration annotation;
 //   - Pods: per container (and init/ephemeral container) the environment, command, arguments,
-//     probes, lifecycle hooks and volume mounts, the container statuses and IPs, and every
-//     volume but claims (persistent or ephemeral); what scheduling, disruption and termination
-//     read (resources, ports, affinity, tolerations, topology spread, claims, owners, labels,
-//     annotations, phase and conditions) stays;
-//   - Nodes: the list of images present on the node.
+//     working directory, probes, lifecycle hooks and volume mounts, the container statuses and
+//     IPs, every volume but claims (persistent or ephemeral), and every condition but
+//     PodScheduled, Ready and DisruptionTarget; what scheduling, disruption, termination and
+//     the metrics read (resources, ports, affinity, tolerations, topology spread, claims,
+//     owners, labels, annotations, priority, phase, start time, those conditions) stays;
+//   - Nodes: the list of images present on the node;
+//   - NodeClaims: nothing more (Karpenter writes their status from cached copies).
+//
+// Then what repeats across objects is shared rather than held once per object (see
+// intern.go): at 100,000 nodes and a million pods that is most of the cache
+// (BenchmarkStateMemory; TestTransformPodPinned pins what survives).
 //
 // Updates built from a cached object stay safe: managedFields left out of an update keep
 // their stored value, a Node's status is ignored by an update of the Node, and Karpenter
@@ -85,7 +91,7 @@ func transformPod(o *corev1.Pod) {
 	sp := &o.Spec
 	sp.Tolerations = internSlice(&tolerations, sp.Tolerations)
 	sp.TopologySpreadConstraints = internSlice(&spreads, sp.TopologySpreadConstraints)
-	sp.NodeSelector = internMap(sp.NodeSelector)
+	sp.NodeSelector = internMap(&labelMaps, sp.NodeSelector)
 	sp.Overhead = internResources(sp.Overhead)
 	if sp.Affinity != nil {
 		if raw, err := sp.Affinity.Marshal(); err == nil {
