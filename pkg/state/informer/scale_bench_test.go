@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"testing"
 
@@ -28,9 +30,9 @@ import (
 // nodes (each with its NodeClaim and ten pods), fed through the informer path the controller
 // runs: client-go shared index informers (what controller-runtime's cache is made of) with the
 // cache's transform and indexes (namespace, and spec.nodeName for pods as the termination
-// controller adds), listing recorded objects page by page (500 per page, as the reflector asks),
-// and the state feed's event handlers. The recorded objects (testdata/) are an EKS node, its
-// NodeClaim and a Deployment's pod as the API server returns them, managedFields included;
+// controller adds), streaming the recorded objects as the reflector's watch-list asks (pages
+// of 500 when it lists instead), and the state feed's event handlers. The recorded objects
+// (testdata/) are an EKS node, its NodeClaim and a Deployment's pod as the API server returns them, managedFields included;
 // every copy is decoded afresh (protobuf for Nodes and Pods, JSON for NodeClaims), so no two
 // objects share memory, as with a real watch. The figure is the live heap after GC with the
 // informers running: cache, indexes and cluster state.
@@ -45,7 +47,15 @@ import (
 // index path. Feeding the informers from a ListerWatcher exercises exactly the code that
 // keeps objects in memory.
 func BenchmarkStateMemory(b *testing.B) {
-	for _, n := range []int{20000, 50000, 100000} {
+	sizes := []int{20000, 50000, 100000}
+	if v := os.Getenv("STATE_NODES"); v != "" { // one other size, e.g. a quick 1000 while developing
+		n, err := strconv.Atoi(v)
+		if err != nil {
+			b.Fatalf("STATE_NODES=%q: %v", v, err)
+		}
+		sizes = []int{n}
+	}
+	for _, n := range sizes {
 		b.Run(fmt.Sprintf("nodes=%d/shipped", n), func(b *testing.B) { benchMemory(b, n, true) })
 		if n == 20000 {
 			b.Run(fmt.Sprintf("nodes=%d/unslimmed", n), func(b *testing.B) { benchMemory(b, n, false) })
@@ -92,8 +102,9 @@ func nodeName(i int) string { return fmt.Sprintf("node-%06d", i) }
 
 // recordedLW lists n recorded objects of one kind in pages and never sends watch events.
 type recordedLW struct {
-	n    int
-	list func(from, to int) (k8sruntime.Object, error)
+	n     int
+	list  func(from, to int) (k8sruntime.Object, error)
+	empty func() k8sruntime.Object
 }
 
 func (lw *recordedLW) List(opts metav1.ListOptions) (k8sruntime.Object, error) {
@@ -120,13 +131,63 @@ func (lw *recordedLW) List(opts metav1.ListOptions) (k8sruntime.Object, error) {
 	return obj, nil
 }
 
-func (lw *recordedLW) Watch(metav1.ListOptions) (watch.Interface, error) { return watch.NewFake(), nil }
+// Watch streams the recorded objects when asked for the initial events (the streaming list
+// client-go's reflectors use by default since 1.35, WatchListClient: each object is transformed
+// as it arrives, so the untransformed list is never held whole), then a bookmark ending them;
+// after that it sends nothing.
+func (lw *recordedLW) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	w := &streamWatch{ch: make(chan watch.Event, 100), stop: make(chan struct{})}
+	if opts.SendInitialEvents == nil || !*opts.SendInitialEvents {
+		return w, nil
+	}
+	go func() {
+		for from := 0; from < lw.n; from += 500 {
+			page, err := lw.list(from, min(from+500, lw.n))
+			if err != nil {
+				w.send(watch.Event{Type: watch.Error, Object: &metav1.Status{Message: err.Error()}})
+				return
+			}
+			// One allocation per object, as a watch decodes them (the page is dropped).
+			items, err := meta.ExtractListWithAlloc(page)
+			if err != nil {
+				w.send(watch.Event{Type: watch.Error, Object: &metav1.Status{Message: err.Error()}})
+				return
+			}
+			for _, o := range items {
+				if !w.send(watch.Event{Type: watch.Added, Object: o}) {
+					return
+				}
+			}
+		}
+		end := lw.empty()
+		m, _ := meta.Accessor(end)
+		m.SetResourceVersion("1")
+		m.SetAnnotations(map[string]string{metav1.InitialEventsAnnotationKey: "true"})
+		w.send(watch.Event{Type: watch.Bookmark, Object: end})
+	}()
+	return w, nil
+}
 
-// IsWatchListSemanticsUnSupported: list, then watch (no streaming list).
-func (lw *recordedLW) IsWatchListSemanticsUnSupported() bool { return true }
+type streamWatch struct {
+	ch       chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+func (w *streamWatch) send(e watch.Event) bool {
+	select {
+	case w.ch <- e:
+		return true
+	case <-w.stop:
+		return false
+	}
+}
+
+func (w *streamWatch) Stop()                          { w.stopOnce.Do(func() { close(w.stop) }) }
+func (w *streamWatch) ResultChan() <-chan watch.Event { return w.ch }
 
 func (r *recorded) pods(n int) *recordedLW {
-	return &recordedLW{n: n * podsPerNode, list: func(from, to int) (k8sruntime.Object, error) {
+	return &recordedLW{n: n * podsPerNode, empty: func() k8sruntime.Object { return &corev1.Pod{} }, list: func(from, to int) (k8sruntime.Object, error) {
 		l := &corev1.PodList{Items: make([]corev1.Pod, to-from)}
 		for i := range l.Items {
 			p := &l.Items[i]
@@ -144,7 +205,7 @@ func (r *recorded) pods(n int) *recordedLW {
 }
 
 func (r *recorded) nodes(n int) *recordedLW {
-	return &recordedLW{n: n, list: func(from, to int) (k8sruntime.Object, error) {
+	return &recordedLW{n: n, empty: func() k8sruntime.Object { return &corev1.Node{} }, list: func(from, to int) (k8sruntime.Object, error) {
 		l := &corev1.NodeList{Items: make([]corev1.Node, to-from)}
 		for i := range l.Items {
 			nd := &l.Items[i]
@@ -162,7 +223,7 @@ func (r *recorded) nodes(n int) *recordedLW {
 }
 
 func (r *recorded) claims(n int) *recordedLW {
-	return &recordedLW{n: n, list: func(from, to int) (k8sruntime.Object, error) {
+	return &recordedLW{n: n, empty: func() k8sruntime.Object { return &v1.NodeClaim{} }, list: func(from, to int) (k8sruntime.Object, error) {
 		l := &v1.NodeClaimList{Items: make([]v1.NodeClaim, to-from)}
 		for i := range l.Items {
 			nc := &l.Items[i]
@@ -213,6 +274,19 @@ func feed(b *testing.B, lw *recordedLW, obj k8sruntime.Object, h toolscache.Reso
 	<-done
 }
 
+// writeHeapProfile writes the live heap (go tool pprof -sample_index=inuse_space) as it is
+// measured, with the informers still running: STATE_MEMPROFILE=file names the file.
+func writeHeapProfile(b *testing.B, name string) {
+	f, err := os.Create(name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Close()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		b.Fatal(err)
+	}
+}
+
 func heap() uint64 {
 	var ms runtime.MemStats
 	runtime.GC()
@@ -241,6 +315,9 @@ func benchMemory(b *testing.B, n int, shipped bool) {
 		afterNodes := heap()
 		feed(b, r.pods(n), &corev1.Pod{}, handler(informer.NewPodController(nil, cluster)), shipped, stop)
 		total := heap()
+		if f := os.Getenv("STATE_MEMPROFILE"); f != "" {
+			writeHeapProfile(b, f)
+		}
 		// The state holds the whole cluster: every node joined to its claim, with its pods.
 		sns := cluster.Nodes()
 		if len(sns) != n {

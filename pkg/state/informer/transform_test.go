@@ -54,7 +54,7 @@ func TestTransformPod(t *testing.T) {
 		"nodeName":          p.Spec.NodeName == "node-000000",
 		"claim volume only": len(p.Spec.Volumes) == 1 && p.Spec.Volumes[0].Name == "data",
 		"phase":             p.Status.Phase == corev1.PodRunning,
-		"conditions":        len(p.Status.Conditions) == 5,
+		"conditions":        len(p.Status.Conditions) == 2,
 	} {
 		if !kept {
 			t.Errorf("%s lost", name)

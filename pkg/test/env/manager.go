@@ -7,16 +7,21 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/karpenter-go/karpenter/pkg/state/informer"
 )
 
 // NewManager is a controller-runtime manager on cfg for a test that runs
 // controllers the way cmd/karpenter does (cached client, watches). It serves
 // no metrics or health probes (test binaries run side by side and would fight
 // over ports), and controller names may repeat: several tests in one process
-// register the same controllers.
+// register the same controllers. Its cache slims and shares objects as
+// cmd/karpenter's does (informer.Transform), so the controllers are tested on
+// what they read in production.
 func NewManager(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme) manager.Manager {
 	t.Helper()
 	mgr, err := manager.New(cfg, manager.Options{
@@ -24,6 +29,7 @@ func NewManager(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme) manager.
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  cache.Options{DefaultTransform: informer.Transform},
 	})
 	if err != nil {
 		t.Fatal(err)
