@@ -24,6 +24,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/controllers/legacy"
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
@@ -70,7 +71,12 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		PreferencePolicy:  d.Options.PreferencePolicy,
 		MinValuesPolicy:   d.Options.MinValuesPolicy,
 	})
-	all = append(all, runnable(prov), cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error {
+	all = append(all, runnable(prov), cloudprovider.ControllerFunc(func(ctx context.Context, mgr manager.Manager) error {
+		// Decisions list the unbound pods through the index (see podindex).
+		if err := podindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+			// Decisions still work, filtering a full list (see podindex.OnNode).
+			mgr.GetLogger().Info("pod index not added", "field", podindex.NodeName, "error", err.Error())
+		}
 		return provisioning.NewPodTrigger(d.KubeClient, prov.Batcher()).Register(mgr, d.Options.CPUConcurrency(10, 1000))
 	}), registerer(provisioning.NewDeletionTrigger(prov.Batcher()).Register))
 	if !d.Options.DisableClusterStateObservability {

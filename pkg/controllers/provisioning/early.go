@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -16,14 +17,13 @@ import (
 // plus the pods kube-scheduler has not tried yet (AwaitingScheduler), in the
 // same stable order, and the uids of the latter.
 func (p *Provisioner) decisionPods(ctx context.Context) ([]*corev1.Pod, map[types.UID]bool, error) {
-	list := &corev1.PodList{}
-	if err := p.kube.List(ctx, list); err != nil {
+	unbound, err := podindex.OnNode(ctx, p.kube, "")
+	if err != nil {
 		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}
 	var out []*corev1.Pod
 	early := map[types.UID]bool{}
-	for i := range list.Items {
-		pod := &list.Items[i]
+	for _, pod := range unbound {
 		switch {
 		case IsProvisionable(pod):
 			out = append(out, pod)

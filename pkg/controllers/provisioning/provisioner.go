@@ -24,6 +24,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/events"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
@@ -220,14 +221,15 @@ func (p *Provisioner) SolverInput(ctx context.Context, pods []*corev1.Pod) (*sch
 // PendingPods lists the pods to provision for, in a stable order: pods the
 // kube-scheduler could not place and pods on capacity being deleted.
 func (p *Provisioner) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
-	list := &corev1.PodList{}
-	if err := p.kube.List(ctx, list); err != nil {
+	// Only unbound pods can be pending: the index spares copying the bound ones.
+	unbound, err := podindex.OnNode(ctx, p.kube, "")
+	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	var out []*corev1.Pod
-	for i := range list.Items {
-		if IsProvisionable(&list.Items[i]) {
-			out = append(out, &list.Items[i])
+	for _, pod := range unbound {
+		if IsProvisionable(pod) {
+			out = append(out, pod)
 		}
 	}
 	out = append(out, p.cluster.PodsOnDeletingCapacity()...)

@@ -26,6 +26,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/instance"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
@@ -283,12 +284,15 @@ func (c *Controller) nodeClaimFor(ctx context.Context, node *corev1.Node) (*v1.N
 // Register adds the controller, its eviction queue and the field indexes it
 // reads through to the manager.
 func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
+	if err := podindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
+		// Lookups still work, filtering a full list (see podindex.OnNode).
+		mgr.GetLogger().Info("pod index not added", "field", podindex.NodeName, "error", err.Error())
+	}
 	indexes := []struct {
 		obj   client.Object
 		field string
 		value func(client.Object) []string
 	}{
-		{&corev1.Pod{}, PodNodeNameIndex, func(o client.Object) []string { return nonEmpty(o.(*corev1.Pod).Spec.NodeName) }},
 		{&v1.NodeClaim{}, NodeClaimProviderIDIndex, func(o client.Object) []string { return nonEmpty(o.(*v1.NodeClaim).Status.ProviderID) }},
 	}
 	for _, ix := range indexes {

@@ -16,13 +16,14 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
 )
 
-// PodNodeNameIndex is the field index of pods by spec.nodeName. A cached
-// client needs it registered (Register does); a direct client sends it to
-// the API server as a field selector, which pods support.
-const PodNodeNameIndex = "spec.nodeName"
+// PodNodeNameIndex is the field index of pods by spec.nodeName (see package
+// podindex). A cached client needs it registered (Register does); a direct
+// client sends it to the API server as a field selector, which pods support.
+const PodNodeNameIndex = podindex.NodeName
 
 // ReasonDisrupted is the event on a pod deleted, bypassing its PDB and
 // do-not-disrupt annotation, because its node's terminationGracePeriod ends.
@@ -228,20 +229,7 @@ func (d *Drainer) explain(holding []*corev1.Pod, current Tier, deadline *time.Ti
 
 // PodsOnNode lists the pods bound to the node.
 func PodsOnNode(ctx context.Context, c client.Client, nodeName string) ([]*corev1.Pod, error) {
-	list := &corev1.PodList{}
-	if err := c.List(ctx, list, client.MatchingFields{PodNodeNameIndex: nodeName}); err != nil {
-		// A cache without the index refuses the selector; filter a full list.
-		if err := c.List(ctx, list); err != nil {
-			return nil, err
-		}
-	}
-	out := make([]*corev1.Pod, 0, len(list.Items))
-	for i := range list.Items {
-		if list.Items[i].Spec.NodeName == nodeName {
-			out = append(out, &list.Items[i])
-		}
-	}
-	return out, nil
+	return podindex.OnNode(ctx, c, nodeName)
 }
 
 // drainReason labels karpenter_pods_drained_total: the reason Karpenter chose
