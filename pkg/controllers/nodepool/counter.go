@@ -39,7 +39,9 @@ func (c *Counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	claims := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+	// Read only, so the cache's own objects: a copy of every NodeClaim on each reconcile
+	// (one per NodeClaim change) is quadratic in the fleet.
+	if err := c.kubeClient.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	stored := np.DeepCopy()
