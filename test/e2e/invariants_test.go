@@ -69,6 +69,15 @@ type invariantWatcher struct {
 	claims     map[string]*v1.NodeClaim // by name; kept after deletion
 	pool       *v1.NodePool
 	departed   map[types.UID]bool
+	// Indexes over the view, so that the watcher's cost per event does not
+	// grow with the fleet (BenchmarkScaleFleet runs it over thousands of
+	// nodes and tens of thousands of pods): the pods bound to each node, the
+	// NodeClaim last seen for each node, and the NodePool's nodes and those
+	// of them tainted karpenter.sh/disrupted.
+	podsOnNode  map[string]map[types.NamespacedName]bool
+	claimByNode map[string]*v1.NodeClaim
+	poolNodes   map[string]bool
+	disrupted   map[string]bool
 	violations []string
 	seen       map[string]bool // violation keys already recorded
 	reported   int             // violations already failed a test (Assert)
@@ -89,6 +98,11 @@ func newInvariantWatcher(nodePool string, now func() time.Time) *invariantWatche
 		claims:   map[string]*v1.NodeClaim{},
 		departed: map[types.UID]bool{},
 		seen:     map[string]bool{},
+
+		podsOnNode:  map[string]map[types.NamespacedName]bool{},
+		claimByNode: map[string]*v1.NodeClaim{},
+		poolNodes:   map[string]bool{},
+		disrupted:   map[string]bool{},
 	}
 }
 
@@ -187,6 +201,13 @@ func (w *invariantWatcher) KarpenterRemovals() int {
 	return w.karpenterRemovals
 }
 
+// Violations is how many violations the watcher recorded so far.
+func (w *invariantWatcher) Violations() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.violations)
+}
+
 // NodeClaim returns the last state seen of a NodeClaim (also after it is
 // gone, with its deletionTimestamp).
 func (w *invariantWatcher) NodeClaim(name string) *v1.NodeClaim {
@@ -212,7 +233,7 @@ func (w *invariantWatcher) podChanged(old, cur *corev1.Pod) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.pods[client.ObjectKeyFromObject(cur)] = cur
+	w.storePod(cur)
 	if old != nil && !gone(old) && gone(cur) && !w.departed[cur.UID] {
 		w.departure(cur, w.healthy(old))
 	}
@@ -226,11 +247,38 @@ func (w *invariantWatcher) podDeleted(last *corev1.Pod) {
 	defer w.mu.Unlock()
 	key := client.ObjectKeyFromObject(last)
 	if known, ok := w.pods[key]; ok && known.UID == last.UID {
+		w.unindexPod(key, known)
 		delete(w.pods, key)
 	}
 	if !w.departed[last.UID] {
 		// Deleted at once (grace period 0): no terminating phase was seen.
 		w.departure(last, last.Status.Phase == corev1.PodRunning && isReady(last))
+	}
+}
+
+// storePod keeps p in the view and in the index of pods by node.
+func (w *invariantWatcher) storePod(p *corev1.Pod) {
+	key := client.ObjectKeyFromObject(p)
+	if known, ok := w.pods[key]; ok {
+		w.unindexPod(key, known)
+	}
+	w.pods[key] = p
+	if p.Spec.NodeName != "" {
+		on := w.podsOnNode[p.Spec.NodeName]
+		if on == nil {
+			on = map[types.NamespacedName]bool{}
+			w.podsOnNode[p.Spec.NodeName] = on
+		}
+		on[key] = true
+	}
+}
+
+func (w *invariantWatcher) unindexPod(key types.NamespacedName, p *corev1.Pod) {
+	if on := w.podsOnNode[p.Spec.NodeName]; on != nil {
+		delete(on, key)
+		if len(on) == 0 {
+			delete(w.podsOnNode, p.Spec.NodeName)
+		}
 	}
 }
 
@@ -349,12 +397,10 @@ func (w *invariantWatcher) checkDoNotDisrupt(p *corev1.Pod, cause string) {
 }
 
 func (w *invariantWatcher) claimOfNode(node string) *v1.NodeClaim {
-	for _, nc := range w.claims {
-		if nc.Status.NodeName == node && node != "" {
-			return nc
-		}
+	if node == "" {
+		return nil
 	}
-	return nil
+	return w.claimByNode[node]
 }
 
 func expired(nc *v1.NodeClaim, now time.Time) bool {
@@ -381,17 +427,26 @@ func (w *invariantWatcher) nodeChanged(n *corev1.Node, deleted bool) {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	delete(w.poolNodes, n.Name)
+	delete(w.disrupted, n.Name)
 	if deleted {
 		delete(w.nodes, n.Name)
 	} else {
 		w.nodes[n.Name] = n
+		if n.Labels[v1.NodePoolLabelKey] == w.nodePool {
+			w.poolNodes[n.Name] = true
+			if hasDisruptedTaint(n) {
+				w.disrupted[n.Name] = true
+			}
+		}
 	}
 	if deleted {
 		// The pods still on a node that is gone stop serving now, not when
 		// the pod garbage collector gets to them. (A node that is only
 		// being deleted is draining: its pods still serve.)
-		for _, p := range w.pods {
-			if p.Spec.NodeName == n.Name && !w.departed[p.UID] && !gone(p) {
+		for key := range w.podsOnNode[n.Name] {
+			p := w.pods[key]
+			if p != nil && p.Spec.NodeName == n.Name && !w.departed[p.UID] && !gone(p) {
 				w.departure(p, p.Status.Phase == corev1.PodRunning && isReady(p))
 			}
 		}
@@ -406,6 +461,9 @@ func (w *invariantWatcher) nodeClaimChanged(nc *v1.NodeClaim) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.claims[nc.Name] = nc
+	if nc.Status.NodeName != "" {
+		w.claimByNode[nc.Status.NodeName] = nc
+	}
 	w.checkBudget()
 }
 
@@ -424,17 +482,11 @@ func (w *invariantWatcher) checkBudget() {
 	if w.pool == nil {
 		return
 	}
-	total, disrupting := 0, 0
+	total, disrupting := len(w.poolNodes), 0
 	byReason := map[v1.DisruptionReason]int{}
 	var names []string
-	for _, n := range w.nodes {
-		if n.Labels[v1.NodePoolLabelKey] != w.nodePool {
-			continue
-		}
-		total++
-		if !hasDisruptedTaint(n) {
-			continue
-		}
+	for name := range w.disrupted {
+		n := w.nodes[name]
 		nc := w.claimOfNode(n.Name)
 		if nc != nil && expired(nc, w.now()) {
 			continue

@@ -3,41 +3,53 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
+	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 )
 
 // BenchmarkScaleFleet: the largest KWOK fleet, provisioned and consolidated end to end on the
-// local cluster with the invariant watcher on. SCALE_NODES (default 5000) nodes of 16 vCPU
-// are filled with ten 1.5-vCPU pods each (one Deployment of 10×SCALE_NODES replicas); once
-// every pod runs, the Deployment is scaled to half and consolidation enabled (budget 10%),
-// and the benchmark waits until the pods run on at most 60% of the nodes. It prints nodes,
-// pods, the time to all Running, the time to consolidate, the controller's CPU time and peak
-// RSS, and the machine's load. Run it alone, with
+// local cluster with the invariant watcher on. FLEET_NODES (default 500; SCALE_NODES is the
+// older name) nodes of 16 vCPU are filled with ten 1.5-vCPU pods each (one Deployment of
+// 10×FLEET_NODES replicas); once every pod runs, the Deployment is scaled to half and
+// consolidation enabled (budget 10%), and the benchmark waits until the pods run on at most 60%
+// of the nodes. It prints one row: nodes, pods, the time to all Running, the time to
+// consolidate, nodes after, Karpenter's CPU time (summed over restarts) and peak RSS, the API
+// server's and etcd's peak RSS, CPU time per component, invariant violations and the machine's
+// load. Run it alone, with
 //
-//	SCALE_NODES=5000 go test ./test/e2e -run '^$' -bench ScaleFleet -benchtime 1x -timeout 3h
+//	FLEET_NODES=5000 go test ./test/e2e -run '^$' -bench ScaleFleet -benchtime 1x -timeout 3h
+//
+// (ENABLE_PROFILING=true passes through to Karpenter: pprof on its metrics port.)
 func BenchmarkScaleFleet(b *testing.B) {
-	nodes := 5000
-	if s := os.Getenv("SCALE_NODES"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			b.Fatalf("SCALE_NODES=%q: want a positive number of nodes", s)
+	nodes := 500
+	for _, name := range []string{"SCALE_NODES", "FLEET_NODES"} {
+		if s := os.Getenv(name); s != "" {
+			n, err := strconv.Atoi(s)
+			if err != nil || n < 1 {
+				b.Fatalf("%s=%q: want a positive number of nodes", name, s)
+			}
+			nodes = n
 		}
-		nodes = n
 	}
 	pods := int32(10 * nodes)
+	// The poll lists the pods' metadata: at 50,000 pods not free, so it is spaced with the fleet.
+	every := max(2*time.Second, time.Duration(nodes)*2*time.Millisecond)
 	e := startProvisioning(b)
 	np := disruptionPool("default", v1.Never, "10%")
 	np.Spec.Template.Spec.Requirements = setRequirement(kit.DefaultNodePool("default", "default", 16).Spec.Template.Spec.Requirements,
@@ -50,56 +62,60 @@ func BenchmarkScaleFleet(b *testing.B) {
 	if err := kit.NodeClassReady(e.ctx, e.Client, "default", time.Minute); err != nil {
 		b.Fatal(err)
 	}
+	m := newFleetMeter(e)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		before, err := e.current().ResourceUsage()
-		if err != nil {
-			b.Fatal(err)
-		}
+		m.sample()
+		m.mark()
 		dep := kit.Deployment("default", "fleet", pods, "1500m", "1Gi", false)
 		start := time.Now()
 		e.apply(b, dep)
-		last := waitFleet(b, e, 90*time.Minute, func(c *kit.Counts) bool {
-			return c.Pods == int(pods) && c.Running == int(pods)
+		last := waitFleet(b, e, m, every, 90*time.Minute, func(c fleetCounts) bool {
+			return c.pods == int(pods) && c.running == int(pods)
 		})
 		running := time.Since(start)
-		peakNodes := last.Nodes
-		fmt.Printf("scale: %d pods Running on %d nodes after %s (load %s)\n", pods, last.Nodes, running.Round(time.Second), loadAvg())
+		peakNodes := last.nodes
+		provisionCPU := m.used()
+		fmt.Printf("scale: %d pods Running on %d nodes after %s; CPU %s (load %s)\n", pods, last.nodes, running.Round(time.Second), provisionCPU, loadAvg())
 
 		// Half the pods go; consolidation packs the rest onto about half the nodes.
 		half := pods / 2
 		if err := e.Client.Patch(e.ctx, dep, client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, half))); err != nil {
 			b.Fatal(err)
 		}
-		waitFleet(b, e, 30*time.Minute, func(c *kit.Counts) bool { return c.Pods == int(half) && c.Running == int(half) })
+		waitFleet(b, e, m, every, 30*time.Minute, func(c fleetCounts) bool { return c.pods == int(half) && c.running == int(half) })
+		m.mark()
 		cstart := time.Now()
 		e.updateNodePool(b, "default", func(np *v1.NodePool) {
 			np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
 		})
 		target := peakNodes * 6 / 10
-		last = waitFleet(b, e, 90*time.Minute, func(c *kit.Counts) bool {
-			return c.Nodes <= target && c.NodeClaimsAll == c.Nodes && c.Pods == int(half) && c.Running == int(half)
+		last = waitFleet(b, e, m, every, 90*time.Minute, func(c fleetCounts) bool {
+			return c.nodes <= target && c.nodeClaims == c.nodes && c.pods == int(half) && c.running == int(half)
 		})
 		consolidated := time.Since(cstart)
-		after, err := e.current().ResourceUsage()
-		if err != nil {
-			b.Fatal(err)
-		}
-		cpu := after.CPU - before.CPU
-		if restarts() > 0 {
-			cpu = after.CPU // the last process's own
-		}
+		consolidateCPU := m.used()
+		violations := w.Violations()
+		karpenterCPU := m.total("karpenter")
 		b.ReportMetric(float64(peakNodes), "nodes")
 		b.ReportMetric(float64(pods), "pods")
 		b.ReportMetric(running.Seconds(), "s-to-all-running")
 		b.ReportMetric(consolidated.Seconds(), "s-to-consolidate")
-		b.ReportMetric(float64(last.Nodes), "nodes-after")
-		b.ReportMetric(cpu.Seconds(), "controller-cpu-s")
-		b.ReportMetric(float64(after.PeakRSS)/(1<<20), "controller-peak-MiB")
+		b.ReportMetric(float64(last.nodes), "nodes-after")
+		b.ReportMetric(karpenterCPU.Seconds(), "controller-cpu-s")
+		b.ReportMetric(float64(m.rss["karpenter"])/(1<<20), "controller-peak-MiB")
+		b.ReportMetric(float64(m.rss[localcluster.APIServer])/(1<<20), "apiserver-peak-MiB")
+		b.ReportMetric(float64(m.rss[localcluster.Etcd])/(1<<20), "etcd-peak-MiB")
 		b.ReportMetric(float64(restarts()), "controller-restarts")
-		fmt.Printf("scale: %d nodes / %d pods Running after %s; half the pods gone, consolidated to %d nodes in %s; controller CPU %s, peak RSS %.0f MiB (restarts %d: figures of the last process); load %s\n",
-			peakNodes, pods, running.Round(time.Second), last.Nodes, consolidated.Round(time.Second),
-			cpu.Round(10*time.Millisecond), float64(after.PeakRSS)/(1<<20), restarts(), loadAvg())
+		b.ReportMetric(float64(violations), "invariant-violations")
+		fmt.Printf("scale: consolidated to %d nodes in %s; CPU %s (load %s)\n", last.nodes, consolidated.Round(time.Second), consolidateCPU, loadAvg())
+		fmt.Printf("| nodes | pods | to all Running | to consolidated | nodes after | Karpenter cpu-s | Karpenter peak RSS | API server / etcd peak RSS | violations | load |\n")
+		fmt.Printf("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|\n")
+		fmt.Printf("| %d | %d | %s | %s | %d | %.0f | %.0f MiB | %.0f / %.0f MiB | %d | %s |\n",
+			peakNodes, pods, running.Round(time.Second), consolidated.Round(time.Second), last.nodes, karpenterCPU.Seconds(),
+			float64(m.rss["karpenter"])/(1<<20), float64(m.rss[localcluster.APIServer])/(1<<20), float64(m.rss[localcluster.Etcd])/(1<<20),
+			violations, loadAvg())
+		fmt.Printf("scale: Karpenter restarts %d; CPU over the whole run: %s\n", restarts(), m.all())
 		if w.KarpenterRemovals() == 0 {
 			b.Error("the invariant watcher saw no pod removed by Karpenter: it judged nothing")
 		}
@@ -110,25 +126,143 @@ func BenchmarkScaleFleet(b *testing.B) {
 	}
 }
 
-// waitFleet polls the counts every 2 s (a list of 50,000 pods is not free) until done.
-func waitFleet(b *testing.B, e *provisioningEnv, timeout time.Duration, done func(*kit.Counts) bool) *kit.Counts {
+// fleetCounts is what the benchmark's poll sees: pods (not terminating), those Running, nodes
+// and NodeClaims.
+type fleetCounts struct {
+	pods, running, nodes, nodeClaims int
+}
+
+// countFleet reads only metadata (a PartialObjectMetadataList): at tens of thousands of
+// pods, kit.Count's full pod list every few seconds costs the API server more than
+// the controllers being measured.
+func countFleet(ctx context.Context, c client.Client) (fleetCounts, error) {
+	var out fleetCounts
+	list := func(kind string, opts ...client.ListOption) (*metav1.PartialObjectMetadataList, error) {
+		l := &metav1.PartialObjectMetadataList{}
+		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
+		return l, c.List(ctx, l, opts...)
+	}
+	live := func(l *metav1.PartialObjectMetadataList) int {
+		n := 0
+		for i := range l.Items {
+			if l.Items[i].DeletionTimestamp == nil {
+				n++
+			}
+		}
+		return n
+	}
+	all, err := list("PodList", client.InNamespace("default"))
+	if err != nil {
+		return out, err
+	}
+	running, err := list("PodList", client.InNamespace("default"), client.MatchingFields{"status.phase": string(corev1.PodRunning)})
+	if err != nil {
+		return out, err
+	}
+	nodes, err := list("NodeList")
+	if err != nil {
+		return out, err
+	}
+	claims := &metav1.PartialObjectMetadataList{}
+	claims.SetGroupVersionKind(v1.SchemeGroupVersion.WithKind("NodeClaimList"))
+	if err := c.List(ctx, claims); err != nil {
+		return out, err
+	}
+	out.pods, out.running, out.nodes, out.nodeClaims = live(all), live(running), len(nodes.Items), len(claims.Items)
+	return out, nil
+}
+
+// waitFleet polls the counts every `every` until done, sampling the processes' CPU and memory.
+func waitFleet(b *testing.B, e *provisioningEnv, m *fleetMeter, every, timeout time.Duration, done func(fleetCounts) bool) fleetCounts {
 	b.Helper()
-	var last *kit.Counts
-	err := wait.PollUntilContextTimeout(e.ctx, 2*time.Second, timeout, true, func(ctx context.Context) (bool, error) {
-		c, err := kit.Count(ctx, e.Client, "default")
+	var last fleetCounts
+	seen := false
+	err := wait.PollUntilContextTimeout(e.ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
+		m.sample()
+		c, err := countFleet(ctx, e.Client)
 		if err != nil {
 			return false, nil // the API server is busy: ask again
 		}
-		last = c
+		last, seen = c, true
 		return done(c), nil
 	})
+	m.sample()
 	if err != nil {
-		if last == nil {
+		if !seen {
 			b.Fatalf("no counts: %v", err)
 		}
-		b.Fatalf("%v: pods %d running %d, nodes %d, nodeclaims %v (log %s)", err, last.Pods, last.Running, last.Nodes, last.NodeClaims, e.karpenter.LogPath)
+		b.Fatalf("%v: %+v (log %s)", err, last, e.current().LogPath)
 	}
 	return last
+}
+
+// fleetMeter samples the CPU time and peak RSS of Karpenter (every process the supervisor
+// started: the CPU of a process that exited is its last sample) and of each control-plane
+// component, and the benchmark process's own CPU (the invariant watcher and the polls).
+type fleetMeter struct {
+	e     *provisioningEnv
+	cpu   map[string]map[int]time.Duration // component -> pid -> CPU time at the last sample
+	rss   map[string]int64                 // component -> peak RSS seen
+	marks map[string]time.Duration         // totals at the last mark
+}
+
+const benchProcess = "bench+watcher"
+
+func newFleetMeter(e *provisioningEnv) *fleetMeter {
+	m := &fleetMeter{e: e, cpu: map[string]map[int]time.Duration{}, rss: map[string]int64{}, marks: map[string]time.Duration{}}
+	m.sample()
+	return m
+}
+
+func (m *fleetMeter) sample() {
+	pids, _ := m.e.ChildPIDs()
+	pids = maps.Clone(pids)
+	if pids == nil {
+		pids = map[string]int{}
+	}
+	pids["karpenter"] = m.e.current().Cmd.Process.Pid
+	pids[benchProcess] = os.Getpid()
+	for name, pid := range pids {
+		u, err := (&kit.Process{Cmd: &exec.Cmd{Process: &os.Process{Pid: pid}}}).ResourceUsage()
+		if err != nil {
+			continue
+		}
+		if m.cpu[name] == nil {
+			m.cpu[name] = map[int]time.Duration{}
+		}
+		m.cpu[name][pid] = u.CPU
+		m.rss[name] = max(m.rss[name], u.PeakRSS)
+	}
+}
+
+func (m *fleetMeter) total(name string) time.Duration {
+	var t time.Duration
+	for _, c := range m.cpu[name] {
+		t += c
+	}
+	return t
+}
+
+// mark starts a phase; used reports the CPU each component used since.
+func (m *fleetMeter) mark() {
+	for name := range m.cpu {
+		m.marks[name] = m.total(name)
+	}
+}
+
+func (m *fleetMeter) used() string {
+	return m.format(func(name string) time.Duration { return m.total(name) - m.marks[name] })
+}
+
+func (m *fleetMeter) all() string { return m.format(m.total) }
+
+func (m *fleetMeter) format(cpu func(string) time.Duration) string {
+	names := slices.Sorted(maps.Keys(m.cpu))
+	parts := make([]string, 0, len(names))
+	for _, name := range names {
+		parts = append(parts, fmt.Sprintf("%s %.0fs", name, cpu(name).Seconds()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func loadAvg() string {

@@ -2,15 +2,19 @@ package nodepool
 
 import (
 	"context"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -39,7 +43,9 @@ func (c *Counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	claims := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+	// Read only, so the cache's own objects: a copy of every NodeClaim on each reconcile
+	// (one per NodeClaim change) is quadratic in the fleet.
+	if err := c.kubeClient.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	stored := np.DeepCopy()
@@ -71,10 +77,41 @@ func Usage(claims []v1.NodeClaim) corev1.ResourceList {
 
 func equalStatus(a, b *v1.NodePool) bool { return equality.Semantic.DeepEqual(a.Status, b.Status) }
 
-// Register adds the controller to the manager.
+// CountDelay is how long a NodeClaim change waits before its NodePool is counted again:
+// the changes within it are counted once. Each count reads all the NodePool's NodeClaims,
+// so counting on every change was quadratic in a fleet being provisioned or consolidated
+// (thousands of NodeClaim updates a minute); status.resources now lags by up to a second.
+const CountDelay = time.Second
+
+// Register adds the controller to the manager. NodePool events count at once, but only a
+// new spec (its own status patches would count again); NodeClaim events after CountDelay.
 func (c *Counter) Register(mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).Named("nodepool.counter").
-		For(&v1.NodePool{}).
-		Watches(&v1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(nodePoolRequest)).
+		For(&v1.NodePool{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&v1.NodeClaim{}, coalesced(CountDelay)).
 		Complete(c)
+}
+
+// coalesced enqueues the NodeClaim's NodePool delay after the event; the work queue keeps
+// one entry per key, at the earliest time asked, so a burst of events is one reconcile.
+func coalesced(delay time.Duration) handler.EventHandler {
+	add := func(o client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, r := range nodePoolRequest(context.Background(), o) {
+			q.AddAfter(r, delay)
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.ObjectNew, q)
+		},
+		DeleteFunc: func(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+		GenericFunc: func(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			add(e.Object, q)
+		},
+	}
 }

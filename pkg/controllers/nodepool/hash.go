@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -55,14 +56,15 @@ func (h *HashController) Reconcile(ctx context.Context, req reconcile.Request) (
 		}
 	}
 	claims := &v1.NodeClaimList{}
-	if err := h.kubeClient.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}); err != nil {
+	// The cache's own objects (read only): only those to re-stamp are copied.
+	if err := h.kubeClient.List(ctx, claims, client.MatchingLabels{v1.NodePoolLabelKey: np.Name}, client.UnsafeDisableDeepCopy); err != nil {
 		return reconcile.Result{}, err
 	}
 	for i := range claims.Items {
-		nc := &claims.Items[i]
-		if nc.Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion {
+		if claims.Items[i].Annotations[v1.NodePoolHashVersionAnnotationKey] == v1.NodePoolHashVersion {
 			continue
 		}
+		nc := claims.Items[i].DeepCopy()
 		stored := nc.DeepCopy()
 		if nc.Annotations == nil {
 			nc.Annotations = map[string]string{}
@@ -79,5 +81,9 @@ func (h *HashController) Reconcile(ctx context.Context, req reconcile.Request) (
 
 // Register adds the controller to the manager.
 func (h *HashController) Register(mgr manager.Manager) error {
-	return builder.ControllerManagedBy(mgr).Named("nodepool.hash").For(&v1.NodePool{}).Complete(h)
+	// The hash follows the spec (generation) and the annotations it writes; status updates
+	// (the counter's, on every NodeClaim change) would list the pool's NodeClaims each time.
+	return builder.ControllerManagedBy(mgr).Named("nodepool.hash").
+		For(&v1.NodePool{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))).
+		Complete(h)
 }

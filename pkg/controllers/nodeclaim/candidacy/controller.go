@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -96,7 +97,10 @@ func (c *Controller) Register(mgr manager.Manager) error {
 	b := builder.ControllerManagedBy(mgr).
 		Named(Name).
 		For(&v1.NodeClaim{}).
-		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.nodePoolToNodeClaims)).
+		// Only a change of the NodePool's spec (its generation) concerns its NodeClaims:
+		// status updates (the counter's resources, on every NodeClaim change) would
+		// requeue every NodeClaim of the pool each time, quadratic in the fleet.
+		Watches(&v1.NodePool{}, handler.EnqueueRequestsFromMapFunc(c.nodePoolToNodeClaims), builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10})
 	for _, nc := range c.cloudProvider.GetSupportedNodeClasses() {
 		b = b.Watches(nc, handler.EnqueueRequestsFromMapFunc(c.nodeClassToNodeClaims))
