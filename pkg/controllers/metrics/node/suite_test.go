@@ -242,7 +242,7 @@ func describeAll(ss []series) string {
 func TestNodeGaugesHaveExactValuesAndLabels(t *testing.T) {
 	f := newFixture(t)
 	n := f.node(t, "managed-a", "default")
-	f.node(t, "unmanaged-b", "")
+	b := f.node(t, "unmanaged-b", "")
 	ds := f.daemonSet(t, "logger")
 	f.pod(t, "logger-a", "managed-a", ds, "100m", "128Mi", "200m", "256Mi")
 	f.pod(t, "web", "managed-a", nil, "1", "1Gi", "2", "2Gi")
@@ -278,7 +278,9 @@ func TestNodeGaugesHaveExactValuesAndLabels(t *testing.T) {
 	}, byResource)
 	f.expectSeries(t, "karpenter_nodes_total_daemon_requests", map[string]float64{"a/cpu": 0.1, "a/memory": 128 * mi}, byResource)
 	f.expectSeries(t, "karpenter_nodes_total_daemon_limits", map[string]float64{"a/cpu": 0.2, "a/memory": 256 * mi}, byResource)
-	f.expectSeries(t, "karpenter_nodes_current_lifetime_seconds", map[string]float64{"a": 90, "b": 90}, func(k string) map[string]string {
+	// b may have been created a second after a (timestamps have whole seconds).
+	bLifetime := f.clock.Now().Sub(b.CreationTimestamp.Time).Seconds()
+	f.expectSeries(t, "karpenter_nodes_current_lifetime_seconds", map[string]float64{"a": 90, "b": bLifetime}, func(k string) map[string]string {
 		if k == "b" {
 			return unmanaged
 		}
