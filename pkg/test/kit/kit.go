@@ -8,6 +8,7 @@ package kit
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -292,14 +293,21 @@ func (p *Process) ResourceUsage() (Usage, error) {
 	return u, nil
 }
 
-// FreePort asks the kernel for an unused TCP port.
+// FreePort returns a port free now, below Linux's ephemeral range (see
+// hack/cluster's freePorts: a port the kernel hands out for ":0" can be taken by
+// an outgoing connection before the process it is meant for binds it).
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	const low, high = 20000, 32767
+	for range 1000 {
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(high-low+1)))
+		if err != nil {
+			continue // taken: draw another
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		return port, nil
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("no free port in %d-%d", low, high)
 }
 
 // Counts summarise the cluster for the live view and the tests.

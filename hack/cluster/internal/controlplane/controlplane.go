@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -454,7 +455,14 @@ func runningAs(pid int, name string) bool {
 	return filepath.Base(argv0) == name
 }
 
+// freePorts picks n ports that are free now, below Linux's ephemeral range
+// (32768-60999 by default). Ports the kernel hands out (":0") come from that
+// range, which every outgoing connection also draws from: with several clusters
+// running, a port picked here was taken by some client connection before
+// kube-controller-manager, started seconds later, could bind it. Ports below
+// the range are only taken by listeners that ask for them.
 func freePorts(n int) ([]int, error) {
+	const low, high = 20000, 32767
 	var ls []net.Listener
 	defer func() {
 		for _, l := range ls {
@@ -462,10 +470,13 @@ func freePorts(n int) ([]int, error) {
 		}
 	}()
 	var ports []int
-	for i := 0; i < n; i++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	for tries := 0; len(ports) < n; tries++ {
+		if tries == 1000 {
+			return nil, fmt.Errorf("no free port in %d-%d after %d tries", low, high, tries)
+		}
+		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(high-low+1)))
 		if err != nil {
-			return nil, err
+			continue // taken: draw another
 		}
 		ls = append(ls, l)
 		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
