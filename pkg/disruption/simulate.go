@@ -3,6 +3,7 @@ package disruption
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
@@ -777,7 +778,7 @@ type packedPass struct {
 // nodes. The last packing is kept: multi-node consolidation's search packs a
 // prefix and then simulates the same one.
 func (p *pass) packWithout(cands []*node) *packedPass {
-	if l := p.lastPacked; l != nil && sameNodes(l.cands, cands) {
+	if l := p.lastPacked; l != nil && slices.Equal(l.cands, cands) {
 		return l
 	}
 	pk := p.packer()
@@ -807,18 +808,6 @@ func (p *pass) packWithout(cands []*node) *packedPass {
 	pp.packing = pk.pack(pp.excluded, pp.reqs)
 	p.lastPacked = pp
 	return pp
-}
-
-func sameNodes(a, b []*node) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // solve asks the solver where the moving pods (and the pending ones) go on the

@@ -2,6 +2,7 @@ package provisioning
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -140,7 +141,7 @@ func (t *PodTrigger) export(ctx context.Context, p *corev1.Pod) error {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if old, ok := t.series[key]; ok && !equal(old, values) {
+	if old, ok := t.series[key]; ok && !slices.Equal(old, values) {
 		PodsState.DeleteLabelValues(old...)
 	}
 	t.series[key] = values
@@ -155,18 +156,6 @@ func (t *PodTrigger) forget(key types.NamespacedName) {
 		PodsState.DeleteLabelValues(old...)
 		delete(t.series, key)
 	}
-}
-
-func equal(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // Register watches pods.
