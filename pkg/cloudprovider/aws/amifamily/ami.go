@@ -16,6 +16,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
 )
 
@@ -333,33 +334,24 @@ func (p *Provider) termQueries(ctx context.Context, terms []v1.AMISelectorTerm, 
 
 func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter, owners []string) ([]image, error) {
 	fs = append(append([]ec2types.Filter(nil), fs...), ec2types.Filter{Name: aws.String("state"), Values: []string{string(ec2types.ImageStateAvailable)}})
-	key := filters.Key(fs, owners...)
-	if imgs, ok := p.images.Get(key); ok {
-		return imgs, nil
-	}
-	var out []image
-	pages := ec2.NewDescribeImagesPaginator(p.ec2, &ec2.DescribeImagesInput{
-		Filters:           fs,
-		Owners:            owners,
-		IncludeDeprecated: aws.Bool(true),
-		MaxResults:        aws.Int32(p.pageSize),
+	return p.images.Load(filters.Key(fs, owners...), func() ([]image, error) {
+		return pages.Collect(ctx, ec2.NewDescribeImagesPaginator(p.ec2, &ec2.DescribeImagesInput{
+			Filters:           fs,
+			Owners:            owners,
+			IncludeDeprecated: aws.Bool(true),
+			MaxResults:        aws.Int32(p.pageSize),
+		}), func(acc []image, page *ec2.DescribeImagesOutput) []image {
+			for _, img := range page.Images {
+				acc = append(acc, image{
+					id: aws.ToString(img.ImageId), name: aws.ToString(img.Name), arch: string(img.Architecture),
+					rootDevice:  aws.ToString(img.RootDeviceName),
+					created:     parseTime(aws.ToString(img.CreationDate)),
+					deprecation: parseTime(aws.ToString(img.DeprecationTime)),
+				})
+			}
+			return acc
+		})
 	})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, img := range page.Images {
-			out = append(out, image{
-				id: aws.ToString(img.ImageId), name: aws.ToString(img.Name), arch: string(img.Architecture),
-				rootDevice:  aws.ToString(img.RootDeviceName),
-				created:     parseTime(aws.ToString(img.CreationDate)),
-				deprecation: parseTime(aws.ToString(img.DeprecationTime)),
-			})
-		}
-	}
-	p.images.Set(key, out)
-	return out, nil
 }
 
 // Invalidate forgets cached images and SSM parameters.

@@ -12,6 +12,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 )
 
 // EC2 batches CreateFleet, DescribeInstances and TerminateInstances of one client.
@@ -182,16 +183,14 @@ func describeExec(api *ec2.Client) Executor[*ec2.DescribeInstancesInput, *ec2.De
 
 // describeAll reads every page.
 func describeAll(ctx context.Context, api *ec2.Client, in *ec2.DescribeInstancesInput) (*ec2.DescribeInstancesOutput, error) {
-	out := &ec2.DescribeInstancesOutput{}
-	p := ec2.NewDescribeInstancesPaginator(api, in)
-	for p.HasMorePages() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		out.Reservations = append(out.Reservations, page.Reservations...)
+	rs, err := pages.Collect(ctx, ec2.NewDescribeInstancesPaginator(api, in),
+		func(acc []ec2types.Reservation, page *ec2.DescribeInstancesOutput) []ec2types.Reservation {
+			return append(acc, page.Reservations...)
+		})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return &ec2.DescribeInstancesOutput{Reservations: rs}, nil
 }
 
 func terminateExec(api *ec2.Client) Executor[*ec2.TerminateInstancesInput, *ec2.TerminateInstancesOutput] {

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
 )
 
@@ -160,30 +161,18 @@ func (p *Provider) List(ctx context.Context, terms []v1.CapacityReservationSelec
 }
 
 func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]Reservation, error) {
-	key := filters.Key(fs)
-	if r, ok := p.cache.Get(key); ok {
-		return r, nil
-	}
-	var out []Reservation
-	pages := ec2.NewDescribeCapacityReservationsPaginator(p.ec2, &ec2.DescribeCapacityReservationsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, r := range page.CapacityReservations {
-			out = append(out, fromEC2(r))
-		}
-	}
-	p.cache.Set(key, out)
-	return out, nil
+	return p.cache.Load(filters.Key(fs), func() ([]Reservation, error) {
+		return pages.Collect(ctx, ec2.NewDescribeCapacityReservationsPaginator(p.ec2, &ec2.DescribeCapacityReservationsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)}),
+			func(acc []Reservation, page *ec2.DescribeCapacityReservationsOutput) []Reservation {
+				for _, r := range page.CapacityReservations {
+					acc = append(acc, fromEC2(r))
+				}
+				return acc
+			})
+	})
 }
 
 func fromEC2(r ec2types.CapacityReservation) Reservation {
-	tags := make(map[string]string, len(r.Tags))
-	for _, t := range r.Tags {
-		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
-	}
 	rt := v1.CapacityReservationTypeDefault
 	if r.ReservationType == ec2types.CapacityReservationTypeCapacityBlock {
 		rt = v1.CapacityReservationTypeCapacityBlock
@@ -198,7 +187,7 @@ func fromEC2(r ec2types.CapacityReservation) Reservation {
 		Interruptible:          aws.ToBool(r.Interruptible),
 		EndTime:                r.EndDate,
 		AvailableInstanceCount: aws.ToInt32(r.AvailableInstanceCount),
-		Tags:                   tags,
+		Tags:                   filters.TagMap(r.Tags),
 	}
 }
 

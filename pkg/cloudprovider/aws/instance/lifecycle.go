@@ -11,6 +11,7 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/launchtemplate"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -46,25 +47,23 @@ var liveStates = []string{"pending", "running", "stopping", "stopped", "shutting
 // List returns the cluster's Karpenter instances that are not terminated:
 // tagged with a NodePool and kubernetes.io/cluster/<cluster>.
 func (p *Provider) List(ctx context.Context) ([]*Instance, error) {
-	pages := ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{
+	out, err := pages.Collect(ctx, ec2.NewDescribeInstancesPaginator(p.ec2, &ec2.DescribeInstancesInput{
 		Filters: []ec2types.Filter{
 			{Name: aws.String("tag-key"), Values: []string{awsv1.TagNodePool}},
 			{Name: aws.String("tag-key"), Values: []string{awsv1.TagClusterPrefix + p.opts.ClusterName}},
 			{Name: aws.String("instance-state-name"), Values: liveStates},
 		},
 		MaxResults: aws.Int32(500),
-	})
-	var out []*Instance
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing the cluster's instances: %w", err)
-		}
+	}), func(acc []*Instance, page *ec2.DescribeInstancesOutput) []*Instance {
 		for _, r := range page.Reservations {
 			for i := range r.Instances {
-				out = append(out, fromEC2(&r.Instances[i]))
+				acc = append(acc, fromEC2(&r.Instances[i]))
 			}
 		}
+		return acc
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listing the cluster's instances: %w", err)
 	}
 	return out, nil
 }

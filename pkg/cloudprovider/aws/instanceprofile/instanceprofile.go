@@ -18,6 +18,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
 )
 
@@ -290,14 +291,12 @@ func (p *Provider) delete(ctx context.Context, ip *iamtypes.InstanceProfile) err
 }
 
 func (p *Provider) list(ctx context.Context, path string) ([]iamtypes.InstanceProfile, error) {
-	var out []iamtypes.InstanceProfile
-	pages := iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(path)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, fmt.Errorf("listing instance profiles under %s: %w", path, err)
-		}
-		out = append(out, page.InstanceProfiles...)
+	out, err := pages.Collect(ctx, iam.NewListInstanceProfilesPaginator(p.iam, &iam.ListInstanceProfilesInput{PathPrefix: aws.String(path)}),
+		func(acc []iamtypes.InstanceProfile, page *iam.ListInstanceProfilesOutput) []iamtypes.InstanceProfile {
+			return append(acc, page.InstanceProfiles...)
+		})
+	if err != nil {
+		return nil, fmt.Errorf("listing instance profiles under %s: %w", path, err)
 	}
 	return out, nil
 }

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -178,19 +179,16 @@ func (p *Provider) refresh(ctx context.Context) error {
 
 // updateInstanceTypes describes every HVM x86_64/arm64 instance type.
 func (p *Provider) updateInstanceTypes(ctx context.Context) error {
-	var infos []ec2types.InstanceTypeInfo
-	pages := ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{
+	infos, err := pages.Collect(ctx, ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{
 		Filters: []ec2types.Filter{
 			{Name: aws.String("supported-virtualization-type"), Values: []string{"hvm"}},
 			{Name: aws.String("processor-info.supported-architecture"), Values: []string{"x86_64", "arm64"}},
 		},
+	}), func(acc []ec2types.InstanceTypeInfo, page *ec2.DescribeInstanceTypesOutput) []ec2types.InstanceTypeInfo {
+		return append(acc, page.InstanceTypes...)
 	})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return fmt.Errorf("describing instance types: %w", err)
-		}
-		infos = append(infos, page.InstanceTypes...)
+	if err != nil {
+		return fmt.Errorf("describing instance types: %w", err)
 	}
 	if len(infos) == 0 {
 		return errors.New("describing instance types: EC2 returned none")

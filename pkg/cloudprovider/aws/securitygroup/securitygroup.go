@@ -13,6 +13,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
 )
 
@@ -123,27 +124,15 @@ func (p *Provider) List(ctx context.Context, terms []v1.SecurityGroupSelectorTer
 }
 
 func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]SecurityGroup, error) {
-	key := filters.Key(fs)
-	if g, ok := p.cache.Get(key); ok {
-		return g, nil
-	}
-	var out []SecurityGroup
-	pages := ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range page.SecurityGroups {
-			tags := make(map[string]string, len(g.Tags))
-			for _, t := range g.Tags {
-				tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
-			}
-			out = append(out, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId), Tags: tags})
-		}
-	}
-	p.cache.Set(key, out)
-	return out, nil
+	return p.cache.Load(filters.Key(fs), func() ([]SecurityGroup, error) {
+		return pages.Collect(ctx, ec2.NewDescribeSecurityGroupsPaginator(p.ec2, &ec2.DescribeSecurityGroupsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)}),
+			func(acc []SecurityGroup, page *ec2.DescribeSecurityGroupsOutput) []SecurityGroup {
+				for _, g := range page.SecurityGroups {
+					acc = append(acc, SecurityGroup{ID: aws.ToString(g.GroupId), Name: aws.ToString(g.GroupName), VPCID: aws.ToString(g.VpcId), Tags: filters.TagMap(g.Tags)})
+				}
+				return acc
+			})
+	})
 }
 
 // Invalidate drops every cached answer.

@@ -14,6 +14,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/filters"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/pages"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/ttlcache"
 )
 
@@ -127,43 +128,35 @@ func (p *Provider) List(ctx context.Context, terms []v1.SubnetSelectorTerm) (*Re
 }
 
 func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]Subnet, error) {
-	key := filters.Key(fs)
-	if s, ok := p.cache.Get(key); ok {
-		return s, nil
-	}
-	var out []Subnet
-	pages := ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)})
-	for pages.HasMorePages() {
-		page, err := pages.NextPage(ctx)
+	return p.cache.Load(filters.Key(fs), func() ([]Subnet, error) {
+		out, err := pages.Collect(ctx, ec2.NewDescribeSubnetsPaginator(p.ec2, &ec2.DescribeSubnetsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)}),
+			func(acc []Subnet, page *ec2.DescribeSubnetsOutput) []Subnet {
+				for _, s := range page.Subnets {
+					acc = append(acc, fromEC2(s))
+				}
+				return acc
+			})
 		if err != nil {
 			return nil, err
 		}
-		for _, s := range page.Subnets {
-			out = append(out, fromEC2(s))
+		// Fresh counts from EC2 already include the addresses of finished launches.
+		p.mu.Lock()
+		for _, s := range out {
+			delete(p.inflight, s.ID)
 		}
-	}
-	p.cache.Set(key, out)
-	// Fresh counts from EC2 already include the addresses of finished launches.
-	p.mu.Lock()
-	for _, s := range out {
-		delete(p.inflight, s.ID)
-	}
-	p.mu.Unlock()
-	return out, nil
+		p.mu.Unlock()
+		return out, nil
+	})
 }
 
 func fromEC2(s ec2types.Subnet) Subnet {
-	tags := make(map[string]string, len(s.Tags))
-	for _, t := range s.Tags {
-		tags[aws.ToString(t.Key)] = aws.ToString(t.Value)
-	}
 	return Subnet{
 		ID:           aws.ToString(s.SubnetId),
 		Zone:         aws.ToString(s.AvailabilityZone),
 		ZoneID:       aws.ToString(s.AvailabilityZoneId),
 		VPCID:        aws.ToString(s.VpcId),
 		AvailableIPs: aws.ToInt32(s.AvailableIpAddressCount),
-		Tags:         tags,
+		Tags:         filters.TagMap(s.Tags),
 	}
 }
 

@@ -36,6 +36,15 @@ func Tags(tags map[string]string) []ec2types.Filter {
 	return out
 }
 
+// TagMap turns EC2's tag list into a map.
+func TagMap(tags []ec2types.Tag) map[string]string {
+	out := make(map[string]string, len(tags))
+	for _, t := range tags {
+		out[aws.ToString(t.Key)] = aws.ToString(t.Value)
+	}
+	return out
+}
+
 // Key renders filters (and owners) as a stable string, for cache keys.
 func Key(fs []ec2types.Filter, extra ...string) string {
 	type f struct {

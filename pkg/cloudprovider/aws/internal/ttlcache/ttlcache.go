@@ -51,6 +51,20 @@ func (c *Cache[V]) Get(key string) (V, bool) {
 	return e.value, true
 }
 
+// Load returns the live value of key, or calls fetch and stores what it returns for the
+// default TTL. An error is returned as is and nothing is stored, so the next call asks again.
+func (c *Cache[V]) Load(key string, fetch func() (V, error)) (V, error) {
+	if v, ok := c.Get(key); ok {
+		return v, nil
+	}
+	v, err := fetch()
+	if err != nil {
+		return v, err
+	}
+	c.Set(key, v)
+	return v, nil
+}
+
 // Set stores value under key for the default TTL.
 func (c *Cache[V]) Set(key string, value V) { c.SetWithTTL(key, value, c.ttl) }
 

@@ -53,3 +53,28 @@ func TestSweepAndDeleteFunc(t *testing.T) {
 		t.Error("Flush")
 	}
 }
+
+func TestLoadFetchesOnlyWhenMissingAndKeepsNoError(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+	c := New[int](clk, time.Minute)
+	calls := 0
+	fetch := func(v int, err error) func() (int, error) {
+		return func() (int, error) { calls++; return v, err }
+	}
+	if _, err := c.Load("k", fetch(0, fmt.Errorf("throttled"))); err == nil || err.Error() != "throttled" {
+		t.Fatalf("Load error = %v, want the fetch's error", err)
+	}
+	if _, ok := c.Get("k"); ok {
+		t.Fatal("a failed fetch must not be cached")
+	}
+	if v, err := c.Load("k", fetch(7, nil)); err != nil || v != 7 {
+		t.Fatalf("Load = %v %v, want 7", v, err)
+	}
+	if v, err := c.Load("k", fetch(8, nil)); err != nil || v != 7 || calls != 2 {
+		t.Fatalf("Load = %v %v after %d fetches, want the cached 7 without a third fetch", v, err, calls)
+	}
+	clk.Step(time.Minute)
+	if v, _ := c.Load("k", fetch(9, nil)); v != 9 || calls != 3 {
+		t.Fatalf("Load after the TTL = %v (%d fetches), want a fresh 9", v, calls)
+	}
+}
