@@ -72,10 +72,7 @@ func (e *Emulator) AddCapacityReservation(cr CapacityReservation) CapacityReserv
 // RemoveCapacityReservation deletes a reservation; false if it did not exist.
 func (e *Emulator) RemoveCapacityReservation(id string) bool {
 	found := false
-	e.locked(func(s *state) {
-		_, found = s.capacityReservations[id]
-		delete(s.capacityReservations, id)
-	})
+	e.locked(func(s *state) { found = removed(s.capacityReservations, id) })
 	return found
 }
 

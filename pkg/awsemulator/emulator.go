@@ -253,6 +253,23 @@ func (e *Emulator) countCall(service, action string) {
 	e.calls[service+"/"+action]++
 }
 
+// removed deletes key from m and says whether it was there (the Remove* test hooks).
+func removed[V any](m map[string]V, key string) bool {
+	_, ok := m[key]
+	delete(m, key)
+	return ok
+}
+
+// sortedCopies returns clone of every value of m in key order: the snapshots tests read
+// must not share maps or slices with the emulator's state.
+func sortedCopies[V any](m map[string]*V, clone func(V) V) []V {
+	out := make([]V, 0, len(m))
+	for _, k := range sortedKeys(m) {
+		out = append(out, clone(*m[k]))
+	}
+	return out
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {

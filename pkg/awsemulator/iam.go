@@ -138,12 +138,20 @@ func iamDeleteInstanceProfile(c *call) (any, error) {
 	return xmlBody(""), nil
 }
 
-func iamAddRoleToInstanceProfile(c *call) (any, error) {
-	name, err := iamName(c, "InstanceProfileName", "instanceProfileName", 128)
-	if err != nil {
-		return nil, err
+// iamProfileAndRole reads the two names AddRoleToInstanceProfile and
+// RemoveRoleFromInstanceProfile take.
+func iamProfileAndRole(c *call) (profile, role string, err *apiError) {
+	if profile, err = iamName(c, "InstanceProfileName", "instanceProfileName", 128); err != nil {
+		return "", "", err
 	}
-	role, err := iamName(c, "RoleName", "roleName", 64)
+	if role, err = iamName(c, "RoleName", "roleName", 64); err != nil {
+		return "", "", err
+	}
+	return profile, role, nil
+}
+
+func iamAddRoleToInstanceProfile(c *call) (any, error) {
+	name, role, err := iamProfileAndRole(c)
 	if err != nil {
 		return nil, err
 	}
@@ -167,11 +175,7 @@ func iamAddRoleToInstanceProfile(c *call) (any, error) {
 }
 
 func iamRemoveRoleFromInstanceProfile(c *call) (any, error) {
-	name, err := iamName(c, "InstanceProfileName", "instanceProfileName", 128)
-	if err != nil {
-		return nil, err
-	}
-	role, err := iamName(c, "RoleName", "roleName", 64)
+	name, role, err := iamProfileAndRole(c)
 	if err != nil {
 		return nil, err
 	}

@@ -230,10 +230,7 @@ func (e *Emulator) AddSubnet(sn Subnet) Subnet {
 // RemoveSubnet deletes a subnet; false if it did not exist.
 func (e *Emulator) RemoveSubnet(id string) bool {
 	found := false
-	e.locked(func(s *state) {
-		_, found = s.subnets[id]
-		delete(s.subnets, id)
-	})
+	e.locked(func(s *state) { found = removed(s.subnets, id) })
 	return found
 }
 
@@ -241,11 +238,7 @@ func (e *Emulator) RemoveSubnet(id string) bool {
 func (e *Emulator) Subnets() []Subnet {
 	var out []Subnet
 	e.locked(func(s *state) {
-		for _, id := range sortedKeys(s.subnets) {
-			sn := *s.subnets[id]
-			sn.Tags = cloneTags(sn.Tags)
-			out = append(out, sn)
-		}
+		out = sortedCopies(s.subnets, func(sn Subnet) Subnet { sn.Tags = cloneTags(sn.Tags); return sn })
 	})
 	return out
 }
@@ -274,10 +267,7 @@ func (e *Emulator) AddSecurityGroup(g SecurityGroup) SecurityGroup {
 // RemoveSecurityGroup deletes a security group; false if it did not exist.
 func (e *Emulator) RemoveSecurityGroup(id string) bool {
 	found := false
-	e.locked(func(s *state) {
-		_, found = s.securityGroups[id]
-		delete(s.securityGroups, id)
-	})
+	e.locked(func(s *state) { found = removed(s.securityGroups, id) })
 	return found
 }
 
@@ -310,11 +300,7 @@ func (e *Emulator) AddImage(img Image) Image {
 func (e *Emulator) Images() []Image {
 	var out []Image
 	e.locked(func(s *state) {
-		for _, id := range sortedKeys(s.images) {
-			img := *s.images[id]
-			img.Tags = cloneTags(img.Tags)
-			out = append(out, img)
-		}
+		out = sortedCopies(s.images, func(img Image) Image { img.Tags = cloneTags(img.Tags); return img })
 	})
 	return out
 }
@@ -380,12 +366,11 @@ func (e *Emulator) SetClusterVersion(v string) {
 func (e *Emulator) InstanceProfiles() []InstanceProfile {
 	var out []InstanceProfile
 	e.locked(func(s *state) {
-		for _, name := range sortedKeys(s.instanceProfiles) {
-			p := *s.instanceProfiles[name]
+		out = sortedCopies(s.instanceProfiles, func(p InstanceProfile) InstanceProfile {
 			p.Roles = append([]string(nil), p.Roles...)
 			p.Tags = cloneTags(p.Tags)
-			out = append(out, p)
-		}
+			return p
+		})
 	})
 	return out
 }
