@@ -180,34 +180,23 @@ func groupKindOf(scheme *runtime.Scheme, obj runtime.Object) schema.GroupKind {
 // for the controller.
 func (s *Snapshot) Cluster(clk clock.Clock) *state.Cluster {
 	c := state.NewCluster(clk, s.Store)
-	for _, n := range All[*corev1.Node](s) {
-		c.UpdateNode(n)
-	}
-	for _, nc := range All[*v1.NodeClaim](s) {
-		c.UpdateNodeClaim(nc)
-	}
-	for _, p := range All[*corev1.Pod](s) {
-		c.UpdatePod(p)
-	}
-	for _, ds := range All[*appsv1.DaemonSet](s) {
-		c.UpdateDaemonSet(ds)
-	}
-	for _, np := range All[*v1.NodePool](s) {
-		c.UpdateNodePool(np)
-	}
-	for _, ns := range All[*corev1.Namespace](s) {
-		c.UpdateNamespace(ns)
-	}
-	for _, pvc := range All[*corev1.PersistentVolumeClaim](s) {
-		c.UpdatePersistentVolumeClaim(pvc)
-	}
-	for _, pv := range All[*corev1.PersistentVolume](s) {
-		c.UpdatePersistentVolume(pv)
-	}
-	for _, sc := range All[*storagev1.StorageClass](s) {
-		c.UpdateStorageClass(sc)
-	}
+	feed(s, c.UpdateNode)
+	feed(s, c.UpdateNodeClaim)
+	feed(s, c.UpdatePod)
+	feed(s, c.UpdateDaemonSet)
+	feed(s, c.UpdateNodePool)
+	feed(s, c.UpdateNamespace)
+	feed(s, c.UpdatePersistentVolumeClaim)
+	feed(s, c.UpdatePersistentVolume)
+	feed(s, c.UpdateStorageClass)
 	return c
+}
+
+// feed hands every object of one kind to the state's update for it.
+func feed[T client.Object](s *Snapshot, update func(T)) {
+	for _, o := range All[T](s) {
+		update(o)
+	}
 }
 
 // Counts of the main kinds, for a one-line summary.
