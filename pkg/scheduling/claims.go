@@ -238,7 +238,7 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	}
 	for _, og := range a.own {
 		if og.g.hostname && !s.domainAllowed(a, og, t, t.hostname) {
-			return nil, plan{}, &topologyError{g: og.g}
+			return nil, plan{}, og.g.rejection()
 		}
 	}
 	pl, err := s.topologyAndTypes(a, t, m.merged)

@@ -115,7 +115,8 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	}
 	a.reqID = s.intern(a.reqs)
 	if r, ok := a.reqs.Get(LabelHostname); ok {
-		a.hostReq = &r
+		hr := r // declared here so that only pods naming a hostname allocate it
+		a.hostReq = &hr
 	}
 	if p.hasGroups() {
 		pod := p.pod

@@ -246,7 +246,23 @@ type queueKey struct {
 	sec      int64
 	nsec     int32
 	idx      int32
-	uid      string // the usual last tie-break, kept here to spare a pointer chase
+	// uk is 8 bytes of the UID from the position where the queue's UIDs first differ (uidFrom),
+	// big-endian and zero-padded: comparing it orders UIDs as strings.Compare does whenever it
+	// differs, with one integer compare instead of a string compare (uid then breaks its ties).
+	uk  uint64
+	uid string // the usual last tie-break, kept here to spare a pointer chase
+}
+
+// uidKey is the 8 bytes of uid from position from, big-endian, zero-padded.
+func uidKey(uid string, from int) uint64 {
+	var k uint64
+	for i := 0; i < 8; i++ {
+		k <<= 8
+		if j := from + i; j < len(uid) {
+			k |= uint64(uid[j])
+		}
+	}
+	return k
 }
 
 // sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
@@ -262,6 +278,24 @@ func (s *solver) readPods(pods []*corev1.Pod) {
 		s.initPodInfo(&s.podInfos[i], pod)
 		ts := pod.CreationTimestamp.Time
 		s.queueKeys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID)}
+	}
+	// UIDs often share a prefix (a namespace, a name stem): the integer keys start after it.
+	from := -1
+	for i := range s.queueKeys {
+		u := s.queueKeys[i].uid
+		if from < 0 {
+			from = len(u)
+		}
+		first := s.queueKeys[0].uid
+		n := min(from, len(u))
+		j := 0
+		for j < n && u[j] == first[j] {
+			j++
+		}
+		from = j
+	}
+	for i := range s.queueKeys {
+		s.queueKeys[i].uk = uidKey(s.queueKeys[i].uid, max(from, 0))
 	}
 }
 
@@ -280,6 +314,8 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 			return cmp.Compare(a.sec, b.sec)
 		case a.nsec != b.nsec:
 			return cmp.Compare(a.nsec, b.nsec)
+		case a.uk != b.uk:
+			return cmp.Compare(a.uk, b.uk)
 		}
 		if c := strings.Compare(a.uid, b.uid); c != 0 {
 			return c
