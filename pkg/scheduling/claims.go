@@ -98,7 +98,7 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 		if ToleratesTaints(ds.Spec.Tolerations, np.Taints, false) != nil {
 			continue
 		}
-		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), ports: podHostPorts(ds)})
+		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), podCons: &podCons{ports: podHostPorts(ds)}})
 	}
 	var prevKeys []Requirement
 	for _, it := range its {

@@ -106,8 +106,18 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		s.refresh(p.compiled)
 		return p.compiled, nil
 	}
-	// The attempt lives in the podInfo: recompiling after a relaxation reuses it.
-	a := &p.att
+	// A pod with topology groups keeps its attempt (recompiling after a relaxation reuses it,
+	// and the up-front compile of run is kept); any other pod is compiled into the solver's
+	// scratch, which keep detaches when the pod must keep it.
+	var a *attempt
+	if p.hasGroups() {
+		if p.ownAtt == nil {
+			p.ownAtt = &s.attSlab.take(1)[0]
+		}
+		a = p.ownAtt
+	} else {
+		a = &s.scratchAtt
+	}
 	own := a.own[:0]
 	*a = attempt{p: p, reqs: p.terms[0], own: own}
 	if len(p.prefNode) > 0 {
@@ -133,6 +143,23 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	s.refresh(a)
 	p.compiled = a
 	return a, nil
+}
+
+// settle is called when a pod's placement ends: a scratch attempt is dropped when the pod was
+// placed, and copied into the pod when it failed (a later pass retries it).
+func (s *solver) settle(p *podInfo, placed bool) {
+	if p.compiled != &s.scratchAtt {
+		return
+	}
+	if placed {
+		p.compiled = nil
+		return
+	}
+	a := &s.attSlab.take(1)[0]
+	*a = s.scratchAtt
+	a.own = append([]ownGroup(nil), a.own...)
+	a.inverse = append([]*topoGroup(nil), a.inverse...)
+	p.ownAtt, p.compiled = a, a
 }
 
 // poolErrors is, per pool, whether pods with these tolerations are kept off it by its taints.

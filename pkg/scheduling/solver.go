@@ -53,6 +53,11 @@ type solver struct {
 	podBuiltin          []builtinRequests // by input position
 	podInfos            []podInfo         // by input position
 	queueKeys           []queueKey        // by input position until sortedQueue sorts them
+	consBuf             podCons           // scratch for initPodInfo
+	plainCons           [2]*podCons       // shared by pods without constraints, by preferNoSchedule mode
+	consSlab            slab[podCons]     // constraints of the other pods
+	scratchAtt          attempt           // the attempt of a pod being placed (compile.go)
+	attSlab             slab[attempt]     // attempts pods keep
 	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
 	vecs                slab[int64]       // claims' allocatable bounds
 }
@@ -130,6 +135,8 @@ func newBareSolver(in *Input) *solver {
 		claimTypes: map[string]*claimTypes{},
 		typeIDs:    map[*NodePool]string{},
 		volumes:    newVolumeIndex(in),
+		consSlab:   slab[podCons]{chunk: -16},
+		attSlab:    slab[attempt]{chunk: -16},
 	}
 	if s.opts.PreferencePolicy == "" {
 		s.opts.PreferencePolicy = PreferencePolicyRespect
@@ -185,6 +192,12 @@ func (s *solver) place(p *podInfo) error {
 	if p.invalid != nil {
 		return p.invalid
 	}
+	err := s.placeRelaxing(p)
+	s.settle(p, err == nil)
+	return err
+}
+
+func (s *solver) placeRelaxing(p *podInfo) error {
 	for {
 		a, err := s.compile(p)
 		if err != nil {

@@ -63,8 +63,8 @@ type topoGroup struct {
 	owners     map[string]int32
 	hostOwners []int32
 	total      int32
-	universe   []string      // known domains (non-hostname), sorted
-	full       map[int32]int // hostname groups: prefix of targets whose count exceeds a limit
+	universe   []string       // known domains (non-hostname), sorted
+	full       map[int32]int  // hostname groups: prefix of targets whose count exceeds a limit
 	err        *topologyError // the group's rejection, made once: most rejections are never shown
 }
 
