@@ -59,6 +59,7 @@ type solver struct {
 	scratchAtt          attempt           // the attempt of a pod being placed (compile.go)
 	lastPlaced          *target           // where commit put the last pod (placeRun)
 	minStart            int               // placeRun: targets before it are known to reject the pod
+	oneByOne            bool              // tests: no placeRun, every pod placed on its own
 	attSlab             slab[attempt]     // attempts pods keep
 	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
 	vecs                slab[int64]       // claims' allocatable bounds
@@ -187,7 +188,7 @@ func (s *solver) run() {
 			err := s.place(p)
 			done(p, err)
 			i++
-			if err == nil && s.runHead(p) {
+			if err == nil && !s.oneByOne && s.runHead(p) {
 				i = s.placeRun(queue, i, done)
 			}
 		}
