@@ -14,7 +14,9 @@ import (
 // TestRunFillsEarlierClaimsFirst: a run of identical pods fills the first claim with room,
 // and its next pod goes on to the next claim with room (not a new one).
 func TestRunFillsEarlierClaimsFirst(t *testing.T) {
-	np := pool("p", func(np *scheduling.NodePool) { np.InstanceTypes = []*scheduling.InstanceType{itype("four", "amd64", 4, 16, 50)} })
+	np := pool("p", func(np *scheduling.NodePool) {
+		np.InstanceTypes = []*scheduling.InstanceType{itype("four", "amd64", 4, 16, 50)}
+	})
 	in := &scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: []*corev1.Pod{
 		mkPod("big-a", "3", "1Gi"), mkPod("big-b", "3", "1Gi"),
 		mkPod("s1", "500m", "1Gi"), mkPod("s2", "500m", "1Gi"), mkPod("s3", "500m", "1Gi"), mkPod("s4", "500m", "1Gi"), mkPod("s5", "500m", "1Gi"),
