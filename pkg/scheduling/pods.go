@@ -23,10 +23,12 @@ type podInfo struct {
 	*podCons
 	pod      *corev1.Pod
 	requests resVec
-	shared   bool         // podCons is one of the solver's shared plain ones: copy before relaxing
-	compiled *attempt     // constraints in force, compiled; reset by relax
-	ownAtt   *attempt     // the pod's own attempt, when it keeps one
-	matched  []*topoGroup // groups whose selector counts this pod
+	builtin  [numBuiltinResources]int64 // the pod's builtin requests (requests uses it when it can)
+	extra    bool                       // the pod requests other resources too
+	shared   bool                       // podCons is one of the solver's shared plain ones: copy before relaxing
+	compiled *attempt                   // constraints in force, compiled; reset by relax
+	ownAtt   *attempt                   // the pod's own attempt, when it keeps one
+	matched  []*topoGroup               // groups whose selector counts this pod
 	// matchedTo: s.groups[:matchedTo] have been tested
 	matchedTo int
 }
@@ -313,55 +315,60 @@ func uidKey(uid string, from int) uint64 {
 	return k
 }
 
-// sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
-// so an unstable sort gives the stable order.
-// readPods fills podInfos, podBuiltin and queueKeys from the pods (see newSolver).
+// readPods fills podInfos (constraints, builtin requests) and queueKeys from the pods (see
+// newSolver), touching each pod once.
 func (s *solver) readPods(pods []*corev1.Pod) {
-	s.podBuiltin = make([]builtinRequests, len(pods))
 	s.podInfos = make([]podInfo, len(pods))
 	s.queueKeys = make([]queueKey, len(pods))
+	uids := make([]string, len(pods))
+	from := -1 // length of the prefix every UID shares
 	for i, pod := range pods {
-		b := &s.podBuiltin[i]
-		*b = s.ri.readBuiltin(podRequests(pod))
-		s.initPodInfo(&s.podInfos[i], pod)
+		p := &s.podInfos[i]
+		b := s.ri.readBuiltin(podRequests(pod))
+		p.builtin, p.extra = b.v, b.extra
+		s.initPodInfo(p, pod)
 		ts := pod.CreationTimestamp.Time
-		s.queueKeys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond())}
-	}
-	// UIDs often share a prefix (a namespace, a name stem): the integer keys start after it.
-	from := -1
-	for _, pod := range pods {
-		u := pod.UID
+		u := string(pod.UID)
+		uids[i] = u
+		s.queueKeys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uk: uidKey(u, 0)}
 		if from < 0 {
 			from = len(u)
 		}
-		first := pods[0].UID
-		n := min(from, len(u))
-		j := 0
-		for j < n && u[j] == first[j] {
+		n, j := min(from, len(u)), 0
+		for j < n && u[j] == uids[0][j] {
 			j++
 		}
 		from = j
 	}
-	for i, pod := range pods {
-		s.queueKeys[i].uk = uidKey(string(pod.UID), max(from, 0))
+	// UIDs often share a prefix (a namespace, a name stem): the integer keys start after it.
+	if from > 0 {
+		for i, u := range uids {
+			s.queueKeys[i].uk = uidKey(u, from)
+		}
 	}
 }
 
-// sortedQueue returns the podInfos readPods made, in podOrder, with their request vectors.
+// sortedQueue returns the podInfos readPods made, in podOrder, with their request vectors:
+// a pod naming builtin resources only (most) uses its podInfo's own array when the solve knows
+// no other resource, any other a vector from the solver's slab.
 func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	keys := s.queueKeys
 	sortQueueKeys(keys, pods)
 	n := len(s.ri.names)
-	reqs := make(resVec, n*len(pods))
 	queue := make([]*podInfo, len(keys))
 	for k := range keys {
 		i := keys[k].idx
 		p := &s.podInfos[i]
-		req := reqs[k*n : (k+1)*n : (k+1)*n]
-		if b := &s.podBuiltin[i]; b.extra {
+		var req resVec
+		switch {
+		case p.extra:
+			req = resVec(s.vecs.take(n))
 			s.ri.fill(req, podRequests(pods[i]))
-		} else {
-			copy(req, b.v[:])
+		case n == numBuiltinResources:
+			req = p.builtin[:]
+		default:
+			req = resVec(s.vecs.take(n))
+			copy(req, p.builtin[:])
 		}
 		req[resPods]++
 		p.requests = req

@@ -48,21 +48,20 @@ type solver struct {
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
-	keyBuf              []byte            // scratch for map keys built per claim or pod
-	internBuf           []byte            // scratch for intern's keys
-	podBuiltin          []builtinRequests // by input position
-	podInfos            []podInfo         // by input position
-	queueKeys           []queueKey        // by input position until sortedQueue sorts them
-	consBuf             podCons           // scratch for initPodInfo
-	plainCons           [2]*podCons       // shared by pods without constraints, by preferNoSchedule mode
-	consSlab            slab[podCons]     // constraints of the other pods
-	scratchAtt          attempt           // the attempt of a pod being placed (compile.go)
-	lastPlaced          *target           // where commit put the last pod (placeRun)
-	minStart            int               // placeRun: targets before it are known to reject the pod
-	oneByOne            bool              // tests: no placeRun, every pod placed on its own
-	attSlab             slab[attempt]     // attempts pods keep
-	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
-	vecs                slab[int64]       // claims' allocatable bounds
+	keyBuf              []byte        // scratch for map keys built per claim or pod
+	internBuf           []byte        // scratch for intern's keys
+	podInfos            []podInfo     // by input position
+	queueKeys           []queueKey    // by input position until sortedQueue sorts them
+	consBuf             podCons       // scratch for initPodInfo
+	plainCons           [2]*podCons   // shared by pods without constraints, by preferNoSchedule mode
+	consSlab            slab[podCons] // constraints of the other pods
+	scratchAtt          attempt       // the attempt of a pod being placed (compile.go)
+	lastPlaced          *target       // where commit put the last pod (placeRun)
+	minStart            int           // placeRun: targets before it are known to reject the pod
+	oneByOne            bool          // tests: no placeRun, every pod placed on its own
+	attSlab             slab[attempt] // attempts pods keep
+	bits                slab[uint64]  // claims' instance-type bitsets (narrow.go)
+	vecs                slab[int64]   // claims' allocatable bounds
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -94,7 +93,7 @@ func newSolver(in *Input) *solver {
 		s.ri.register(n.Allocatable)
 	}
 	// Every pod is read here, once, in input order: its constraints (podInfo), its requests
-	// (builtin resources by lookup into podBuiltin, other names registered; sortedQueue reads
+	// (builtin resources by lookup into podInfo.builtin, other names registered; sortedQueue reads
 	// those pods' lists again) and its queue key.
 	s.readPods(in.Pods)
 	for _, p := range in.DaemonSetPods {
