@@ -108,7 +108,7 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	}
 	// A pod with topology groups keeps its attempt (recompiling after a relaxation reuses it,
 	// and the up-front compile of run is kept); any other pod is compiled into the solver's
-	// scratch, which keep detaches when the pod must keep it.
+	// scratch (see settle).
 	var a *attempt
 	if p.hasGroups() {
 		if p.ownAtt == nil {
@@ -145,21 +145,13 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	return a, nil
 }
 
-// settle is called when a pod's placement ends: a scratch attempt is dropped when the pod was
-// placed, and copied into the pod when it failed (a later pass retries it).
-func (s *solver) settle(p *podInfo, placed bool) {
-	if p.compiled != &s.scratchAtt {
-		return
-	}
-	if placed {
+// settle is called when a pod's placement ends: a scratch attempt is dropped (the next pod
+// compiles into it). A pod that failed is compiled again when retried (relax has reset it
+// anyway), so only attempts of pods with topology groups outlive their placement.
+func (s *solver) settle(p *podInfo) {
+	if p.compiled == &s.scratchAtt {
 		p.compiled = nil
-		return
 	}
-	a := &s.attSlab.take(1)[0]
-	*a = s.scratchAtt
-	a.own = append([]ownGroup(nil), a.own...)
-	a.inverse = append([]*topoGroup(nil), a.inverse...)
-	p.ownAtt, p.compiled = a, a
 }
 
 // poolErrors is, per pool, whether pods with these tolerations are kept off it by its taints.

@@ -27,7 +27,7 @@ type podInfo struct {
 	extra    bool                       // the pod requests other resources too
 	shared   bool                       // podCons is one of the solver's shared plain ones: copy before relaxing
 	compiled *attempt                   // constraints in force, compiled; reset by relax
-	ownAtt   *attempt                   // the pod's own attempt, when it keeps one
+	ownAtt   *attempt                   // the attempt of a pod with topology groups (compile.go)
 	matched  []*topoGroup               // groups whose selector counts this pod
 	// matchedTo: s.groups[:matchedTo] have been tested
 	matchedTo int

@@ -271,7 +271,7 @@ func (s *solver) fillClaim(t *target, pods []*podInfo) (k int, ok bool) {
 	if err != nil {
 		return 0, false
 	}
-	defer s.settle(q, true)
+	defer s.settle(q)
 	if t.existing != nil || a.poolErr[t.pool.idx] != nil || a.hostReq != nil || len(a.own) > 0 || len(a.inverse) > 0 ||
 		len(a.keys) > 0 || len(q.ports) > 0 {
 		return 0, false
@@ -321,7 +321,7 @@ func (s *solver) place(p *podInfo) error {
 		return p.invalid
 	}
 	err := s.placeRelaxing(p)
-	s.settle(p, err == nil)
+	s.settle(p)
 	return err
 }
 
