@@ -98,7 +98,7 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 		if ToleratesTaints(ds.Spec.Tolerations, np.Taints, false) != nil {
 			continue
 		}
-		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), ports: podHostPorts(ds)})
+		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), podCons: &podCons{ports: podHostPorts(ds)}})
 	}
 	var prevKeys []Requirement
 	for _, it := range its {
@@ -238,7 +238,7 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	}
 	for _, og := range a.own {
 		if og.g.hostname && !s.domainAllowed(a, og, t, t.hostname) {
-			return nil, plan{}, &topologyError{g: og.g}
+			return nil, plan{}, og.g.rejection()
 		}
 	}
 	pl, err := s.topologyAndTypes(a, t, m.merged)

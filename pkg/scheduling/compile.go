@@ -106,8 +106,18 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		s.refresh(p.compiled)
 		return p.compiled, nil
 	}
-	// The attempt lives in the podInfo: recompiling after a relaxation reuses it.
-	a := &p.att
+	// A pod with topology groups keeps its attempt (recompiling after a relaxation reuses it,
+	// and the up-front compile of run is kept); any other pod is compiled into the solver's
+	// scratch (see settle).
+	var a *attempt
+	if p.hasGroups() {
+		if p.ownAtt == nil {
+			p.ownAtt = &s.attSlab.take(1)[0]
+		}
+		a = p.ownAtt
+	} else {
+		a = &s.scratchAtt
+	}
 	own := a.own[:0]
 	*a = attempt{p: p, reqs: p.terms[0], own: own}
 	if len(p.prefNode) > 0 {
@@ -115,7 +125,8 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	}
 	a.reqID = s.intern(a.reqs)
 	if r, ok := a.reqs.Get(LabelHostname); ok {
-		a.hostReq = &r
+		hr := r // declared here so that only pods naming a hostname allocate it
+		a.hostReq = &hr
 	}
 	if p.hasGroups() {
 		pod := p.pod
@@ -132,6 +143,15 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 	s.refresh(a)
 	p.compiled = a
 	return a, nil
+}
+
+// settle is called when a pod's placement ends: a scratch attempt is dropped (the next pod
+// compiles into it). A pod that failed is compiled again when retried (relax has reset it
+// anyway), so only attempts of pods with topology groups outlive their placement.
+func (s *solver) settle(p *podInfo) {
+	if p.compiled == &s.scratchAtt {
+		p.compiled = nil
+	}
 }
 
 // poolErrors is, per pool, whether pods with these tolerations are kept off it by its taints.

@@ -29,8 +29,17 @@
 //     groups in arrays indexed by target), instead of recounting per pod;
 //   - narrowing a claim's types by resources through a per-pool sorted table (narrow.go), and
 //     finding the groups that count a pod through an index by selector pair (groupindex.go);
-//   - reading every pod once, in input order, with no allocation per pod (slabs for podInfos
-//     and request vectors), and compiling only what a pod has: most pods have no constraint.
+//   - reading every pod once, in input order, with no allocation per pod (slabs for podInfos;
+//     builtin requests kept in the podInfo), and compiling only what a pod has: most pods have
+//     no constraint, and those share one read-only podCons (copied before a relaxation) and
+//     compile into the solver's scratch attempt instead of one each (pods.go, compile.go);
+//   - sorting the queue with a quicksort specialised to flat integer keys (the UID compared as
+//     8 bytes past the prefix all UIDs share), not a generic sort calling a closure (pods.go);
+//   - placing runs of identical constraint-free pods (consecutive in queue order: same
+//     requests, no group counting them, one attempt) as a class: the claim the first one joined
+//     takes as many as fit in one narrowing of its types (bisection on the count), and the next
+//     pod scans on after that claim, since the targets before it rejected the identical pod
+//     before (placeRun in solver.go; TestRunsMatchOneByOne pins it to one-by-one placement).
 //
 // Predicting Solve. Placement (placement.go) compiles the same constraints with the same
 // functions for callers that must predict Solve without running it on the whole cluster:

@@ -109,12 +109,12 @@ func (s *solver) fixedDomainErr(a *attempt, t *target, key, d string, has bool) 
 		if !has {
 			// A node without the key: spread and affinity cannot be met there, anti-affinity is.
 			if og.g.kind != kindAnti {
-				return &topologyError{g: og.g}
+				return og.g.rejection()
 			}
 			continue
 		}
 		if !s.domainAllowed(a, og, t, d) {
-			return &topologyError{g: og.g}
+			return og.g.rejection()
 		}
 	}
 	if has {

@@ -41,7 +41,9 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 	s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
 	// The label keys the pending pods' selectors name are indexed while the bound pods are
 	// read for their requests, rather than in a second pass over a million pods.
-	s.bound.wanted = selectorKeys(s.in.Pods)
+	if len(nodes) > 0 { // without nodes there are no bound pods to index
+		s.bound.wanted = selectorKeys(s.in.Pods)
+	}
 	if s.bound.wanted == nil {
 		s.bound.wanted = []string{}
 	}

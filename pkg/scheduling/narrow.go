@@ -93,11 +93,25 @@ func narrowTypes(x *fitTable, alloc []resVec, out bitset, used, req, low resVec)
 
 // slab hands out slices of per-solve chunks: the instance-type bitsets and bounds a claim
 // moves through as it fills are many and small, and die with the solve.
-type slab[T any] struct{ buf []T }
+// chunk is the elements per allocation (4096 when zero); a negative chunk starts at its
+// absolute value and doubles with every allocation up to 4096 (for large elements, so that a
+// small solve allocates little).
+type slab[T any] struct {
+	buf   []T
+	chunk int
+}
 
 func (a *slab[T]) take(n int) []T {
 	if len(a.buf) < n {
-		a.buf = make([]T, max(4096, n))
+		c := a.chunk
+		switch {
+		case c == 0:
+			c = 4096
+		case c < 0:
+			c = -c
+			a.chunk = -min(2*c, 4096)
+		}
+		a.buf = make([]T, max(c, n))
 	}
 	out := a.buf[:n:n]
 	a.buf = a.buf[n:]

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"cmp"
 	"errors"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -12,11 +13,30 @@ import (
 
 // podInfo is a pod plus its constraints in the form the solver uses, including the soft ones
 // still in force. Relaxation removes soft constraints one at a time.
+//
+// A podInfo is small: the constraints live behind a pointer (podCons), and pods without any
+// (most pods, and every pod of a bin-packing workload) share one read-only podCons per mode
+// instead of a copy each; relax copies a shared one before changing it. The attempt a pod is
+// compiled into lives in the solver's scratch while the pod is placed (compile.go), and in the
+// pod only when something keeps it (topology groups, a failure to retry).
 type podInfo struct {
+	*podCons
 	pod      *corev1.Pod
-	tols     []corev1.Toleration // pod.Spec.Tolerations, read while the pod is in cache
 	requests resVec
-	ports    []hostPort
+	builtin  [numBuiltinResources]int64 // the pod's builtin requests (requests uses it when it can)
+	extra    bool                       // the pod requests other resources too
+	shared   bool                       // podCons is one of the solver's shared plain ones: copy before relaxing
+	compiled *attempt                   // constraints in force, compiled; reset by relax
+	ownAtt   *attempt                   // the attempt of a pod with topology groups (compile.go)
+	matched  []*topoGroup               // groups whose selector counts this pod
+	// matchedTo: s.groups[:matchedTo] have been tested
+	matchedTo int
+}
+
+// podCons are a pod's constraints as initPodInfo reads them, and what relaxation leaves.
+type podCons struct {
+	tols  []corev1.Toleration // pod.Spec.Tolerations, read while the pod is in cache
+	ports []hostPort
 	// terms are the required alternatives (nodeSelector ∧ one node affinity term ∧ one volume
 	// alternative); only terms[0] is in force, relaxation drops it while others remain.
 	terms []Requirements
@@ -33,17 +53,44 @@ type podInfo struct {
 	preferNoScheduleTolerated bool
 	invalid                   error
 
-	repels    bool     // has required anti-affinity: owns groups that repel other pods
-	affine    bool     // has required pod affinity
-	compiled  *attempt // constraints in force, compiled (&att); reset by relax
-	att       attempt
-	matched   []*topoGroup // groups whose selector counts this pod
-	matchedTo int          // s.groups[:matchedTo] have been tested
+	repels bool // has required anti-affinity: owns groups that repel other pods
+	affine bool // has required pod affinity
 }
 
-// initPodInfo fills in everything but the requests.
+// plain reports whether c constrains nothing: the podCons every plain pod shares.
+func (c *podCons) plain() bool {
+	return len(c.tols) == 0 && len(c.ports) == 0 && len(c.terms) == 1 && &c.terms[0] == &noTerms[0] &&
+		len(c.affinityTerms) == 1 && &c.affinityTerms[0] == &noTerms[0] && len(c.prefNode) == 0 &&
+		len(c.prefAff) == 0 && len(c.prefAnti) == 0 && len(c.tscs) == 0 && c.invalid == nil && !c.repels && !c.affine
+}
+
+// initPodInfo fills in everything but the requests. A pod without constraints gets the
+// solver's shared plain podCons.
 func (s *solver) initPodInfo(p *podInfo, pod *corev1.Pod) {
-	p.pod, p.ports, p.tols = pod, podHostPorts(pod), pod.Spec.Tolerations
+	c := &s.consBuf
+	*c = podCons{}
+	p.pod = pod
+	s.readCons(c, pod)
+	mode := 0
+	if c.preferNoScheduleTolerated {
+		mode = 1
+	}
+	if c.plain() {
+		if s.plainCons[mode] == nil {
+			s.plainCons[mode] = &podCons{}
+			*s.plainCons[mode] = *c
+		}
+		p.podCons, p.shared = s.plainCons[mode], true
+		return
+	}
+	own := &s.consSlab.take(1)[0]
+	*own = *c
+	p.podCons = own
+}
+
+// readCons reads the pod's constraints into c (zero on entry).
+func (s *solver) readCons(p *podCons, pod *corev1.Pod) {
+	p.ports, p.tols = podHostPorts(pod), pod.Spec.Tolerations
 	p.repels = len(repelling(pod)) > 0
 	if a := pod.Spec.Affinity; a != nil && a.PodAffinity != nil {
 		p.affine = len(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) > 0
@@ -166,6 +213,10 @@ func (s *solver) canRelax(p *podInfo) bool {
 // PreferNoSchedule taints. It reports whether anything changed.
 func (s *solver) relax(p *podInfo) bool {
 	p.compiled = nil
+	if p.shared {
+		c := *p.podCons
+		p.podCons, p.shared = &c, false
+	}
 	switch {
 	case len(p.terms) > 1:
 		p.terms = p.terms[1:]
@@ -246,68 +297,181 @@ type queueKey struct {
 	sec      int64
 	nsec     int32
 	idx      int32
-	uid      string // the usual last tie-break, kept here to spare a pointer chase
+	// uk is 8 bytes of the UID from the position where the queue's UIDs first differ (uidFrom),
+	// big-endian and zero-padded: comparing it orders UIDs as strings.Compare does whenever it
+	// differs, with one integer compare instead of a string compare (uid then breaks its ties).
+	uk uint64
 }
 
-// sortedQueue builds the pods' podInfos in podOrder. The input position breaks the last ties,
-// so an unstable sort gives the stable order.
-// readPods fills podInfos, podBuiltin and queueKeys from the pods (see newSolver).
+// uidKey is the 8 bytes of uid from position from, big-endian, zero-padded.
+func uidKey(uid string, from int) uint64 {
+	var k uint64
+	for i := 0; i < 8; i++ {
+		k <<= 8
+		if j := from + i; j < len(uid) {
+			k |= uint64(uid[j])
+		}
+	}
+	return k
+}
+
+// readPods fills podInfos (constraints, builtin requests) and queueKeys from the pods (see
+// newSolver), touching each pod once.
 func (s *solver) readPods(pods []*corev1.Pod) {
-	s.podBuiltin = make([]builtinRequests, len(pods))
 	s.podInfos = make([]podInfo, len(pods))
 	s.queueKeys = make([]queueKey, len(pods))
+	uids := make([]string, len(pods))
+	from := -1 // length of the prefix every UID shares
 	for i, pod := range pods {
-		b := &s.podBuiltin[i]
-		*b = s.ri.readBuiltin(podRequests(pod))
-		s.initPodInfo(&s.podInfos[i], pod)
+		p := &s.podInfos[i]
+		b := s.ri.readBuiltin(podRequests(pod))
+		p.builtin, p.extra = b.v, b.extra
+		s.initPodInfo(p, pod)
 		ts := pod.CreationTimestamp.Time
-		s.queueKeys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uid: string(pod.UID)}
+		u := string(pod.UID)
+		uids[i] = u
+		s.queueKeys[i] = queueKey{idx: int32(i), cpu: b.v[resCPU], mem: b.v[resMemory], sec: ts.Unix(), nsec: int32(ts.Nanosecond()), uk: uidKey(u, 0)}
+		if from < 0 {
+			from = len(u)
+		}
+		n, j := min(from, len(u)), 0
+		for j < n && u[j] == uids[0][j] {
+			j++
+		}
+		from = j
+	}
+	// UIDs often share a prefix (a namespace, a name stem): the integer keys start after it.
+	if from > 0 {
+		for i, u := range uids {
+			s.queueKeys[i].uk = uidKey(u, from)
+		}
 	}
 }
 
-// sortedQueue returns the podInfos readPods made, in podOrder, with their request vectors.
+// sortedQueue returns the podInfos readPods made, in podOrder, with their request vectors:
+// a pod naming builtin resources only (most) uses its podInfo's own array when the solve knows
+// no other resource, any other a vector from the solver's slab.
 func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	keys := s.queueKeys
-	// Ties on requests and creation time fall back to the pod's UID, namespace and name; the
-	// keys stay small to move.
-	slices.SortFunc(keys, func(a, b queueKey) int {
-		switch {
-		case a.cpu != b.cpu:
-			return cmp.Compare(b.cpu, a.cpu)
-		case a.mem != b.mem:
-			return cmp.Compare(b.mem, a.mem)
-		case a.sec != b.sec:
-			return cmp.Compare(a.sec, b.sec)
-		case a.nsec != b.nsec:
-			return cmp.Compare(a.nsec, b.nsec)
-		}
-		if c := strings.Compare(a.uid, b.uid); c != 0 {
-			return c
-		}
-		pa, pb := pods[a.idx], pods[b.idx]
-		if c := cmp.Compare(pa.Namespace, pb.Namespace); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(pa.Name, pb.Name); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.idx, b.idx)
-	})
+	sortQueueKeys(keys, pods)
 	n := len(s.ri.names)
-	reqs := make(resVec, n*len(pods))
 	queue := make([]*podInfo, len(keys))
 	for k := range keys {
 		i := keys[k].idx
 		p := &s.podInfos[i]
-		req := reqs[k*n : (k+1)*n : (k+1)*n]
-		if b := &s.podBuiltin[i]; b.extra {
+		var req resVec
+		switch {
+		case p.extra:
+			req = resVec(s.vecs.take(n))
 			s.ri.fill(req, podRequests(pods[i]))
-		} else {
-			copy(req, b.v[:])
+		case n == numBuiltinResources:
+			req = p.builtin[:]
+		default:
+			req = resVec(s.vecs.take(n))
+			copy(req, p.builtin[:])
 		}
 		req[resPods]++
 		p.requests = req
 		queue[k] = p
 	}
 	return queue
+}
+
+// Sorting the queue. A solve of thousands of pods spends a good part of its time here with a
+// generic sort (a closure call per comparison, large keys moved): sortQueueKeys is a quicksort
+// specialised to queueKey, whose comparison is a few integer compares in all but rare ties.
+
+// keyLess is podOrder on queue keys.
+func keyLess(a, b *queueKey, pods []*corev1.Pod) bool {
+	if a.cpu != b.cpu {
+		return a.cpu > b.cpu
+	}
+	if a.mem != b.mem {
+		return a.mem > b.mem
+	}
+	if a.sec != b.sec {
+		return a.sec < b.sec
+	}
+	if a.nsec != b.nsec {
+		return a.nsec < b.nsec
+	}
+	if a.uk != b.uk {
+		return a.uk < b.uk
+	}
+	return keyTieLess(a, b, pods)
+}
+
+// keyTieLess breaks the ties uk leaves: the whole UID, then namespace, name, input position.
+func keyTieLess(a, b *queueKey, pods []*corev1.Pod) bool {
+	pa, pb := pods[a.idx], pods[b.idx]
+	if c := strings.Compare(string(pa.UID), string(pb.UID)); c != 0 {
+		return c < 0
+	}
+	if c := cmp.Compare(pa.Namespace, pb.Namespace); c != 0 {
+		return c < 0
+	}
+	if c := cmp.Compare(pa.Name, pb.Name); c != 0 {
+		return c < 0
+	}
+	return a.idx < b.idx
+}
+
+// sortQueueKeys sorts keys by keyLess. Every key is distinct (input positions are), so the
+// result does not depend on the algorithm.
+func sortQueueKeys(keys []queueKey, pods []*corev1.Pod) {
+	depth := 2 * bits.Len(uint(len(keys)))
+	for len(keys) > 12 {
+		if depth == 0 {
+			slices.SortFunc(keys, func(a, b queueKey) int {
+				if keyLess(&a, &b, pods) {
+					return -1
+				}
+				return 1
+			})
+			return
+		}
+		depth--
+		// Median of three as pivot, moved to the front.
+		m, l := len(keys)/2, len(keys)-1
+		if keyLess(&keys[m], &keys[0], pods) {
+			keys[m], keys[0] = keys[0], keys[m]
+		}
+		if keyLess(&keys[l], &keys[0], pods) {
+			keys[l], keys[0] = keys[0], keys[l]
+		}
+		if keyLess(&keys[l], &keys[m], pods) {
+			keys[l], keys[m] = keys[m], keys[l]
+		}
+		keys[0], keys[m] = keys[m], keys[0]
+		pivot := keys[0]
+		i, j := 1, l
+		for {
+			for i <= j && keyLess(&keys[i], &pivot, pods) {
+				i++
+			}
+			for i <= j && keyLess(&pivot, &keys[j], pods) {
+				j--
+			}
+			if i >= j {
+				break
+			}
+			keys[i], keys[j] = keys[j], keys[i]
+			i++
+			j--
+		}
+		keys[0], keys[j] = keys[j], keys[0]
+		// Recurse into the smaller side, loop on the larger.
+		if j < len(keys)-j-1 {
+			sortQueueKeys(keys[:j], pods)
+			keys = keys[j+1:]
+		} else {
+			sortQueueKeys(keys[j+1:], pods)
+			keys = keys[:j]
+		}
+	}
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keyLess(&keys[j], &keys[j-1], pods); j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
 }

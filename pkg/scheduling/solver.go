@@ -48,13 +48,20 @@ type solver struct {
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
-	keyBuf              []byte            // scratch for map keys built per claim or pod
-	internBuf           []byte            // scratch for intern's keys
-	podBuiltin          []builtinRequests // by input position
-	podInfos            []podInfo         // by input position
-	queueKeys           []queueKey        // by input position until sortedQueue sorts them
-	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
-	vecs                slab[int64]       // claims' allocatable bounds
+	keyBuf              []byte        // scratch for map keys built per claim or pod
+	internBuf           []byte        // scratch for intern's keys
+	podInfos            []podInfo     // by input position
+	queueKeys           []queueKey    // by input position until sortedQueue sorts them
+	consBuf             podCons       // scratch for initPodInfo
+	plainCons           [2]*podCons   // shared by pods without constraints, by preferNoSchedule mode
+	consSlab            slab[podCons] // constraints of the other pods
+	scratchAtt          attempt       // the attempt of a pod being placed (compile.go)
+	lastPlaced          *target       // where commit put the last pod (placeRun)
+	minStart            int           // placeRun: targets before it are known to reject the pod
+	oneByOne            bool          // tests: no placeRun, every pod placed on its own
+	attSlab             slab[attempt] // attempts pods keep
+	bits                slab[uint64]  // claims' instance-type bitsets (narrow.go)
+	vecs                slab[int64]   // claims' allocatable bounds
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -86,7 +93,7 @@ func newSolver(in *Input) *solver {
 		s.ri.register(n.Allocatable)
 	}
 	// Every pod is read here, once, in input order: its constraints (podInfo), its requests
-	// (builtin resources by lookup into podBuiltin, other names registered; sortedQueue reads
+	// (builtin resources by lookup into podInfo.builtin, other names registered; sortedQueue reads
 	// those pods' lists again) and its queue key.
 	s.readPods(in.Pods)
 	for _, p := range in.DaemonSetPods {
@@ -130,6 +137,8 @@ func newBareSolver(in *Input) *solver {
 		claimTypes: map[string]*claimTypes{},
 		typeIDs:    map[*NodePool]string{},
 		volumes:    newVolumeIndex(in),
+		consSlab:   slab[podCons]{chunk: -16},
+		attSlab:    slab[attempt]{chunk: -16},
 	}
 	if s.opts.PreferencePolicy == "" {
 		s.opts.PreferencePolicy = PreferencePolicyRespect
@@ -165,12 +174,21 @@ func (s *solver) run() {
 	// pass while passes make progress.
 	for len(queue) > 0 {
 		var failed []*podInfo
-		for _, p := range queue {
-			if err := s.place(p); err != nil {
+		done := func(p *podInfo, err error) {
+			if err != nil {
 				s.errors[p.pod] = err
 				failed = append(failed, p)
 			} else if len(s.errors) > 0 {
 				delete(s.errors, p.pod)
+			}
+		}
+		for i := 0; i < len(queue); {
+			p := queue[i]
+			err := s.place(p)
+			done(p, err)
+			i++
+			if err == nil && !s.oneByOne && s.runHead(p) {
+				i = s.placeRun(queue, i, done)
 			}
 		}
 		if len(failed) == len(queue) {
@@ -180,11 +198,134 @@ func (s *solver) run() {
 	}
 }
 
+// Runs of identical pods. Sorted by requests, pods of one workload (same constraints, same
+// requests) come one after another. When a pod with nothing but its requests to place (no
+// constraint, no group counting it, one attempt) lands on a claim, the identical pods after it
+// would each scan the same targets up to that claim again, compile the same attempt and narrow
+// the claim's instance types one pod at a time. placeRun places them as a class instead: the
+// claim takes as many as fit at once (one narrowing for k pods, found by bisection on k), and
+// the next pod starts its scan after the claim. The targets before it rejected the identical
+// pod before them, and placing a pod that no group counts changes no other target, so every pod
+// lands where placing them one by one would put it.
+
+// runHead reports whether p, just placed, can lead a run: it is placed by its requests alone.
+func (s *solver) runHead(p *podInfo) bool {
+	return p.shared && len(p.matched) == 0 && !s.canRelax(p) && s.lastPlaced != nil && s.lastPlaced.existing == nil
+}
+
+// sameAs reports whether q is placed exactly like the run's head p.
+func (s *solver) sameAs(p, q *podInfo) bool {
+	if q.podCons != p.podCons || len(q.requests) != len(p.requests) {
+		return false
+	}
+	for r, v := range p.requests {
+		if q.requests[r] != v {
+			return false
+		}
+	}
+	return len(s.matchedGroups(q)) == 0
+}
+
+// placeRun places the pods from queue[i] on that are identical to queue[i-1], just placed on
+// s.lastPlaced, and returns the position of the first pod it did not place.
+func (s *solver) placeRun(queue []*podInfo, i int, done func(*podInfo, error)) int {
+	head := queue[i-1]
+	end := i
+	for end < len(queue) && s.sameAs(head, queue[end]) {
+		end++
+	}
+	t := s.lastPlaced
+	for i < end {
+		k, ok := s.fillClaim(t, queue[i:end])
+		if !ok {
+			break // t was not judged by fit alone: the pods go the usual way
+		}
+		for _, q := range queue[i : i+k] {
+			done(q, nil)
+		}
+		i += k
+		if i == end {
+			break
+		}
+		// The next pod does not fit t: it scans on from the target after t.
+		q := queue[i]
+		s.minStart = t.idx + 1
+		err := s.place(q)
+		s.minStart = 0
+		done(q, err)
+		i++
+		if err != nil || s.lastPlaced.existing != nil {
+			break
+		}
+		t = s.lastPlaced
+	}
+	return i
+}
+
+// fillClaim places on claim t as many of the identical pods as fit (in order) and returns
+// how many: the largest k whose k-fold requests leave t an instance type. ok is false when
+// something besides room decides (then nothing is placed).
+func (s *solver) fillClaim(t *target, pods []*podInfo) (k int, ok bool) {
+	q := pods[0]
+	a, err := s.compile(q)
+	if err != nil {
+		return 0, false
+	}
+	defer s.settle(q)
+	if t.existing != nil || a.poolErr[t.pool.idx] != nil || a.hostReq != nil || len(a.own) > 0 || len(a.inverse) > 0 ||
+		len(a.keys) > 0 || len(q.ports) > 0 {
+		return 0, false
+	}
+	m := s.merge(t, a.reqID)
+	if m.err != nil || s.hasMin[m.merged] {
+		return 0, false
+	}
+	req := q.requests
+	kreq := resVec(s.vecs.take(len(req)))
+	fits := func(k int) (plan, bool) {
+		for r, v := range req {
+			kreq[r] = v * int64(k)
+		}
+		its, low, ok := s.types(t, m.merged, kreq)
+		return plan{reqID: m.merged, its: its, minAvail: low}, ok
+	}
+	best, fit := fits(len(pods))
+	k = len(pods)
+	if !fit {
+		// fits(lo) holds (or lo = 0), fits(hi) does not.
+		lo, hi := 0, len(pods)
+		for hi-lo > 1 {
+			mid := int(uint(lo+hi) >> 1)
+			if pl, ok := fits(mid); ok {
+				lo, best = mid, pl
+			} else {
+				hi = mid
+			}
+		}
+		k = lo
+	}
+	if k == 0 {
+		return 0, true
+	}
+	s.commit(nil, t, best)
+	for _, p := range pods[:k] {
+		t.used.add(p.requests)
+		t.pods = append(t.pods, p.pod)
+	}
+	return k, true
+}
+
 // place tries the pod, relaxing one preference after each failure.
 func (s *solver) place(p *podInfo) error {
 	if p.invalid != nil {
 		return p.invalid
 	}
+	err := s.placeRelaxing(p)
+	s.settle(p)
+	return err
+}
+
+func (s *solver) placeRelaxing(p *podInfo) error {
 	for {
 		a, err := s.compile(p)
 		if err != nil {
@@ -205,7 +346,7 @@ func (s *solver) place(p *podInfo) error {
 var errNotPlaced = errors.New("not placed")
 
 func (s *solver) placeAttempt(a *attempt, explain bool) error {
-	start := s.scanStart(a)
+	start := max(s.scanStart(a), s.minStart)
 	// Existing targets without room are skipped through the room index (existing.go).
 	for i := s.nextExisting(a.p.requests, start); i < s.numExisting; i = s.nextExisting(a.p.requests, i+1) {
 		if plan, ok := s.tryTarget(a, s.targets[i]); ok {

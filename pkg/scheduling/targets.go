@@ -171,6 +171,7 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 		return
 	}
 	p := a.p
+	s.lastPlaced = t
 	t.used.add(p.requests)
 	s.roomChanged(t)
 	t.ports = append(t.ports, p.ports...)

@@ -63,8 +63,9 @@ type topoGroup struct {
 	owners     map[string]int32
 	hostOwners []int32
 	total      int32
-	universe   []string      // known domains (non-hostname), sorted
-	full       map[int32]int // hostname groups: prefix of targets whose count exceeds a limit
+	universe   []string       // known domains (non-hostname), sorted
+	full       map[int32]int  // hostname groups: prefix of targets whose count exceeds a limit
+	err        *topologyError // the group's rejection, made once: most rejections are never shown
 }
 
 func (g *topoGroup) matches(pod *corev1.Pod) bool {
@@ -625,6 +626,15 @@ func (s *solver) domainOf(t *target, key string) (string, bool) {
 // topologyError explains a topology constraint that no domain of a target can satisfy.
 type topologyError struct {
 	g *topoGroup
+}
+
+// rejection is the group's topologyError, allocated on first use and shared: the solver's hot
+// path rejects targets by the thousand and reads none of these errors but the last.
+func (g *topoGroup) rejection() *topologyError {
+	if g.err == nil {
+		g.err = &topologyError{g: g}
+	}
+	return g.err
 }
 
 func (e *topologyError) Error() string {
