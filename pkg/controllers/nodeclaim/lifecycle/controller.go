@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +25,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
@@ -47,6 +50,10 @@ type Controller struct {
 	Initialization *Initialization
 	Liveness       *Liveness
 	Terminator     *Terminator
+
+	// registered holds the UIDs of the NodeClaims whose registration was
+	// counted (NodesCreatedTotal), until they are finalized.
+	registered sync.Map
 }
 
 // NewController wires the lifecycle steps. recorder may be nil.
@@ -76,6 +83,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res, err := c.Terminator.Finalize(ctx, nc)
 		if err == nil && !hasFinalizer(nc) {
 			c.Launch.cache.forget(nc.UID)
+			c.registered.Delete(nc.UID)
 		}
 		return res, err
 	}
@@ -114,19 +122,56 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		stored.ResourceVersion = nc.ResourceVersion
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := c.writeStatus(ctx, stored, nc); err != nil {
 			return conflictIsRequeue(client.IgnoreNotFound(err))
 		}
-		// Counted once the Registered transition is stored: a pass whose write
-		// lost a conflict registers the node again and must not count it twice.
+		// Counted once the Registered transition is stored, and once per
+		// NodeClaim: the writes are unconditional, so a pass that read a copy
+		// older than its own last write registers the node again.
 		if !stored.StatusConditions().IsTrue(v1.ConditionTypeRegistered) && nc.StatusConditions().IsTrue(v1.ConditionTypeRegistered) {
-			metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
+			if _, counted := c.registered.LoadOrStore(nc.UID, struct{}{}); !counted {
+				metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
 	}
 	return soonest(results...), nil
+}
+
+// ownedConditions are the NodeClaim conditions lifecycle writes: the steps'
+// and the Ready they roll up into.
+var ownedConditions = []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, status.ConditionReady}
+
+// writeStatus stores what the steps changed in nc's status since stored was
+// read, without an optimistic lock (see ownedconditions: candidacy and others
+// write other conditions of the same NodeClaim meanwhile). The other status
+// fields (provider ID, image, node name, capacity, allocatable) have no other
+// writer: a merge patch of only those that changed. The conditions lifecycle
+// owns are applied as its field manager.
+func (c *Controller) writeStatus(ctx context.Context, stored, nc *v1.NodeClaim) error {
+	before, after := stored.DeepCopy(), nc.DeepCopy()
+	before.Status.Conditions, after.Status.Conditions = nil, nil
+	if !equality.Semantic.DeepEqual(before.Status, after.Status) {
+		if err := c.kubeClient.Status().Patch(ctx, after, client.MergeFrom(before)); err != nil {
+			return err
+		}
+	}
+	if !equality.Semantic.DeepEqual(owned(stored), owned(nc)) {
+		return ownedconditions.Apply(ctx, c.kubeClient, nc, ownedconditions.LifecycleManager, ownedConditions...)
+	}
+	return nil
+}
+
+func owned(nc *v1.NodeClaim) []status.Condition {
+	var out []status.Condition
+	for _, cond := range nc.Status.Conditions {
+		if slices.Contains(ownedConditions, cond.Type) {
+			out = append(out, cond)
+		}
+	}
+	return out
 }
 
 // Register adds the controller and its Node-side trigger to the manager.
