@@ -27,6 +27,14 @@ const (
 // apply; Apply then removes it with a merge patch conditional on the version
 // it just got back, so that a removal is never silently skipped.
 func Apply(ctx context.Context, kube client.Client, nc *v1.NodeClaim, owner string, conditionTypes ...string) error {
+	return ApplyWithFields(ctx, kube, nc, owner, nil, conditionTypes...)
+}
+
+// ApplyWithFields is Apply with other status fields in the same request
+// (JSON name to value). The owner then owns those fields too: a later apply
+// that leaves one out removes it, so the caller must send every field it
+// ever sent, every time.
+func ApplyWithFields(ctx context.Context, kube client.Client, nc *v1.NodeClaim, owner string, fields map[string]any, conditionTypes ...string) error {
 	owned := make([]status.Condition, 0, len(conditionTypes))
 	for _, c := range nc.Status.Conditions {
 		if slices.Contains(conditionTypes, c.Type) {
@@ -39,7 +47,7 @@ func Apply(ctx context.Context, kube client.Client, nc *v1.NodeClaim, owner stri
 		// The UID makes the apply fail rather than write to another NodeClaim
 		// of the same name created since nc was read.
 		"metadata": map[string]any{"name": nc.Name, "uid": nc.UID},
-		"status":   map[string]any{"conditions": owned},
+		"status":   statusOf(fields, owned),
 	})
 	if err != nil {
 		return err
@@ -61,4 +69,13 @@ func Apply(ctx context.Context, kube client.Client, nc *v1.NodeClaim, owner stri
 		return slices.Contains(conditionTypes, c.Type) && !slices.ContainsFunc(owned, func(o status.Condition) bool { return o.Type == c.Type })
 	})
 	return kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+}
+
+func statusOf(fields map[string]any, conditions []status.Condition) map[string]any {
+	out := make(map[string]any, len(fields)+1)
+	for k, v := range fields {
+		out[k] = v
+	}
+	out["conditions"] = conditions
+	return out
 }
