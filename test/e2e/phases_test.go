@@ -47,6 +47,9 @@ type batch struct {
 	untried                         int // pods kube-scheduler had not tried yet
 	reason                          string
 	solve, create                   time.Duration
+	// syncWait and prepare: from the window's close to the solve, the wait
+	// for cluster state and all of it (pod list and solver input included).
+	syncWait, prepare time.Duration
 	// apiWait is the longest a create of this batch waited on its API call
 	// (the log's api-duration): the API server's and the connection's time,
 	// not Karpenter's.
@@ -233,6 +236,8 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			Untried    int       `json:"awaiting-scheduler"`
 			Duration   string    `json:"duration"`
 			APIWait    string    `json:"api-duration"`
+			SyncWait   string    `json:"sync-wait"`
+			Prepare    string    `json:"prepare"`
 		}
 		if err := json.Unmarshal(line, &l); err != nil || l.Time.Before(since) {
 			continue
@@ -245,6 +250,8 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			if len(out) > 0 {
 				out[len(out)-1].solved, out[len(out)-1].solve, out[len(out)-1].pods = l.Time, d, l.Pods
 				out[len(out)-1].untried = l.Untried
+				out[len(out)-1].syncWait, _ = time.ParseDuration(l.SyncWait)
+				out[len(out)-1].prepare, _ = time.ParseDuration(l.Prepare)
 			}
 		case "created nodeclaim":
 			if w, err := time.ParseDuration(l.APIWait); err == nil && len(out) > 0 {
@@ -313,15 +320,15 @@ func (p *phases) String() string {
 	}
 	bs := append([]batch(nil), p.batches...)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].opened.Before(bs[j].opened) })
-	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %7s %8s %6s %8s %8s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "untried", "solve", "claims", "create", "api-wait", "close->created", "own")
+	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %7s %8s %8s %8s %6s %8s %8s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "untried", "sync", "prepare", "solve", "claims", "create", "api-wait", "close->created", "own")
 	for i, b := range bs {
 		share, own := "-", "-"
 		if b.claims > 0 {
 			share = b.created.Sub(b.closed).Round(time.Millisecond).String()
 			own = b.own().Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %7d %8s %6d %8s %8s %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
-			b.untried, b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), b.apiWait.Round(time.Millisecond), share, own)
+		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %7d %8s %8s %8s %6d %8s %8s %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
+			b.untried, b.syncWait.Round(time.Millisecond), b.prepare.Round(time.Millisecond), b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), b.apiWait.Round(time.Millisecond), share, own)
 	}
 	return sb.String()
 }
