@@ -3,10 +3,13 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -54,6 +57,9 @@ type benchRun struct {
 	// machine's load average at the end (other work shares the cores).
 	components map[string]time.Duration
 	loadavg    string
+	// nodeClaimAPI: the API server's NodeClaim requests over the run (by
+	// verb, subresource and code, with its mean time per request).
+	nodeClaimAPI apiCounters
 }
 
 // componentCPU reads the CPU time used so far by each control-plane process.
@@ -83,6 +89,11 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	}
 	want := replicas(deps)
 	cpuBefore := componentCPU(e)
+	apiBefore, err := readAPICounters(e.ctx, e.KubeClient, "nodeclaims")
+	if err != nil {
+		b.Fatal(err)
+	}
+	profiled := profileKarpenter(e)
 	b.StartTimer()
 	start := time.Now()
 	for _, d := range deps {
@@ -106,7 +117,14 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	}
 	detected := time.Since(start)
 	b.StopTimer()
+	if err := profiled(); err != nil {
+		b.Logf("CPU profile: %v", err)
+	}
 	after, err := e.karpenter.ResourceUsage()
+	if err != nil {
+		b.Fatal(err)
+	}
+	apiAfter, err := readAPICounters(e.ctx, e.KubeClient, "nodeclaims")
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -131,7 +149,52 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 		b.Fatal(err)
 	}
 	return benchRun{detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS},
-		components: components, loadavg: strings.TrimSpace(string(loadavg))}
+		components: components, loadavg: strings.TrimSpace(string(loadavg)), nodeClaimAPI: apiAfter.since(apiBefore)}
+}
+
+// profileKarpenter starts a CPU profile of Karpenter when BENCH_CPU_PROFILE
+// names a file (Karpenter must serve pprof: ENABLE_PROFILING=true, which it
+// inherits from the benchmark's environment). BENCH_CPU_PROFILE_SECONDS (default
+// 30) is how long it records from the moment the workload is applied. The
+// returned function waits for the profile and writes it.
+func profileKarpenter(e *provisioningEnv) func() error {
+	path := os.Getenv("BENCH_CPU_PROFILE")
+	if path == "" {
+		return func() error { return nil }
+	}
+	seconds := 30
+	if s := os.Getenv("BENCH_CPU_PROFILE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return func() error { return fmt.Errorf("BENCH_CPU_PROFILE_SECONDS=%q: want a positive number", s) }
+		}
+		seconds = n
+	}
+	done := make(chan error, 1)
+	go func() {
+		url := fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/profile?seconds=%d", e.karpenter.MetricsPort, seconds)
+		resp, err := http.Get(url)
+		if err != nil {
+			done <- err
+			return
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			done <- fmt.Errorf("%s: %s (is ENABLE_PROFILING=true?)", url, resp.Status)
+			return
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			done <- err
+			return
+		}
+		_, err = io.Copy(f, resp.Body)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
 }
 
 // report prints the run's figures and its phase table and reports them as
@@ -148,14 +211,15 @@ func (r benchRun) report(b *testing.B, title string) {
 	b.ReportMetric(allRunning.Seconds(), "s-to-all-running")
 	b.ReportMetric(r.detected.Seconds(), "s-to-all-running-seen")
 	b.ReportMetric(r.phases.karpenterShare().Seconds(), "s-batch-close-to-nodeclaims")
+	b.ReportMetric(r.phases.karpenterOwnShare().Seconds(), "s-own-batch-close-to-nodeclaims")
 	b.ReportMetric(r.usage.CPU.Seconds(), "controller-cpu-s")
 	b.ReportMetric(float64(r.usage.PeakRSS)/(1<<20), "controller-peak-MiB")
 	b.ReportMetric(float64(r.counts.Nodes), "nodes")
 	b.ReportMetric(r.counts.CostPerHour, "$/h")
 	fmt.Printf("%s: last NodeClaim created %s and all pods Running %s after the first pod was created (seen Running %s after the Deployments were applied); "+
-		"batch close -> its NodeClaims created at most %s; %d NodeClaims/%d nodes, $%.2f/h; controller CPU %s (%.2f cores avg), peak RSS %.0f MiB\n%s",
+		"batch close -> its NodeClaims created at most %s (%s not waiting inside a create's API call); %d NodeClaims/%d nodes, $%.2f/h; controller CPU %s (%.2f cores avg), peak RSS %.0f MiB\n%s",
 		title, lastClaim.Round(10*time.Millisecond), allRunning.Round(10*time.Millisecond), r.detected.Round(10*time.Millisecond),
-		r.phases.karpenterShare().Round(time.Millisecond), r.counts.NodeClaimsAll, r.counts.Nodes, r.counts.CostPerHour,
+		r.phases.karpenterShare().Round(time.Millisecond), r.phases.karpenterOwnShare().Round(time.Millisecond), r.counts.NodeClaimsAll, r.counts.Nodes, r.counts.CostPerHour,
 		r.usage.CPU.Round(10*time.Millisecond), r.usage.CPU.Seconds()/r.detected.Seconds(), float64(r.usage.PeakRSS)/(1<<20), r.phases)
 	names := make([]string, 0, len(r.components))
 	for name := range r.components {
@@ -167,4 +231,6 @@ func (r benchRun) report(b *testing.B, title string) {
 		fmt.Printf(" %s %.1fs;", name, r.components[name].Seconds())
 	}
 	fmt.Printf(" load average at the end: %s\n", r.loadavg)
+	b.ReportMetric(r.nodeClaimAPI.conflicts(), "nodeclaim-409s")
+	fmt.Printf("NodeClaim requests at the API server (verb subresource code: count):%s\n", r.nodeClaimAPI)
 }

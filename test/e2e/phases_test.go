@@ -47,6 +47,20 @@ type batch struct {
 	untried                         int // pods kube-scheduler had not tried yet
 	reason                          string
 	solve, create                   time.Duration
+	// syncWait and prepare: from the window's close to the solve, the wait
+	// for cluster state and all of it (pod list and solver input included).
+	syncWait, prepare time.Duration
+	// apiWait is the longest a create of this batch waited on its API call
+	// (the log's api-duration): the API server's and the connection's time,
+	// not Karpenter's.
+	apiWait time.Duration
+}
+
+// own is the part of close -> created that was not spent waiting on the
+// slowest create's API call: the pod list, the wait for cluster state, the
+// solve and building the NodeClaims.
+func (b batch) own() time.Duration {
+	return max(0, b.created.Sub(b.closed)-b.apiWait)
 }
 
 // phases is the breakdown of one benchmark run.
@@ -206,7 +220,7 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 	sc.Buffer(make([]byte, 1<<20), 1<<24)
 	for sc.Scan() {
 		line := sc.Bytes()
-		if !strings.Contains(string(line), "nodeclaim(s)") && !strings.Contains(string(line), "batch window closed") {
+		if !strings.Contains(string(line), "nodeclaim") && !strings.Contains(string(line), "batch window closed") {
 			continue
 		}
 		var l struct {
@@ -221,6 +235,9 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			NodeClaims int       `json:"nodeclaims"`
 			Untried    int       `json:"awaiting-scheduler"`
 			Duration   string    `json:"duration"`
+			APIWait    string    `json:"api-duration"`
+			SyncWait   string    `json:"sync-wait"`
+			Prepare    string    `json:"prepare"`
 		}
 		if err := json.Unmarshal(line, &l); err != nil || l.Time.Before(since) {
 			continue
@@ -233,6 +250,12 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			if len(out) > 0 {
 				out[len(out)-1].solved, out[len(out)-1].solve, out[len(out)-1].pods = l.Time, d, l.Pods
 				out[len(out)-1].untried = l.Untried
+				out[len(out)-1].syncWait, _ = time.ParseDuration(l.SyncWait)
+				out[len(out)-1].prepare, _ = time.ParseDuration(l.Prepare)
+			}
+		case "created nodeclaim":
+			if w, err := time.ParseDuration(l.APIWait); err == nil && len(out) > 0 {
+				out[len(out)-1].apiWait = max(out[len(out)-1].apiWait, w)
 			}
 		case "created nodeclaim(s)":
 			if len(out) > 0 {
@@ -269,6 +292,18 @@ func (p *phases) karpenterShare() time.Duration {
 	return worst
 }
 
+// karpenterOwnShare is karpenterShare less the time the worst batch's
+// slowest create waited on the API server: the largest own() of a batch.
+func (p *phases) karpenterOwnShare() time.Duration {
+	var worst time.Duration
+	for _, b := range p.batches {
+		if b.claims > 0 {
+			worst = max(worst, b.own())
+		}
+	}
+	return worst
+}
+
 // String renders the breakdown as a table: seconds since the first pod was
 // created. API timestamps have whole seconds, so their rows are ±1 s.
 func (p *phases) String() string {
@@ -285,14 +320,15 @@ func (p *phases) String() string {
 	}
 	bs := append([]batch(nil), p.batches...)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].opened.Before(bs[j].opened) })
-	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %7s %8s %6s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "untried", "solve", "claims", "create", "close->created")
+	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %7s %8s %8s %8s %6s %8s %8s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "untried", "sync", "prepare", "solve", "claims", "create", "api-wait", "close->created", "own")
 	for i, b := range bs {
-		share := "-"
+		share, own := "-", "-"
 		if b.claims > 0 {
 			share = b.created.Sub(b.closed).Round(time.Millisecond).String()
+			own = b.own().Round(time.Millisecond).String()
 		}
-		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %7d %8s %6d %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
-			b.untried, b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), share)
+		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %7d %8s %8s %8s %6d %8s %8s %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
+			b.untried, b.syncWait.Round(time.Millisecond), b.prepare.Round(time.Millisecond), b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), b.apiWait.Round(time.Millisecond), share, own)
 	}
 	return sb.String()
 }

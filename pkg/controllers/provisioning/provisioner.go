@@ -121,10 +121,12 @@ type Result struct {
 // launch, and a NodeClaim is created for every new claim.
 func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	logger := log.FromContext(ctx)
+	decisionStart := time.Now()
 	// No decision on a partial view: a NodeClaim missing from state would be launched again.
 	if err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, p.opts.SyncTimeout, true, p.cluster.Synced); err != nil {
 		return nil, fmt.Errorf("waiting for cluster state to sync: %w", err)
 	}
+	syncWait := time.Since(decisionStart)
 	pods, early, err := p.decisionPods(ctx)
 	if err != nil {
 		return nil, err
@@ -165,7 +167,10 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	QueueDepth.WithLabelValues("provisioner").Set(0)
 	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(results.PodErrors)))
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "awaiting-scheduler", awaiting, "nodeclaims", len(results.NewClaims),
-		"existing", len(results.ExistingNodes), "unschedulable", len(results.PodErrors), "duration", time.Since(start).String())
+		"existing", len(results.ExistingNodes), "unschedulable", len(results.PodErrors), "duration", time.Since(start).String(),
+		// Before the solve: waiting for cluster state to catch up with the
+		// cache, then listing the pods and building the solver's input.
+		"sync-wait", syncWait.String(), "prepare", start.Sub(decisionStart).String())
 
 	npByName := map[string]*v1.NodePool{}
 	for _, np := range p.cluster.NodePools() {

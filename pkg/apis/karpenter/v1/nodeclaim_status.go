@@ -49,8 +49,14 @@ type NodeClaimStatus struct {
 	// Allocatable is the resources available to pods once system overhead is reserved.
 	// +optional
 	Allocatable corev1.ResourceList `json:"allocatable,omitempty"`
+
+	// Conditions are keyed by type so that each controller server-side applies
+	// only the conditions it owns (pkg/controllers/nodeclaim/ownedconditions).
+
 	// Conditions are the lifecycle conditions of the NodeClaim; Ready is True
 	// once it is Launched, Registered and Initialized.
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []status.Condition `json:"conditions,omitempty"`
 	// LastPodEventTime is the last time a pod was scheduled to or removed from

@@ -3,10 +3,8 @@ package candidacy
 import (
 	"context"
 	"errors"
-	"time"
 
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -21,6 +19,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
 )
 
 // Name of the controller.
@@ -73,13 +72,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	consolidation := c.Consolidation.Reconcile(np, nc)
 	drift, driftErr := c.Drift.Reconcile(ctx, np, nc)
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-		// The conditions list is replaced as a whole by a merge patch, so
-		// the write is conditional on the version read: a concurrent write
-		// (lifecycle setting Initialized) is never overwritten.
-		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
-			if apierrors.IsConflict(err) {
-				return reconcile.Result{RequeueAfter: 10 * time.Millisecond}, nil
-			}
+		// Only the two conditions this controller owns, applied as its field
+		// manager: the others (lifecycle's Initialized, written meanwhile)
+		// stay as stored, and nothing is conditional on the version read.
+		if err := ownedconditions.Apply(ctx, c.kubeClient, nc, ownedconditions.DisruptionManager, v1.ConditionTypeConsolidatable, v1.ConditionTypeDrifted); err != nil {
 			return reconcile.Result{}, errors.Join(client.IgnoreNotFound(err), driftErr)
 		}
 	}

@@ -3,6 +3,8 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,6 +25,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
@@ -47,6 +50,13 @@ type Controller struct {
 	Initialization *Initialization
 	Liveness       *Liveness
 	Terminator     *Terminator
+
+	// registered holds the UIDs of the NodeClaims whose registration was
+	// counted (NodesCreatedTotal), until they are finalized.
+	registered sync.Map
+	// applied holds, per NodeClaim UID, the statusFields lifecycle last
+	// applied (see writeStatus), until the NodeClaim is finalized.
+	applied sync.Map
 }
 
 // NewController wires the lifecycle steps. recorder may be nil.
@@ -76,6 +86,8 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		res, err := c.Terminator.Finalize(ctx, nc)
 		if err == nil && !hasFinalizer(nc) {
 			c.Launch.cache.forget(nc.UID)
+			c.registered.Delete(nc.UID)
+			c.applied.Delete(nc.UID)
 		}
 		return res, err
 	}
@@ -114,19 +126,112 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		stored.ResourceVersion = nc.ResourceVersion
 	}
 	if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-		if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := c.writeStatus(ctx, stored, nc); err != nil {
 			return conflictIsRequeue(client.IgnoreNotFound(err))
 		}
-		// Counted once the Registered transition is stored: a pass whose write
-		// lost a conflict registers the node again and must not count it twice.
+		// Counted once the Registered transition is stored, and once per
+		// NodeClaim: the writes are unconditional, so a pass that read a copy
+		// older than its own last write registers the node again.
 		if !stored.StatusConditions().IsTrue(v1.ConditionTypeRegistered) && nc.StatusConditions().IsTrue(v1.ConditionTypeRegistered) {
-			metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
+			if _, counted := c.registered.LoadOrStore(nc.UID, struct{}{}); !counted {
+				metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
+			}
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return reconcile.Result{}, err
 	}
 	return soonest(results...), nil
+}
+
+// ownedConditions are the NodeClaim conditions lifecycle writes: the steps'
+// and the Ready they roll up into.
+var ownedConditions = []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, status.ConditionReady}
+
+// writeStatus stores what the steps changed in nc's status since stored was
+// read, in one server-side apply as lifecycle's field manager and without an
+// optimistic lock (see ownedconditions: candidacy and others write other
+// conditions of the same NodeClaim meanwhile): the conditions lifecycle owns
+// and the status fields it alone writes (provider ID, image, node name,
+// capacity, allocatable).
+//
+// Lifecycle owns those fields once it applied them, so an apply that left
+// one out would remove it. nc may be read from a cache older than lifecycle's
+// own last write (a Node event can come first), so each field it once applied
+// is sent again from memory when nc lacks it. After a restart the memory is
+// empty, but every read then comes from a cache listed after the last write.
+func (c *Controller) writeStatus(ctx context.Context, stored, nc *v1.NodeClaim) error {
+	f := fieldsOf(nc)
+	if prev, ok := c.applied.Load(nc.UID); ok {
+		f = f.or(prev.(statusFields))
+	}
+	if equality.Semantic.DeepEqual(f, fieldsOf(stored)) && equality.Semantic.DeepEqual(owned(stored), owned(nc)) {
+		return nil
+	}
+	if err := ownedconditions.ApplyWithFields(ctx, c.kubeClient, nc, ownedconditions.LifecycleManager, f.apply(), ownedConditions...); err != nil {
+		return err
+	}
+	c.applied.Store(nc.UID, f)
+	return nil
+}
+
+// statusFields are the NodeClaim status fields lifecycle writes besides its
+// conditions.
+type statusFields struct {
+	ProviderID, ImageID, NodeName string
+	Capacity, Allocatable         corev1.ResourceList
+}
+
+func fieldsOf(nc *v1.NodeClaim) statusFields {
+	return statusFields{ProviderID: nc.Status.ProviderID, ImageID: nc.Status.ImageID, NodeName: nc.Status.NodeName,
+		Capacity: nc.Status.Capacity, Allocatable: nc.Status.Allocatable}
+}
+
+// or fills the fields f lacks from prev.
+func (f statusFields) or(prev statusFields) statusFields {
+	if f.ProviderID == "" {
+		f.ProviderID = prev.ProviderID
+	}
+	if f.ImageID == "" {
+		f.ImageID = prev.ImageID
+	}
+	if f.NodeName == "" {
+		f.NodeName = prev.NodeName
+	}
+	if len(f.Capacity) == 0 {
+		f.Capacity = prev.Capacity
+	}
+	if len(f.Allocatable) == 0 {
+		f.Allocatable = prev.Allocatable
+	}
+	return f
+}
+
+// apply is f as status JSON fields, the empty ones left out.
+func (f statusFields) apply() map[string]any {
+	out := map[string]any{}
+	for k, v := range map[string]string{"providerID": f.ProviderID, "imageID": f.ImageID, "nodeName": f.NodeName} {
+		if v != "" {
+			out[k] = v
+		}
+	}
+	if len(f.Capacity) > 0 {
+		out["capacity"] = f.Capacity
+	}
+	if len(f.Allocatable) > 0 {
+		out["allocatable"] = f.Allocatable
+	}
+	return out
+}
+
+func owned(nc *v1.NodeClaim) []status.Condition {
+	var out []status.Condition
+	for _, cond := range nc.Status.Conditions {
+		if slices.Contains(ownedConditions, cond.Type) {
+			out = append(out, cond)
+		}
+	}
+	return out
 }
 
 // Register adds the controller and its Node-side trigger to the manager.
