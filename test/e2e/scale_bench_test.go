@@ -50,7 +50,36 @@ func BenchmarkScaleFleet(b *testing.B) {
 	pods := int32(10 * nodes)
 	// The poll lists the pods' metadata: at 50,000 pods not free, so it is spaced with the fleet.
 	every := max(2*time.Second, time.Duration(nodes)*2*time.Millisecond)
-	e := startProvisioning(b)
+	// KWOK renews each node's Lease every quarter of its duration: at the kubelet's 40 s a
+	// fleet of N nodes is N/10 Lease writes a second, most of what the API server writes at
+	// thousands of nodes. The fleet's Leases last FLEET_NODE_LEASE_SECONDS (default 600: a
+	// renewal every 150 s), and kube-controller-manager waits as long before it calls a
+	// node Unknown.
+	leaseSeconds := 600
+	if s := os.Getenv("FLEET_NODE_LEASE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 10 {
+			b.Fatalf("FLEET_NODE_LEASE_SECONDS=%q: want at least 10 seconds", s)
+		}
+		leaseSeconds = n
+	}
+	opts := localcluster.Options{NodeLeaseSeconds: leaseSeconds, NodeMonitorGracePeriod: time.Duration(max(leaseSeconds, 50)) * time.Second}
+	// FLEET_PROFILE_DIR: CPU profiles of the API server, etcd and Karpenter (30 s, a minute
+	// into provisioning and half a minute into consolidation) are written there.
+	dir := os.Getenv("FLEET_PROFILE_DIR")
+	if dir != "" {
+		opts.Profiling = true
+		b.Setenv("ENABLE_PROFILING", "true")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	e := startProvisioningWith(b, opts)
+	var prof *fleetProfiler
+	if dir != "" {
+		prof = newFleetProfiler(e, dir)
+		defer prof.wait()
+	}
 	np := disruptionPool("default", v1.Never, "10%")
 	np.Spec.Template.Spec.Requirements = setRequirement(kit.DefaultNodePool("default", "default", 16).Spec.Template.Spec.Requirements,
 		v1.NodeSelectorRequirementWithMinValues{Key: kwokv1alpha1.InstanceCPULabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"16"}})
@@ -70,6 +99,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 		dep := kit.Deployment("default", "fleet", pods, "1500m", "1Gi", false)
 		start := time.Now()
 		e.apply(b, dep)
+		prof.after(b, "provision", time.Minute)
 		last := waitFleet(b, e, m, every, 90*time.Minute, func(c fleetCounts) bool {
 			return c.pods == int(pods) && c.running == int(pods)
 		})
@@ -89,6 +119,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 		e.updateNodePool(b, "default", func(np *v1.NodePool) {
 			np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
 		})
+		prof.after(b, "consolidate", 30*time.Second)
 		target := peakNodes * 6 / 10
 		last = waitFleet(b, e, m, every, 90*time.Minute, func(c fleetCounts) bool {
 			return c.nodes <= target && c.nodeClaims == c.nodes && c.pods == int(half) && c.running == int(half)
@@ -120,6 +151,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 			b.Error("the invariant watcher saw no pod removed by Karpenter: it judged nothing")
 		}
 		w.Assert(b)
+		prof.wait()
 		if i < b.N-1 {
 			b.Fatal("BenchmarkScaleFleet runs once: use -benchtime 1x")
 		}
