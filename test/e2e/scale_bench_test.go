@@ -35,6 +35,10 @@ import (
 //	FLEET_NODES=5000 go test ./test/e2e -run '^$' -bench ScaleFleet -benchtime 1x -timeout 3h
 //
 // (ENABLE_PROFILING=true passes through to Karpenter: pprof on its metrics port.)
+// FLEET_PROFILE_DIR=dir writes 30-s CPU profiles of kube-apiserver, etcd and Karpenter, a
+// minute into provisioning and half a minute into consolidation;
+// FLEET_NODE_LEASE_SECONDS (default 600) is KWOK's node Lease duration;
+// FLEET_LEADER_ELECTION=false runs Karpenter without leader election.
 func BenchmarkScaleFleet(b *testing.B) {
 	nodes := 500
 	for _, name := range []string{"SCALE_NODES", "FLEET_NODES"} {
