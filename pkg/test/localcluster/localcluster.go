@@ -64,6 +64,10 @@ type Options struct {
 	// server's writes.
 	NodeLeaseSeconds       int
 	NodeMonitorGracePeriod time.Duration
+	// DisableControllers: kube-controller-manager controllers not to run
+	// (`--kcm-disable-controllers`), e.g. "ttl", whose node annotations KWOK
+	// never reads and which re-patches every node as the fleet grows.
+	DisableControllers []string
 }
 
 // Start runs `bin/cluster up` in a fresh state directory and waits until it is ready.
@@ -98,6 +102,9 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	}
 	if opts.NodeLeaseSeconds > 0 {
 		args = append(args, "--node-lease-seconds", strconv.Itoa(opts.NodeLeaseSeconds))
+	}
+	if len(opts.DisableControllers) > 0 {
+		args = append(args, "--kcm-disable-controllers", strings.Join(opts.DisableControllers, ","))
 	}
 	if opts.NodeMonitorGracePeriod > 0 {
 		args = append(args, "--node-monitor-grace-period", opts.NodeMonitorGracePeriod.String())

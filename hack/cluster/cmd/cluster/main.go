@@ -114,6 +114,7 @@ func cmdUp(args []string) error {
 	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver (/debug/pprof) and etcd (--enable-pprof)")
 	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40)")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
+	disable := fs.String("kcm-disable-controllers", "", "comma-separated kube-controller-manager controllers not to run (e.g. ttl)")
 	_ = fs.Parse(args)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -128,6 +129,7 @@ func cmdUp(args []string) error {
 		Profiling:              *profiling,
 		NodeLeaseSeconds:       *leaseSeconds,
 		NodeMonitorGracePeriod: *grace,
+		DisableControllers:     splitList(*disable),
 	})
 	if err != nil {
 		return err
@@ -199,4 +201,15 @@ func relTo(root, p string) string {
 		return rel
 	}
 	return p
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
