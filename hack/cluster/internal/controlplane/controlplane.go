@@ -195,10 +195,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--kube-api-qps="+clientQPS, "--kube-api-burst="+clientBurst,
 		"--concurrent-replicaset-syncs=10", "--concurrent-deployment-syncs=10",
 	)
-	if len(cfg.DisableControllers) > 0 {
-		kcmArgs = append(kcmArgs, "--controllers=*,-"+strings.Join(cfg.DisableControllers, ",-"))
-	}
-	kcmArgs = append(kcmArgs, flagIf(cfg.NodeMonitorGracePeriod > 0, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())...)
+	kcmArgs = append(kcmArgs, kcmFleetArgs(cfg)...)
 	if err := c.spawn("kube-controller-manager", kcmArgs...); err != nil {
 		return nil, err
 	}
@@ -248,6 +245,16 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	ok = true
 	return c, nil
+}
+
+// kcmFleetArgs are kube-controller-manager's flags for the Config's fleet
+// options: controllers left out and the node monitor's grace period.
+func kcmFleetArgs(cfg Config) []string {
+	var out []string
+	if len(cfg.DisableControllers) > 0 {
+		out = append(out, "--controllers=*,-"+strings.Join(cfg.DisableControllers, ",-"))
+	}
+	return append(out, flagIf(cfg.NodeMonitorGracePeriod > 0, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())...)
 }
 
 // flagIf is flags when on, else nothing.
