@@ -67,6 +67,7 @@ type invariantWatcher struct {
 	pdbs       map[types.NamespacedName]*policyv1.PodDisruptionBudget
 	nodes      map[string]*corev1.Node
 	claims     map[string]*v1.NodeClaim // by name; kept after deletion
+	claimsGone map[string]bool          // NodeClaims deleted (their last state stays in claims)
 	pool       *v1.NodePool
 	departed   map[types.UID]bool
 	// Indexes over the view, so that the watcher's cost per event does not
@@ -78,9 +79,9 @@ type invariantWatcher struct {
 	claimByNode map[string]*v1.NodeClaim
 	poolNodes   map[string]bool
 	disrupted   map[string]bool
-	violations []string
-	seen       map[string]bool // violation keys already recorded
-	reported   int             // violations already failed a test (Assert)
+	violations  []string
+	seen        map[string]bool // violation keys already recorded
+	reported    int             // violations already failed a test (Assert)
 
 	// What was observed, so a test can show the watcher saw the disruption
 	// it judged.
@@ -90,14 +91,15 @@ type invariantWatcher struct {
 
 func newInvariantWatcher(nodePool string, now func() time.Time) *invariantWatcher {
 	return &invariantWatcher{
-		nodePool: nodePool,
-		now:      now,
-		pods:     map[types.NamespacedName]*corev1.Pod{},
-		pdbs:     map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
-		nodes:    map[string]*corev1.Node{},
-		claims:   map[string]*v1.NodeClaim{},
-		departed: map[types.UID]bool{},
-		seen:     map[string]bool{},
+		nodePool:   nodePool,
+		now:        now,
+		pods:       map[types.NamespacedName]*corev1.Pod{},
+		pdbs:       map[types.NamespacedName]*policyv1.PodDisruptionBudget{},
+		nodes:      map[string]*corev1.Node{},
+		claims:     map[string]*v1.NodeClaim{},
+		claimsGone: map[string]bool{},
+		departed:   map[types.UID]bool{},
+		seen:       map[string]bool{},
 
 		podsOnNode:  map[string]map[types.NamespacedName]bool{},
 		claimByNode: map[string]*v1.NodeClaim{},
@@ -142,7 +144,7 @@ func startInvariantWatcher(t testing.TB, e *provisioningEnv, nodePool string) *i
 		{&v1.NodeClaim{}, toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o interface{}) { w.nodeClaimChanged(asNodeClaim(o)) },
 			UpdateFunc: func(_, n interface{}) { w.nodeClaimChanged(asNodeClaim(n)) },
-			DeleteFunc: func(o interface{}) { w.nodeClaimChanged(asNodeClaim(o)) },
+			DeleteFunc: func(o interface{}) { w.nodeClaimDeleted(asNodeClaim(o)) },
 		}},
 		{&v1.NodePool{}, toolscache.ResourceEventHandlerFuncs{
 			AddFunc:    func(o interface{}) { w.nodePoolChanged(asNodePool(o)) },
@@ -461,10 +463,21 @@ func (w *invariantWatcher) nodeClaimChanged(nc *v1.NodeClaim) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.claims[nc.Name] = nc
+	delete(w.claimsGone, nc.Name) // (a name used again)
 	if nc.Status.NodeName != "" {
 		w.claimByNode[nc.Status.NodeName] = nc
 	}
 	w.checkBudget()
+}
+
+func (w *invariantWatcher) nodeClaimDeleted(nc *v1.NodeClaim) {
+	if nc == nil {
+		return
+	}
+	w.nodeClaimChanged(nc)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.claimsGone[nc.Name] = true
 }
 
 func (w *invariantWatcher) nodePoolChanged(np *v1.NodePool) {

@@ -344,3 +344,36 @@ func TestWatcherAssertsInCleanup(t *testing.T) {
 		t.Fatalf("after cleanup the test reported %q, want the late violation for pod b once more", rec.errors)
 	}
 }
+
+// The fleet benchmark's counts come from the watcher's view: live pods of the
+// namespace (terminating ones and other namespaces left out), those Running,
+// nodes, and NodeClaims not yet deleted.
+func TestWatcherFleetCounts(t *testing.T) {
+	w := testWatcher()
+	w.nodeChanged(kwokNode("a", false), false)
+	w.nodeChanged(kwokNode("b", false), false)
+	w.nodeChanged(kwokNode("c", false), false)
+	w.nodeChanged(kwokNode("c", false), true)
+	w.nodeClaimChanged(claimFor("a", watcherNow, "Never"))
+	w.nodeClaimChanged(claimFor("b", watcherNow, "Never"))
+	w.nodeClaimChanged(claimFor("c", watcherNow, "Never"))
+	w.nodeClaimDeleted(claimFor("c", watcherNow, "Never"))
+	w.podChanged(nil, runningPod("p1", "a", nil))
+	w.podChanged(nil, runningPod("p2", "b", nil))
+	pending := runningPod("p3", "", nil)
+	pending.Status = corev1.PodStatus{Phase: corev1.PodPending}
+	w.podChanged(nil, pending)
+	w.podChanged(nil, scaledDown(runningPod("p4", "a", nil)))
+	other := runningPod("p5", "a", nil)
+	other.Namespace = "kube-system"
+	w.podChanged(nil, other)
+	want := fleetCounts{pods: 3, running: 2, nodes: 2, nodeClaims: 2}
+	if got := w.fleetCounts("default"); got != want {
+		t.Fatalf("fleetCounts = %+v, want %+v", got, want)
+	}
+	// A NodeClaim name used again counts again.
+	w.nodeClaimChanged(claimFor("c", watcherNow, "Never"))
+	if got := w.fleetCounts("default").nodeClaims; got != 3 {
+		t.Fatalf("nodeClaims after re-creation = %d, want 3", got)
+	}
+}

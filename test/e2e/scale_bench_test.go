@@ -13,7 +13,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -36,6 +35,10 @@ import (
 //	FLEET_NODES=5000 go test ./test/e2e -run '^$' -bench ScaleFleet -benchtime 1x -timeout 3h
 //
 // (ENABLE_PROFILING=true passes through to Karpenter: pprof on its metrics port.)
+// FLEET_PROFILE_DIR=dir writes 30-s CPU profiles of kube-apiserver, etcd and Karpenter, a
+// minute into provisioning and half a minute into consolidation;
+// FLEET_NODE_LEASE_SECONDS (default 600) is KWOK's node Lease duration;
+// FLEET_LEADER_ELECTION=false runs Karpenter without leader election.
 func BenchmarkScaleFleet(b *testing.B) {
 	nodes := 500
 	for _, name := range []string{"SCALE_NODES", "FLEET_NODES"} {
@@ -48,9 +51,49 @@ func BenchmarkScaleFleet(b *testing.B) {
 		}
 	}
 	pods := int32(10 * nodes)
-	// The poll lists the pods' metadata: at 50,000 pods not free, so it is spaced with the fleet.
-	every := max(2*time.Second, time.Duration(nodes)*2*time.Millisecond)
-	e := startProvisioning(b)
+	// The poll reads the watcher's view (no API requests); it counts the pods in memory.
+	every := 2 * time.Second
+	// KWOK renews each node's Lease every quarter of its duration: at the kubelet's 40 s a
+	// fleet of N nodes is N/10 Lease writes a second, most of what the API server writes at
+	// thousands of nodes. The fleet's Leases last FLEET_NODE_LEASE_SECONDS (default 600: a
+	// renewal every 150 s), and kube-controller-manager waits as long before it calls a
+	// node Unknown.
+	leaseSeconds := 600
+	if s := os.Getenv("FLEET_NODE_LEASE_SECONDS"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 10 {
+			b.Fatalf("FLEET_NODE_LEASE_SECONDS=%q: want at least 10 seconds", s)
+		}
+		leaseSeconds = n
+	}
+	// kube-controller-manager's ttl controller annotates every node for kubelets (KWOK
+	// reads none) and re-patches all of them each time the fleet crosses a size step.
+	opts := localcluster.Options{NodeLeaseSeconds: leaseSeconds, NodeMonitorGracePeriod: time.Duration(max(leaseSeconds, 50)) * time.Second,
+		DisableControllers: []string{"ttl"}}
+	// FLEET_PROFILE_DIR: CPU profiles of the API server, etcd and Karpenter (30 s, a minute
+	// into provisioning and half a minute into consolidation) are written there.
+	dir := os.Getenv("FLEET_PROFILE_DIR")
+	if dir != "" {
+		opts.Profiling = true
+		b.Setenv("ENABLE_PROFILING", "true")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// FLEET_LEADER_ELECTION=false runs the one Karpenter without leader election
+	// (DISABLE_LEADER_ELECTION, safe with one replica): on a machine loaded by others the
+	// API server can answer a Lease renewal after more than 5 s, and every lost Lease is a
+	// restart that lists the whole fleet again. The row says which way it ran.
+	leaderElection := os.Getenv("FLEET_LEADER_ELECTION") != "false"
+	if !leaderElection {
+		b.Setenv("DISABLE_LEADER_ELECTION", "true")
+	}
+	e := startProvisioningWith(b, opts)
+	var prof *fleetProfiler
+	if dir != "" {
+		prof = newFleetProfiler(e, dir)
+		defer prof.wait()
+	}
 	np := disruptionPool("default", v1.Never, "10%")
 	np.Spec.Template.Spec.Requirements = setRequirement(kit.DefaultNodePool("default", "default", 16).Spec.Template.Spec.Requirements,
 		v1.NodeSelectorRequirementWithMinValues{Key: kwokv1alpha1.InstanceCPULabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"16"}})
@@ -70,7 +113,8 @@ func BenchmarkScaleFleet(b *testing.B) {
 		dep := kit.Deployment("default", "fleet", pods, "1500m", "1Gi", false)
 		start := time.Now()
 		e.apply(b, dep)
-		last := waitFleet(b, e, m, every, 90*time.Minute, func(c fleetCounts) bool {
+		prof.after(b, "provision", time.Minute)
+		last := waitFleet(b, e, w, m, every, 90*time.Minute, func(c fleetCounts) bool {
 			return c.pods == int(pods) && c.running == int(pods)
 		})
 		running := time.Since(start)
@@ -83,14 +127,15 @@ func BenchmarkScaleFleet(b *testing.B) {
 		if err := e.Client.Patch(e.ctx, dep, client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, half))); err != nil {
 			b.Fatal(err)
 		}
-		waitFleet(b, e, m, every, 30*time.Minute, func(c fleetCounts) bool { return c.pods == int(half) && c.running == int(half) })
+		waitFleet(b, e, w, m, every, 30*time.Minute, func(c fleetCounts) bool { return c.pods == int(half) && c.running == int(half) })
 		m.mark()
 		cstart := time.Now()
 		e.updateNodePool(b, "default", func(np *v1.NodePool) {
 			np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("0s")
 		})
+		prof.after(b, "consolidate", 30*time.Second)
 		target := peakNodes * 6 / 10
-		last = waitFleet(b, e, m, every, 90*time.Minute, func(c fleetCounts) bool {
+		last = waitFleet(b, e, w, m, every, 90*time.Minute, func(c fleetCounts) bool {
 			return c.nodes <= target && c.nodeClaims == c.nodes && c.pods == int(half) && c.running == int(half)
 		})
 		consolidated := time.Since(cstart)
@@ -115,11 +160,12 @@ func BenchmarkScaleFleet(b *testing.B) {
 			peakNodes, pods, running.Round(time.Second), consolidated.Round(time.Second), last.nodes, karpenterCPU.Seconds(),
 			float64(m.rss["karpenter"])/(1<<20), float64(m.rss[localcluster.APIServer])/(1<<20), float64(m.rss[localcluster.Etcd])/(1<<20),
 			violations, loadAvg())
-		fmt.Printf("scale: Karpenter restarts %d; CPU over the whole run: %s\n", restarts(), m.all())
+		fmt.Printf("scale: Karpenter restarts %d (leader election %t, node Leases %d s); CPU over the whole run: %s\n", restarts(), leaderElection, leaseSeconds, m.all())
 		if w.KarpenterRemovals() == 0 {
 			b.Error("the invariant watcher saw no pod removed by Karpenter: it judged nothing")
 		}
 		w.Assert(b)
+		prof.wait()
 		if i < b.N-1 {
 			b.Fatal("BenchmarkScaleFleet runs once: use -benchtime 1x")
 		}
@@ -132,65 +178,38 @@ type fleetCounts struct {
 	pods, running, nodes, nodeClaims int
 }
 
-// countFleet reads only metadata (a PartialObjectMetadataList): at tens of thousands of
-// pods, kit.Count's full pod list every few seconds costs the API server more than
-// the controllers being measured.
-func countFleet(ctx context.Context, c client.Client) (fleetCounts, error) {
+// fleetCounts reads the invariant watcher's view, which its watches keep current: the
+// benchmark lists nothing (at tens of thousands of pods, polling lists every few seconds
+// cost the API server 5% of its CPU, more than some of the components measured).
+func (w *invariantWatcher) fleetCounts(namespace string) fleetCounts {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	var out fleetCounts
-	list := func(kind string, opts ...client.ListOption) (*metav1.PartialObjectMetadataList, error) {
-		l := &metav1.PartialObjectMetadataList{}
-		l.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind(kind))
-		return l, c.List(ctx, l, opts...)
-	}
-	live := func(l *metav1.PartialObjectMetadataList) int {
-		n := 0
-		for i := range l.Items {
-			if l.Items[i].DeletionTimestamp == nil {
-				n++
-			}
+	for key, p := range w.pods {
+		if key.Namespace != namespace || p.DeletionTimestamp != nil {
+			continue
 		}
-		return n
+		out.pods++
+		if p.Status.Phase == corev1.PodRunning {
+			out.running++
+		}
 	}
-	all, err := list("PodList", client.InNamespace("default"))
-	if err != nil {
-		return out, err
-	}
-	running, err := list("PodList", client.InNamespace("default"), client.MatchingFields{"status.phase": string(corev1.PodRunning)})
-	if err != nil {
-		return out, err
-	}
-	nodes, err := list("NodeList")
-	if err != nil {
-		return out, err
-	}
-	claims := &metav1.PartialObjectMetadataList{}
-	claims.SetGroupVersionKind(v1.SchemeGroupVersion.WithKind("NodeClaimList"))
-	if err := c.List(ctx, claims); err != nil {
-		return out, err
-	}
-	out.pods, out.running, out.nodes, out.nodeClaims = live(all), live(running), len(nodes.Items), len(claims.Items)
-	return out, nil
+	out.nodes = len(w.nodes)
+	out.nodeClaims = len(w.claims) - len(w.claimsGone)
+	return out
 }
 
 // waitFleet polls the counts every `every` until done, sampling the processes' CPU and memory.
-func waitFleet(b *testing.B, e *provisioningEnv, m *fleetMeter, every, timeout time.Duration, done func(fleetCounts) bool) fleetCounts {
+func waitFleet(b *testing.B, e *provisioningEnv, w *invariantWatcher, m *fleetMeter, every, timeout time.Duration, done func(fleetCounts) bool) fleetCounts {
 	b.Helper()
 	var last fleetCounts
-	seen := false
 	err := wait.PollUntilContextTimeout(e.ctx, every, timeout, true, func(ctx context.Context) (bool, error) {
 		m.sample()
-		c, err := countFleet(ctx, e.Client)
-		if err != nil {
-			return false, nil // the API server is busy: ask again
-		}
-		last, seen = c, true
-		return done(c), nil
+		last = w.fleetCounts("default")
+		return done(last), nil
 	})
 	m.sample()
 	if err != nil {
-		if !seen {
-			b.Fatalf("no counts: %v", err)
-		}
 		b.Fatalf("%v: %+v (log %s)", err, last, e.current().LogPath)
 	}
 	return last

@@ -54,6 +54,20 @@ type Options struct {
 	// SchedulerMostAllocated: kube-scheduler packs pods onto the fullest
 	// node that fits (`cluster up --scheduler-most-allocated`).
 	SchedulerMostAllocated bool
+	// Profiling serves pprof on kube-apiserver and etcd (`--profiling`):
+	// a fleet benchmark reads where the control plane's CPU goes.
+	Profiling bool
+	// NodeLeaseSeconds lengthens KWOK's node Leases (`--node-lease-seconds`,
+	// 0 keeps 40 s) and NodeMonitorGracePeriod kube-controller-manager's
+	// patience with them (`--node-monitor-grace-period`): at thousands of
+	// nodes the renewals, one per node every 10 s, are most of the API
+	// server's writes.
+	NodeLeaseSeconds       int
+	NodeMonitorGracePeriod time.Duration
+	// DisableControllers: kube-controller-manager controllers not to run
+	// (`--kcm-disable-controllers`), e.g. "ttl", whose node annotations KWOK
+	// never reads and which re-patches every node as the fleet grows.
+	DisableControllers []string
 }
 
 // Start runs `bin/cluster up` in a fresh state directory and waits until it is ready.
@@ -82,6 +96,18 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	args := []string{"up", "--bin-dir", filepath.Join(root, "bin"), "--state-dir", state, "--ready-file", ready}
 	if opts.SchedulerMostAllocated {
 		args = append(args, "--scheduler-most-allocated")
+	}
+	if opts.Profiling {
+		args = append(args, "--profiling")
+	}
+	if opts.NodeLeaseSeconds > 0 {
+		args = append(args, "--node-lease-seconds", strconv.Itoa(opts.NodeLeaseSeconds))
+	}
+	if len(opts.DisableControllers) > 0 {
+		args = append(args, "--kcm-disable-controllers", strings.Join(opts.DisableControllers, ","))
+	}
+	if opts.NodeMonitorGracePeriod > 0 {
+		args = append(args, "--node-monitor-grace-period", opts.NodeMonitorGracePeriod.String())
 	}
 	c.cmd = exec.Command(tool, args...)
 	logf, err := os.Create(filepath.Join(state, "cluster.log"))

@@ -111,6 +111,10 @@ func cmdUp(args []string) error {
 	port := fs.Int("apiserver-port", 0, "kube-apiserver secure port (0 picks a free one)")
 	readyFile := fs.String("ready-file", "", "written (with the kubeconfig path) once the cluster is ready")
 	mostAllocated := fs.Bool("scheduler-most-allocated", false, "kube-scheduler scores nodes MostAllocated (bin-packing) rather than LeastAllocated")
+	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver (/debug/pprof) and etcd (--enable-pprof)")
+	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40)")
+	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
+	disable := fs.String("kcm-disable-controllers", "", "comma-separated kube-controller-manager controllers not to run (e.g. ttl)")
 	_ = fs.Parse(args)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -122,6 +126,10 @@ func cmdUp(args []string) error {
 		APIServerPort: *port,
 
 		SchedulerMostAllocated: *mostAllocated,
+		Profiling:              *profiling,
+		NodeLeaseSeconds:       *leaseSeconds,
+		NodeMonitorGracePeriod: *grace,
+		DisableControllers:     splitList(*disable),
 	})
 	if err != nil {
 		return err
@@ -193,4 +201,15 @@ func relTo(root, p string) string {
 		return rel
 	}
 	return p
+}
+
+// splitList splits a comma-separated flag value, dropping empty items.
+func splitList(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }

@@ -8,6 +8,7 @@
 package controlplane
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -41,6 +42,28 @@ type Config struct {
 	// (bin-packing) instead of its default LeastAllocated (spreading); see
 	// schedulerConfig.
 	SchedulerMostAllocated bool
+	// Profiling serves pprof on kube-apiserver (/debug/pprof, behind its
+	// authorization: the admin certificate may read it) and on etcd's client
+	// URL (--enable-pprof). Off by default: a profile is asked for by a
+	// benchmark that wants to know where the control plane's CPU goes.
+	Profiling bool
+	// NodeLeaseSeconds is the duration of the Leases KWOK holds for its nodes
+	// (0: 40 s, the kubelet's default). KWOK renews a Lease every quarter of
+	// it, so with 40 s a fleet of N nodes costs the API server N/10 Lease
+	// updates a second: 500 a second at 5,000 nodes, on two cores. A fleet
+	// benchmark lengthens it, with NodeMonitorGracePeriod.
+	NodeLeaseSeconds int
+	// NodeMonitorGracePeriod is how long kube-controller-manager's node
+	// lifecycle controller waits for a Lease renewal (or a status heartbeat)
+	// before it marks a node Unknown and taints it (0: its default, 50 s). It
+	// must be longer than the renewal interval, NodeLeaseSeconds/4.
+	NodeMonitorGracePeriod time.Duration
+	// DisableControllers are kube-controller-manager controllers not to run
+	// (its --controllers=*,-name,...). A fleet benchmark turns off "ttl": it
+	// annotates every node with a cache TTL for kubelets (KWOK reads none)
+	// and re-annotates all of them each time the fleet crosses a size step
+	// (90, 450, 900, 1,800, 9,000 nodes): thousands of node patches.
+	DisableControllers []string
 }
 
 // Cluster is a running control plane.
@@ -119,12 +142,13 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
 	peerURL := fmt.Sprintf("http://127.0.0.1:%d", etcdPeer)
-	if err := c.spawn("etcd",
-		"--name=local", "--data-dir="+filepath.Join(cfg.StateDir, "etcd"),
-		"--listen-client-urls="+etcdURL, "--advertise-client-urls="+etcdURL,
-		"--listen-peer-urls="+peerURL, "--initial-advertise-peer-urls="+peerURL,
-		"--initial-cluster=local="+peerURL, "--unsafe-no-fsync", "--log-level=warn",
-	); err != nil {
+	etcdArgs := append([]string{
+		"--name=local", "--data-dir=" + filepath.Join(cfg.StateDir, "etcd"),
+		"--listen-client-urls=" + etcdURL, "--advertise-client-urls=" + etcdURL,
+		"--listen-peer-urls=" + peerURL, "--initial-advertise-peer-urls=" + peerURL,
+		"--initial-cluster=local=" + peerURL, "--unsafe-no-fsync", "--log-level=warn",
+	}, flagIf(cfg.Profiling, "--enable-pprof")...)
+	if err := c.spawn("etcd", etcdArgs...); err != nil {
 		return nil, err
 	}
 	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", nil, 60*time.Second); err != nil {
@@ -133,6 +157,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 
 	if err := c.spawn("kube-apiserver",
 		"--etcd-servers="+etcdURL,
+		"--profiling="+strconv.FormatBool(cfg.Profiling),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
 		"--tls-cert-file="+files.ServingCert, "--tls-private-key-file="+files.ServingKey,
 		"--client-ca-file="+files.CACert,
@@ -142,7 +167,6 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
-		"--profiling=false",
 	); err != nil {
 		return nil, err
 	}
@@ -157,7 +181,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	kc := "--kubeconfig=" + c.Kubeconfig
 	auth := []string{kc, "--authentication-kubeconfig=" + c.Kubeconfig, "--authorization-kubeconfig=" + c.Kubeconfig,
 		"--leader-elect=false", "--bind-address=127.0.0.1"}
-	if err := c.spawn("kube-controller-manager", append(auth,
+	kcmArgs := append(auth,
 		"--secure-port="+strconv.Itoa(kcmPort),
 		"--service-account-private-key-file="+files.SAPrivate, "--root-ca-file="+files.CACert,
 		"--cluster-signing-cert-file="+files.CACert, "--cluster-signing-key-file="+files.CAKey,
@@ -170,7 +194,9 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		// only limit worth having here.
 		"--kube-api-qps="+clientQPS, "--kube-api-burst="+clientBurst,
 		"--concurrent-replicaset-syncs=10", "--concurrent-deployment-syncs=10",
-	)...); err != nil {
+	)
+	kcmArgs = append(kcmArgs, kcmFleetArgs(cfg)...)
+	if err := c.spawn("kube-controller-manager", kcmArgs...); err != nil {
 		return nil, err
 	}
 	schedArgs := append(auth,
@@ -202,7 +228,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--manage-nodes-with-label-selector=",
 		"--cidr=10.1.0.1/16",
 		"--node-ip=10.1.0.1",
-		"--node-lease-duration-seconds=40",
+		"--node-lease-duration-seconds="+strconv.Itoa(cmp.Or(cfg.NodeLeaseSeconds, 40)),
 	); err != nil {
 		return nil, err
 	}
@@ -219,6 +245,24 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	}
 	ok = true
 	return c, nil
+}
+
+// kcmFleetArgs are kube-controller-manager's flags for the Config's fleet
+// options: controllers left out and the node monitor's grace period.
+func kcmFleetArgs(cfg Config) []string {
+	var out []string
+	if len(cfg.DisableControllers) > 0 {
+		out = append(out, "--controllers=*,-"+strings.Join(cfg.DisableControllers, ",-"))
+	}
+	return append(out, flagIf(cfg.NodeMonitorGracePeriod > 0, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())...)
+}
+
+// flagIf is flags when on, else nothing.
+func flagIf(on bool, flags ...string) []string {
+	if on {
+		return flags
+	}
+	return nil
 }
 
 // Client limits of kube-controller-manager and kube-scheduler: high enough
