@@ -156,6 +156,8 @@ type target struct {
 	free  vec
 	np    *scheduling.NodePlacement // its own, compiled on first use (nodePlacement)
 	shape int                       // numbered shape (ensure), 0 until known
+	// class numbers its allocatable cpu, memory and pod slots (newPacker).
+	class int
 }
 
 // packer holds what the packer reuses across the questions of one pass.
@@ -185,9 +187,13 @@ type packer struct {
 }
 
 type membership struct {
-	g   *group
+	g   *subgroup
 	pos int
 }
+
+// maxClasses bounds the allocatable classes a group is split into (classes
+// past it share the last subgroup): a search visits every subgroup.
+const maxClasses = 32
 
 func newPacker(p *pass) *packer {
 	pk := &packer{pl: scheduling.NewPlacement(p.in.Scheduling), ri: newResIndex(), byNode: map[*node]int{}, podReqs: map[*corev1.Pod]*podReq{},
@@ -226,6 +232,17 @@ func newPacker(p *pass) *packer {
 			t.free[rPods]--
 		}
 		pk.byNode[t.n] = i
+	}
+	classes := map[[3]int64]int{}
+	for _, t := range ts {
+		a := t.n.Existing.Allocatable
+		key := [3]int64{qty(corev1.ResourceCPU, a[corev1.ResourceCPU]), qty(corev1.ResourceMemory, a[corev1.ResourceMemory]), qty(corev1.ResourcePods, a[corev1.ResourcePods])}
+		c, ok := classes[key]
+		if !ok {
+			c = min(len(classes), maxClasses-1)
+			classes[key] = c
+		}
+		t.class = c
 	}
 	pk.targets = ts
 	pk.free = make([]vec, len(ts))
@@ -361,9 +378,23 @@ func (pk *packer) compatibleShape(pr *podReq, shape int) bool {
 	return ok
 }
 
-// group is the targets compatible with one pod signature, with a segment tree
-// of their free cpu, memory and pod slots for this packing.
+// group is the targets compatible with one pod signature, split by their
+// allocatable (class), each part with a segment tree of its members' free cpu,
+// memory and pod slots for this packing.
+//
+// Why split: a tree keeps each resource's maximum over runs of nodes, and a
+// run holding one node with cpu to spare and another with memory to spare
+// passes for a pod needing both though neither holds it, so a search descends
+// into it and fails deep down; across a cluster of mixed instance families a
+// search visited about a thousand tree nodes per pod. Nodes of one allocatable
+// whose pods are alike use cpu and memory alike, so within a class the maxima
+// mostly come from the same node, and a search visits each class's tree along
+// one path, bounded by the best target another class already offers.
 type group struct {
+	subs []*subgroup
+}
+
+type subgroup struct {
 	idx  []int // target indices, in order
 	size int
 	tree [3][]int64
@@ -402,8 +433,36 @@ func (pk *packer) group(pr *podReq) (g *group, persist bool) {
 			}
 		}
 	}
-	g = &group{idx: idx, size: 1}
-	for g.size < len(idx) {
+	byClass := map[int]*subgroup{}
+	g = &group{}
+	for _, ti := range idx {
+		c := pk.targets[ti].class
+		sg, ok := byClass[c]
+		if !ok {
+			sg = &subgroup{}
+			byClass[c] = sg
+			g.subs = append(g.subs, sg)
+		}
+		sg.idx = append(sg.idx, ti)
+	}
+	for _, sg := range g.subs {
+		sg.build(pk.free)
+	}
+	if pr.sig < 0 {
+		return g, false
+	}
+	pk.groups[pr.sig] = g
+	for _, sg := range g.subs {
+		for j, ti := range sg.idx {
+			pk.memberOf[ti] = append(pk.memberOf[ti], membership{sg, j})
+		}
+	}
+	return g, true
+}
+
+func (g *subgroup) build(free []vec) {
+	g.size = 1
+	for g.size < len(g.idx) {
 		g.size *= 2
 	}
 	for d := range g.tree {
@@ -411,24 +470,16 @@ func (pk *packer) group(pr *podReq) (g *group, persist bool) {
 		for i := range g.tree[d] {
 			g.tree[d][i] = -1
 		}
-		for j, ti := range idx {
-			g.tree[d][g.size+j] = get(pk.free[ti], d)
+		for j, ti := range g.idx {
+			g.tree[d][g.size+j] = get(free[ti], d)
 		}
 		for i := g.size - 1; i >= 1; i-- {
 			g.tree[d][i] = max(g.tree[d][2*i], g.tree[d][2*i+1])
 		}
 	}
-	if pr.sig < 0 {
-		return g, false
-	}
-	pk.groups[pr.sig] = g
-	for j, ti := range idx {
-		pk.memberOf[ti] = append(pk.memberOf[ti], membership{g, j})
-	}
-	return g, true
 }
 
-func (g *group) update(j int, free vec) {
+func (g *subgroup) update(j int, free vec) {
 	for d := range g.tree {
 		i := g.size + j
 		g.tree[d][i] = get(free, d)
@@ -438,12 +489,31 @@ func (g *group) update(j int, free vec) {
 	}
 }
 
-// first returns the first member position whose free resources hold req (and
-// that ok accepts, when set), or -1.
+// first returns the first target, at index from or after, whose free
+// resources hold req (and that ok accepts, when set), or -1.
 func (g *group) first(req vec, free []vec, ok func(ti int) bool, from int) int {
+	best := -1
+	for _, sg := range g.subs {
+		until := len(sg.idx)
+		if best >= 0 {
+			until = sort.SearchInts(sg.idx, best)
+		}
+		if j := sg.first(req, free, ok, sort.SearchInts(sg.idx, from), until); j >= 0 {
+			best = sg.idx[j]
+		}
+	}
+	return best
+}
+
+// first returns the first member position in [from, until) whose free
+// resources hold req (and that ok accepts, when set), or -1.
+func (g *subgroup) first(req vec, free []vec, ok func(ti int) bool, from, until int) int {
+	if from >= until {
+		return -1
+	}
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
-		if lo >= len(g.idx) || hi <= from {
+		if lo >= until || hi <= from {
 			return -1
 		}
 		for d := range g.tree {
@@ -488,8 +558,10 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 			m.g.update(m.pos, f)
 		}
 		for _, g := range throwaway {
-			if p, ok := g.position(ti); ok {
-				g.update(p, f)
+			for _, sg := range g.subs {
+				if p, ok := sg.position(ti); ok {
+					sg.update(p, f)
+				}
 			}
 		}
 	}
@@ -505,8 +577,8 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 	used := map[int]bool{}
 	// withPorts lists, per target, the pods with host ports placed there.
 	var withPorts map[int][]*scheduling.PodPlacement
-	// firstAt is, per pod signature and requests, where the last such pod went
-	// (-1: nowhere).
+	// firstAt is, per pod signature and requests, the target where the last
+	// such pod went (-1: nowhere).
 	var firstAt map[firstKey]int
 	out := &packing{}
 	for _, pr := range ordered {
@@ -529,21 +601,20 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 				from = f
 			}
 		}
-		j := -1
+		ti := -1
 		if from >= 0 {
-			j = g.first(pr.req, pk.free, portsFree, from)
+			ti = g.first(pr.req, pk.free, portsFree, from)
 		}
 		if cacheable {
 			if firstAt == nil {
 				firstAt = map[firstKey]int{}
 			}
-			firstAt[key] = j
+			firstAt[key] = ti
 		}
-		if j < 0 {
+		if ti < 0 {
 			out.unplaced = append(out.unplaced, pr)
 			continue
 		}
-		ti := g.idx[j]
 		f := append(vec(nil), pk.free[ti]...)
 		for len(f) < len(pr.req) {
 			f = append(f, 0)
@@ -579,7 +650,7 @@ type firstKey struct {
 	cpu, mem, pods int64
 }
 
-func (g *group) position(ti int) (int, bool) {
+func (g *subgroup) position(ti int) (int, bool) {
 	j := sort.SearchInts(g.idx, ti)
 	return j, j < len(g.idx) && g.idx[j] == ti
 }
