@@ -2,9 +2,7 @@ package scheduling
 
 import (
 	"math"
-	"slices"
 	"sort"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -21,42 +19,60 @@ import (
 // of an existing node are read from its labels directly (existingDomain).
 
 // addExistingNodes adds the input's existing nodes as the first targets, ready nodes first,
-// then by name, and creates the groups of their pods' required anti-affinity.
+// then by name, and creates the groups of their pods' required anti-affinity. Nodes of the
+// input's prepared set (existingset.go) are taken from it; the others are read here, indexing
+// on the way the label keys the pending pods' selectors name (rather than in a second pass over
+// a million bound pods).
 func (s *solver) addExistingNodes(in []*ExistingNode) {
-	nodes := append([]*ExistingNode(nil), in...)
-	cmp := func(a, b *ExistingNode) int {
-		ra, rb := a.Initialized && !a.InFlight, b.Initialized && !b.InFlight
-		if ra != rb {
-			if ra {
-				return -1
+	nodes := sortedExisting(in)
+	s.bound = &boundIndex{}
+	var shared *setView
+	if s.in.Prepared != nil && len(s.in.Prepared.nodes) > 0 {
+		shared = newSetView(s, s.in.Prepared)
+	}
+	// Which view and position each node comes from: the shared set, or a set of the rest.
+	from := make([]int32, len(nodes)) // >= 0: position in the shared set; -1: in the rest
+	var rest []*ExistingNode
+	for i, n := range nodes {
+		from[i] = -1
+		if shared != nil {
+			if pos, ok := shared.set.pos[n]; ok && shared.target[pos] < 0 {
+				from[i] = pos
+				shared.target[pos] = int32(i) // claimed; the index is set again below
+				continue
 			}
-			return 1
 		}
-		return strings.Compare(a.Name, b.Name)
+		rest = append(rest, n)
 	}
-	// Callers usually list nodes by name already: checking is linear, sorting is not.
-	if !slices.IsSortedFunc(nodes, cmp) {
-		slices.SortStableFunc(nodes, cmp)
+	var own *setView
+	if len(rest) > 0 {
+		keys := selectorKeys(s.in.Pods)
+		own = newSetView(s, prepareExisting(rest, keys, true))
 	}
-	s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
-	// The label keys the pending pods' selectors name are indexed while the bound pods are
-	// read for their requests, rather than in a second pass over a million pods.
-	s.bound.wanted = selectorKeys(s.in.Pods)
-	if s.bound.wanted == nil {
-		s.bound.wanted = []string{}
+	if shared != nil {
+		s.views = append(s.views, shared)
 	}
-	for _, k := range s.bound.wanted {
-		l := &labelRefs{}
-		s.bound.byLabel[k] = l
-		s.bound.eager = append(s.bound.eager, l)
+	if own != nil {
+		s.views = append(s.views, own)
 	}
 	slab := &existingSlab{width: len(s.ri.names)}
-	for _, n := range nodes {
-		s.addExisting(n, slab)
+	next := int32(0)
+	for i := range nodes {
+		if pos := from[i]; pos >= 0 {
+			s.addExisting(shared, pos, slab)
+			continue
+		}
+		s.addExisting(own, next, slab)
+		next++
 	}
 	s.numExisting = len(s.targets)
 	// Bound pods' required anti-affinity repels new pods (the inverse direction), so their
 	// groups must exist before the first new pod is considered.
+	var repelers []boundRef
+	for _, v := range s.views {
+		repelers = v.refs(repelers, v.set.repelers)
+	}
+	s.bound.repelers = sortedRefs(repelers)
 	for _, ref := range s.bound.repelers {
 		p := s.targets[ref.t].bound[ref.i]
 		terms := repelling(p)
@@ -94,62 +110,38 @@ func (sl *existingSlab) vec() resVec {
 	return v
 }
 
-func (s *solver) addExisting(n *ExistingNode, slab *existingSlab) {
+// addExisting adds the node at position pos of the view's set as the next target: its usage
+// and host ports are copied (the solve adds to them), the rest is shared with the set.
+func (s *solver) addExisting(v *setView, pos int32, slab *existingSlab) {
+	pn := v.set.nodes[pos]
 	t := slab.target()
-	t.idx, t.existing = len(s.targets), n
-	t.hostname = existingHostname(n)
+	t.idx, t.existing = len(s.targets), pn.n
+	v.target[pos] = int32(t.idx)
+	t.view, t.prep = v, pn
+	t.hostname = pn.hostname
 	t.reqID = -1 // labels not compiled yet: see nodeReqs
-	t.taints = existingTaints(n)
+	t.taints = pn.taints
 	for _, taint := range t.taints {
 		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
 			s.anyPreferNoSchedule = true
 		}
 	}
-	t.avail = slab.vec()
-	for name, q := range n.Allocatable {
-		if i, ok := s.ri.pos[name]; ok {
-			t.avail[i] = quantityValue(name, q)
+	t.avail, t.used = slab.vec(), slab.vec()
+	for i, j := range v.resMap {
+		if j >= 0 {
+			t.avail[j] = pn.avail[i]
+			t.used[j] = pn.used[i]
 		}
 	}
-	if _, ok := n.Allocatable[corev1.ResourcePods]; !ok {
-		t.avail[resPods] = math.MaxInt64 / 4
-	}
-	t.used = slab.vec()
-	// The input's pod slice serves as the bound pods unless some have finished (capped, so
-	// that an append could never write into it).
-	t.bound = n.Pods[:len(n.Pods):len(n.Pods)]
-	for i, p := range n.Pods {
-		if !occupies(p) {
-			t.bound = nil
-			for _, p := range n.Pods[:i] {
-				t.bound = append(t.bound, p)
-			}
-			for _, p := range n.Pods[i:] {
-				if occupies(p) {
-					t.bound = append(t.bound, p)
-				}
-			}
-			break
+	for name, q := range pn.extra {
+		if j, ok := s.ri.pos[name]; ok {
+			t.used[j] += q
 		}
 	}
-	for i, p := range t.bound {
-		s.addRequests(t.used, p)
-		t.used[resPods]++
-		t.ports = append(t.ports, podHostPorts(p)...)
-		ref := boundRef{int32(t.idx), int32(i)}
-		if len(repelling(p)) > 0 {
-			s.bound.repelers = append(s.bound.repelers, ref)
-		}
-		if len(p.Labels) > 0 {
-			for ki, k := range s.bound.wanted {
-				if v, ok := p.Labels[k]; ok {
-					s.bound.eager[ki].add(v, ref)
-				}
-			}
-		}
-	}
+	t.bound = pn.bound
+	t.ports = pn.ports
 	s.bound.all += len(t.bound)
-	if !n.Initialized || n.InFlight {
+	if !pn.n.Initialized || pn.n.InFlight {
 		s.pendingDaemonSets(t)
 	}
 	s.targets = append(s.targets, t)
@@ -159,7 +151,7 @@ func (s *solver) addExisting(n *ExistingNode, slab *existingSlab) {
 // compiling them and registering their requirement-set ID on first use.
 func (s *solver) nodeReqs(t *target) Requirements {
 	if t.reqID < 0 {
-		t.reqs = existingReqs(t.existing, t.hostname)
+		t.reqs = t.prep.requirements()
 		// A node's labels include its hostname, so its requirement set is its own: it gets an
 		// ID without the interning key (the string would cost more than the node's other set-up).
 		t.reqID = s.internUnique(t.reqs)
@@ -189,7 +181,7 @@ func (s *solver) existingDomains(g *topoGroup, set map[string]bool) {
 		return
 	}
 	if s.bound == nil { // a solver without existing nodes added (Placement)
-		s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
+		s.bound = &boundIndex{}
 	}
 	ix := s.bound
 	if ix.domains == nil {
@@ -294,7 +286,7 @@ func (s *solver) pendingDaemonSets(t *target) {
 func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, ds := range s.in.DaemonSetPods {
-		if ToleratesTaints(ds.Spec.Tolerations, taints, false) == nil && daemonCompatible(ds, reqs, nil) {
+		if toleratesAll(ds.Spec.Tolerations, taints, false) && daemonCompatible(ds, reqs, nil) {
 			out = append(out, ds)
 		}
 	}
@@ -303,18 +295,14 @@ func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*cor
 
 // boundIndex finds, among the pods bound to existing nodes, those a new topology group may
 // count, without reading every pod: at 100,000 nodes of ten pods each, a group created by one
-// pending pod would otherwise match its selector against a million pods. The keys the pending
-// pods' selectors name are indexed while the bound pods are read for their requests (no
-// second pass over a million pods); any other key when a group's selector first asks for it,
-// in one pass reading only that key. Bound pods do not change during a solve (pods placed by
-// the solve are scanned separately).
+// pending pod would otherwise match its selector against a million pods. The label index itself
+// lives in the existing-node sets (ExistingSet.labels), which a prepared set shares across
+// solves; this is the solve's side. Bound pods do not change during a solve (pods placed by the
+// solve are scanned separately).
 type boundIndex struct {
-	byLabel  map[string]*labelRefs // indexed label key -> pods carrying it, by value
-	repelers []boundRef            // pods with required anti-affinity (possible owners)
-	all      int                   // number of bound pods
-	wanted   []string              // keys the pending pods' selectors name, once listed
-	eager    []*labelRefs          // their lists, filled as nodes are added
-	domains  map[string][]string   // key -> domains of the existing nodes (existingDomains)
+	repelers []boundRef          // pods with required anti-affinity (possible owners), by target
+	all      int                 // number of bound pods
+	domains  map[string][]string // key -> domains of the existing nodes (existingDomains)
 }
 
 // boundRef is a bound pod by target and position in t.bound.
@@ -392,37 +380,6 @@ func (l *labelRefs) all() []boundRef {
 	return out
 }
 
-// indexKeys indexes the given label keys (those not indexed yet) in one pass.
-func (s *solver) indexKeys(keys []string) {
-	ix := s.bound
-	var todo []string
-	var lists []*labelRefs
-	for _, k := range keys {
-		if _, ok := ix.byLabel[k]; ok || slices.Contains(todo, k) {
-			continue
-		}
-		l := &labelRefs{}
-		ix.byLabel[k] = l
-		todo = append(todo, k)
-		lists = append(lists, l)
-	}
-	if len(todo) == 0 {
-		return
-	}
-	for ti, t := range s.targets[:s.numExisting] {
-		for pi, p := range t.bound {
-			if len(p.Labels) == 0 {
-				continue
-			}
-			for ki, k := range todo {
-				if v, ok := p.Labels[k]; ok {
-					lists[ki].add(v, boundRef{int32(ti), int32(pi)})
-				}
-			}
-		}
-	}
-}
-
 // selectorKeys lists the label keys the pending pods' topology spread and pod (anti-)affinity
 // selectors name: the keys their groups will ask the index for.
 func selectorKeys(pods []*corev1.Pod) []string {
@@ -481,38 +438,42 @@ func selectorKeys(pods []*corev1.Pod) []string {
 // empty selector, only NotIn/DoesNotExist...), and every bound pod must be read.
 func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 	if s.bound == nil { // a solver without existing nodes added (Placement)
-		s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
+		s.bound = &boundIndex{}
 	}
-	ix := s.bound
 	reqs, selectable := g.selector.Requirements()
 	if !selectable {
 		// labels.Nothing(): matches no pod; only owners count.
-		return sortedRefs(append([]boundRef(nil), ix.repelers...)), true
+		return append([]boundRef(nil), s.bound.repelers...), true
 	}
 	var keys []string
 	for _, r := range reqs {
 		switch r.Operator() {
 		case "=", "==", "in", "exists":
-			if _, ok := ix.byLabel[r.Key()]; !ok {
-				keys = append(keys, r.Key())
-			}
+			keys = append(keys, r.Key())
 		}
 	}
-	if len(keys) > 0 {
-		s.indexKeys(keys)
+	if len(keys) == 0 {
+		return nil, false
+	}
+	for _, v := range s.views {
+		v.set.indexKeys(keys)
 	}
 	var best []boundRef
 	found := false
 	for _, r := range reqs {
 		var refs []boundRef
-		vals := ix.byLabel[r.Key()]
 		switch r.Operator() {
 		case "=", "==", "in":
-			for v := range r.Values() {
-				refs = append(refs, vals.get(v)...)
+			for _, v := range s.views {
+				vals := v.set.labels[r.Key()]
+				for val := range r.Values() {
+					refs = v.refs(refs, vals.get(val))
+				}
 			}
 		case "exists":
-			refs = vals.all()
+			for _, v := range s.views {
+				refs = v.refs(refs, v.set.labels[r.Key()].all())
+			}
 		default:
 			continue
 		}
@@ -520,11 +481,8 @@ func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 			best, found = refs, true
 		}
 	}
-	if !found {
-		return nil, false
-	}
 	if g.kind == kindAnti {
-		best = append(best, ix.repelers...)
+		best = append(best, s.bound.repelers...)
 	}
 	return sortedRefs(best), true
 }

@@ -42,6 +42,9 @@ type solver struct {
 	ownedAnti  map[*corev1.Pod][]string
 	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
 	room       *roomIndex  // free capacity of existing targets (see existing.go)
+	views      []*setView  // the existing-node sets the targets come from (existingset.go)
+	// shapeCompat: (shape, pod) requirement-set IDs -> compatible (existingAdmits).
+	shapeCompat map[[2]int32]bool
 
 	noTolPoolErr        [2][]error // poolErrors for pods without tolerations, by preferNoSchedule mode
 	anyPreferNoSchedule bool

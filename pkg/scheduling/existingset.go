@@ -1,0 +1,381 @@
+package scheduling
+
+import (
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// ExistingSet is existing nodes read once for several solves. A disruption pass asks the
+// solver many questions about one snapshot of the cluster, each with some nodes left out (the
+// candidates) and the others shown: reading the shown nodes' pods again for every question
+// (their requests, host ports, labels) costs more than the questions themselves at 100,000
+// nodes. A set reads each node's bound pods once, and keeps what later solves ask of them:
+// the bound pods' label index, each node's compiled labels and its shape (labels other than the
+// hostname, and taints) with the shape's compiled labels.
+//
+// Usage: prepare once, solve many.
+//
+//	set := scheduling.PrepareExisting(allNodes)
+//	in := base // an Input without ExistingNodes
+//	in.Prepared = set
+//	in.ExistingNodes = shown // any subset of allNodes, in any order (plus nodes not in the set)
+//	res := scheduling.Solve(&in)
+//
+// Input.ExistingNodes stays the list of nodes a solve may use; Prepared only saves reading
+// them. Nodes of ExistingNodes that are not in the set (or are changed copies of its nodes:
+// membership is by pointer) are read for that solve alone. The result is the same as without
+// Prepared. The nodes and their pods must not change while the set is in use, and a set is not
+// safe for concurrent solves (it fills its caches as solves ask).
+type ExistingSet struct {
+	nodes []*preparedNode // the solver's order: ready nodes first, then by name
+	pos   map[*ExistingNode]int32
+	ri    *resourceIndex // positions of avail and used: builtins, then every allocatable name
+
+	// labels indexes bound pods by label key (boundRef.t is a position in nodes): the keys a
+	// fresh solve's pending pods name while the pods are first read, others when a topology
+	// group first asks (indexKeys).
+	labels   map[string]*labelRefs
+	repelers []boundRef // bound pods with required anti-affinity, in node then pod order
+	all      int        // number of bound pods
+
+	shapes      map[string]int32 // shape key -> index in shapeReqs
+	shapeReqs   []Requirements
+	shapeTaints [][]corev1.Taint
+	keyBuf      []byte
+}
+
+// preparedNode is what the solver reads of an existing node besides its labels.
+type preparedNode struct {
+	n        *ExistingNode
+	hostname string
+	taints   []corev1.Taint // in force (see existingTaints)
+	avail    []int64        // allocatable, by the set's resource positions
+	used     []int64        // requests of the bound pods, by the set's positions
+	// extra holds requests of bound pods for resources no node of the set has allocatable
+	// (rare: nil otherwise). A solve that knows such a name counts them as used, which keeps
+	// the node from taking pods, as it would without a set.
+	extra    map[corev1.ResourceName]int64
+	bound    []*corev1.Pod // the pods that take room (capped: appends copy)
+	ports    []hostPort    // capped likewise
+	reqs     Requirements  // labels with hostname, compiled on first use (requirements)
+	compiled bool
+	shape    int32 // 1 + index in the set's shapes, 0 until first asked (shapeOf)
+}
+
+// PrepareExisting reads the nodes (their allocatable, taints and bound pods) for several solves:
+// see ExistingSet.
+func PrepareExisting(nodes []*ExistingNode) *ExistingSet {
+	return prepareExisting(nodes, nil, false)
+}
+
+// existingOrder is the order the solver tries existing nodes in: initialized nodes first, then
+// by name.
+func existingOrder(a, b *ExistingNode) int {
+	ra, rb := a.Initialized && !a.InFlight, b.Initialized && !b.InFlight
+	if ra != rb {
+		if ra {
+			return -1
+		}
+		return 1
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+// sortedExisting returns the nodes in existingOrder (a copy; the input is not modified).
+func sortedExisting(in []*ExistingNode) []*ExistingNode {
+	nodes := append([]*ExistingNode(nil), in...)
+	// Callers usually list nodes by name already: checking is linear, sorting is not.
+	if !slices.IsSortedFunc(nodes, existingOrder) {
+		slices.SortStableFunc(nodes, existingOrder)
+	}
+	return nodes
+}
+
+// prepareExisting reads the nodes, indexing the bound pods' labels of the given keys on the
+// way (a fresh solve passes the keys its pending pods' selectors name). sorted says the nodes
+// are in existingOrder already.
+func prepareExisting(in []*ExistingNode, keys []string, sorted bool) *ExistingSet {
+	nodes := in
+	if !sorted {
+		nodes = sortedExisting(in)
+	}
+	set := &ExistingSet{
+		nodes:  make([]*preparedNode, 0, len(nodes)),
+		pos:    make(map[*ExistingNode]int32, len(nodes)),
+		ri:     newResourceIndex(),
+		labels: map[string]*labelRefs{},
+		shapes: map[string]int32{},
+	}
+	for _, n := range nodes {
+		set.ri.register(n.Allocatable)
+	}
+	eager := make([]*labelRefs, len(keys))
+	for i, k := range keys {
+		eager[i] = &labelRefs{}
+		set.labels[k] = eager[i]
+	}
+	width := len(set.ri.names)
+	var pnSlab []preparedNode
+	var vecs slab[int64]
+	for _, n := range nodes {
+		if len(pnSlab) == 0 {
+			pnSlab = make([]preparedNode, slabChunk)
+		}
+		pn := &pnSlab[0]
+		pnSlab = pnSlab[1:]
+		idx := int32(len(set.nodes))
+		if _, dup := set.pos[n]; !dup { // listed twice: the solver reads the second on its own
+			set.pos[n] = idx
+		}
+		set.nodes = append(set.nodes, pn)
+		set.read(pn, n, idx, keys, eager, vecs.take(width), vecs.take(width))
+	}
+	return set
+}
+
+// read fills pn from n: one pass over the bound pods for requests, host ports, possible
+// anti-affinity owners and the eagerly indexed label keys.
+func (set *ExistingSet) read(pn *preparedNode, n *ExistingNode, idx int32, keys []string, eager []*labelRefs, avail, used []int64) {
+	pn.n = n
+	pn.hostname = existingHostname(n)
+	pn.taints = existingTaints(n)
+	set.ri.fill(avail, n.Allocatable)
+	if _, ok := n.Allocatable[corev1.ResourcePods]; !ok {
+		avail[resPods] = math.MaxInt64 / 4
+	}
+	pn.avail, pn.used = avail, used
+	// The input's pod slice serves as the bound pods unless some have finished (capped, so
+	// that an append could never write into it).
+	pn.bound = n.Pods[:len(n.Pods):len(n.Pods)]
+	for i, p := range n.Pods {
+		if !occupies(p) {
+			pn.bound = nil
+			for _, p := range n.Pods[:i] {
+				pn.bound = append(pn.bound, p)
+			}
+			for _, p := range n.Pods[i:] {
+				if occupies(p) {
+					pn.bound = append(pn.bound, p)
+				}
+			}
+			pn.bound = pn.bound[:len(pn.bound):len(pn.bound)]
+			break
+		}
+	}
+	for i, p := range pn.bound {
+		set.addRequests(pn, p)
+		used[resPods]++
+		if ports := podHostPorts(p); len(ports) > 0 {
+			pn.ports = append(pn.ports, ports...)
+		}
+		ref := boundRef{idx, int32(i)}
+		if len(repelling(p)) > 0 {
+			set.repelers = append(set.repelers, ref)
+		}
+		if len(p.Labels) > 0 {
+			for ki, k := range keys {
+				if v, ok := p.Labels[k]; ok {
+					eager[ki].add(v, ref)
+				}
+			}
+		}
+	}
+	pn.ports = pn.ports[:len(pn.ports):len(pn.ports)]
+	set.all += len(pn.bound)
+}
+
+// addRequests adds a bound pod's requests to the node's usage. cpu and memory, which nearly
+// every pod requests, are looked up directly: ranging over the request map of each of a million
+// bound pods costs more than the rest of a node's set-up.
+func (set *ExistingSet) addRequests(pn *preparedNode, p *corev1.Pod) {
+	req := podRequests(p)
+	seen := 0
+	if q, ok := req[corev1.ResourceCPU]; ok {
+		pn.used[resCPU] += q.MilliValue()
+		seen++
+	}
+	if q, ok := req[corev1.ResourceMemory]; ok {
+		pn.used[resMemory] += q.Value()
+		seen++
+	}
+	if len(req) == seen {
+		return
+	}
+	for n, q := range req {
+		if n == corev1.ResourceCPU || n == corev1.ResourceMemory {
+			continue
+		}
+		if i, ok := set.ri.pos[n]; ok {
+			pn.used[i] += quantityValue(n, q)
+			continue
+		}
+		if pn.extra == nil {
+			pn.extra = map[corev1.ResourceName]int64{}
+		}
+		pn.extra[n] += quantityValue(n, q)
+	}
+}
+
+// requirements returns the node's labels as requirements (hostname included), compiled once
+// per set.
+func (pn *preparedNode) requirements() Requirements {
+	if !pn.compiled {
+		pn.reqs = existingReqs(pn.n, pn.hostname)
+		pn.compiled = true
+	}
+	return pn.reqs
+}
+
+// shapeOf returns the index of the node's shape: its labels other than the hostname, and its
+// taints in force. Nodes of one shape admit the same pods (hostname requirements aside), so
+// their labels are compiled, and checked against a pod, once per shape.
+func (set *ExistingSet) shapeOf(pn *preparedNode) int32 {
+	if pn.shape > 0 {
+		return pn.shape - 1
+	}
+	b := appendLabelsKey(set.keyBuf[:0], pn.n.Labels)
+	for _, t := range pn.taints {
+		b = append(b, 1)
+		b = append(b, t.Key...)
+		b = append(b, '=')
+		b = append(b, t.Value...)
+		b = append(b, ':')
+		b = append(b, t.Effect...)
+	}
+	set.keyBuf = b
+	id, ok := set.shapes[string(b)]
+	if !ok {
+		id = int32(len(set.shapeReqs))
+		set.shapes[string(b)] = id
+		set.shapeReqs = append(set.shapeReqs, FromLabels(pn.n.Labels).Without(LabelHostname))
+		set.shapeTaints = append(set.shapeTaints, pn.taints)
+	}
+	pn.shape = id + 1
+	return id
+}
+
+// appendLabelsKey writes the labels but the hostname, sorted by key.
+func appendLabelsKey(b []byte, labels map[string]string) []byte {
+	var stack [32]string
+	keys := stack[:0]
+	for k := range labels {
+		if k != LabelHostname {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		b = append(b, k...)
+		b = append(b, 0)
+		b = append(b, labels[k]...)
+		b = append(b, 0)
+	}
+	return b
+}
+
+// indexKeys indexes the given label keys (those not indexed yet) in one pass over the bound
+// pods.
+func (set *ExistingSet) indexKeys(keys []string) {
+	var todo []string
+	var lists []*labelRefs
+	for _, k := range keys {
+		if _, ok := set.labels[k]; ok || slices.Contains(todo, k) {
+			continue
+		}
+		l := &labelRefs{}
+		set.labels[k] = l
+		todo = append(todo, k)
+		lists = append(lists, l)
+	}
+	if len(todo) == 0 {
+		return
+	}
+	for ni, pn := range set.nodes {
+		for pi, p := range pn.bound {
+			if len(p.Labels) == 0 {
+				continue
+			}
+			for ki, k := range todo {
+				if v, ok := p.Labels[k]; ok {
+					lists[ki].add(v, boundRef{int32(ni), int32(pi)})
+				}
+			}
+		}
+	}
+}
+
+// setView is one solve's use of a set: which of its nodes the solve shows, as which targets.
+type setView struct {
+	set    *ExistingSet
+	target []int32 // set position -> target index, -1 for a node the solve leaves out
+	resMap []int   // set resource position -> the solver's, -1 for a name it does not know
+	shape  []int32 // set shape -> requirement-set ID of its labels in the solve, -1 until asked
+}
+
+func newSetView(s *solver, set *ExistingSet) *setView {
+	v := &setView{set: set, target: make([]int32, len(set.nodes)), resMap: make([]int, len(set.ri.names))}
+	for i := range v.target {
+		v.target[i] = -1
+	}
+	for i, n := range set.ri.names {
+		v.resMap[i] = -1
+		if p, ok := s.ri.pos[n]; ok {
+			v.resMap[i] = p
+		}
+	}
+	return v
+}
+
+// refs translates set references to target references, dropping the nodes left out.
+func (v *setView) refs(dst []boundRef, refs []boundRef) []boundRef {
+	for _, r := range refs {
+		if t := v.target[r.t]; t >= 0 {
+			dst = append(dst, boundRef{t, r.i})
+		}
+	}
+	return dst
+}
+
+// shapeReqID returns the requirement-set ID of the existing target's shape (its labels but the
+// hostname).
+func (s *solver) shapeReqID(t *target) int32 {
+	v := t.view
+	sh := v.set.shapeOf(t.prep)
+	if v.shape == nil {
+		v.shape = make([]int32, 0, len(v.set.shapeReqs))
+	}
+	for len(v.shape) <= int(sh) {
+		v.shape = append(v.shape, -1)
+	}
+	if v.shape[sh] < 0 {
+		v.shape[sh] = s.intern(v.set.shapeReqs[sh])
+	}
+	return v.shape[sh]
+}
+
+// existingAdmits reports whether an existing target's taints and labels allow the attempt: the
+// pod tolerates every taint in force and its requirements are compatible with the labels. The
+// labels are checked per shape (hostname aside, which is checked on its own), so that a node's
+// own labels are never compiled for this.
+func (s *solver) existingAdmits(a *attempt, t *target) bool {
+	if len(t.taints) > 0 && !toleratesAll(a.p.pod.Spec.Tolerations, t.taints, !a.p.preferNoScheduleTolerated) {
+		return false
+	}
+	if a.hostReq != nil && !a.hostReq.Has(t.hostname) {
+		return false
+	}
+	k := [2]int32{s.shapeReqID(t), a.reqID}
+	ok, hit := s.shapeCompat[k]
+	if !hit {
+		ok = s.reqByID[k[0]].Compatible(s.reqByID[a.reqID].Without(LabelHostname), nil) == nil
+		if s.shapeCompat == nil {
+			s.shapeCompat = map[[2]int32]bool{}
+		}
+		s.shapeCompat[k] = ok
+	}
+	return ok
+}
