@@ -222,13 +222,7 @@ func newPacker(p *pass) *packer {
 			}
 			// Read in place, not cached: most bound pods never move, and a
 			// podReq each would be a million map entries at 100,000 nodes.
-			for name, q := range requestsView(pod) {
-				j := pk.ri.add(name)
-				if j >= len(t.free) {
-					t.free = append(t.free, make(vec, j+1-len(t.free))...)
-				}
-				t.free[j] -= qty(name, q)
-			}
+			t.free = pk.subtract(t.free, requestsView(pod))
 			t.free[rPods]--
 		}
 		pk.byNode[t.n] = i
@@ -251,6 +245,40 @@ func newPacker(p *pass) *packer {
 		pk.free[i] = append(vec(nil), t.free...)
 	}
 	return pk
+}
+
+// subtract takes the requests from free (grown when a name is new). Lists of
+// cpu and memory alone, most pods', are read by lookup: ranging over a map
+// costs several times two lookups, for a million bound pods at 100,000 nodes.
+func (pk *packer) subtract(free vec, l corev1.ResourceList) vec {
+	if len(l) <= 2 {
+		cpu, okc := l[corev1.ResourceCPU]
+		mem, okm := l[corev1.ResourceMemory]
+		if n := btoi(okc) + btoi(okm); n == len(l) {
+			if okc {
+				free[rCPU] -= cpu.MilliValue()
+			}
+			if okm {
+				free[rMemory] -= mem.Value()
+			}
+			return free
+		}
+	}
+	for name, q := range l {
+		j := pk.ri.add(name)
+		if j >= len(free) {
+			free = append(free, make(vec, j+1-len(free))...)
+		}
+		free[j] -= qty(name, q)
+	}
+	return free
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // requestsView is the pod's requests, read in place when a single container
