@@ -814,6 +814,10 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	}
 	if parts := p.partition(packed); parts != nil {
 		p.res.PartitionedSimulations++
+		if sens {
+			// Every part's constraints in one walk over the cluster's pods.
+			p.findMatching(constraintsOf(reqs))
+		}
 		var results []*scheduling.Results
 		shown := 0
 		for _, pt := range parts {
@@ -997,19 +1001,7 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 		}
 	}
 	all := len(p.in.Scheduling.NodePools) == 0
-	// Pods of one deployment share their constraints: each is read once, or
-	// the nodes of a constraint would be visited once per moving pod.
-	seenConstraint := map[string]bool{}
-	var cs []*scheduling.TopologyConstraint
-	for _, pr := range pods {
-		for _, c := range pr.pp.Topology() {
-			if seenConstraint[c.ID()] {
-				continue
-			}
-			seenConstraint[c.ID()] = true
-			cs = append(cs, c)
-		}
-	}
+	cs := constraintsOf(pods)
 	p.findMatching(cs)
 	for _, c := range cs {
 		for _, n := range p.matching[c.ID()] {
@@ -1056,10 +1048,31 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 	return out
 }
 
+// constraintsOf lists the pods' topology constraints, each once: pods of one
+// deployment share theirs, and the nodes of a constraint would otherwise be
+// visited once per moving pod.
+func constraintsOf(pods []*podReq) []*scheduling.TopologyConstraint {
+	seen := map[string]bool{}
+	var cs []*scheduling.TopologyConstraint
+	for _, pr := range pods {
+		for _, c := range pr.pp.Topology() {
+			if seen[c.ID()] {
+				continue
+			}
+			seen[c.ID()] = true
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
 // findMatching lists, for each constraint not seen before in this pass, the
 // nodes hosting an active pod the constraint counts (in p.matching). The
 // constraints new to the pass are read in one walk over the cluster's pods: a
 // walk per constraint touches a million pods each time at 100,000 nodes.
+// Whether a constraint counts a pod depends on the pod's namespace and labels
+// alone, and the pods of a deployment share them: each distinct namespace and
+// label set is checked against the constraints once (labelSets).
 func (p *pass) findMatching(cs []*scheduling.TopologyConstraint) {
 	var todo []*scheduling.TopologyConstraint
 	for _, c := range cs {
@@ -1072,12 +1085,18 @@ func (p *pass) findMatching(cs []*scheduling.TopologyConstraint) {
 		return
 	}
 	out := make([][]*node, len(todo))
+	ls := newLabelSets(todo)
+	found := make([]bool, len(todo))
 	for _, n := range p.nodes {
-		for i, c := range todo {
-			for _, pod := range n.Pods() {
-				if c.Counts(pod) && active(pod) {
+		clear(found)
+		for _, pod := range n.Pods() {
+			if !active(pod) {
+				continue
+			}
+			for i, ok := range ls.counted(pod) {
+				if ok && !found[i] {
+					found[i] = true
 					out[i] = append(out[i], n)
-					break
 				}
 			}
 		}
@@ -1085,4 +1104,65 @@ func (p *pass) findMatching(cs []*scheduling.TopologyConstraint) {
 	for i, c := range todo {
 		p.matching[c.ID()] = out[i]
 	}
+}
+
+// labelSets memoizes which of some constraints count a pod, by the pod's
+// namespace and labels (up to maxMemoLabels of them; pods with more are
+// checked directly).
+type labelSets struct {
+	cs   []*scheduling.TopologyConstraint
+	memo map[string][]bool
+	buf  []byte
+	tmp  []bool
+}
+
+const maxMemoLabels = 8
+
+// maxMemo bounds the label sets remembered (pods of StatefulSets carry a label
+// of their own name, so each is a set of its own).
+const maxMemo = 1 << 16
+
+func newLabelSets(cs []*scheduling.TopologyConstraint) *labelSets {
+	return &labelSets{cs: cs, memo: map[string][]bool{}, tmp: make([]bool, len(cs))}
+}
+
+// counted returns, per constraint, whether it counts the pod; the slice is
+// valid until the next call.
+func (ls *labelSets) counted(pod *corev1.Pod) []bool {
+	if len(pod.Labels) > maxMemoLabels {
+		for i, c := range ls.cs {
+			ls.tmp[i] = c.Counts(pod)
+		}
+		return ls.tmp
+	}
+	var stack [maxMemoLabels]string
+	keys := stack[:0]
+	for k := range pod.Labels {
+		keys = append(keys, k)
+	}
+	// Insertion sort: a handful of keys.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	b := append(ls.buf[:0], pod.Namespace...)
+	for _, k := range keys {
+		b = append(b, 0)
+		b = append(b, k...)
+		b = append(b, 0)
+		b = append(b, pod.Labels[k]...)
+	}
+	ls.buf = b
+	if r, ok := ls.memo[string(b)]; ok {
+		return r
+	}
+	r := make([]bool, len(ls.cs))
+	for i, c := range ls.cs {
+		r[i] = c.Counts(pod)
+	}
+	if len(ls.memo) < maxMemo {
+		ls.memo[string(b)] = r
+	}
+	return r
 }
