@@ -34,6 +34,7 @@ type ExistingSet struct {
 	nodes []*preparedNode // the solver's order: ready nodes first, then by name
 	pos   map[*ExistingNode]int32
 	ri    *resourceIndex // positions of avail and used: builtins, then every allocatable name
+	own   bool           // one solve's own nodes (see prepareExisting)
 
 	// labels indexes bound pods by label key (boundRef.t is a position in nodes): the keys a
 	// fresh solve's pending pods name while the pods are first read, others when a topology
@@ -69,7 +70,7 @@ type preparedNode struct {
 // PrepareExisting reads the nodes (their allocatable, taints and bound pods) for several solves:
 // see ExistingSet.
 func PrepareExisting(nodes []*ExistingNode) *ExistingSet {
-	return prepareExisting(nodes, nil, false)
+	return prepareExisting(nodes, nil, nil)
 }
 
 // existingOrder is the order the solver tries existing nodes in: initialized nodes first, then
@@ -96,27 +97,37 @@ func sortedExisting(in []*ExistingNode) []*ExistingNode {
 }
 
 // prepareExisting reads the nodes, indexing the bound pods' labels of the given keys on the
-// way (a fresh solve passes the keys its pending pods' selectors name). sorted says the nodes
-// are in existingOrder already.
-func prepareExisting(in []*ExistingNode, keys []string, sorted bool) *ExistingSet {
+// way (a fresh solve passes the keys its pending pods' selectors name).
+//
+// With a solver (own), the set is that solve's own, for the nodes it does not take from a
+// prepared set: the nodes are in existingOrder already, the vectors use the solver's resource
+// positions and are the targets' own (no copy), and no lookup by node is kept.
+func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *ExistingSet {
 	nodes := in
-	if !sorted {
-		nodes = sortedExisting(in)
-	}
 	set := &ExistingSet{
 		nodes:  make([]*preparedNode, 0, len(nodes)),
-		pos:    make(map[*ExistingNode]int32, len(nodes)),
-		ri:     newResourceIndex(),
 		labels: map[string]*labelRefs{},
 		shapes: map[string]int32{},
 	}
-	for _, n := range nodes {
-		set.ri.register(n.Allocatable)
+	if own != nil {
+		set.ri, set.own = own.ri, true
+	} else {
+		nodes = sortedExisting(in)
+		set.pos = make(map[*ExistingNode]int32, len(nodes))
+		set.ri = newResourceIndex()
+		for _, n := range nodes {
+			set.ri.register(n.Allocatable)
+		}
 	}
-	eager := make([]*labelRefs, len(keys))
-	for i, k := range keys {
+	keys := make([]string, len(wanted))
+	eager := make([]*labelRefs, len(wanted))
+	for i, w := range wanted {
+		keys[i] = w.key
 		eager[i] = &labelRefs{}
-		set.labels[k] = eager[i]
+		if !w.all {
+			eager[i].only = newValueSet(w.values)
+		}
+		set.labels[w.key] = eager[i]
 	}
 	width := len(set.ri.names)
 	var pnSlab []preparedNode
@@ -128,7 +139,7 @@ func prepareExisting(in []*ExistingNode, keys []string, sorted bool) *ExistingSe
 		pn := &pnSlab[0]
 		pnSlab = pnSlab[1:]
 		idx := int32(len(set.nodes))
-		if _, dup := set.pos[n]; !dup { // listed twice: the solver reads the second on its own
+		if _, dup := set.pos[n]; !dup && !set.own { // listed twice: the solver reads the second on its own
 			set.pos[n] = idx
 		}
 		set.nodes = append(set.nodes, pn)
@@ -178,7 +189,7 @@ func (set *ExistingSet) read(pn *preparedNode, n *ExistingNode, idx int32, keys 
 		}
 		if len(p.Labels) > 0 {
 			for ki, k := range keys {
-				if v, ok := p.Labels[k]; ok {
+				if v, ok := p.Labels[k]; ok && eager[ki].only.has(v) {
 					eager[ki].add(v, ref)
 				}
 			}
@@ -306,6 +317,65 @@ func (set *ExistingSet) indexKeys(keys []string) {
 			}
 		}
 	}
+}
+
+// valueRefs returns the bound pods carrying key=val, by set position (the key is indexed).
+func (set *ExistingSet) valueRefs(key, val string) []boundRef {
+	l := set.labels[key]
+	if l.only != nil && !l.only.has(val) {
+		l = set.reindex(key)
+	}
+	return l.get(val)
+}
+
+// allRefs returns the bound pods carrying key, by set position (the key is indexed).
+func (set *ExistingSet) allRefs(key string) []boundRef {
+	l := set.labels[key]
+	if l.only != nil {
+		l = set.reindex(key)
+	}
+	return l.all()
+}
+
+// reindex indexes a key again, with every value.
+func (set *ExistingSet) reindex(key string) *labelRefs {
+	delete(set.labels, key)
+	set.indexKeys([]string{key})
+	return set.labels[key]
+}
+
+// valueSet is a few label values, looked up by length first: most labels a million bound pods
+// carry are not among them.
+type valueSet struct {
+	list []string
+	m    map[string]bool // when the list is long
+}
+
+func newValueSet(vals []string) *valueSet {
+	vs := &valueSet{list: vals}
+	if len(vals) > 8 {
+		vs.m = make(map[string]bool, len(vals))
+		for _, v := range vals {
+			vs.m[v] = true
+		}
+	}
+	return vs
+}
+
+// has reports whether v is in the set; a nil set holds every value.
+func (vs *valueSet) has(v string) bool {
+	if vs == nil {
+		return true
+	}
+	if vs.m != nil {
+		return vs.m[v]
+	}
+	for _, x := range vs.list {
+		if x == v {
+			return true
+		}
+	}
+	return false
 }
 
 // setView is one solve's use of a set: which of its nodes the solve shows, as which targets.
