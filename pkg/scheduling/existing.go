@@ -589,9 +589,16 @@ func (s *solver) internUnique(r Requirements) int32 {
 // reads tens of thousands of full nodes, and a solve of 100,000 moving pods (a disruption
 // simulation) becomes quadratic. Built on the first placement, after every existing target is
 // added; commit keeps it current.
+//
+// Room alone is not enough when many nodes have room but few admit the pod (a node selector or
+// a toleration names a small pool among many): the pod would read every node with room before
+// its own. Once existing nodes have refused pods for their labels or taints often (see
+// existingAdmits), the index also keeps, per subtree, which node shapes lie below (a bit per
+// shape, modulo 64), and a pod descends only where a shape admitting it lies.
 type roomIndex struct {
-	size int
-	tree [3][]int64 // per dimension (resCPU, resMemory, resPods): max free over the subtree
+	size   int
+	tree   [3][]int64 // per dimension (resCPU, resMemory, resPods): max free over the subtree
+	shapes []uint64   // shape bits below each subtree, nil until enabled (enableShapes)
 }
 
 var roomDims = [3]int{resCPU, resMemory, resPods}
@@ -636,16 +643,22 @@ func (s *solver) roomChanged(t *target) {
 	}
 }
 
-// nextExisting returns the first existing target at or after from with room for req in cpu,
-// memory and pod slots (s.numExisting when there is none). tryTarget still checks everything.
-func (s *solver) nextExisting(req resVec, from int) int {
+// nextExisting returns the first existing target at or after from with room for the attempt's
+// requests in cpu, memory and pod slots, and (once shapes are indexed) of a shape that may admit
+// it (s.numExisting when there is none). tryTarget still checks everything.
+func (s *solver) nextExisting(a *attempt, from int) int {
 	if from >= s.numExisting {
 		return s.numExisting
 	}
 	ix := s.roomIndex()
+	req := a.p.requests
 	var need [3]int64
 	for d := range need {
 		need[d] = req[roomDims[d]]
+	}
+	want := ^uint64(0)
+	if ix.shapes != nil {
+		want = s.shapeMask(a)
 	}
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
@@ -656,6 +669,9 @@ func (s *solver) nextExisting(req resVec, from int) int {
 			if ix.tree[d][i] < need[d] {
 				return -1
 			}
+		}
+		if ix.shapes != nil && ix.shapes[i]&want == 0 {
+			return -1
 		}
 		if hi-lo == 1 {
 			return lo

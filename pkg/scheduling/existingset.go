@@ -383,7 +383,7 @@ type setView struct {
 	set    *ExistingSet
 	target []int32 // set position -> target index, -1 for a node the solve leaves out
 	resMap []int   // set resource position -> the solver's, -1 for a name it does not know
-	shape  []int32 // set shape -> requirement-set ID of its labels in the solve, -1 until asked
+	shape  []int32 // set shape -> index in solver.shapes, -1 until asked
 }
 
 func newSetView(s *solver, set *ExistingSet) *setView {
@@ -410,19 +410,23 @@ func (v *setView) refs(dst []boundRef, refs []boundRef) []boundRef {
 	return dst
 }
 
-// shapeReqID returns the requirement-set ID of the existing target's shape (its labels but the
-// hostname).
-func (s *solver) shapeReqID(t *target) int32 {
+// solverShape is a shape of existing node as one solve knows it: the requirement-set ID of its
+// labels (hostname aside) and its taints in force.
+type solverShape struct {
+	reqID  int32
+	taints []corev1.Taint
+}
+
+// shapeIndex returns the index in s.shapes of the existing target's shape.
+func (s *solver) shapeIndex(t *target) int32 {
 	v := t.view
 	sh := v.set.shapeOf(t.prep)
-	if v.shape == nil {
-		v.shape = make([]int32, 0, len(v.set.shapeReqs))
-	}
 	for len(v.shape) <= int(sh) {
 		v.shape = append(v.shape, -1)
 	}
 	if v.shape[sh] < 0 {
-		v.shape[sh] = s.intern(v.set.shapeReqs[sh])
+		v.shape[sh] = int32(len(s.shapes))
+		s.shapes = append(s.shapes, solverShape{reqID: s.intern(v.set.shapeReqs[sh]), taints: v.set.shapeTaints[sh]})
 	}
 	return v.shape[sh]
 }
@@ -432,20 +436,78 @@ func (s *solver) shapeReqID(t *target) int32 {
 // labels are checked per shape (hostname aside, which is checked on its own), so that a node's
 // own labels are never compiled for this.
 func (s *solver) existingAdmits(a *attempt, t *target) bool {
-	if len(t.taints) > 0 && !toleratesAll(a.p.pod.Spec.Tolerations, t.taints, !a.p.preferNoScheduleTolerated) {
-		return false
+	ok := (len(t.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, t.taints, !a.p.preferNoScheduleTolerated)) &&
+		(a.hostReq == nil || a.hostReq.Has(t.hostname)) &&
+		s.shapeAdmits(a, s.shapes[s.shapeIndex(t)].reqID)
+	if !ok {
+		s.admitMisses++
+		if s.room != nil && s.room.shapes == nil && s.admitMisses > shapeIndexAfter(s.numExisting) {
+			s.enableShapes()
+		}
 	}
-	if a.hostReq != nil && !a.hostReq.Has(t.hostname) {
-		return false
-	}
-	k := [2]int32{s.shapeReqID(t), a.reqID}
+	return ok
+}
+
+// shapeIndexAfter is how many refusals for labels or taints enable the shape bits of the room
+// index (a variable for tests).
+var shapeIndexAfter = func(numExisting int) int { return max(256, numExisting/16) }
+
+// shapeAdmits reports whether the attempt's requirements (hostname aside) are compatible with a
+// shape's labels, cached per pair of requirement sets.
+func (s *solver) shapeAdmits(a *attempt, shapeReqID int32) bool {
+	k := [2]int32{shapeReqID, a.reqID}
 	ok, hit := s.shapeCompat[k]
 	if !hit {
-		ok = s.reqByID[k[0]].Compatible(s.reqByID[a.reqID].Without(LabelHostname), nil) == nil
+		ok = s.reqByID[shapeReqID].Compatible(s.reqByID[a.reqID].Without(LabelHostname), nil) == nil
 		if s.shapeCompat == nil {
 			s.shapeCompat = map[[2]int32]bool{}
 		}
 		s.shapeCompat[k] = ok
 	}
 	return ok
+}
+
+// enableShapes adds the shape bits to the room index (see roomIndex). Every existing target's
+// shape is needed: a prepared set keeps them across solves.
+func (s *solver) enableShapes() {
+	ix := s.room
+	ix.shapes = make([]uint64, 2*ix.size)
+	for i, t := range s.targets[:s.numExisting] {
+		ix.shapes[ix.size+i] = 1 << (uint(s.shapeIndex(t)) % 64)
+	}
+	for i := ix.size - 1; i >= 1; i-- {
+		ix.shapes[i] = ix.shapes[2*i] | ix.shapes[2*i+1]
+	}
+}
+
+// shapeMaskEntry is an attempt's shape bits, valid while its requirements, preference mode and
+// the number of shapes are those it was computed for.
+type shapeMaskEntry struct {
+	reqID  int32
+	pns    bool
+	shapes int
+	mask   uint64
+}
+
+// shapeMask returns the bits of the shapes that may admit the attempt (labels, hostname aside,
+// and taints).
+func (s *solver) shapeMask(a *attempt) uint64 {
+	e, ok := s.shapeMasks[a]
+	if ok && e.reqID == a.reqID && e.pns == a.p.preferNoScheduleTolerated && e.shapes == len(s.shapes) {
+		return e.mask
+	}
+	e = shapeMaskEntry{reqID: a.reqID, pns: a.p.preferNoScheduleTolerated, shapes: len(s.shapes)}
+	for j, sh := range s.shapes {
+		if e.mask&(1<<(uint(j)%64)) != 0 {
+			continue
+		}
+		if (len(sh.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(a, sh.reqID) {
+			e.mask |= 1 << (uint(j) % 64)
+		}
+	}
+	if s.shapeMasks == nil {
+		s.shapeMasks = map[*attempt]shapeMaskEntry{}
+	}
+	s.shapeMasks[a] = e
+	return e.mask
 }
