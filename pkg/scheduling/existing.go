@@ -2,7 +2,9 @@ package scheduling
 
 import (
 	"math"
+	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -47,7 +49,7 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 	var own *setView
 	if len(rest) > 0 {
 		keys := selectorKeys(s.in.Pods)
-		own = newSetView(s, prepareExisting(rest, keys, true))
+		own = newSetView(s, prepareExisting(rest, keys, s))
 	}
 	if shared != nil {
 		s.views = append(s.views, shared)
@@ -126,16 +128,21 @@ func (s *solver) addExisting(v *setView, pos int32, slab *existingSlab) {
 			s.anyPreferNoSchedule = true
 		}
 	}
-	t.avail, t.used = slab.vec(), slab.vec()
-	for i, j := range v.resMap {
-		if j >= 0 {
-			t.avail[j] = pn.avail[i]
-			t.used[j] = pn.used[i]
+	if v.set.own {
+		// This solve's own: the vectors are in its positions already, and its to change.
+		t.avail, t.used = pn.avail, pn.used
+	} else {
+		t.avail, t.used = slab.vec(), slab.vec()
+		for i, j := range v.resMap {
+			if j >= 0 {
+				t.avail[j] = pn.avail[i]
+				t.used[j] = pn.used[i]
+			}
 		}
-	}
-	for name, q := range pn.extra {
-		if j, ok := s.ri.pos[name]; ok {
-			t.used[j] += q
+		for name, q := range pn.extra {
+			if j, ok := s.ri.pos[name]; ok {
+				t.used[j] += q
+			}
 		}
 	}
 	t.bound = pn.bound
@@ -313,7 +320,10 @@ type boundRef struct{ t, i int32 }
 // asked about for one value or two: the first question about a value scans the list, and the
 // per-value lists are built (one map lookup per pod) on the second.
 type labelRefs struct {
-	flat    [][]valueRef // in chunks: growing one slice of a million entries copies them over and over
+	flat [][]valueRef // in chunks: growing one slice of a million entries copies them over and over
+	// only, when set, says the list holds the pods carrying these values alone (a fresh solve
+	// indexes what its pending pods' selectors ask for); another value re-reads the key.
+	only    *valueSet
 	asked   int
 	pos     map[string]int32
 	byValue [][]boundRef
@@ -380,55 +390,86 @@ func (l *labelRefs) all() []boundRef {
 	return out
 }
 
+// wantedKey is a label key the pending pods' selectors name, with the values they ask for
+// (all: some selector asks for any value, or for values not known up front).
+type wantedKey struct {
+	key    string
+	values []string
+	all    bool
+}
+
 // selectorKeys lists the label keys the pending pods' topology spread and pod (anti-)affinity
-// selectors name: the keys their groups will ask the index for.
-func selectorKeys(pods []*corev1.Pod) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(k string) {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+// selectors name, sorted: the keys their groups will ask the index for, with the values.
+func selectorKeys(pods []*corev1.Pod) []wantedKey {
+	byKey := map[string]int{}
+	var out []wantedKey
+	want := func(k string) *wantedKey {
+		i, ok := byKey[k]
+		if !ok {
+			i = len(out)
+			byKey[k] = i
+			out = append(out, wantedKey{key: k})
+		}
+		return &out[i]
+	}
+	addValue := func(k, v string) {
+		w := want(k)
+		if !w.all && !slices.Contains(w.values, v) {
+			w.values = append(w.values, v)
 		}
 	}
-	addSel := func(ls *metav1.LabelSelector, keys ...[]string) {
+	addSel := func(p *corev1.Pod, ls *metav1.LabelSelector, keys []string) {
 		if ls != nil {
-			for k := range ls.MatchLabels {
-				add(k)
+			for k, v := range ls.MatchLabels {
+				addValue(k, v)
 			}
 			for _, e := range ls.MatchExpressions {
-				add(e.Key)
+				if e.Operator == metav1.LabelSelectorOpIn {
+					for _, v := range e.Values {
+						addValue(e.Key, v)
+					}
+					continue
+				}
+				want(e.Key).all = true
 			}
 		}
-		for _, ks := range keys {
-			for _, k := range ks {
-				add(k)
+		// matchLabelKeys select the pod's own value of each key.
+		for _, k := range keys {
+			if v, ok := p.Labels[k]; ok {
+				addValue(k, v)
+			} else {
+				want(k).all = true
 			}
 		}
 	}
-	addTerms := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
+	addTerms := func(p *corev1.Pod, req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
 		for i := range req {
-			addSel(req[i].LabelSelector, req[i].MatchLabelKeys)
+			addSel(p, req[i].LabelSelector, req[i].MatchLabelKeys)
 		}
 		for i := range pref {
-			addSel(pref[i].PodAffinityTerm.LabelSelector, pref[i].PodAffinityTerm.MatchLabelKeys)
+			addSel(p, pref[i].PodAffinityTerm.LabelSelector, pref[i].PodAffinityTerm.MatchLabelKeys)
 		}
 	}
 	for _, p := range pods {
 		for i := range p.Spec.TopologySpreadConstraints {
 			tsc := &p.Spec.TopologySpreadConstraints[i]
-			addSel(tsc.LabelSelector, tsc.MatchLabelKeys)
+			addSel(p, tsc.LabelSelector, tsc.MatchLabelKeys)
 		}
 		if a := p.Spec.Affinity; a != nil {
 			if a.PodAffinity != nil {
-				addTerms(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+				addTerms(p, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 			}
 			if a.PodAntiAffinity != nil {
-				addTerms(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+				addTerms(p, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 			}
 		}
 	}
-	sort.Strings(out)
+	for i := range out {
+		if out[i].all {
+			out[i].values = nil
+		}
+	}
+	slices.SortFunc(out, func(a, b wantedKey) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
@@ -465,14 +506,13 @@ func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 		switch r.Operator() {
 		case "=", "==", "in":
 			for _, v := range s.views {
-				vals := v.set.labels[r.Key()]
 				for val := range r.Values() {
-					refs = v.refs(refs, vals.get(val))
+					refs = v.refs(refs, v.set.valueRefs(r.Key(), val))
 				}
 			}
 		case "exists":
 			for _, v := range s.views {
-				refs = v.refs(refs, v.set.labels[r.Key()].all())
+				refs = v.refs(refs, v.set.allRefs(r.Key()))
 			}
 		default:
 			continue
@@ -542,33 +582,6 @@ func (s *solver) internUnique(r Requirements) int32 {
 	return id
 }
 
-// addRequests adds a pod's requests to v in place (no vector per bound pod). cpu and memory,
-// which nearly every pod requests, are looked up directly: ranging over the request map of each
-// of a million bound pods costs more than the rest of a node's set-up.
-func (s *solver) addRequests(v resVec, p *corev1.Pod) {
-	req := podRequests(p)
-	seen := 0
-	if q, ok := req[corev1.ResourceCPU]; ok {
-		v[resCPU] += q.MilliValue()
-		seen++
-	}
-	if q, ok := req[corev1.ResourceMemory]; ok {
-		v[resMemory] += q.Value()
-		seen++
-	}
-	if len(req) == seen {
-		return
-	}
-	for n, q := range req {
-		if n == corev1.ResourceCPU || n == corev1.ResourceMemory {
-			continue
-		}
-		if i, ok := s.ri.pos[n]; ok {
-			v[i] += quantityValue(n, q)
-		}
-	}
-}
-
 // roomIndex is a segment tree of the existing targets' free cpu, memory and pod slots
 // (allocatable minus used), so that a pod skips, in one descent, every existing node without
 // room for it. Without it, each pod of a solve reads the existing nodes in order until one
@@ -576,9 +589,16 @@ func (s *solver) addRequests(v resVec, p *corev1.Pod) {
 // reads tens of thousands of full nodes, and a solve of 100,000 moving pods (a disruption
 // simulation) becomes quadratic. Built on the first placement, after every existing target is
 // added; commit keeps it current.
+//
+// Room alone is not enough when many nodes have room but few admit the pod (a node selector or
+// a toleration names a small pool among many): the pod would read every node with room before
+// its own. Once existing nodes have refused pods for their labels or taints often (see
+// existingAdmits), the index also keeps, per subtree, which node shapes lie below (a bit per
+// shape, modulo 64), and a pod descends only where a shape admitting it lies.
 type roomIndex struct {
-	size int
-	tree [3][]int64 // per dimension (resCPU, resMemory, resPods): max free over the subtree
+	size   int
+	tree   [3][]int64 // per dimension (resCPU, resMemory, resPods): max free over the subtree
+	shapes []uint64   // shape bits below each subtree, nil until enabled (enableShapes)
 }
 
 var roomDims = [3]int{resCPU, resMemory, resPods}
@@ -623,16 +643,22 @@ func (s *solver) roomChanged(t *target) {
 	}
 }
 
-// nextExisting returns the first existing target at or after from with room for req in cpu,
-// memory and pod slots (s.numExisting when there is none). tryTarget still checks everything.
-func (s *solver) nextExisting(req resVec, from int) int {
+// nextExisting returns the first existing target at or after from with room for the attempt's
+// requests in cpu, memory and pod slots, and (once shapes are indexed) of a shape that may admit
+// it (s.numExisting when there is none). tryTarget still checks everything.
+func (s *solver) nextExisting(a *attempt, from int) int {
 	if from >= s.numExisting {
 		return s.numExisting
 	}
 	ix := s.roomIndex()
+	req := a.p.requests
 	var need [3]int64
 	for d := range need {
 		need[d] = req[roomDims[d]]
+	}
+	want := ^uint64(0)
+	if ix.shapes != nil {
+		want = s.shapeMask(a)
 	}
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
@@ -643,6 +669,9 @@ func (s *solver) nextExisting(req resVec, from int) int {
 			if ix.tree[d][i] < need[d] {
 				return -1
 			}
+		}
+		if ix.shapes != nil && ix.shapes[i]&want == 0 {
+			return -1
 		}
 		if hi-lo == 1 {
 			return lo

@@ -34,6 +34,7 @@ type ExistingSet struct {
 	nodes []*preparedNode // the solver's order: ready nodes first, then by name
 	pos   map[*ExistingNode]int32
 	ri    *resourceIndex // positions of avail and used: builtins, then every allocatable name
+	own   bool           // one solve's own nodes (see prepareExisting)
 
 	// labels indexes bound pods by label key (boundRef.t is a position in nodes): the keys a
 	// fresh solve's pending pods name while the pods are first read, others when a topology
@@ -69,7 +70,7 @@ type preparedNode struct {
 // PrepareExisting reads the nodes (their allocatable, taints and bound pods) for several solves:
 // see ExistingSet.
 func PrepareExisting(nodes []*ExistingNode) *ExistingSet {
-	return prepareExisting(nodes, nil, false)
+	return prepareExisting(nodes, nil, nil)
 }
 
 // existingOrder is the order the solver tries existing nodes in: initialized nodes first, then
@@ -96,27 +97,37 @@ func sortedExisting(in []*ExistingNode) []*ExistingNode {
 }
 
 // prepareExisting reads the nodes, indexing the bound pods' labels of the given keys on the
-// way (a fresh solve passes the keys its pending pods' selectors name). sorted says the nodes
-// are in existingOrder already.
-func prepareExisting(in []*ExistingNode, keys []string, sorted bool) *ExistingSet {
+// way (a fresh solve passes the keys its pending pods' selectors name).
+//
+// With a solver (own), the set is that solve's own, for the nodes it does not take from a
+// prepared set: the nodes are in existingOrder already, the vectors use the solver's resource
+// positions and are the targets' own (no copy), and no lookup by node is kept.
+func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *ExistingSet {
 	nodes := in
-	if !sorted {
-		nodes = sortedExisting(in)
-	}
 	set := &ExistingSet{
 		nodes:  make([]*preparedNode, 0, len(nodes)),
-		pos:    make(map[*ExistingNode]int32, len(nodes)),
-		ri:     newResourceIndex(),
 		labels: map[string]*labelRefs{},
 		shapes: map[string]int32{},
 	}
-	for _, n := range nodes {
-		set.ri.register(n.Allocatable)
+	if own != nil {
+		set.ri, set.own = own.ri, true
+	} else {
+		nodes = sortedExisting(in)
+		set.pos = make(map[*ExistingNode]int32, len(nodes))
+		set.ri = newResourceIndex()
+		for _, n := range nodes {
+			set.ri.register(n.Allocatable)
+		}
 	}
-	eager := make([]*labelRefs, len(keys))
-	for i, k := range keys {
+	keys := make([]string, len(wanted))
+	eager := make([]*labelRefs, len(wanted))
+	for i, w := range wanted {
+		keys[i] = w.key
 		eager[i] = &labelRefs{}
-		set.labels[k] = eager[i]
+		if !w.all {
+			eager[i].only = newValueSet(w.values)
+		}
+		set.labels[w.key] = eager[i]
 	}
 	width := len(set.ri.names)
 	var pnSlab []preparedNode
@@ -128,7 +139,7 @@ func prepareExisting(in []*ExistingNode, keys []string, sorted bool) *ExistingSe
 		pn := &pnSlab[0]
 		pnSlab = pnSlab[1:]
 		idx := int32(len(set.nodes))
-		if _, dup := set.pos[n]; !dup { // listed twice: the solver reads the second on its own
+		if _, dup := set.pos[n]; !dup && !set.own { // listed twice: the solver reads the second on its own
 			set.pos[n] = idx
 		}
 		set.nodes = append(set.nodes, pn)
@@ -178,7 +189,7 @@ func (set *ExistingSet) read(pn *preparedNode, n *ExistingNode, idx int32, keys 
 		}
 		if len(p.Labels) > 0 {
 			for ki, k := range keys {
-				if v, ok := p.Labels[k]; ok {
+				if v, ok := p.Labels[k]; ok && eager[ki].only.has(v) {
 					eager[ki].add(v, ref)
 				}
 			}
@@ -308,12 +319,71 @@ func (set *ExistingSet) indexKeys(keys []string) {
 	}
 }
 
+// valueRefs returns the bound pods carrying key=val, by set position (the key is indexed).
+func (set *ExistingSet) valueRefs(key, val string) []boundRef {
+	l := set.labels[key]
+	if l.only != nil && !l.only.has(val) {
+		l = set.reindex(key)
+	}
+	return l.get(val)
+}
+
+// allRefs returns the bound pods carrying key, by set position (the key is indexed).
+func (set *ExistingSet) allRefs(key string) []boundRef {
+	l := set.labels[key]
+	if l.only != nil {
+		l = set.reindex(key)
+	}
+	return l.all()
+}
+
+// reindex indexes a key again, with every value.
+func (set *ExistingSet) reindex(key string) *labelRefs {
+	delete(set.labels, key)
+	set.indexKeys([]string{key})
+	return set.labels[key]
+}
+
+// valueSet is a few label values, looked up by length first: most labels a million bound pods
+// carry are not among them.
+type valueSet struct {
+	list []string
+	m    map[string]bool // when the list is long
+}
+
+func newValueSet(vals []string) *valueSet {
+	vs := &valueSet{list: vals}
+	if len(vals) > 8 {
+		vs.m = make(map[string]bool, len(vals))
+		for _, v := range vals {
+			vs.m[v] = true
+		}
+	}
+	return vs
+}
+
+// has reports whether v is in the set; a nil set holds every value.
+func (vs *valueSet) has(v string) bool {
+	if vs == nil {
+		return true
+	}
+	if vs.m != nil {
+		return vs.m[v]
+	}
+	for _, x := range vs.list {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
 // setView is one solve's use of a set: which of its nodes the solve shows, as which targets.
 type setView struct {
 	set    *ExistingSet
 	target []int32 // set position -> target index, -1 for a node the solve leaves out
 	resMap []int   // set resource position -> the solver's, -1 for a name it does not know
-	shape  []int32 // set shape -> requirement-set ID of its labels in the solve, -1 until asked
+	shape  []int32 // set shape -> index in solver.shapes, -1 until asked
 }
 
 func newSetView(s *solver, set *ExistingSet) *setView {
@@ -340,19 +410,23 @@ func (v *setView) refs(dst []boundRef, refs []boundRef) []boundRef {
 	return dst
 }
 
-// shapeReqID returns the requirement-set ID of the existing target's shape (its labels but the
-// hostname).
-func (s *solver) shapeReqID(t *target) int32 {
+// solverShape is a shape of existing node as one solve knows it: the requirement-set ID of its
+// labels (hostname aside) and its taints in force.
+type solverShape struct {
+	reqID  int32
+	taints []corev1.Taint
+}
+
+// shapeIndex returns the index in s.shapes of the existing target's shape.
+func (s *solver) shapeIndex(t *target) int32 {
 	v := t.view
 	sh := v.set.shapeOf(t.prep)
-	if v.shape == nil {
-		v.shape = make([]int32, 0, len(v.set.shapeReqs))
-	}
 	for len(v.shape) <= int(sh) {
 		v.shape = append(v.shape, -1)
 	}
 	if v.shape[sh] < 0 {
-		v.shape[sh] = s.intern(v.set.shapeReqs[sh])
+		v.shape[sh] = int32(len(s.shapes))
+		s.shapes = append(s.shapes, solverShape{reqID: s.intern(v.set.shapeReqs[sh]), taints: v.set.shapeTaints[sh]})
 	}
 	return v.shape[sh]
 }
@@ -362,20 +436,78 @@ func (s *solver) shapeReqID(t *target) int32 {
 // labels are checked per shape (hostname aside, which is checked on its own), so that a node's
 // own labels are never compiled for this.
 func (s *solver) existingAdmits(a *attempt, t *target) bool {
-	if len(t.taints) > 0 && !toleratesAll(a.p.pod.Spec.Tolerations, t.taints, !a.p.preferNoScheduleTolerated) {
-		return false
+	ok := (len(t.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, t.taints, !a.p.preferNoScheduleTolerated)) &&
+		(a.hostReq == nil || a.hostReq.Has(t.hostname)) &&
+		s.shapeAdmits(a, s.shapes[s.shapeIndex(t)].reqID)
+	if !ok {
+		s.admitMisses++
+		if s.room != nil && s.room.shapes == nil && s.admitMisses > shapeIndexAfter(s.numExisting) {
+			s.enableShapes()
+		}
 	}
-	if a.hostReq != nil && !a.hostReq.Has(t.hostname) {
-		return false
-	}
-	k := [2]int32{s.shapeReqID(t), a.reqID}
+	return ok
+}
+
+// shapeIndexAfter is how many refusals for labels or taints enable the shape bits of the room
+// index (a variable for tests).
+var shapeIndexAfter = func(numExisting int) int { return max(256, numExisting/16) }
+
+// shapeAdmits reports whether the attempt's requirements (hostname aside) are compatible with a
+// shape's labels, cached per pair of requirement sets.
+func (s *solver) shapeAdmits(a *attempt, shapeReqID int32) bool {
+	k := [2]int32{shapeReqID, a.reqID}
 	ok, hit := s.shapeCompat[k]
 	if !hit {
-		ok = s.reqByID[k[0]].Compatible(s.reqByID[a.reqID].Without(LabelHostname), nil) == nil
+		ok = s.reqByID[shapeReqID].Compatible(s.reqByID[a.reqID].Without(LabelHostname), nil) == nil
 		if s.shapeCompat == nil {
 			s.shapeCompat = map[[2]int32]bool{}
 		}
 		s.shapeCompat[k] = ok
 	}
 	return ok
+}
+
+// enableShapes adds the shape bits to the room index (see roomIndex). Every existing target's
+// shape is needed: a prepared set keeps them across solves.
+func (s *solver) enableShapes() {
+	ix := s.room
+	ix.shapes = make([]uint64, 2*ix.size)
+	for i, t := range s.targets[:s.numExisting] {
+		ix.shapes[ix.size+i] = 1 << (uint(s.shapeIndex(t)) % 64)
+	}
+	for i := ix.size - 1; i >= 1; i-- {
+		ix.shapes[i] = ix.shapes[2*i] | ix.shapes[2*i+1]
+	}
+}
+
+// shapeMaskEntry is an attempt's shape bits, valid while its requirements, preference mode and
+// the number of shapes are those it was computed for.
+type shapeMaskEntry struct {
+	reqID  int32
+	pns    bool
+	shapes int
+	mask   uint64
+}
+
+// shapeMask returns the bits of the shapes that may admit the attempt (labels, hostname aside,
+// and taints).
+func (s *solver) shapeMask(a *attempt) uint64 {
+	e, ok := s.shapeMasks[a]
+	if ok && e.reqID == a.reqID && e.pns == a.p.preferNoScheduleTolerated && e.shapes == len(s.shapes) {
+		return e.mask
+	}
+	e = shapeMaskEntry{reqID: a.reqID, pns: a.p.preferNoScheduleTolerated, shapes: len(s.shapes)}
+	for j, sh := range s.shapes {
+		if e.mask&(1<<(uint(j)%64)) != 0 {
+			continue
+		}
+		if (len(sh.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(a, sh.reqID) {
+			e.mask |= 1 << (uint(j) % 64)
+		}
+	}
+	if s.shapeMasks == nil {
+		s.shapeMasks = map[*attempt]shapeMaskEntry{}
+	}
+	s.shapeMasks[a] = e
+	return e.mask
 }

@@ -45,6 +45,9 @@ type solver struct {
 	views      []*setView  // the existing-node sets the targets come from (existingset.go)
 	// shapeCompat: (shape, pod) requirement-set IDs -> compatible (existingAdmits).
 	shapeCompat map[[2]int32]bool
+	shapes      []solverShape       // existing nodes' shapes met in this solve (existingset.go)
+	shapeMasks  map[*attempt]shapeMaskEntry
+	admitMisses int // existing nodes that refused a pod for labels or taints
 
 	noTolPoolErr        [2][]error // poolErrors for pods without tolerations, by preferNoSchedule mode
 	anyPreferNoSchedule bool
@@ -210,7 +213,7 @@ var errNotPlaced = errors.New("not placed")
 func (s *solver) placeAttempt(a *attempt, explain bool) error {
 	start := s.scanStart(a)
 	// Existing targets without room are skipped through the room index (existing.go).
-	for i := s.nextExisting(a.p.requests, start); i < s.numExisting; i = s.nextExisting(a.p.requests, i+1) {
+	for i := s.nextExisting(a, start); i < s.numExisting; i = s.nextExisting(a, i+1) {
 		if plan, ok := s.tryTarget(a, s.targets[i]); ok {
 			s.commit(a, s.targets[i], plan)
 			return nil
