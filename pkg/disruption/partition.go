@@ -216,9 +216,9 @@ func (p *pass) partUses(pt *part, used []int) []int {
 }
 
 // withoutRoomWhereUnusable shows the nodes no pod of the part may use (other
-// pools' nodes, shown for their topology domains and counted pods) with every
-// pod slot taken: the solver still reads their labels and pods, but its search
-// for room skips them instead of trying, and rejecting, each of them for every
+// pools' nodes, shown for their topology domains and counted pods) with no
+// room left: the solver still reads their labels and pods, but its search for
+// room skips them instead of trying, and rejecting, each of them for every
 // pod. Nodes not among the packer's targets are shown as they are.
 func (p *pass) withoutRoomWhereUnusable(existing []*scheduling.ExistingNode, pt *part) []*scheduling.ExistingNode {
 	pk := p.packer()
@@ -247,7 +247,11 @@ func (p *pass) withoutRoomWhereUnusable(existing []*scheduling.ExistingNode, pt 
 	return existing
 }
 
-// roomless is a copy of the node whose pod slots are all taken.
+// roomless is a copy of the node with no room left: its allocatable cpu,
+// memory and pod slots are what its pods use. All three, not only the pod
+// slots: the solver's room index keeps a maximum per resource over runs of
+// nodes in name order, and a node with free cpu but no pod slot among nodes
+// with slots but no cpu sends its search down every such run.
 func (p *pass) roomless(e *scheduling.ExistingNode) *scheduling.ExistingNode {
 	if c, ok := p.full[e]; ok {
 		return c
@@ -257,13 +261,23 @@ func (p *pass) roomless(e *scheduling.ExistingNode) *scheduling.ExistingNode {
 	for k, v := range e.Allocatable {
 		c.Allocatable[k] = v
 	}
-	used := int64(0)
+	var pods, cpu, mem int64
 	for _, pod := range e.Pods {
-		if pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed {
-			used++
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			continue
+		}
+		pods++
+		rs := requestsView(pod)
+		if q, ok := rs[corev1.ResourceCPU]; ok {
+			cpu += q.MilliValue()
+		}
+		if q, ok := rs[corev1.ResourceMemory]; ok {
+			mem += q.Value()
 		}
 	}
-	c.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(used, resource.DecimalSI)
+	c.Allocatable[corev1.ResourcePods] = *resource.NewQuantity(pods, resource.DecimalSI)
+	c.Allocatable[corev1.ResourceCPU] = *resource.NewMilliQuantity(cpu, resource.DecimalSI)
+	c.Allocatable[corev1.ResourceMemory] = *resource.NewQuantity(mem, resource.BinarySI)
 	if p.full == nil {
 		p.full = map[*scheduling.ExistingNode]*scheduling.ExistingNode{}
 	}

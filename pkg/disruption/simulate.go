@@ -156,6 +156,8 @@ type target struct {
 	free  vec
 	np    *scheduling.NodePlacement // its own, compiled on first use (nodePlacement)
 	shape int                       // numbered shape (ensure), 0 until known
+	// class numbers its allocatable cpu, memory and pod slots (newPacker).
+	class int
 }
 
 // packer holds what the packer reuses across the questions of one pass.
@@ -185,9 +187,13 @@ type packer struct {
 }
 
 type membership struct {
-	g   *group
+	g   *subgroup
 	pos int
 }
+
+// maxClasses bounds the allocatable classes a group is split into (classes
+// past it share the last subgroup): a search visits every subgroup.
+const maxClasses = 32
 
 func newPacker(p *pass) *packer {
 	pk := &packer{pl: scheduling.NewPlacement(p.in.Scheduling), ri: newResIndex(), byNode: map[*node]int{}, podReqs: map[*corev1.Pod]*podReq{},
@@ -216,16 +222,21 @@ func newPacker(p *pass) *packer {
 			}
 			// Read in place, not cached: most bound pods never move, and a
 			// podReq each would be a million map entries at 100,000 nodes.
-			for name, q := range requestsView(pod) {
-				j := pk.ri.add(name)
-				if j >= len(t.free) {
-					t.free = append(t.free, make(vec, j+1-len(t.free))...)
-				}
-				t.free[j] -= qty(name, q)
-			}
+			t.free = pk.subtract(t.free, requestsView(pod))
 			t.free[rPods]--
 		}
 		pk.byNode[t.n] = i
+	}
+	classes := map[[3]int64]int{}
+	for _, t := range ts {
+		a := t.n.Existing.Allocatable
+		key := [3]int64{qty(corev1.ResourceCPU, a[corev1.ResourceCPU]), qty(corev1.ResourceMemory, a[corev1.ResourceMemory]), qty(corev1.ResourcePods, a[corev1.ResourcePods])}
+		c, ok := classes[key]
+		if !ok {
+			c = min(len(classes), maxClasses-1)
+			classes[key] = c
+		}
+		t.class = c
 	}
 	pk.targets = ts
 	pk.free = make([]vec, len(ts))
@@ -234,6 +245,40 @@ func newPacker(p *pass) *packer {
 		pk.free[i] = append(vec(nil), t.free...)
 	}
 	return pk
+}
+
+// subtract takes the requests from free (grown when a name is new). Lists of
+// cpu and memory alone, most pods', are read by lookup: ranging over a map
+// costs several times two lookups, for a million bound pods at 100,000 nodes.
+func (pk *packer) subtract(free vec, l corev1.ResourceList) vec {
+	if len(l) <= 2 {
+		cpu, okc := l[corev1.ResourceCPU]
+		mem, okm := l[corev1.ResourceMemory]
+		if n := btoi(okc) + btoi(okm); n == len(l) {
+			if okc {
+				free[rCPU] -= cpu.MilliValue()
+			}
+			if okm {
+				free[rMemory] -= mem.Value()
+			}
+			return free
+		}
+	}
+	for name, q := range l {
+		j := pk.ri.add(name)
+		if j >= len(free) {
+			free = append(free, make(vec, j+1-len(free))...)
+		}
+		free[j] -= qty(name, q)
+	}
+	return free
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // requestsView is the pod's requests, read in place when a single container
@@ -361,9 +406,23 @@ func (pk *packer) compatibleShape(pr *podReq, shape int) bool {
 	return ok
 }
 
-// group is the targets compatible with one pod signature, with a segment tree
-// of their free cpu, memory and pod slots for this packing.
+// group is the targets compatible with one pod signature, split by their
+// allocatable (class), each part with a segment tree of its members' free cpu,
+// memory and pod slots for this packing.
+//
+// Why split: a tree keeps each resource's maximum over runs of nodes, and a
+// run holding one node with cpu to spare and another with memory to spare
+// passes for a pod needing both though neither holds it, so a search descends
+// into it and fails deep down; across a cluster of mixed instance families a
+// search visited about a thousand tree nodes per pod. Nodes of one allocatable
+// whose pods are alike use cpu and memory alike, so within a class the maxima
+// mostly come from the same node, and a search visits each class's tree along
+// one path, bounded by the best target another class already offers.
 type group struct {
+	subs []*subgroup
+}
+
+type subgroup struct {
 	idx  []int // target indices, in order
 	size int
 	tree [3][]int64
@@ -402,8 +461,36 @@ func (pk *packer) group(pr *podReq) (g *group, persist bool) {
 			}
 		}
 	}
-	g = &group{idx: idx, size: 1}
-	for g.size < len(idx) {
+	byClass := map[int]*subgroup{}
+	g = &group{}
+	for _, ti := range idx {
+		c := pk.targets[ti].class
+		sg, ok := byClass[c]
+		if !ok {
+			sg = &subgroup{}
+			byClass[c] = sg
+			g.subs = append(g.subs, sg)
+		}
+		sg.idx = append(sg.idx, ti)
+	}
+	for _, sg := range g.subs {
+		sg.build(pk.free)
+	}
+	if pr.sig < 0 {
+		return g, false
+	}
+	pk.groups[pr.sig] = g
+	for _, sg := range g.subs {
+		for j, ti := range sg.idx {
+			pk.memberOf[ti] = append(pk.memberOf[ti], membership{sg, j})
+		}
+	}
+	return g, true
+}
+
+func (g *subgroup) build(free []vec) {
+	g.size = 1
+	for g.size < len(g.idx) {
 		g.size *= 2
 	}
 	for d := range g.tree {
@@ -411,24 +498,16 @@ func (pk *packer) group(pr *podReq) (g *group, persist bool) {
 		for i := range g.tree[d] {
 			g.tree[d][i] = -1
 		}
-		for j, ti := range idx {
-			g.tree[d][g.size+j] = get(pk.free[ti], d)
+		for j, ti := range g.idx {
+			g.tree[d][g.size+j] = get(free[ti], d)
 		}
 		for i := g.size - 1; i >= 1; i-- {
 			g.tree[d][i] = max(g.tree[d][2*i], g.tree[d][2*i+1])
 		}
 	}
-	if pr.sig < 0 {
-		return g, false
-	}
-	pk.groups[pr.sig] = g
-	for j, ti := range idx {
-		pk.memberOf[ti] = append(pk.memberOf[ti], membership{g, j})
-	}
-	return g, true
 }
 
-func (g *group) update(j int, free vec) {
+func (g *subgroup) update(j int, free vec) {
 	for d := range g.tree {
 		i := g.size + j
 		g.tree[d][i] = get(free, d)
@@ -438,12 +517,31 @@ func (g *group) update(j int, free vec) {
 	}
 }
 
-// first returns the first member position whose free resources hold req (and
-// that ok accepts, when set), or -1.
+// first returns the first target, at index from or after, whose free
+// resources hold req (and that ok accepts, when set), or -1.
 func (g *group) first(req vec, free []vec, ok func(ti int) bool, from int) int {
+	best := -1
+	for _, sg := range g.subs {
+		until := len(sg.idx)
+		if best >= 0 {
+			until = sort.SearchInts(sg.idx, best)
+		}
+		if j := sg.first(req, free, ok, sort.SearchInts(sg.idx, from), until); j >= 0 {
+			best = sg.idx[j]
+		}
+	}
+	return best
+}
+
+// first returns the first member position in [from, until) whose free
+// resources hold req (and that ok accepts, when set), or -1.
+func (g *subgroup) first(req vec, free []vec, ok func(ti int) bool, from, until int) int {
+	if from >= until {
+		return -1
+	}
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
-		if lo >= len(g.idx) || hi <= from {
+		if lo >= until || hi <= from {
 			return -1
 		}
 		for d := range g.tree {
@@ -488,8 +586,10 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 			m.g.update(m.pos, f)
 		}
 		for _, g := range throwaway {
-			if p, ok := g.position(ti); ok {
-				g.update(p, f)
+			for _, sg := range g.subs {
+				if p, ok := sg.position(ti); ok {
+					sg.update(p, f)
+				}
 			}
 		}
 	}
@@ -505,8 +605,8 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 	used := map[int]bool{}
 	// withPorts lists, per target, the pods with host ports placed there.
 	var withPorts map[int][]*scheduling.PodPlacement
-	// firstAt is, per pod signature and requests, where the last such pod went
-	// (-1: nowhere).
+	// firstAt is, per pod signature and requests, the target where the last
+	// such pod went (-1: nowhere).
 	var firstAt map[firstKey]int
 	out := &packing{}
 	for _, pr := range ordered {
@@ -529,21 +629,20 @@ func (pk *packer) pack(excluded map[*node]bool, pods []*podReq) *packing {
 				from = f
 			}
 		}
-		j := -1
+		ti := -1
 		if from >= 0 {
-			j = g.first(pr.req, pk.free, portsFree, from)
+			ti = g.first(pr.req, pk.free, portsFree, from)
 		}
 		if cacheable {
 			if firstAt == nil {
 				firstAt = map[firstKey]int{}
 			}
-			firstAt[key] = j
+			firstAt[key] = ti
 		}
-		if j < 0 {
+		if ti < 0 {
 			out.unplaced = append(out.unplaced, pr)
 			continue
 		}
-		ti := g.idx[j]
 		f := append(vec(nil), pk.free[ti]...)
 		for len(f) < len(pr.req) {
 			f = append(f, 0)
@@ -579,7 +678,7 @@ type firstKey struct {
 	cpu, mem, pods int64
 }
 
-func (g *group) position(ti int) (int, bool) {
+func (g *subgroup) position(ti int) (int, bool) {
 	j := sort.SearchInts(g.idx, ti)
 	return j, j < len(g.idx) && g.idx[j] == ti
 }
@@ -715,6 +814,10 @@ func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
 	}
 	if parts := p.partition(packed); parts != nil {
 		p.res.PartitionedSimulations++
+		if sens {
+			// Every part's constraints in one walk over the cluster's pods.
+			p.findMatching(constraintsOf(reqs))
+		}
 		var results []*scheduling.Results
 		shown := 0
 		for _, pt := range parts {
@@ -898,19 +1001,7 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 		}
 	}
 	all := len(p.in.Scheduling.NodePools) == 0
-	// Pods of one deployment share their constraints: each is read once, or
-	// the nodes of a constraint would be visited once per moving pod.
-	seenConstraint := map[string]bool{}
-	var cs []*scheduling.TopologyConstraint
-	for _, pr := range pods {
-		for _, c := range pr.pp.Topology() {
-			if seenConstraint[c.ID()] {
-				continue
-			}
-			seenConstraint[c.ID()] = true
-			cs = append(cs, c)
-		}
-	}
+	cs := constraintsOf(pods)
 	p.findMatching(cs)
 	for _, c := range cs {
 		for _, n := range p.matching[c.ID()] {
@@ -957,10 +1048,31 @@ func (p *pass) relevant(excluded map[*node]bool, used []int, pods []*podReq) []*
 	return out
 }
 
+// constraintsOf lists the pods' topology constraints, each once: pods of one
+// deployment share theirs, and the nodes of a constraint would otherwise be
+// visited once per moving pod.
+func constraintsOf(pods []*podReq) []*scheduling.TopologyConstraint {
+	seen := map[string]bool{}
+	var cs []*scheduling.TopologyConstraint
+	for _, pr := range pods {
+		for _, c := range pr.pp.Topology() {
+			if seen[c.ID()] {
+				continue
+			}
+			seen[c.ID()] = true
+			cs = append(cs, c)
+		}
+	}
+	return cs
+}
+
 // findMatching lists, for each constraint not seen before in this pass, the
 // nodes hosting an active pod the constraint counts (in p.matching). The
 // constraints new to the pass are read in one walk over the cluster's pods: a
 // walk per constraint touches a million pods each time at 100,000 nodes.
+// Whether a constraint counts a pod depends on the pod's namespace and labels
+// alone, and the pods of a deployment share them: each distinct namespace and
+// label set is checked against the constraints once (labelSets).
 func (p *pass) findMatching(cs []*scheduling.TopologyConstraint) {
 	var todo []*scheduling.TopologyConstraint
 	for _, c := range cs {
@@ -973,12 +1085,18 @@ func (p *pass) findMatching(cs []*scheduling.TopologyConstraint) {
 		return
 	}
 	out := make([][]*node, len(todo))
+	ls := newLabelSets(todo)
+	found := make([]bool, len(todo))
 	for _, n := range p.nodes {
-		for i, c := range todo {
-			for _, pod := range n.Pods() {
-				if c.Counts(pod) && active(pod) {
+		clear(found)
+		for _, pod := range n.Pods() {
+			if !active(pod) {
+				continue
+			}
+			for i, ok := range ls.counted(pod) {
+				if ok && !found[i] {
+					found[i] = true
 					out[i] = append(out[i], n)
-					break
 				}
 			}
 		}
@@ -986,4 +1104,65 @@ func (p *pass) findMatching(cs []*scheduling.TopologyConstraint) {
 	for i, c := range todo {
 		p.matching[c.ID()] = out[i]
 	}
+}
+
+// labelSets memoizes which of some constraints count a pod, by the pod's
+// namespace and labels (up to maxMemoLabels of them; pods with more are
+// checked directly).
+type labelSets struct {
+	cs   []*scheduling.TopologyConstraint
+	memo map[string][]bool
+	buf  []byte
+	tmp  []bool
+}
+
+const maxMemoLabels = 8
+
+// maxMemo bounds the label sets remembered (pods of StatefulSets carry a label
+// of their own name, so each is a set of its own).
+const maxMemo = 1 << 16
+
+func newLabelSets(cs []*scheduling.TopologyConstraint) *labelSets {
+	return &labelSets{cs: cs, memo: map[string][]bool{}, tmp: make([]bool, len(cs))}
+}
+
+// counted returns, per constraint, whether it counts the pod; the slice is
+// valid until the next call.
+func (ls *labelSets) counted(pod *corev1.Pod) []bool {
+	if len(pod.Labels) > maxMemoLabels {
+		for i, c := range ls.cs {
+			ls.tmp[i] = c.Counts(pod)
+		}
+		return ls.tmp
+	}
+	var stack [maxMemoLabels]string
+	keys := stack[:0]
+	for k := range pod.Labels {
+		keys = append(keys, k)
+	}
+	// Insertion sort: a handful of keys.
+	for i := 1; i < len(keys); i++ {
+		for j := i; j > 0 && keys[j] < keys[j-1]; j-- {
+			keys[j], keys[j-1] = keys[j-1], keys[j]
+		}
+	}
+	b := append(ls.buf[:0], pod.Namespace...)
+	for _, k := range keys {
+		b = append(b, 0)
+		b = append(b, k...)
+		b = append(b, 0)
+		b = append(b, pod.Labels[k]...)
+	}
+	ls.buf = b
+	if r, ok := ls.memo[string(b)]; ok {
+		return r
+	}
+	r := make([]bool, len(ls.cs))
+	for i, c := range ls.cs {
+		r[i] = c.Counts(pod)
+	}
+	if len(ls.memo) < maxMemo {
+		ls.memo[string(b)] = r
+	}
+	return r
 }

@@ -11,6 +11,25 @@
 //   - consolidation calls Solve with the candidate nodes left out of ExistingNodes and their
 //     reschedulable pods added to Pods, then compares the NewClaims' Price with the candidates'.
 //
+// Prepared existing nodes. A disruption pass asks many such questions of one snapshot, each
+// showing a different subset of the nodes. It reads the nodes once (PrepareExisting: their
+// bound pods' requests, host ports and labels, their taints in force) and sets Input.Prepared on
+// every solve; each solve still lists in ExistingNodes the nodes it may use (any subset of the
+// set, in any order, plus nodes outside it, which it reads itself) and gets the result a solve
+// without the set would give. The set also keeps, across solves, the bound pods' label index,
+// each node's compiled labels and its shape (labels but hostname, and taints), against which
+// pods are checked once per shape rather than once per node:
+//
+//	set := scheduling.PrepareExisting(snapshot.Nodes)
+//	for _, q := range questions {
+//		in := base // Pods, NodePools, DaemonSetPods, ... as usual
+//		in.Prepared, in.ExistingNodes = set, q.Shown
+//		res := scheduling.Solve(&in)
+//		...
+//	}
+//
+// The nodes and their pods must not change while the set is in use; a set is for one goroutine.
+//
 // Model. Requirements is an immutable, key-sorted conjunction of label requirements (In,
 // NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte, minValues). Compatible/Intersects report the
 // conflicting key with both sides, and those messages reach users through Results.PodErrors.

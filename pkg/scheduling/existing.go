@@ -21,44 +21,60 @@ import (
 // of an existing node are read from its labels directly (existingDomain).
 
 // addExistingNodes adds the input's existing nodes as the first targets, ready nodes first,
-// then by name, and creates the groups of their pods' required anti-affinity.
+// then by name, and creates the groups of their pods' required anti-affinity. Nodes of the
+// input's prepared set (existingset.go) are taken from it; the others are read here, indexing
+// on the way the label keys the pending pods' selectors name (rather than in a second pass over
+// a million bound pods).
 func (s *solver) addExistingNodes(in []*ExistingNode) {
-	nodes := append([]*ExistingNode(nil), in...)
-	cmp := func(a, b *ExistingNode) int {
-		ra, rb := a.Initialized && !a.InFlight, b.Initialized && !b.InFlight
-		if ra != rb {
-			if ra {
-				return -1
+	nodes := sortedExisting(in)
+	s.bound = &boundIndex{}
+	var shared *setView
+	if s.in.Prepared != nil && len(s.in.Prepared.nodes) > 0 {
+		shared = newSetView(s, s.in.Prepared)
+	}
+	// Which view and position each node comes from: the shared set, or a set of the rest.
+	from := make([]int32, len(nodes)) // >= 0: position in the shared set; -1: in the rest
+	var rest []*ExistingNode
+	for i, n := range nodes {
+		from[i] = -1
+		if shared != nil {
+			if pos, ok := shared.set.pos[n]; ok && shared.target[pos] < 0 {
+				from[i] = pos
+				shared.target[pos] = int32(i) // claimed; the index is set again below
+				continue
 			}
-			return 1
 		}
-		return strings.Compare(a.Name, b.Name)
+		rest = append(rest, n)
 	}
-	// Callers usually list nodes by name already: checking is linear, sorting is not.
-	if !slices.IsSortedFunc(nodes, cmp) {
-		slices.SortStableFunc(nodes, cmp)
+	var own *setView
+	if len(rest) > 0 {
+		keys := selectorKeys(s.in.Pods)
+		own = newSetView(s, prepareExisting(rest, keys, s))
 	}
-	s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
-	// The label keys the pending pods' selectors name are indexed while the bound pods are
-	// read for their requests, rather than in a second pass over a million pods.
-	if len(nodes) > 0 { // without nodes there are no bound pods to index
-		s.bound.wanted = selectorKeys(s.in.Pods)
+	if shared != nil {
+		s.views = append(s.views, shared)
 	}
-	if s.bound.wanted == nil {
-		s.bound.wanted = []string{}
-	}
-	for _, k := range s.bound.wanted {
-		l := &labelRefs{}
-		s.bound.byLabel[k] = l
-		s.bound.eager = append(s.bound.eager, l)
+	if own != nil {
+		s.views = append(s.views, own)
 	}
 	slab := &existingSlab{width: len(s.ri.names)}
-	for _, n := range nodes {
-		s.addExisting(n, slab)
+	next := int32(0)
+	for i := range nodes {
+		if pos := from[i]; pos >= 0 {
+			s.addExisting(shared, pos, slab)
+			continue
+		}
+		s.addExisting(own, next, slab)
+		next++
 	}
 	s.numExisting = len(s.targets)
 	// Bound pods' required anti-affinity repels new pods (the inverse direction), so their
 	// groups must exist before the first new pod is considered.
+	var repelers []boundRef
+	for _, v := range s.views {
+		repelers = v.refs(repelers, v.set.repelers)
+	}
+	s.bound.repelers = sortedRefs(repelers)
 	for _, ref := range s.bound.repelers {
 		p := s.targets[ref.t].bound[ref.i]
 		terms := repelling(p)
@@ -96,62 +112,43 @@ func (sl *existingSlab) vec() resVec {
 	return v
 }
 
-func (s *solver) addExisting(n *ExistingNode, slab *existingSlab) {
+// addExisting adds the node at position pos of the view's set as the next target: its usage
+// and host ports are copied (the solve adds to them), the rest is shared with the set.
+func (s *solver) addExisting(v *setView, pos int32, slab *existingSlab) {
+	pn := v.set.nodes[pos]
 	t := slab.target()
-	t.idx, t.existing = len(s.targets), n
-	t.hostname = existingHostname(n)
+	t.idx, t.existing = len(s.targets), pn.n
+	v.target[pos] = int32(t.idx)
+	t.view, t.prep = v, pn
+	t.hostname = pn.hostname
 	t.reqID = -1 // labels not compiled yet: see nodeReqs
-	t.taints = existingTaints(n)
+	t.taints = pn.taints
 	for _, taint := range t.taints {
 		if taint.Effect == corev1.TaintEffectPreferNoSchedule {
 			s.anyPreferNoSchedule = true
 		}
 	}
-	t.avail = slab.vec()
-	for name, q := range n.Allocatable {
-		if i, ok := s.ri.pos[name]; ok {
-			t.avail[i] = quantityValue(name, q)
-		}
-	}
-	if _, ok := n.Allocatable[corev1.ResourcePods]; !ok {
-		t.avail[resPods] = math.MaxInt64 / 4
-	}
-	t.used = slab.vec()
-	// The input's pod slice serves as the bound pods unless some have finished (capped, so
-	// that an append could never write into it).
-	t.bound = n.Pods[:len(n.Pods):len(n.Pods)]
-	for i, p := range n.Pods {
-		if !occupies(p) {
-			t.bound = nil
-			for _, p := range n.Pods[:i] {
-				t.bound = append(t.bound, p)
+	if v.set.own {
+		// This solve's own: the vectors are in its positions already, and its to change.
+		t.avail, t.used = pn.avail, pn.used
+	} else {
+		t.avail, t.used = slab.vec(), slab.vec()
+		for i, j := range v.resMap {
+			if j >= 0 {
+				t.avail[j] = pn.avail[i]
+				t.used[j] = pn.used[i]
 			}
-			for _, p := range n.Pods[i:] {
-				if occupies(p) {
-					t.bound = append(t.bound, p)
-				}
-			}
-			break
 		}
-	}
-	for i, p := range t.bound {
-		s.addRequests(t.used, p)
-		t.used[resPods]++
-		t.ports = append(t.ports, podHostPorts(p)...)
-		ref := boundRef{int32(t.idx), int32(i)}
-		if len(repelling(p)) > 0 {
-			s.bound.repelers = append(s.bound.repelers, ref)
-		}
-		if len(p.Labels) > 0 {
-			for ki, k := range s.bound.wanted {
-				if v, ok := p.Labels[k]; ok {
-					s.bound.eager[ki].add(v, ref)
-				}
+		for name, q := range pn.extra {
+			if j, ok := s.ri.pos[name]; ok {
+				t.used[j] += q
 			}
 		}
 	}
+	t.bound = pn.bound
+	t.ports = pn.ports
 	s.bound.all += len(t.bound)
-	if !n.Initialized || n.InFlight {
+	if !pn.n.Initialized || pn.n.InFlight {
 		s.pendingDaemonSets(t)
 	}
 	s.targets = append(s.targets, t)
@@ -161,7 +158,7 @@ func (s *solver) addExisting(n *ExistingNode, slab *existingSlab) {
 // compiling them and registering their requirement-set ID on first use.
 func (s *solver) nodeReqs(t *target) Requirements {
 	if t.reqID < 0 {
-		t.reqs = existingReqs(t.existing, t.hostname)
+		t.reqs = t.prep.requirements()
 		// A node's labels include its hostname, so its requirement set is its own: it gets an
 		// ID without the interning key (the string would cost more than the node's other set-up).
 		t.reqID = s.internUnique(t.reqs)
@@ -191,7 +188,7 @@ func (s *solver) existingDomains(g *topoGroup, set map[string]bool) {
 		return
 	}
 	if s.bound == nil { // a solver without existing nodes added (Placement)
-		s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
+		s.bound = &boundIndex{}
 	}
 	ix := s.bound
 	if ix.domains == nil {
@@ -296,7 +293,7 @@ func (s *solver) pendingDaemonSets(t *target) {
 func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*corev1.Pod {
 	var out []*corev1.Pod
 	for _, ds := range s.in.DaemonSetPods {
-		if ToleratesTaints(ds.Spec.Tolerations, taints, false) == nil && daemonCompatible(ds, reqs, nil) {
+		if toleratesAll(ds.Spec.Tolerations, taints, false) && daemonCompatible(ds, reqs, nil) {
 			out = append(out, ds)
 		}
 	}
@@ -305,18 +302,14 @@ func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*cor
 
 // boundIndex finds, among the pods bound to existing nodes, those a new topology group may
 // count, without reading every pod: at 100,000 nodes of ten pods each, a group created by one
-// pending pod would otherwise match its selector against a million pods. The keys the pending
-// pods' selectors name are indexed while the bound pods are read for their requests (no
-// second pass over a million pods); any other key when a group's selector first asks for it,
-// in one pass reading only that key. Bound pods do not change during a solve (pods placed by
-// the solve are scanned separately).
+// pending pod would otherwise match its selector against a million pods. The label index itself
+// lives in the existing-node sets (ExistingSet.labels), which a prepared set shares across
+// solves; this is the solve's side. Bound pods do not change during a solve (pods placed by the
+// solve are scanned separately).
 type boundIndex struct {
-	byLabel  map[string]*labelRefs // indexed label key -> pods carrying it, by value
-	repelers []boundRef            // pods with required anti-affinity (possible owners)
-	all      int                   // number of bound pods
-	wanted   []string              // keys the pending pods' selectors name, once listed
-	eager    []*labelRefs          // their lists, filled as nodes are added
-	domains  map[string][]string   // key -> domains of the existing nodes (existingDomains)
+	repelers []boundRef          // pods with required anti-affinity (possible owners), by target
+	all      int                 // number of bound pods
+	domains  map[string][]string // key -> domains of the existing nodes (existingDomains)
 }
 
 // boundRef is a bound pod by target and position in t.bound.
@@ -327,7 +320,10 @@ type boundRef struct{ t, i int32 }
 // asked about for one value or two: the first question about a value scans the list, and the
 // per-value lists are built (one map lookup per pod) on the second.
 type labelRefs struct {
-	flat    [][]valueRef // in chunks: growing one slice of a million entries copies them over and over
+	flat [][]valueRef // in chunks: growing one slice of a million entries copies them over and over
+	// only, when set, says the list holds the pods carrying these values alone (a fresh solve
+	// indexes what its pending pods' selectors ask for); another value re-reads the key.
+	only    *valueSet
 	asked   int
 	pos     map[string]int32
 	byValue [][]boundRef
@@ -394,86 +390,86 @@ func (l *labelRefs) all() []boundRef {
 	return out
 }
 
-// indexKeys indexes the given label keys (those not indexed yet) in one pass.
-func (s *solver) indexKeys(keys []string) {
-	ix := s.bound
-	var todo []string
-	var lists []*labelRefs
-	for _, k := range keys {
-		if _, ok := ix.byLabel[k]; ok || slices.Contains(todo, k) {
-			continue
-		}
-		l := &labelRefs{}
-		ix.byLabel[k] = l
-		todo = append(todo, k)
-		lists = append(lists, l)
-	}
-	if len(todo) == 0 {
-		return
-	}
-	for ti, t := range s.targets[:s.numExisting] {
-		for pi, p := range t.bound {
-			if len(p.Labels) == 0 {
-				continue
-			}
-			for ki, k := range todo {
-				if v, ok := p.Labels[k]; ok {
-					lists[ki].add(v, boundRef{int32(ti), int32(pi)})
-				}
-			}
-		}
-	}
+// wantedKey is a label key the pending pods' selectors name, with the values they ask for
+// (all: some selector asks for any value, or for values not known up front).
+type wantedKey struct {
+	key    string
+	values []string
+	all    bool
 }
 
 // selectorKeys lists the label keys the pending pods' topology spread and pod (anti-)affinity
-// selectors name: the keys their groups will ask the index for.
-func selectorKeys(pods []*corev1.Pod) []string {
-	seen := map[string]bool{}
-	var out []string
-	add := func(k string) {
-		if !seen[k] {
-			seen[k] = true
-			out = append(out, k)
+// selectors name, sorted: the keys their groups will ask the index for, with the values.
+func selectorKeys(pods []*corev1.Pod) []wantedKey {
+	byKey := map[string]int{}
+	var out []wantedKey
+	want := func(k string) *wantedKey {
+		i, ok := byKey[k]
+		if !ok {
+			i = len(out)
+			byKey[k] = i
+			out = append(out, wantedKey{key: k})
+		}
+		return &out[i]
+	}
+	addValue := func(k, v string) {
+		w := want(k)
+		if !w.all && !slices.Contains(w.values, v) {
+			w.values = append(w.values, v)
 		}
 	}
-	addSel := func(ls *metav1.LabelSelector, keys ...[]string) {
+	addSel := func(p *corev1.Pod, ls *metav1.LabelSelector, keys []string) {
 		if ls != nil {
-			for k := range ls.MatchLabels {
-				add(k)
+			for k, v := range ls.MatchLabels {
+				addValue(k, v)
 			}
 			for _, e := range ls.MatchExpressions {
-				add(e.Key)
+				if e.Operator == metav1.LabelSelectorOpIn {
+					for _, v := range e.Values {
+						addValue(e.Key, v)
+					}
+					continue
+				}
+				want(e.Key).all = true
 			}
 		}
-		for _, ks := range keys {
-			for _, k := range ks {
-				add(k)
+		// matchLabelKeys select the pod's own value of each key.
+		for _, k := range keys {
+			if v, ok := p.Labels[k]; ok {
+				addValue(k, v)
+			} else {
+				want(k).all = true
 			}
 		}
 	}
-	addTerms := func(req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
+	addTerms := func(p *corev1.Pod, req []corev1.PodAffinityTerm, pref []corev1.WeightedPodAffinityTerm) {
 		for i := range req {
-			addSel(req[i].LabelSelector, req[i].MatchLabelKeys)
+			addSel(p, req[i].LabelSelector, req[i].MatchLabelKeys)
 		}
 		for i := range pref {
-			addSel(pref[i].PodAffinityTerm.LabelSelector, pref[i].PodAffinityTerm.MatchLabelKeys)
+			addSel(p, pref[i].PodAffinityTerm.LabelSelector, pref[i].PodAffinityTerm.MatchLabelKeys)
 		}
 	}
 	for _, p := range pods {
 		for i := range p.Spec.TopologySpreadConstraints {
 			tsc := &p.Spec.TopologySpreadConstraints[i]
-			addSel(tsc.LabelSelector, tsc.MatchLabelKeys)
+			addSel(p, tsc.LabelSelector, tsc.MatchLabelKeys)
 		}
 		if a := p.Spec.Affinity; a != nil {
 			if a.PodAffinity != nil {
-				addTerms(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+				addTerms(p, a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 			}
 			if a.PodAntiAffinity != nil {
-				addTerms(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
+				addTerms(p, a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution)
 			}
 		}
 	}
-	sort.Strings(out)
+	for i := range out {
+		if out[i].all {
+			out[i].values = nil
+		}
+	}
+	slices.SortFunc(out, func(a, b wantedKey) int { return strings.Compare(a.key, b.key) })
 	return out
 }
 
@@ -483,38 +479,41 @@ func selectorKeys(pods []*corev1.Pod) []string {
 // empty selector, only NotIn/DoesNotExist...), and every bound pod must be read.
 func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 	if s.bound == nil { // a solver without existing nodes added (Placement)
-		s.bound = &boundIndex{byLabel: map[string]*labelRefs{}}
+		s.bound = &boundIndex{}
 	}
-	ix := s.bound
 	reqs, selectable := g.selector.Requirements()
 	if !selectable {
 		// labels.Nothing(): matches no pod; only owners count.
-		return sortedRefs(append([]boundRef(nil), ix.repelers...)), true
+		return append([]boundRef(nil), s.bound.repelers...), true
 	}
 	var keys []string
 	for _, r := range reqs {
 		switch r.Operator() {
 		case "=", "==", "in", "exists":
-			if _, ok := ix.byLabel[r.Key()]; !ok {
-				keys = append(keys, r.Key())
-			}
+			keys = append(keys, r.Key())
 		}
 	}
-	if len(keys) > 0 {
-		s.indexKeys(keys)
+	if len(keys) == 0 {
+		return nil, false
+	}
+	for _, v := range s.views {
+		v.set.indexKeys(keys)
 	}
 	var best []boundRef
 	found := false
 	for _, r := range reqs {
 		var refs []boundRef
-		vals := ix.byLabel[r.Key()]
 		switch r.Operator() {
 		case "=", "==", "in":
-			for v := range r.Values() {
-				refs = append(refs, vals.get(v)...)
+			for _, v := range s.views {
+				for val := range r.Values() {
+					refs = v.refs(refs, v.set.valueRefs(r.Key(), val))
+				}
 			}
 		case "exists":
-			refs = vals.all()
+			for _, v := range s.views {
+				refs = v.refs(refs, v.set.allRefs(r.Key()))
+			}
 		default:
 			continue
 		}
@@ -522,11 +521,8 @@ func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 			best, found = refs, true
 		}
 	}
-	if !found {
-		return nil, false
-	}
 	if g.kind == kindAnti {
-		best = append(best, ix.repelers...)
+		best = append(best, s.bound.repelers...)
 	}
 	return sortedRefs(best), true
 }
@@ -586,33 +582,6 @@ func (s *solver) internUnique(r Requirements) int32 {
 	return id
 }
 
-// addRequests adds a pod's requests to v in place (no vector per bound pod). cpu and memory,
-// which nearly every pod requests, are looked up directly: ranging over the request map of each
-// of a million bound pods costs more than the rest of a node's set-up.
-func (s *solver) addRequests(v resVec, p *corev1.Pod) {
-	req := podRequests(p)
-	seen := 0
-	if q, ok := req[corev1.ResourceCPU]; ok {
-		v[resCPU] += q.MilliValue()
-		seen++
-	}
-	if q, ok := req[corev1.ResourceMemory]; ok {
-		v[resMemory] += q.Value()
-		seen++
-	}
-	if len(req) == seen {
-		return
-	}
-	for n, q := range req {
-		if n == corev1.ResourceCPU || n == corev1.ResourceMemory {
-			continue
-		}
-		if i, ok := s.ri.pos[n]; ok {
-			v[i] += quantityValue(n, q)
-		}
-	}
-}
-
 // roomIndex is a segment tree of the existing targets' free cpu, memory and pod slots
 // (allocatable minus used), so that a pod skips, in one descent, every existing node without
 // room for it. Without it, each pod of a solve reads the existing nodes in order until one
@@ -620,9 +589,16 @@ func (s *solver) addRequests(v resVec, p *corev1.Pod) {
 // reads tens of thousands of full nodes, and a solve of 100,000 moving pods (a disruption
 // simulation) becomes quadratic. Built on the first placement, after every existing target is
 // added; commit keeps it current.
+//
+// Room alone is not enough when many nodes have room but few admit the pod (a node selector or
+// a toleration names a small pool among many): the pod would read every node with room before
+// its own. Once existing nodes have refused pods for their labels or taints often (see
+// existingAdmits), the index also keeps, per subtree, which node shapes lie below (a bit per
+// shape, modulo 64), and a pod descends only where a shape admitting it lies.
 type roomIndex struct {
-	size int
-	tree [3][]int64 // per dimension (resCPU, resMemory, resPods): max free over the subtree
+	size   int
+	tree   [3][]int64 // per dimension (resCPU, resMemory, resPods): max free over the subtree
+	shapes []uint64   // shape bits below each subtree, nil until enabled (enableShapes)
 }
 
 var roomDims = [3]int{resCPU, resMemory, resPods}
@@ -667,16 +643,22 @@ func (s *solver) roomChanged(t *target) {
 	}
 }
 
-// nextExisting returns the first existing target at or after from with room for req in cpu,
-// memory and pod slots (s.numExisting when there is none). tryTarget still checks everything.
-func (s *solver) nextExisting(req resVec, from int) int {
+// nextExisting returns the first existing target at or after from with room for the attempt's
+// requests in cpu, memory and pod slots, and (once shapes are indexed) of a shape that may admit
+// it (s.numExisting when there is none). tryTarget still checks everything.
+func (s *solver) nextExisting(a *attempt, from int) int {
 	if from >= s.numExisting {
 		return s.numExisting
 	}
 	ix := s.roomIndex()
+	req := a.p.requests
 	var need [3]int64
 	for d := range need {
 		need[d] = req[roomDims[d]]
+	}
+	want := ^uint64(0)
+	if ix.shapes != nil {
+		want = s.shapeMask(a)
 	}
 	var walk func(i, lo, hi int) int
 	walk = func(i, lo, hi int) int {
@@ -687,6 +669,9 @@ func (s *solver) nextExisting(req resVec, from int) int {
 			if ix.tree[d][i] < need[d] {
 				return -1
 			}
+		}
+		if ix.shapes != nil && ix.shapes[i]&want == 0 {
+			return -1
 		}
 		if hi-lo == 1 {
 			return lo

@@ -160,6 +160,10 @@ type Input struct {
 	Options                Options
 	// Cache, when set, carries pod-independent NodePool preparation across solves.
 	Cache *Cache
+	// Prepared, when set, holds existing nodes read once for several solves (PrepareExisting):
+	// the nodes of ExistingNodes found in it are not read again. ExistingNodes still lists the
+	// nodes this solve may use.
+	Prepared *ExistingSet
 	// UnavailableNodePools launch nothing (not Ready, NodeClass missing, limits that admit no
 	// node). They are not solved against, but a pod that cannot be placed names them among its
 	// reasons, so that a pod selecting such a pool learns why it stays pending.

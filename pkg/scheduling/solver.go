@@ -42,6 +42,12 @@ type solver struct {
 	ownedAnti  map[*corev1.Pod][]string
 	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
 	room       *roomIndex  // free capacity of existing targets (see existing.go)
+	views      []*setView  // the existing-node sets the targets come from (existingset.go)
+	// shapeCompat: (shape, pod) requirement-set IDs -> compatible (existingAdmits).
+	shapeCompat map[[2]int32]bool
+	shapes      []solverShape       // existing nodes' shapes met in this solve (existingset.go)
+	shapeMasks  map[*attempt]shapeMaskEntry
+	admitMisses int // existing nodes that refused a pod for labels or taints
 
 	noTolPoolErr        [2][]error // poolErrors for pods without tolerations, by preferNoSchedule mode
 	anyPreferNoSchedule bool
@@ -348,7 +354,7 @@ var errNotPlaced = errors.New("not placed")
 func (s *solver) placeAttempt(a *attempt, explain bool) error {
 	start := max(s.scanStart(a), s.minStart)
 	// Existing targets without room are skipped through the room index (existing.go).
-	for i := s.nextExisting(a.p.requests, start); i < s.numExisting; i = s.nextExisting(a.p.requests, i+1) {
+	for i := s.nextExisting(a, start); i < s.numExisting; i = s.nextExisting(a, i+1) {
 		if plan, ok := s.tryTarget(a, s.targets[i]); ok {
 			s.commit(a, s.targets[i], plan)
 			return nil

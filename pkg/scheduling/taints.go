@@ -43,22 +43,44 @@ func Tolerates(tol corev1.Toleration, t corev1.Taint) bool {
 }
 
 // ToleratesTaints returns an error naming the first taint no toleration covers. PreferNoSchedule
-// taints count only when preferNoScheduleIsHard (preferences are honoured until relaxed).
+// taints count only when preferNoScheduleIsHard (preferences are honoured until relaxed). Where
+// no message is shown, TaintsTolerated answers without building one.
 func ToleratesTaints(tolerations []corev1.Toleration, taints []corev1.Taint, preferNoScheduleIsHard bool) error {
-	for _, t := range taints {
+	if i := untolerated(tolerations, taints, preferNoScheduleIsHard); i >= 0 {
+		t := taints[i]
+		return fmt.Errorf("did not tolerate taint %s=%s:%s", t.Key, t.Value, t.Effect)
+	}
+	return nil
+}
+
+// TaintsTolerated reports whether the tolerations cover every taint, as ToleratesTaints does,
+// without allocating: solves and disruption passes ask it for node after node.
+func TaintsTolerated(tolerations []corev1.Toleration, taints []corev1.Taint, preferNoScheduleIsHard bool) bool {
+	return untolerated(tolerations, taints, preferNoScheduleIsHard) < 0
+}
+
+// toleratesAll is TaintsTolerated inside the package.
+func toleratesAll(tolerations []corev1.Toleration, taints []corev1.Taint, preferNoScheduleIsHard bool) bool {
+	return untolerated(tolerations, taints, preferNoScheduleIsHard) < 0
+}
+
+// untolerated returns the index of the first taint no toleration covers, -1 when none.
+func untolerated(tolerations []corev1.Toleration, taints []corev1.Taint, preferNoScheduleIsHard bool) int {
+	for i := range taints {
+		t := &taints[i]
 		if t.Effect == corev1.TaintEffectPreferNoSchedule && !preferNoScheduleIsHard {
 			continue
 		}
 		ok := false
-		for _, tol := range tolerations {
-			if Tolerates(tol, t) {
+		for j := range tolerations {
+			if Tolerates(tolerations[j], *t) {
 				ok = true
 				break
 			}
 		}
 		if !ok {
-			return fmt.Errorf("did not tolerate taint %s=%s:%s", t.Key, t.Value, t.Effect)
+			return i
 		}
 	}
-	return nil
+	return -1
 }

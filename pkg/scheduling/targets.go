@@ -17,6 +17,8 @@ type target struct {
 	hostname string
 	existing *ExistingNode
 	pool     *poolState
+	view     *setView      // existing: the set it was read from (existingset.go)
+	prep     *preparedNode // existing: what the set read
 
 	reqs   Requirements
 	reqID  int32
@@ -105,20 +107,25 @@ func (s *solver) tryTarget(a *attempt, t *target) (plan, bool) {
 		if !sumFitsIn(t.used, p.requests, t.avail) {
 			return plan{}, false
 		}
-		if ToleratesTaints(p.pod.Spec.Tolerations, t.taints, !p.preferNoScheduleTolerated) != nil {
+		// Taints and labels, per shape of node (existingset.go).
+		if !s.existingAdmits(a, t) {
 			return plan{}, false
 		}
 	}
-	m := s.merge(t, a.reqID)
-	if m.err != nil {
-		return plan{}, false
+	merged := int32(-1) // an existing node keeps its labels: nothing to merge
+	if t.existing == nil {
+		m := s.merge(t, a.reqID)
+		if m.err != nil {
+			return plan{}, false
+		}
+		merged = m.merged
 	}
 	if len(p.ports) > 0 {
 		if _, c := portsConflict(t.ports, p.ports); c {
 			return plan{}, false
 		}
 	}
-	pl, err := s.topologyAndTypes(a, t, m.merged)
+	pl, err := s.topologyAndTypes(a, t, merged)
 	return pl, err == nil
 }
 
