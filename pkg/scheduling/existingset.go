@@ -132,7 +132,17 @@ func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *Exist
 	width := len(set.ri.names)
 	var pnSlab []preparedNode
 	var vecs slab[int64]
-	for _, n := range nodes {
+	var sink int
+	for ni, n := range nodes {
+		// Reading a million pods is bound by memory latency: each pod's fields are a chain of
+		// pointers (pod, container, request map, label map) to memory no cache holds. Touching
+		// the next nodes' pods ahead of use lets those loads overlap with this node's work.
+		if ni+2 < len(nodes) {
+			sink += touchPods(nodes[ni+2].Pods)
+		}
+		if ni+1 < len(nodes) {
+			sink += touchContainers(nodes[ni+1].Pods)
+		}
 		if len(pnSlab) == 0 {
 			pnSlab = make([]preparedNode, slabChunk)
 		}
@@ -145,7 +155,33 @@ func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *Exist
 		set.nodes = append(set.nodes, pn)
 		set.read(pn, n, idx, keys, eager, vecs.take(width), vecs.take(width))
 	}
+	touchSink = sink
 	return set
+}
+
+// touchSink keeps the touches' loads from being optimised away.
+var touchSink int
+
+// touchPods reads the fields of each pod the set-up reads first (phase, containers, labels), so
+// that their cache lines are on the way before they are needed.
+func touchPods(pods []*corev1.Pod) int {
+	x := 0
+	for _, p := range pods {
+		x += len(p.Status.Phase) + len(p.Spec.Containers) + len(p.Labels)
+	}
+	return x
+}
+
+// touchContainers reads, for each pod, its first container's request map header, one step
+// further down the chain than touchPods.
+func touchContainers(pods []*corev1.Pod) int {
+	x := 0
+	for _, p := range pods {
+		if len(p.Spec.Containers) > 0 {
+			x += len(p.Spec.Containers[0].Resources.Requests)
+		}
+	}
+	return x
 }
 
 // read fills pn from n: one pass over the bound pods for requests, host ports, possible
@@ -438,7 +474,7 @@ func (s *solver) shapeIndex(t *target) int32 {
 func (s *solver) existingAdmits(a *attempt, t *target) bool {
 	ok := (len(t.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, t.taints, !a.p.preferNoScheduleTolerated)) &&
 		(a.hostReq == nil || a.hostReq.Has(t.hostname)) &&
-		s.shapeAdmits(a, s.shapes[s.shapeIndex(t)].reqID)
+		s.shapeAdmits(s.shapes[s.shapeIndex(t)].reqID, a.reqID)
 	if !ok {
 		s.admitMisses++
 		if s.room != nil && s.room.shapes == nil && s.admitMisses > shapeIndexAfter(s.numExisting) {
@@ -452,13 +488,35 @@ func (s *solver) existingAdmits(a *attempt, t *target) bool {
 // index (a variable for tests).
 var shapeIndexAfter = func(numExisting int) int { return max(256, numExisting/16) }
 
-// shapeAdmits reports whether the attempt's requirements (hostname aside) are compatible with a
-// shape's labels, cached per pair of requirement sets.
-func (s *solver) shapeAdmits(a *attempt, shapeReqID int32) bool {
-	k := [2]int32{shapeReqID, a.reqID}
+// existingFilterPasses applies a spread constraint's node inclusion policies to an existing
+// target: its labels per shape (hostname aside, checked on its own), its taints if honoured.
+func (s *solver) existingFilterPasses(f *nodeFilter, t *target) bool {
+	if f.reqs.Len() > 0 {
+		if h, ok := f.reqs.Get(LabelHostname); ok && !h.Has(t.hostname) {
+			return false
+		}
+		id, ok := s.filterIDs[f]
+		if !ok {
+			id = s.intern(f.reqs)
+			if s.filterIDs == nil {
+				s.filterIDs = map[*nodeFilter]int32{}
+			}
+			s.filterIDs[f] = id
+		}
+		if !s.shapeAdmits(s.shapes[s.shapeIndex(t)].reqID, id) {
+			return false
+		}
+	}
+	return !f.honorTaints || toleratesAll(f.tolerations, t.taints, false)
+}
+
+// shapeAdmits reports whether a requirement set (hostname aside) is compatible with a shape's
+// labels, cached per pair of requirement sets.
+func (s *solver) shapeAdmits(shapeReqID, reqID int32) bool {
+	k := [2]int32{shapeReqID, reqID}
 	ok, hit := s.shapeCompat[k]
 	if !hit {
-		ok = s.reqByID[shapeReqID].Compatible(s.reqByID[a.reqID].Without(LabelHostname), nil) == nil
+		ok = s.reqByID[shapeReqID].Compatible(s.reqByID[reqID].Without(LabelHostname), nil) == nil
 		if s.shapeCompat == nil {
 			s.shapeCompat = map[[2]int32]bool{}
 		}
@@ -501,7 +559,7 @@ func (s *solver) shapeMask(a *attempt) uint64 {
 		if e.mask&(1<<(uint(j)%64)) != 0 {
 			continue
 		}
-		if (len(sh.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(a, sh.reqID) {
+		if (len(sh.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(sh.reqID, a.reqID) {
 			e.mask |= 1 << (uint(j) % 64)
 		}
 	}
