@@ -132,17 +132,7 @@ func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *Exist
 	width := len(set.ri.names)
 	var pnSlab []preparedNode
 	var vecs slab[int64]
-	var sink int
-	for ni, n := range nodes {
-		// Reading a million pods is bound by memory latency: each pod's fields are a chain of
-		// pointers (pod, container, request map, label map) to memory no cache holds. Touching
-		// the next nodes' pods ahead of use lets those loads overlap with this node's work.
-		if ni+2 < len(nodes) {
-			sink += touchPods(nodes[ni+2].Pods)
-		}
-		if ni+1 < len(nodes) {
-			sink += touchContainers(nodes[ni+1].Pods)
-		}
+	for _, n := range nodes {
 		if len(pnSlab) == 0 {
 			pnSlab = make([]preparedNode, slabChunk)
 		}
@@ -155,33 +145,7 @@ func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *Exist
 		set.nodes = append(set.nodes, pn)
 		set.read(pn, n, idx, keys, eager, vecs.take(width), vecs.take(width))
 	}
-	touchSink = sink
 	return set
-}
-
-// touchSink keeps the touches' loads from being optimised away.
-var touchSink int
-
-// touchPods reads the fields of each pod the set-up reads first (phase, containers, labels), so
-// that their cache lines are on the way before they are needed.
-func touchPods(pods []*corev1.Pod) int {
-	x := 0
-	for _, p := range pods {
-		x += len(p.Status.Phase) + len(p.Spec.Containers) + len(p.Labels)
-	}
-	return x
-}
-
-// touchContainers reads, for each pod, its first container's request map header, one step
-// further down the chain than touchPods.
-func touchContainers(pods []*corev1.Pod) int {
-	x := 0
-	for _, p := range pods {
-		if len(p.Spec.Containers) > 0 {
-			x += len(p.Spec.Containers[0].Resources.Requests)
-		}
-	}
-	return x
 }
 
 // read fills pn from n: one pass over the bound pods for requests, host ports, possible
