@@ -48,8 +48,7 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 	}
 	var own *setView
 	if len(rest) > 0 {
-		keys := selectorKeys(s.in.Pods)
-		own = newSetView(s, prepareExisting(rest, keys, s))
+		own = &setView{set: newExistingSet(s, len(rest), selectorKeys(s.in.Pods)), target: make([]int32, len(rest))}
 	}
 	if shared != nil {
 		s.views = append(s.views, shared)
@@ -58,14 +57,12 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 		s.views = append(s.views, own)
 	}
 	slab := &existingSlab{width: len(s.ri.names)}
-	next := int32(0)
-	for i := range nodes {
+	for i, n := range nodes {
 		if pos := from[i]; pos >= 0 {
 			s.addExisting(shared, pos, slab)
 			continue
 		}
-		s.addExisting(own, next, slab)
-		next++
+		s.addExisting(own, own.set.add(n), slab)
 	}
 	s.numExisting = len(s.targets)
 	// Bound pods' required anti-affinity repels new pods (the inverse direction), so their

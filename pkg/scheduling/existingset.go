@@ -2,9 +2,11 @@ package scheduling
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -43,6 +45,15 @@ type ExistingSet struct {
 	repelers []boundRef // bound pods with required anti-affinity, in node then pod order
 	all      int        // number of bound pods
 
+	// While nodes are added: the eagerly indexed keys and their lists, and slabs.
+	keys   []string
+	eager  []*labelRefs
+	pnSlab []preparedNode
+	vecs   slab[int64]
+	// The last allocatable list read, and its vector.
+	lastAlloc unsafe.Pointer
+	lastAvail []int64
+
 	shapes      map[string]int32 // shape key -> index in shapeReqs
 	shapeReqs   []Requirements
 	shapeTaints [][]corev1.Taint
@@ -70,7 +81,7 @@ type preparedNode struct {
 // PrepareExisting reads the nodes (their allocatable, taints and bound pods) for several solves:
 // see ExistingSet.
 func PrepareExisting(nodes []*ExistingNode) *ExistingSet {
-	return prepareExisting(nodes, nil, nil)
+	return prepareExisting(nodes, nil)
 }
 
 // existingOrder is the order the solver tries existing nodes in: initialized nodes first, then
@@ -98,54 +109,62 @@ func sortedExisting(in []*ExistingNode) []*ExistingNode {
 
 // prepareExisting reads the nodes, indexing the bound pods' labels of the given keys on the
 // way (a fresh solve passes the keys its pending pods' selectors name).
-//
-// With a solver (own), the set is that solve's own, for the nodes it does not take from a
-// prepared set: the nodes are in existingOrder already, the vectors use the solver's resource
+func prepareExisting(in []*ExistingNode, wanted []wantedKey) *ExistingSet {
+	nodes := sortedExisting(in)
+	set := newExistingSet(nil, len(nodes), wanted)
+	set.pos = make(map[*ExistingNode]int32, len(nodes))
+	for _, n := range nodes {
+		set.ri.register(n.Allocatable)
+	}
+	for _, n := range nodes {
+		set.add(n)
+	}
+	return set
+}
+
+// newExistingSet starts an empty set. With a solver (own), the set is that solve's own, for the
+// nodes it does not take from a prepared set: the solver adds them in existingOrder, each just
+// before it becomes a target (its pods are still in cache), the vectors use the solver's resource
 // positions and are the targets' own (no copy), and no lookup by node is kept.
-func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *ExistingSet {
-	nodes := in
+func newExistingSet(own *solver, capacity int, wanted []wantedKey) *ExistingSet {
 	set := &ExistingSet{
-		nodes:  make([]*preparedNode, 0, len(nodes)),
+		nodes:  make([]*preparedNode, 0, capacity),
 		labels: map[string]*labelRefs{},
 		shapes: map[string]int32{},
 	}
 	if own != nil {
 		set.ri, set.own = own.ri, true
 	} else {
-		nodes = sortedExisting(in)
-		set.pos = make(map[*ExistingNode]int32, len(nodes))
 		set.ri = newResourceIndex()
-		for _, n := range nodes {
-			set.ri.register(n.Allocatable)
-		}
 	}
-	keys := make([]string, len(wanted))
-	eager := make([]*labelRefs, len(wanted))
+	set.keys = make([]string, len(wanted))
+	set.eager = make([]*labelRefs, len(wanted))
 	for i, w := range wanted {
-		keys[i] = w.key
-		eager[i] = &labelRefs{}
+		set.keys[i] = w.key
+		set.eager[i] = &labelRefs{}
 		if !w.all {
-			eager[i].only = newValueSet(w.values)
+			set.eager[i].only = newValueSet(w.values)
 		}
-		set.labels[w.key] = eager[i]
-	}
-	width := len(set.ri.names)
-	var pnSlab []preparedNode
-	var vecs slab[int64]
-	for _, n := range nodes {
-		if len(pnSlab) == 0 {
-			pnSlab = make([]preparedNode, slabChunk)
-		}
-		pn := &pnSlab[0]
-		pnSlab = pnSlab[1:]
-		idx := int32(len(set.nodes))
-		if _, dup := set.pos[n]; !dup && !set.own { // listed twice: the solver reads the second on its own
-			set.pos[n] = idx
-		}
-		set.nodes = append(set.nodes, pn)
-		set.read(pn, n, idx, keys, eager, vecs.take(width), vecs.take(width))
+		set.labels[w.key] = set.eager[i]
 	}
 	return set
+}
+
+// add reads one more node into the set and returns its position.
+func (set *ExistingSet) add(n *ExistingNode) int32 {
+	if len(set.pnSlab) == 0 {
+		set.pnSlab = make([]preparedNode, slabChunk)
+	}
+	pn := &set.pnSlab[0]
+	set.pnSlab = set.pnSlab[1:]
+	idx := int32(len(set.nodes))
+	if _, dup := set.pos[n]; !dup && !set.own { // listed twice: the solver reads the second on its own
+		set.pos[n] = idx
+	}
+	set.nodes = append(set.nodes, pn)
+	width := len(set.ri.names)
+	set.read(pn, n, idx, set.keys, set.eager, set.vecs.take(width), set.vecs.take(width))
+	return idx
 }
 
 // read fills pn from n: one pass over the bound pods for requests, host ports, possible
@@ -154,9 +173,16 @@ func (set *ExistingSet) read(pn *preparedNode, n *ExistingNode, idx int32, keys 
 	pn.n = n
 	pn.hostname = existingHostname(n)
 	pn.taints = existingTaints(n)
-	set.ri.fill(avail, n.Allocatable)
-	if _, ok := n.Allocatable[corev1.ResourcePods]; !ok {
-		avail[resPods] = math.MaxInt64 / 4
+	// Nodes of one type often share one allocatable list (the state interns them): it is read
+	// once per run of such nodes.
+	if m := reflect.ValueOf(n.Allocatable).UnsafePointer(); m != nil && m == set.lastAlloc {
+		copy(avail, set.lastAvail)
+	} else {
+		set.ri.fill(avail, n.Allocatable)
+		if _, ok := n.Allocatable[corev1.ResourcePods]; !ok {
+			avail[resPods] = math.MaxInt64 / 4
+		}
+		set.lastAlloc, set.lastAvail = m, avail
 	}
 	pn.avail, pn.used = avail, used
 	// The input's pod slice serves as the bound pods unless some have finished (capped, so
