@@ -16,8 +16,8 @@ import (
 // candidates) and the others shown: reading the shown nodes' pods again for every question
 // (their requests, host ports, labels) costs more than the questions themselves at 100,000
 // nodes. A set reads each node's bound pods once, and keeps what later solves ask of them:
-// the bound pods' label index, each node's compiled labels and its shape (labels other than the
-// hostname, and taints) with the shape's compiled labels.
+// the bound pods' label index and each node's shape (labels other than the hostname, and taints)
+// with the shape's compiled labels.
 //
 // Usage: prepare once, solve many.
 //
@@ -70,12 +70,10 @@ type preparedNode struct {
 	// extra holds requests of bound pods for resources no node of the set has allocatable
 	// (rare: nil otherwise). A solve that knows such a name counts them as used, which keeps
 	// the node from taking pods, as it would without a set.
-	extra    map[corev1.ResourceName]int64
-	bound    []*corev1.Pod // the pods that take room (capped: appends copy)
-	ports    []hostPort    // capped likewise
-	reqs     Requirements  // labels with hostname, compiled on first use (requirements)
-	compiled bool
-	shape    int32 // 1 + index in the set's shapes, 0 until first asked (shapeOf)
+	extra map[corev1.ResourceName]int64
+	bound []*corev1.Pod // the pods that take room (capped: appends copy)
+	ports []hostPort    // capped likewise
+	shape int32         // 1 + index in the set's shapes, 0 until first asked (shapeOf)
 }
 
 // PrepareExisting reads the nodes (their allocatable, taints and bound pods) for several solves:
@@ -255,16 +253,6 @@ func (set *ExistingSet) addRequests(pn *preparedNode, p *corev1.Pod) {
 		}
 		pn.extra[n] += quantityValue(n, q)
 	}
-}
-
-// requirements returns the node's labels as requirements (hostname included), compiled once
-// per set.
-func (pn *preparedNode) requirements() Requirements {
-	if !pn.compiled {
-		pn.reqs = existingReqs(pn.n, pn.hostname)
-		pn.compiled = true
-	}
-	return pn.reqs
 }
 
 // shapeOf returns the index of the node's shape: its labels other than the hostname, and its
