@@ -16,9 +16,9 @@
 // bound pods' requests, host ports and labels, their taints in force) and sets Input.Prepared on
 // every solve; each solve still lists in ExistingNodes the nodes it may use (any subset of the
 // set, in any order, plus nodes outside it, which it reads itself) and gets the result a solve
-// without the set would give. The set also keeps, across solves, the bound pods' label index,
-// each node's compiled labels and its shape (labels but hostname, and taints), against which
-// pods are checked once per shape rather than once per node:
+// without the set would give. The set also keeps, across solves, the bound pods' label index
+// and each node's shape (labels but hostname, and taints), against which pods are checked once
+// per shape rather than once per node:
 //
 //	set := scheduling.PrepareExisting(snapshot.Nodes)
 //	for _, q := range questions {

@@ -16,9 +16,12 @@ import (
 // a handful of nodes, yet every node has to be known (its free capacity for the room index,
 // its bound pods for topology counts). The set-up per node is therefore kept to what the
 // first-fit scan and the counts need, without allocating: targets and their resource vectors
-// come from slabs, bound pods are the input's slice, and a node's labels become requirements
-// (and get a requirement-set ID) only when a pod is tried on it (nodeReqs). Topology domains
-// of an existing node are read from its labels directly (existingDomain).
+// come from slabs, bound pods are the input's slice, and a pod is checked against a node's
+// shape (its labels but hostname, and its taints: existingset.go), compiled once per shape; a
+// node's own labels become requirements only where a DaemonSet must be matched (nodeReqs).
+// Topology domains of an existing node are read from its labels directly (existingDomain). What
+// is read of a node and its pods lives in an ExistingSet: the solve's own, or one prepared for
+// several solves (Input.Prepared).
 
 // addExistingNodes adds the input's existing nodes as the first targets, ready nodes first,
 // then by name, and creates the groups of their pods' required anti-affinity. Nodes of the
@@ -48,8 +51,7 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 	}
 	var own *setView
 	if len(rest) > 0 {
-		keys := selectorKeys(s.in.Pods)
-		own = newSetView(s, prepareExisting(rest, keys, s))
+		own = &setView{set: newExistingSet(s, len(rest), selectorKeys(s.in.Pods)), target: make([]int32, len(rest))}
 	}
 	if shared != nil {
 		s.views = append(s.views, shared)
@@ -58,14 +60,12 @@ func (s *solver) addExistingNodes(in []*ExistingNode) {
 		s.views = append(s.views, own)
 	}
 	slab := &existingSlab{width: len(s.ri.names)}
-	next := int32(0)
-	for i := range nodes {
+	for i, n := range nodes {
 		if pos := from[i]; pos >= 0 {
 			s.addExisting(shared, pos, slab)
 			continue
 		}
-		s.addExisting(own, next, slab)
-		next++
+		s.addExisting(own, own.set.add(n), slab)
 	}
 	s.numExisting = len(s.targets)
 	// Bound pods' required anti-affinity repels new pods (the inverse direction), so their
@@ -158,7 +158,7 @@ func (s *solver) addExisting(v *setView, pos int32, slab *existingSlab) {
 // compiling them and registering their requirement-set ID on first use.
 func (s *solver) nodeReqs(t *target) Requirements {
 	if t.reqID < 0 {
-		t.reqs = t.prep.requirements()
+		t.reqs = existingReqs(t.existing, t.hostname)
 		// A node's labels include its hostname, so its requirement set is its own: it gets an
 		// ID without the interning key (the string would cost more than the node's other set-up).
 		t.reqID = s.internUnique(t.reqs)

@@ -2,9 +2,11 @@ package scheduling
 
 import (
 	"math"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -14,8 +16,8 @@ import (
 // candidates) and the others shown: reading the shown nodes' pods again for every question
 // (their requests, host ports, labels) costs more than the questions themselves at 100,000
 // nodes. A set reads each node's bound pods once, and keeps what later solves ask of them:
-// the bound pods' label index, each node's compiled labels and its shape (labels other than the
-// hostname, and taints) with the shape's compiled labels.
+// the bound pods' label index and each node's shape (labels other than the hostname, and taints)
+// with the shape's compiled labels.
 //
 // Usage: prepare once, solve many.
 //
@@ -43,6 +45,15 @@ type ExistingSet struct {
 	repelers []boundRef // bound pods with required anti-affinity, in node then pod order
 	all      int        // number of bound pods
 
+	// While nodes are added: the eagerly indexed keys and their lists, and slabs.
+	keys   []string
+	eager  []*labelRefs
+	pnSlab []preparedNode
+	vecs   slab[int64]
+	// The last allocatable list read, and its vector.
+	lastAlloc unsafe.Pointer
+	lastAvail []int64
+
 	shapes      map[string]int32 // shape key -> index in shapeReqs
 	shapeReqs   []Requirements
 	shapeTaints [][]corev1.Taint
@@ -59,18 +70,16 @@ type preparedNode struct {
 	// extra holds requests of bound pods for resources no node of the set has allocatable
 	// (rare: nil otherwise). A solve that knows such a name counts them as used, which keeps
 	// the node from taking pods, as it would without a set.
-	extra    map[corev1.ResourceName]int64
-	bound    []*corev1.Pod // the pods that take room (capped: appends copy)
-	ports    []hostPort    // capped likewise
-	reqs     Requirements  // labels with hostname, compiled on first use (requirements)
-	compiled bool
-	shape    int32 // 1 + index in the set's shapes, 0 until first asked (shapeOf)
+	extra map[corev1.ResourceName]int64
+	bound []*corev1.Pod // the pods that take room (capped: appends copy)
+	ports []hostPort    // capped likewise
+	shape int32         // 1 + index in the set's shapes, 0 until first asked (shapeOf)
 }
 
 // PrepareExisting reads the nodes (their allocatable, taints and bound pods) for several solves:
 // see ExistingSet.
 func PrepareExisting(nodes []*ExistingNode) *ExistingSet {
-	return prepareExisting(nodes, nil, nil)
+	return prepareExisting(nodes, nil)
 }
 
 // existingOrder is the order the solver tries existing nodes in: initialized nodes first, then
@@ -98,54 +107,62 @@ func sortedExisting(in []*ExistingNode) []*ExistingNode {
 
 // prepareExisting reads the nodes, indexing the bound pods' labels of the given keys on the
 // way (a fresh solve passes the keys its pending pods' selectors name).
-//
-// With a solver (own), the set is that solve's own, for the nodes it does not take from a
-// prepared set: the nodes are in existingOrder already, the vectors use the solver's resource
+func prepareExisting(in []*ExistingNode, wanted []wantedKey) *ExistingSet {
+	nodes := sortedExisting(in)
+	set := newExistingSet(nil, len(nodes), wanted)
+	set.pos = make(map[*ExistingNode]int32, len(nodes))
+	for _, n := range nodes {
+		set.ri.register(n.Allocatable)
+	}
+	for _, n := range nodes {
+		set.add(n)
+	}
+	return set
+}
+
+// newExistingSet starts an empty set. With a solver (own), the set is that solve's own, for the
+// nodes it does not take from a prepared set: the solver adds them in existingOrder, each just
+// before it becomes a target (its pods are still in cache), the vectors use the solver's resource
 // positions and are the targets' own (no copy), and no lookup by node is kept.
-func prepareExisting(in []*ExistingNode, wanted []wantedKey, own *solver) *ExistingSet {
-	nodes := in
+func newExistingSet(own *solver, capacity int, wanted []wantedKey) *ExistingSet {
 	set := &ExistingSet{
-		nodes:  make([]*preparedNode, 0, len(nodes)),
+		nodes:  make([]*preparedNode, 0, capacity),
 		labels: map[string]*labelRefs{},
 		shapes: map[string]int32{},
 	}
 	if own != nil {
 		set.ri, set.own = own.ri, true
 	} else {
-		nodes = sortedExisting(in)
-		set.pos = make(map[*ExistingNode]int32, len(nodes))
 		set.ri = newResourceIndex()
-		for _, n := range nodes {
-			set.ri.register(n.Allocatable)
-		}
 	}
-	keys := make([]string, len(wanted))
-	eager := make([]*labelRefs, len(wanted))
+	set.keys = make([]string, len(wanted))
+	set.eager = make([]*labelRefs, len(wanted))
 	for i, w := range wanted {
-		keys[i] = w.key
-		eager[i] = &labelRefs{}
+		set.keys[i] = w.key
+		set.eager[i] = &labelRefs{}
 		if !w.all {
-			eager[i].only = newValueSet(w.values)
+			set.eager[i].only = newValueSet(w.values)
 		}
-		set.labels[w.key] = eager[i]
-	}
-	width := len(set.ri.names)
-	var pnSlab []preparedNode
-	var vecs slab[int64]
-	for _, n := range nodes {
-		if len(pnSlab) == 0 {
-			pnSlab = make([]preparedNode, slabChunk)
-		}
-		pn := &pnSlab[0]
-		pnSlab = pnSlab[1:]
-		idx := int32(len(set.nodes))
-		if _, dup := set.pos[n]; !dup && !set.own { // listed twice: the solver reads the second on its own
-			set.pos[n] = idx
-		}
-		set.nodes = append(set.nodes, pn)
-		set.read(pn, n, idx, keys, eager, vecs.take(width), vecs.take(width))
+		set.labels[w.key] = set.eager[i]
 	}
 	return set
+}
+
+// add reads one more node into the set and returns its position.
+func (set *ExistingSet) add(n *ExistingNode) int32 {
+	if len(set.pnSlab) == 0 {
+		set.pnSlab = make([]preparedNode, slabChunk)
+	}
+	pn := &set.pnSlab[0]
+	set.pnSlab = set.pnSlab[1:]
+	idx := int32(len(set.nodes))
+	if _, dup := set.pos[n]; !dup && !set.own { // listed twice: the solver reads the second on its own
+		set.pos[n] = idx
+	}
+	set.nodes = append(set.nodes, pn)
+	width := len(set.ri.names)
+	set.read(pn, n, idx, set.keys, set.eager, set.vecs.take(width), set.vecs.take(width))
+	return idx
 }
 
 // read fills pn from n: one pass over the bound pods for requests, host ports, possible
@@ -154,9 +171,16 @@ func (set *ExistingSet) read(pn *preparedNode, n *ExistingNode, idx int32, keys 
 	pn.n = n
 	pn.hostname = existingHostname(n)
 	pn.taints = existingTaints(n)
-	set.ri.fill(avail, n.Allocatable)
-	if _, ok := n.Allocatable[corev1.ResourcePods]; !ok {
-		avail[resPods] = math.MaxInt64 / 4
+	// Nodes of one type often share one allocatable list (the state interns them): it is read
+	// once per run of such nodes.
+	if m := reflect.ValueOf(n.Allocatable).UnsafePointer(); m != nil && m == set.lastAlloc {
+		copy(avail, set.lastAvail)
+	} else {
+		set.ri.fill(avail, n.Allocatable)
+		if _, ok := n.Allocatable[corev1.ResourcePods]; !ok {
+			avail[resPods] = math.MaxInt64 / 4
+		}
+		set.lastAlloc, set.lastAvail = m, avail
 	}
 	pn.avail, pn.used = avail, used
 	// The input's pod slice serves as the bound pods unless some have finished (capped, so
@@ -229,16 +253,6 @@ func (set *ExistingSet) addRequests(pn *preparedNode, p *corev1.Pod) {
 		}
 		pn.extra[n] += quantityValue(n, q)
 	}
-}
-
-// requirements returns the node's labels as requirements (hostname included), compiled once
-// per set.
-func (pn *preparedNode) requirements() Requirements {
-	if !pn.compiled {
-		pn.reqs = existingReqs(pn.n, pn.hostname)
-		pn.compiled = true
-	}
-	return pn.reqs
 }
 
 // shapeOf returns the index of the node's shape: its labels other than the hostname, and its
@@ -438,7 +452,7 @@ func (s *solver) shapeIndex(t *target) int32 {
 func (s *solver) existingAdmits(a *attempt, t *target) bool {
 	ok := (len(t.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, t.taints, !a.p.preferNoScheduleTolerated)) &&
 		(a.hostReq == nil || a.hostReq.Has(t.hostname)) &&
-		s.shapeAdmits(a, s.shapes[s.shapeIndex(t)].reqID)
+		s.shapeAdmits(s.shapes[s.shapeIndex(t)].reqID, a.reqID)
 	if !ok {
 		s.admitMisses++
 		if s.room != nil && s.room.shapes == nil && s.admitMisses > shapeIndexAfter(s.numExisting) {
@@ -452,13 +466,35 @@ func (s *solver) existingAdmits(a *attempt, t *target) bool {
 // index (a variable for tests).
 var shapeIndexAfter = func(numExisting int) int { return max(256, numExisting/16) }
 
-// shapeAdmits reports whether the attempt's requirements (hostname aside) are compatible with a
-// shape's labels, cached per pair of requirement sets.
-func (s *solver) shapeAdmits(a *attempt, shapeReqID int32) bool {
-	k := [2]int32{shapeReqID, a.reqID}
+// existingFilterPasses applies a spread constraint's node inclusion policies to an existing
+// target: its labels per shape (hostname aside, checked on its own), its taints if honoured.
+func (s *solver) existingFilterPasses(f *nodeFilter, t *target) bool {
+	if f.reqs.Len() > 0 {
+		if h, ok := f.reqs.Get(LabelHostname); ok && !h.Has(t.hostname) {
+			return false
+		}
+		id, ok := s.filterIDs[f]
+		if !ok {
+			id = s.intern(f.reqs)
+			if s.filterIDs == nil {
+				s.filterIDs = map[*nodeFilter]int32{}
+			}
+			s.filterIDs[f] = id
+		}
+		if !s.shapeAdmits(s.shapes[s.shapeIndex(t)].reqID, id) {
+			return false
+		}
+	}
+	return !f.honorTaints || toleratesAll(f.tolerations, t.taints, false)
+}
+
+// shapeAdmits reports whether a requirement set (hostname aside) is compatible with a shape's
+// labels, cached per pair of requirement sets.
+func (s *solver) shapeAdmits(shapeReqID, reqID int32) bool {
+	k := [2]int32{shapeReqID, reqID}
 	ok, hit := s.shapeCompat[k]
 	if !hit {
-		ok = s.reqByID[shapeReqID].Compatible(s.reqByID[a.reqID].Without(LabelHostname), nil) == nil
+		ok = s.reqByID[shapeReqID].Compatible(s.reqByID[reqID].Without(LabelHostname), nil) == nil
 		if s.shapeCompat == nil {
 			s.shapeCompat = map[[2]int32]bool{}
 		}
@@ -501,7 +537,7 @@ func (s *solver) shapeMask(a *attempt) uint64 {
 		if e.mask&(1<<(uint(j)%64)) != 0 {
 			continue
 		}
-		if (len(sh.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(a, sh.reqID) {
+		if (len(sh.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(sh.reqID, a.reqID) {
 			e.mask |= 1 << (uint(j) % 64)
 		}
 	}

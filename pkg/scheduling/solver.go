@@ -45,9 +45,10 @@ type solver struct {
 	views      []*setView  // the existing-node sets the targets come from (existingset.go)
 	// shapeCompat: (shape, pod) requirement-set IDs -> compatible (existingAdmits).
 	shapeCompat map[[2]int32]bool
-	shapes      []solverShape       // existing nodes' shapes met in this solve (existingset.go)
+	shapes      []solverShape // existing nodes' shapes met in this solve (existingset.go)
 	shapeMasks  map[*attempt]shapeMaskEntry
-	admitMisses int // existing nodes that refused a pod for labels or taints
+	filterIDs   map[*nodeFilter]int32 // spread node filters' requirement-set IDs
+	admitMisses int                   // existing nodes that refused a pod for labels or taints
 
 	noTolPoolErr        [2][]error // poolErrors for pods without tolerations, by preferNoSchedule mode
 	anyPreferNoSchedule bool

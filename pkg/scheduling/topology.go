@@ -514,12 +514,11 @@ func (s *solver) filterPasses(g *topoGroup, t *target) bool {
 	if g.filter == nil {
 		return true
 	}
+	if t.existing != nil {
+		return s.existingFilterPasses(g.filter, t) // per node shape (existingset.go)
+	}
 	if g.filter.reqs.Len() > 0 {
-		if t.existing != nil {
-			if s.nodeReqs(t).Compatible(g.filter.reqs, nil) != nil {
-				return false
-			}
-		} else if t.reqs.Compatible(g.filter.reqs, t.pool.knownFn) != nil {
+		if t.reqs.Compatible(g.filter.reqs, t.pool.knownFn) != nil {
 			return false
 		}
 	}
