@@ -516,11 +516,20 @@ func (s *solver) enableShapes() {
 	}
 }
 
-// shapeMaskEntry is an attempt's shape bits, valid while its requirements, preference mode and
-// the number of shapes are those it was computed for.
+// shapeMaskKey is what an attempt's shape bits depend on: its requirements, its pod's
+// tolerations (by identity: pods are not changed during a solve, and equal tolerations are
+// mostly shared by the informer transform) and preference mode. It is not the attempt itself:
+// pods without topology groups are compiled one after another into the same scratch attempt.
+type shapeMaskKey struct {
+	reqID int32
+	pns   bool
+	tols  *corev1.Toleration
+	ntols int
+}
+
+// shapeMaskEntry is the shape bits, valid while the number of shapes is the one they were
+// computed for.
 type shapeMaskEntry struct {
-	reqID  int32
-	pns    bool
 	shapes int
 	mask   uint64
 }
@@ -528,22 +537,27 @@ type shapeMaskEntry struct {
 // shapeMask returns the bits of the shapes that may admit the attempt (labels, hostname aside,
 // and taints).
 func (s *solver) shapeMask(a *attempt) uint64 {
-	e, ok := s.shapeMasks[a]
-	if ok && e.reqID == a.reqID && e.pns == a.p.preferNoScheduleTolerated && e.shapes == len(s.shapes) {
+	tols := a.p.pod.Spec.Tolerations
+	k := shapeMaskKey{reqID: a.reqID, pns: a.p.preferNoScheduleTolerated, ntols: len(tols)}
+	if len(tols) > 0 {
+		k.tols = &tols[0]
+	}
+	e, ok := s.shapeMasks[k]
+	if ok && e.shapes == len(s.shapes) {
 		return e.mask
 	}
-	e = shapeMaskEntry{reqID: a.reqID, pns: a.p.preferNoScheduleTolerated, shapes: len(s.shapes)}
+	e = shapeMaskEntry{shapes: len(s.shapes)}
 	for j, sh := range s.shapes {
 		if e.mask&(1<<(uint(j)%64)) != 0 {
 			continue
 		}
-		if (len(sh.taints) == 0 || toleratesAll(a.p.pod.Spec.Tolerations, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(sh.reqID, a.reqID) {
+		if (len(sh.taints) == 0 || toleratesAll(tols, sh.taints, !a.p.preferNoScheduleTolerated)) && s.shapeAdmits(sh.reqID, a.reqID) {
 			e.mask |= 1 << (uint(j) % 64)
 		}
 	}
 	if s.shapeMasks == nil {
-		s.shapeMasks = map[*attempt]shapeMaskEntry{}
+		s.shapeMasks = map[shapeMaskKey]shapeMaskEntry{}
 	}
-	s.shapeMasks[a] = e
+	s.shapeMasks[k] = e
 	return e.mask
 }

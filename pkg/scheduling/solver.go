@@ -46,7 +46,7 @@ type solver struct {
 	// shapeCompat: (shape, pod) requirement-set IDs -> compatible (existingAdmits).
 	shapeCompat map[[2]int32]bool
 	shapes      []solverShape // existing nodes' shapes met in this solve (existingset.go)
-	shapeMasks  map[*attempt]shapeMaskEntry
+	shapeMasks  map[shapeMaskKey]shapeMaskEntry
 	filterIDs   map[*nodeFilter]int32 // spread node filters' requirement-set IDs
 	admitMisses int                   // existing nodes that refused a pod for labels or taints
 
