@@ -6,5 +6,7 @@ func SolveOneByOne(in *Input) *Results {
 	s := newSolver(in)
 	s.oneByOne = true
 	s.run()
-	return s.results()
+	r := s.results()
+	s.releaseScratch()
+	return r
 }

@@ -95,10 +95,14 @@ func narrowTypes(x *fitTable, alloc []resVec, out bitset, used, req, low resVec)
 // moves through as it fills are many and small, and die with the solve.
 // chunk is the elements per allocation (4096 when zero); a negative chunk starts at its
 // absolute value and doubles with every allocation up to 4096 (for large elements, so that a
-// small solve allocates little).
+// small solve allocates little). A slab kept in a solve's scratch (scratch.go) keeps its
+// chunks: recycle clears them and the next solve takes them again before allocating.
 type slab[T any] struct {
 	buf   []T
 	chunk int
+	used  [][]T // chunks handed out this solve (kept only when recycling)
+	spare [][]T // cleared chunks from earlier solves
+	keep  bool  // remember chunks for recycle
 }
 
 func (a *slab[T]) take(n int) []T {
@@ -111,9 +115,40 @@ func (a *slab[T]) take(n int) []T {
 			c = -c
 			a.chunk = -min(2*c, 4096)
 		}
-		a.buf = make([]T, max(c, n))
+		a.buf = a.newChunk(max(c, n))
 	}
 	out := a.buf[:n:n]
 	a.buf = a.buf[n:]
 	return out
+}
+
+func (a *slab[T]) newChunk(n int) []T {
+	if !a.keep {
+		return make([]T, n)
+	}
+	var c []T
+	for i := len(a.spare) - 1; i >= 0; i-- {
+		if len(a.spare[i]) >= n {
+			c = a.spare[i]
+			a.spare = append(a.spare[:i], a.spare[i+1:]...)
+			break
+		}
+	}
+	if c == nil {
+		c = make([]T, n)
+	}
+	a.used = append(a.used, c)
+	return c
+}
+
+// recycle clears the chunks handed out since the last recycle (zero, and holding no pointer
+// into the solve) and keeps them for the next solve.
+func (a *slab[T]) recycle() {
+	for _, c := range a.used {
+		clear(c)
+	}
+	a.spare = append(a.spare, a.used...)
+	clear(a.used)
+	a.used = a.used[:0]
+	a.buf = nil
 }

@@ -318,9 +318,14 @@ func uidKey(uid string, from int) uint64 {
 // readPods fills podInfos (constraints, builtin requests) and queueKeys from the pods (see
 // newSolver), touching each pod once.
 func (s *solver) readPods(pods []*corev1.Pod) {
-	s.podInfos = make([]podInfo, len(pods))
-	s.queueKeys = make([]queueKey, len(pods))
-	uids := make([]string, len(pods))
+	var sc scratch
+	if s.sc != nil {
+		sc = *s.sc
+	}
+	s.podInfos = sized(sc.podInfos, len(pods))
+	s.queueKeys = sized(sc.queueKeys, len(pods))
+	s.uids = sized(sc.uids, len(pods))
+	uids := s.uids
 	from := -1 // length of the prefix every UID shares
 	for i, pod := range pods {
 		p := &s.podInfos[i]
@@ -355,7 +360,12 @@ func sortedQueue(s *solver, pods []*corev1.Pod) []*podInfo {
 	keys := s.queueKeys
 	sortQueueKeys(keys, pods)
 	n := len(s.ri.names)
-	queue := make([]*podInfo, len(keys))
+	var buf []*podInfo
+	if s.sc != nil {
+		buf = s.sc.queue
+	}
+	queue := sized(buf, len(keys))
+	s.queue = queue
 	for k := range keys {
 		i := keys[k].idx
 		p := &s.podInfos[i]

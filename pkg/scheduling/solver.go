@@ -59,6 +59,9 @@ type solver struct {
 	internBuf           []byte        // scratch for intern's keys
 	podInfos            []podInfo     // by input position
 	queueKeys           []queueKey    // by input position until sortedQueue sorts them
+	uids                []string      // by input position (readPods)
+	queue               []*podInfo    // sortedQueue's result
+	sc                  *scratch      // pooled memory this solve uses (scratch.go), nil outside Solve
 	consBuf             podCons       // scratch for initPodInfo
 	plainCons           [2]*podCons   // shared by pods without constraints, by preferNoSchedule mode
 	consSlab            slab[podCons] // constraints of the other pods
@@ -76,11 +79,14 @@ type solver struct {
 func Solve(in *Input) *Results {
 	s := newSolver(in)
 	s.run()
-	return s.results()
+	r := s.results()
+	s.releaseScratch()
+	return r
 }
 
 func newSolver(in *Input) *solver {
 	s := newBareSolver(in)
+	s.useScratch()
 	// Every resource name that appears anywhere gets a vector position.
 	for _, np := range in.NodePools {
 		s.ri.register(np.Remaining)
