@@ -117,11 +117,20 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 		}
 	}
 	// One slab backs every per-type vector: a pool of 400 types costs three allocations here.
+	// Without a Cache the prepared pool dies with the solve: its vectors come from the solve's
+	// scratch (scratch.go).
 	n := len(s.ri.names)
-	slab := make(resVec, 3*n*len(its))
-	pp.alloc = make([]resVec, len(its))
-	pp.overhead = make([]resVec, len(its))
-	pp.capacity = make([]resVec, len(its))
+	var slab resVec
+	if s.in.Cache == nil && s.sc != nil {
+		slab = s.vecs.take(3 * n * len(its))
+		hdrs := s.vecHdrs.take(3 * len(its))
+		pp.alloc, pp.overhead, pp.capacity = hdrs[:len(its)], hdrs[len(its):2*len(its)], hdrs[2*len(its):]
+	} else {
+		slab = make(resVec, 3*n*len(its))
+		pp.alloc = make([]resVec, len(its))
+		pp.overhead = make([]resVec, len(its))
+		pp.capacity = make([]resVec, len(its))
+	}
 	for i, it := range its {
 		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
 		s.ri.fill(capv, it.Capacity)

@@ -68,7 +68,7 @@ func (s *solver) types(t *target, id int32, req resVec) (bitset, resVec, bool) {
 		out[wi] = t.its[wi] & compat[wi]
 	}
 	if t.pool.fit == nil {
-		t.pool.fit = newFitTable(t.pool.alloc, len(s.ri.names))
+		t.pool.fit = newFitTable(t.pool.alloc, len(s.ri.names), &s.bits, &s.vecs)
 	}
 	low := resVec(s.vecs.take(len(t.used)))
 	if !narrowTypes(t.pool.fit, t.pool.alloc, out, t.used, req, low) {

@@ -20,11 +20,15 @@ type fitTable struct {
 	lowest   []int64    // per resource: smallest allocatable of any type
 	vals     [][]int64  // per resource: allocatable, ascending
 	suffix   [][]uint64 // per resource: (n+1) bitsets, suffix[k] = types at sorted positions k..n-1
+	order    []int32    // build's scratch
+	// The solver's slabs: the tables die with the solve (and go back to its scratch).
+	bits *slab[uint64]
+	vecs *slab[int64]
 }
 
-func newFitTable(alloc []resVec, resources int) *fitTable {
-	x := &fitTable{n: len(alloc), words: (len(alloc) + 63) / 64, lowest: make([]int64, resources),
-		vals: make([][]int64, resources), suffix: make([][]uint64, resources)}
+func newFitTable(alloc []resVec, resources int, bits *slab[uint64], vecs *slab[int64]) *fitTable {
+	x := &fitTable{n: len(alloc), words: (len(alloc) + 63) / 64, lowest: vecs.take(resources),
+		vals: make([][]int64, resources), suffix: make([][]uint64, resources), bits: bits, vecs: vecs}
 	for r := range x.lowest {
 		for i, a := range alloc {
 			if i == 0 || a[r] < x.lowest[r] {
@@ -36,15 +40,18 @@ func newFitTable(alloc []resVec, resources int) *fitTable {
 }
 
 func (x *fitTable) build(alloc []resVec, r int) {
-	order := make([]int32, x.n)
+	if x.order == nil {
+		x.order = make([]int32, x.n)
+	}
+	order := x.order
 	for i := range order {
 		order[i] = int32(i)
 	}
 	// Stable by position: equal values keep type order (only the suffix sets matter, and those
 	// do not depend on how ties are ordered).
 	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(alloc[a][r], alloc[b][r]) })
-	vals := make([]int64, x.n)
-	suf := make([]uint64, (x.n+1)*x.words)
+	vals := x.vecs.take(x.n)
+	suf := x.bits.take((x.n + 1) * x.words)
 	for k := x.n - 1; k >= 0; k-- {
 		copy(suf[k*x.words:(k+1)*x.words], suf[(k+1)*x.words:(k+2)*x.words])
 		i := order[k]

@@ -23,6 +23,7 @@ type scratch struct {
 	attSlab   slab[attempt]
 	bits      slab[uint64]
 	vecs      slab[int64]
+	vecHdrs   slab[resVec]
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -31,6 +32,7 @@ var scratchPool = sync.Pool{New: func() any {
 		attSlab:  slab[attempt]{chunk: -16, keep: true},
 		bits:     slab[uint64]{keep: true},
 		vecs:     slab[int64]{keep: true},
+		vecHdrs:  slab[resVec]{chunk: -64, keep: true},
 	}
 }}
 
@@ -38,7 +40,7 @@ var scratchPool = sync.Pool{New: func() any {
 func (s *solver) useScratch() {
 	sc := scratchPool.Get().(*scratch)
 	s.sc = sc
-	s.consSlab, s.attSlab, s.bits, s.vecs = sc.consSlab, sc.attSlab, sc.bits, sc.vecs
+	s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -58,7 +60,8 @@ func (s *solver) releaseScratch() {
 	s.attSlab.recycle()
 	s.bits.recycle()
 	s.vecs.recycle()
-	sc.consSlab, sc.attSlab, sc.bits, sc.vecs = s.consSlab, s.attSlab, s.bits, s.vecs
+	s.vecHdrs.recycle()
+	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs = s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs
 	scratchPool.Put(sc)
 }
 

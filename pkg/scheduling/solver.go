@@ -72,6 +72,7 @@ type solver struct {
 	attSlab             slab[attempt] // attempts pods keep
 	bits                slab[uint64]  // claims' instance-type bitsets (narrow.go)
 	vecs                slab[int64]   // claims' allocatable bounds
+	vecHdrs             slab[resVec]  // a pool's per-type vectors when nothing caches them (prepare)
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
