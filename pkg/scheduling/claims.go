@@ -12,24 +12,25 @@ import (
 
 // poolState is a NodePool with its per-solve caches.
 type poolState struct {
-	np        *NodePool
-	idx       int
-	its       []*InstanceType
-	alloc     []resVec // allocatable minus daemonset overhead
-	baseMin   resVec   // minAlloc of the base compatible types (shared by new claims)
-	fit       *fitTable
-	overhead  []resVec // daemonset overhead per instance type
-	capacity  []resVec
-	dsPorts   []hostPort
-	baseReqs  Requirements
-	baseID    int32
-	limited   []bool // resources with a limit
-	remaining resVec
-	compat    map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
-	ordered   map[int32][]priced // requirement-set ID → compatible types by price
-	orderOf   map[int32]int32    // requirement-set ID → ID of its ordered list's content
-	orderIDs  map[string]int32   // ordered list content → ID
-	domains   map[string][]string
+	np          *NodePool
+	idx         int
+	its         []*InstanceType
+	alloc       []resVec // allocatable minus daemonset overhead
+	baseMin     resVec   // minAlloc of the base compatible types (shared by new claims)
+	fit         *fitTable
+	overhead    []resVec // daemonset overhead per instance type
+	capacity    []resVec
+	dsPorts     []hostPort
+	baseReqs    Requirements
+	baseID      int32
+	limited     []bool // resources with a limit
+	remaining   resVec
+	compat      map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
+	ordered     map[int32][]priced // requirement-set ID → compatible types by price
+	orderOf     map[int32]int32    // requirement-set ID → ID of its ordered list's content
+	orderLists  [][]priced         // by order ID: the list
+	orderByHash map[uint64][]int32 // hash of a list's content → order IDs with that hash
+	domains     map[string][]string
 	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is
 	// well-known or some instance type of the pool defines it (the node will carry it).
 	knownFn   func(string) bool

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -205,29 +204,39 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 }
 
 // orderID gives requirement sets whose ordered lists are equal (same types, same prices, same
-// order) the same small ID.
+// order) the same small ID. Lists are found by a hash of their content and compared whole.
 func (s *solver) orderID(p *poolState, id int32) int32 {
 	if o, ok := p.orderOf[id]; ok {
 		return o
 	}
 	if p.orderOf == nil {
-		p.orderOf, p.orderIDs = map[int32]int32{}, map[string]int32{}
+		p.orderOf, p.orderByHash = map[int32]int32{}, map[uint64][]int32{}
 	}
-	b := s.keyBuf[:0]
-	for _, pr := range s.ordered(p, id) {
-		b = strconv.AppendInt(b, int64(pr.i), 36)
-		b = append(b, ':')
-		b = strconv.AppendUint(b, math.Float64bits(pr.price), 36)
-		b = append(b, ',')
+	list := s.ordered(p, id)
+	h := uint64(14695981039346656037)
+	for _, pr := range list {
+		h = (h ^ uint64(pr.i)) * 1099511628211
+		h = (h ^ math.Float64bits(pr.price)) * 1099511628211
 	}
-	s.keyBuf = b
-	o, ok := p.orderIDs[string(b)]
-	if !ok {
-		o = int32(len(p.orderIDs))
-		p.orderIDs[string(b)] = o
+	o := int32(-1)
+	for _, c := range p.orderByHash[h] {
+		if slices.EqualFunc(p.orderLists[c], list, samePriced) {
+			o = c
+			break
+		}
+	}
+	if o < 0 {
+		o = int32(len(p.orderLists))
+		p.orderLists = append(p.orderLists, list)
+		p.orderByHash[h] = append(p.orderByHash[h], o)
 	}
 	p.orderOf[id] = o
 	return o
+}
+
+// samePriced compares prices by their bits, as the hash does.
+func samePriced(a, b priced) bool {
+	return a.i == b.i && math.Float64bits(a.price) == math.Float64bits(b.price)
 }
 
 // chooseTypes orders a claim's candidate types by price and keeps the first MaxInstanceTypes,

@@ -1,6 +1,10 @@
 package scheduling
 
-import "sync"
+import (
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+)
 
 // Scratch memory. A solve needs a few arrays as long as its queue (podInfos, queue keys, the
 // queue) and slabs of constraints, attempts, bitsets and vectors, none of which outlives it:
@@ -24,6 +28,7 @@ type scratch struct {
 	bits      slab[uint64]
 	vecs      slab[int64]
 	vecHdrs   slab[resVec]
+	podPtrs   slab[*corev1.Pod]
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -33,6 +38,7 @@ var scratchPool = sync.Pool{New: func() any {
 		bits:     slab[uint64]{keep: true},
 		vecs:     slab[int64]{keep: true},
 		vecHdrs:  slab[resVec]{chunk: -64, keep: true},
+		podPtrs:  slab[*corev1.Pod]{keep: true},
 	}
 }}
 
@@ -40,7 +46,7 @@ var scratchPool = sync.Pool{New: func() any {
 func (s *solver) useScratch() {
 	sc := scratchPool.Get().(*scratch)
 	s.sc = sc
-	s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs
+	s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs, s.podPtrs = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs, sc.podPtrs
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -61,7 +67,8 @@ func (s *solver) releaseScratch() {
 	s.bits.recycle()
 	s.vecs.recycle()
 	s.vecHdrs.recycle()
-	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs = s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs
+	s.podPtrs.recycle()
+	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs, sc.podPtrs = s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs, s.podPtrs
 	scratchPool.Put(sc)
 }
 

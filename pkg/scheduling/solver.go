@@ -55,24 +55,25 @@ type solver struct {
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
 	typeIDs             map[*NodePool]string
-	keyBuf              []byte        // scratch for map keys built per claim or pod
-	internBuf           []byte        // scratch for intern's keys
-	podInfos            []podInfo     // by input position
-	queueKeys           []queueKey    // by input position until sortedQueue sorts them
-	uids                []string      // by input position (readPods)
-	queue               []*podInfo    // sortedQueue's result
-	sc                  *scratch      // pooled memory this solve uses (scratch.go), nil outside Solve
-	consBuf             podCons       // scratch for initPodInfo
-	plainCons           [2]*podCons   // shared by pods without constraints, by preferNoSchedule mode
-	consSlab            slab[podCons] // constraints of the other pods
-	scratchAtt          attempt       // the attempt of a pod being placed (compile.go)
-	lastPlaced          *target       // where commit put the last pod (placeRun)
-	minStart            int           // placeRun: targets before it are known to reject the pod
-	oneByOne            bool          // tests: no placeRun, every pod placed on its own
-	attSlab             slab[attempt] // attempts pods keep
-	bits                slab[uint64]  // claims' instance-type bitsets (narrow.go)
-	vecs                slab[int64]   // claims' allocatable bounds
-	vecHdrs             slab[resVec]  // a pool's per-type vectors when nothing caches them (prepare)
+	keyBuf              []byte            // scratch for map keys built per claim or pod
+	internBuf           []byte            // scratch for intern's keys
+	podInfos            []podInfo         // by input position
+	queueKeys           []queueKey        // by input position until sortedQueue sorts them
+	uids                []string          // by input position (readPods)
+	queue               []*podInfo        // sortedQueue's result
+	sc                  *scratch          // pooled memory this solve uses (scratch.go), nil outside Solve
+	consBuf             podCons           // scratch for initPodInfo
+	plainCons           [2]*podCons       // shared by pods without constraints, by preferNoSchedule mode
+	consSlab            slab[podCons]     // constraints of the other pods
+	scratchAtt          attempt           // the attempt of a pod being placed (compile.go)
+	lastPlaced          *target           // where commit put the last pod (placeRun)
+	minStart            int               // placeRun: targets before it are known to reject the pod
+	oneByOne            bool              // tests: no placeRun, every pod placed on its own
+	attSlab             slab[attempt]     // attempts pods keep
+	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
+	vecs                slab[int64]       // claims' allocatable bounds
+	vecHdrs             slab[resVec]      // a pool's per-type vectors when nothing caches them (prepare)
+	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -322,6 +323,7 @@ func (s *solver) fillClaim(t *target, pods []*podInfo) (k int, ok bool) {
 		return 0, true
 	}
 	s.commit(nil, t, best)
+	s.growPods(t, k)
 	for _, p := range pods[:k] {
 		t.used.add(p.requests)
 		t.pods = append(t.pods, p.pod)
@@ -446,10 +448,19 @@ func (e *PodError) Error() string { return strings.Join(e.Reasons, "; ") }
 
 func (s *solver) results() *Results {
 	r := &Results{PodErrors: s.errors}
+	// The placed pods' lists leave the scratch (growPods) for one array the caller owns.
+	n := 0
+	for _, t := range s.targets {
+		n += len(t.pods)
+	}
+	out := make([]*corev1.Pod, n)
 	for _, t := range s.targets {
 		if len(t.pods) == 0 {
 			continue
 		}
+		k := len(t.pods)
+		copy(out, t.pods)
+		t.pods, out = out[:k:k], out[k:]
 		if t.existing != nil {
 			r.ExistingNodes = append(r.ExistingNodes, ExistingPlacement{Node: t.existing, Pods: t.pods})
 			continue

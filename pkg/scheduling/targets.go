@@ -39,6 +39,18 @@ type target struct {
 	relaxed bool          // minValues relaxed (BestEffort)
 }
 
+// growPods makes room for k more pods in t.pods. While solving, the lists grow in the solve's
+// scratch (the arrays they outgrow are not garbage); results copies them out in one allocation.
+func (s *solver) growPods(t *target, k int) {
+	if len(t.pods)+k <= cap(t.pods) {
+		return
+	}
+	c := max(8, 2*cap(t.pods), len(t.pods)+k)
+	grown := s.podPtrs.take(c)[:len(t.pods)]
+	copy(grown, t.pods)
+	t.pods = grown
+}
+
 func (t *target) allPods() []*corev1.Pod {
 	if len(t.bound) == 0 {
 		return t.pods
@@ -182,6 +194,7 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	t.used.add(p.requests)
 	s.roomChanged(t)
 	t.ports = append(t.ports, p.ports...)
+	s.growPods(t, 1)
 	t.pods = append(t.pods, p.pod)
 	for _, g := range s.matchedGroups(p) {
 		s.recordInGroup(g, p.pod, t)
