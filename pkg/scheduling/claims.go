@@ -215,7 +215,9 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	if q, ok := p.np.Remaining["nodes"]; ok && s.claimsOf(p) >= q.Value() {
 		return nil, plan{}, fmt.Errorf("exceeds nodepool limits (nodes: %s)", q.String())
 	}
-	t := &target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: make(resVec, len(s.ri.names))}
+	// Claims and their usage vectors live in the solve's scratch: results copies out what it keeps.
+	t := &s.claimSlab.take(1)[0]
+	*t = target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: resVec(s.vecs.take(len(s.ri.names)))}
 	t.hostname = p.np.Name + "-placeholder-" + strconv.Itoa(s.claimSeq)
 	t.ports = append(t.ports, p.dsPorts...)
 	if p.limited == nil || s.limitsCannotBind(p) {

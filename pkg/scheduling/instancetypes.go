@@ -261,7 +261,8 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 		return false
 	}
 	ordered := s.ordered(t.pool, t.reqID)
-	chosen := make([]priced, 0, min(len(ordered), s.opts.MaxInstanceTypes))
+	chosen := s.chosenBuf[:0]
+	defer func() { s.chosenBuf = chosen[:0] }()
 	for _, pr := range ordered {
 		if !t.its.has(pr.i) {
 			continue
@@ -301,7 +302,7 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 	}
 	// The instance-type requirement lists names sorted; walking the pool's name order avoids a
 	// sort per claim.
-	chosenBits := newBitset(len(t.pool.its))
+	chosenBits := bitset(s.bits.take((len(t.pool.its) + 63) / 64))
 	for _, pr := range chosen {
 		chosenBits.set(pr.i)
 	}

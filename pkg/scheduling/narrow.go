@@ -114,38 +114,37 @@ type slab[T any] struct {
 
 func (a *slab[T]) take(n int) []T {
 	if len(a.buf) < n {
-		c := a.chunk
-		switch {
-		case c == 0:
-			c = 4096
-		case c < 0:
-			c = -c
-			a.chunk = -min(2*c, 4096)
+		a.buf = a.spareChunk(n)
+		if a.buf == nil {
+			c := a.chunk
+			switch {
+			case c == 0:
+				c = 4096
+			case c < 0:
+				c = -c
+				a.chunk = -min(2*c, 4096)
+			}
+			a.buf = make([]T, max(c, n))
+			if a.keep {
+				a.used = append(a.used, a.buf)
+			}
 		}
-		a.buf = a.newChunk(max(c, n))
 	}
 	out := a.buf[:n:n]
 	a.buf = a.buf[n:]
 	return out
 }
 
-func (a *slab[T]) newChunk(n int) []T {
-	if !a.keep {
-		return make([]T, n)
-	}
-	var c []T
+// spareChunk returns a kept chunk of at least n elements, nil if none.
+func (a *slab[T]) spareChunk(n int) []T {
 	for i := len(a.spare) - 1; i >= 0; i-- {
-		if len(a.spare[i]) >= n {
-			c = a.spare[i]
+		if c := a.spare[i]; len(c) >= n {
 			a.spare = append(a.spare[:i], a.spare[i+1:]...)
-			break
+			a.used = append(a.used, c)
+			return c
 		}
 	}
-	if c == nil {
-		c = make([]T, n)
-	}
-	a.used = append(a.used, c)
-	return c
+	return nil
 }
 
 // recycle clears the chunks handed out since the last recycle (zero, and holding no pointer

@@ -74,6 +74,8 @@ type solver struct {
 	vecs                slab[int64]       // claims' allocatable bounds
 	vecHdrs             slab[resVec]      // a pool's per-type vectors when nothing caches them (prepare)
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
+	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
+	chosenBuf           []priced          // chooseTypes' scratch
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
