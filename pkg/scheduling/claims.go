@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strconv"
 
@@ -341,25 +342,34 @@ type claimTypes struct {
 
 func (s *solver) newClaim(t *target) *NewClaim {
 	c := &NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
-	c.Requests = s.ri.list(t.used)
+	// Claims with equal requests share one read-only list: a solve opening thousands of
+	// one-pod claims (hostname anti-affinity) builds a few dozen lists, not a map per claim.
+	rk := s.keyBuf[:0]
+	for _, x := range t.used {
+		rk = binary.LittleEndian.AppendUint64(rk, uint64(x))
+	}
+	s.keyBuf = rk
+	if l, ok := s.requestLists[string(rk)]; ok {
+		c.Requests = l
+	} else {
+		c.Requests = s.ri.list(t.used)
+		if s.requestLists == nil {
+			s.requestLists = map[string]corev1.ResourceList{}
+		}
+		s.requestLists[string(rk)] = c.Requests
+	}
 	// Without minValues a claim's types depend only on the price order of its requirement
 	// set's compatible types and on its candidates: claims whose requirement sets differ (in
 	// pinned domains, say) but order the types alike share one claimTypes.
-	order := int32(-1)
+	tag, id := byte('r'), t.reqID
 	if !s.hasMin[t.reqID] {
-		order = s.orderID(t.pool, t.reqID) // before the key: it uses keyBuf too
+		tag, id = 'o', s.orderID(t.pool, t.reqID) // before the key: it uses keyBuf too
 	}
-	key := strconv.AppendInt(s.keyBuf[:0], int64(t.pool.idx), 10)
-	if order < 0 {
-		key = append(key, "/r"...)
-		key = strconv.AppendInt(key, int64(t.reqID), 10)
-	} else {
-		key = append(key, "/o"...)
-		key = strconv.AppendInt(key, int64(order), 10)
-	}
+	key := append(s.keyBuf[:0], tag)
+	key = binary.LittleEndian.AppendUint32(key, uint32(t.pool.idx))
+	key = binary.LittleEndian.AppendUint32(key, uint32(id))
 	for _, w := range t.its {
-		key = append(key, '/')
-		key = strconv.AppendUint(key, w, 16)
+		key = binary.LittleEndian.AppendUint64(key, w)
 	}
 	s.keyBuf = key
 	ct, ok := s.claimTypes[string(key)]
@@ -368,6 +378,22 @@ func (s *solver) newClaim(t *target) *NewClaim {
 		s.claimTypes[string(key)] = ct
 	}
 	c.InstanceTypes, c.Price, c.DaemonSetOverhead = ct.its, ct.price, ct.overhead
-	c.Requirements = t.reqs.With(Requirement{Key: LabelInstanceType, values: ct.names})
+	// Requirements are immutable: claims with the same set and types share them.
+	rq := claimReqsKey{t.reqID, ct}
+	if r, ok := s.claimReqs[rq]; ok {
+		c.Requirements = r
+	} else {
+		c.Requirements = t.reqs.With(Requirement{Key: LabelInstanceType, values: ct.names})
+		if s.claimReqs == nil {
+			s.claimReqs = map[claimReqsKey]Requirements{}
+		}
+		s.claimReqs[rq] = c.Requirements
+	}
 	return c
+}
+
+// claimReqsKey identifies a claim's result requirements: its requirement set and its types.
+type claimReqsKey struct {
+	reqID int32
+	ct    *claimTypes
 }

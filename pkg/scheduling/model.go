@@ -198,6 +198,7 @@ type NewClaim struct {
 	InstanceTypes []*InstanceType
 	Pods          []*corev1.Pod
 	// Requests sums the pods' requests; DaemonSetOverhead is the overhead on the cheapest type.
+	// Both are read-only: claims with equal lists share them.
 	Requests          corev1.ResourceList
 	DaemonSetOverhead corev1.ResourceList
 	// Price of the cheapest compatible available offering of the cheapest instance type.

@@ -54,6 +54,8 @@ type solver struct {
 	anyPreferNoSchedule bool
 	errors              map[*corev1.Pod]error
 	claimTypes          map[string]*claimTypes
+	requestLists        map[string]corev1.ResourceList // claims' Requests by usage vector (shared, read-only)
+	claimReqs           map[claimReqsKey]Requirements  // claims' result requirements
 	typeIDs             map[*NodePool]string
 	keyBuf              []byte            // scratch for map keys built per claim or pod
 	internBuf           []byte            // scratch for intern's keys
