@@ -40,9 +40,12 @@ type solver struct {
 	groupIdx   groupIndex
 	groupBuf   []*topoGroup // scratch for compile
 	ownedAnti  map[*corev1.Pod][]string
-	bound      *boundIndex // bound pods of existing targets by label (see existing.go)
-	room       *roomIndex  // free capacity of existing targets (see existing.go)
-	views      []*setView  // the existing-node sets the targets come from (existingset.go)
+	oneAnti    map[string][]string // ownedAnti's lists of one identity, shared
+	idIntern   map[string]string   // affinity identities, one copy each
+	idBuf      []byte              // scratch for affinityIdentity
+	bound      *boundIndex         // bound pods of existing targets by label (see existing.go)
+	room       *roomIndex          // free capacity of existing targets (see existing.go)
+	views      []*setView          // the existing-node sets the targets come from (existingset.go)
 	// shapeCompat: (shape, pod) requirement-set IDs -> compatible (existingAdmits).
 	shapeCompat map[[2]int32]bool
 	shapes      []solverShape // existing nodes' shapes met in this solve (existingset.go)

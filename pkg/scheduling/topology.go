@@ -382,8 +382,21 @@ func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, ki
 }
 
 func (s *solver) affinityIdentity(pod *corev1.Pod, term *corev1.PodAffinityTerm, kind groupKind) (string, error) {
-	b, err := s.appendAffinityIdentity(nil, pod, term, kind)
-	return string(b), err
+	b, err := s.appendAffinityIdentity(s.idBuf[:0], pod, term, kind)
+	s.idBuf = b
+	if err != nil {
+		return string(b), err
+	}
+	// Pods of one workload name the same identity: keep one copy of the string.
+	if id, ok := s.idIntern[string(b)]; ok {
+		return id, nil
+	}
+	if s.idIntern == nil {
+		s.idIntern = map[string]string{}
+	}
+	id := string(b)
+	s.idIntern[id] = id
+	return id, nil
 }
 
 // appendAffinityIdentity appends the identity of an affinity term's group: kind, key,
@@ -428,6 +441,20 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 	}
 	var ids []string
 	terms := repelling(pod)
+	if len(terms) == 1 {
+		// The common case, one term: pods of one workload share a read-only list.
+		if id, err := s.affinityIdentity(pod, &terms[0], kindAnti); err == nil {
+			if ids = s.oneAnti[id]; ids == nil {
+				if s.oneAnti == nil {
+					s.oneAnti = map[string][]string{}
+				}
+				ids = []string{id}
+				s.oneAnti[id] = ids
+			}
+		}
+		s.ownedAnti[pod] = ids
+		return ids
+	}
 	for i := range terms {
 		id, err := s.affinityIdentity(pod, &terms[i], kindAnti)
 		if err == nil {
