@@ -3,7 +3,8 @@
 // volumes, Solve decides which pods go to existing nodes and which new NodeClaims to create,
 // each with the price-ordered list of instance types still able to hold its pods.
 //
-// Solve makes no API calls, reads no clock and keeps no global state; the same Input gives
+// Solve makes no API calls, reads no clock and keeps no state between solves (it reuses
+// zeroed scratch memory from a pool, scratch.go, nothing it computed); the same Input gives
 // the same Results. Controllers gather the snapshot, call Solve and act on the result:
 //
 //   - provisioning adapts karpenter.sh/v1 NodePools into NodePool (Remaining = limits minus
@@ -54,6 +55,10 @@
 //     compile into the solver's scratch attempt instead of one each (pods.go, compile.go);
 //   - sorting the queue with a quicksort specialised to flat integer keys (the UID compared as
 //     8 bytes past the prefix all UIDs share), not a generic sort calling a closure (pods.go);
+//   - taking every array and slab that dies with the solve from a pool of scratch memory and
+//     giving it back zeroed (scratch.go): a young process otherwise faults in fresh heap pages
+//     for it, and an old one collects it; equal outputs (claims' Requests and Requirements) are
+//     shared, read-only;
 //   - placing runs of identical constraint-free pods (consecutive in queue order: same
 //     requests, no group counting them, one attempt) as a class: the claim the first one joined
 //     takes as many as fit in one narrowing of its types (bisection on the count), and the next
