@@ -179,7 +179,7 @@ func (q *Queue) StartCommand(ctx context.Context, cmd *Command) error {
 		q.recordAll(c, corev1.EventTypeNormal, EventDisruptionLaunching, "Launching replacement NodeClaim(s) %s: %s/%s: %s",
 			strings.Join(c.replacementNames(), ", "), c.Method.Reason(), c.Decision, c.Explanation)
 	}
-	log.FromContext(ctx).Info("disrupting nodeclaim(s)", "command", c.id, "method", c.Method, "reason", c.Method.Reason(), "decision", c.Decision,
+	log.FromContext(ctx).Info("disrupting nodeclaim(s)", "command", c.id, "method", c.Method.String(), "reason", c.Method.Reason(), "decision", c.Decision,
 		"candidates", c.candidates, "replacements", c.replacementNames(), "explanation", c.Explanation)
 	q.mu.Lock()
 	c.phase = waiting
