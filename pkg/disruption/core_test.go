@@ -923,3 +923,55 @@ func TestSimulationWorkIsBounded(t *testing.T) {
 		t.Fatalf("only the node evaluated is explained:\n%s", describe(r))
 	}
 }
+
+// A multi-node delete whose candidates partly changed during the validation
+// delay keeps the ones still valid (simulated afresh) where Validate abandons
+// all of them; with fewer than two left, or for other methods, it answers as
+// Validate does.
+func TestValidateNarrowing(t *testing.T) {
+	build := func() (*world, map[string]*disruption.Node, *disruption.Result) {
+		w := newWorld(t)
+		w.pool("default", standardTypes(), onDemandOnly)
+		busy := w.node("busy", "default", "l", notConsolidatable)
+		w.pod(busy, "big", "4")
+		nodes := map[string]*disruption.Node{"busy": busy}
+		for _, n := range []string{"a", "b", "c"} {
+			nodes[n] = w.node(n, "default", "s")
+			w.pod(nodes[n], "p-"+n, "1")
+		}
+		r := w.run()
+		if r.Decision == nil || r.Decision.Method != disruption.MethodMultiNodeConsolidation || r.Decision.Action() != "delete" || len(r.Decision.Candidates) != 3 {
+			t.Fatalf("want a multi-node delete of a, b, c, got:\n%s", describe(r))
+		}
+		return w, nodes, r
+	}
+	w, nodes, r := build()
+	if d, ok, why := disruption.ValidateNarrowing(w.in, r.Decision); !ok || len(d.Candidates) != 3 {
+		t.Fatalf("unchanged snapshot: ok=%v %q", ok, why)
+	}
+	// b had a pod event: no longer Consolidatable while the decision waited.
+	notConsolidatable(nodes["b"])
+	if ok, _ := disruption.Validate(w.in, r.Decision); ok {
+		t.Fatal("Validate accepted a decision with a candidate that is no longer one")
+	}
+	d, ok, why := disruption.ValidateNarrowing(w.in, r.Decision)
+	if !ok {
+		t.Fatalf("narrowing refused: %s", why)
+	}
+	if got := d.CandidateNames(); strings.Join(got, ",") != "a,c" || d.Action() != "delete" || d.Method != disruption.MethodMultiNodeConsolidation {
+		t.Fatalf("narrowed to %v (%s, %v), want a,c deleted by multi-node consolidation", got, d.Action(), d.Method)
+	}
+	// Only one left: nothing for a multi-node command to do.
+	notConsolidatable(nodes["c"])
+	if _, ok, why := disruption.ValidateNarrowing(w.in, r.Decision); ok || !strings.Contains(why, "2 of 3 candidates are no longer valid") {
+		t.Fatalf("want a refusal naming 2 of 3, got ok=%v %q", ok, why)
+	}
+	// The remaining candidates are simulated afresh: once a and c's pods no
+	// longer fit on busy (it filled up), the narrowed decision is refused too.
+	w, nodes, r = build()
+	notConsolidatable(nodes["b"])
+	w.pod(nodes["busy"], "filler", "3500m")
+	if _, ok, _ := disruption.ValidateNarrowing(w.in, r.Decision); ok {
+		t.Fatal("narrowing accepted a delete whose pods no longer fit")
+	}
+}

@@ -40,3 +40,67 @@ func Validate(in *Input, d *Decision) (bool, string) {
 	}
 	return d.Method.revalidate(&p.pass, cands, d)
 }
+
+// ValidateNarrowing is Validate for a multi-node consolidation that deletes:
+// candidates that are gone, no longer candidates, already being disrupted or
+// beyond what the budgets allow now are dropped rather than failing the whole
+// decision, and the rest are simulated afresh. It returns the decision to act
+// on (the remaining candidates, at least two, still deleted without a
+// replacement) or false and why not. Other decisions are validated as Validate
+// does, and returned unchanged when valid.
+//
+// Why: in a large fleet a multi-node decision holds a budget's worth of nodes
+// (200 at 2,000 nodes with 10%) through the validation delay, while the pods of
+// the previous command land on some of them; one changed candidate used to
+// abandon all 200 and start over a pass and a delay later.
+func ValidateNarrowing(in *Input, d *Decision) (*Decision, bool, string) {
+	if d.Method != MethodMultiNodeConsolidation || d.Action() != "delete" {
+		ok, why := Validate(in, d)
+		if !ok {
+			return nil, false, why
+		}
+		return d, true, ""
+	}
+	p := NewPass(in)
+	var cands []*node
+	perPool := map[string]int{}
+	var dropped []string
+	for _, c := range d.Candidates {
+		n, ok := p.byName[c.Name]
+		if !ok {
+			dropped = append(dropped, c.Name)
+			continue
+		}
+		if want, _ := p.wants(n, d.Method); !want || p.block(n, d.Method) != nil {
+			dropped = append(dropped, c.Name)
+			continue
+		}
+		pool := n.pool.NodePool.Name
+		if perPool[pool] >= p.budget(n, d.Method.Reason()).Allowed {
+			dropped = append(dropped, c.Name)
+			continue
+		}
+		perPool[pool]++
+		cands = append(cands, n)
+	}
+	if len(cands) < 2 {
+		return nil, false, fmt.Sprintf("%d of %d candidates are no longer valid (%s)", len(dropped), len(d.Candidates), firstNames(dropped))
+	}
+	again, why := p.consolidate(d.Method, cands, true)
+	if again == nil {
+		return nil, false, why
+	}
+	if again.Action() != "delete" {
+		return nil, false, fmt.Sprintf("the decision changed from delete to %s", again.Action())
+	}
+	again.Method = d.Method
+	return again, true, ""
+}
+
+// firstNames lists up to five names, then how many more.
+func firstNames(names []string) string {
+	if len(names) <= 5 {
+		return fmt.Sprint(names)
+	}
+	return fmt.Sprintf("%v and %d more", names[:5], len(names)-5)
+}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -26,8 +27,14 @@ type fleetProfiler struct {
 	wg      sync.WaitGroup
 }
 
+// newFleetProfiler profiles for FLEET_PROFILE_SECONDS (default 30) each time: a longer window
+// covers more of a scale-up, where costs that grow with the fleet show.
 func newFleetProfiler(e *provisioningEnv, dir string) *fleetProfiler {
-	return &fleetProfiler{e: e, dir: dir, seconds: 30}
+	seconds := 30
+	if n, err := strconv.Atoi(os.Getenv("FLEET_PROFILE_SECONDS")); err == nil && n > 0 {
+		seconds = n
+	}
+	return &fleetProfiler{e: e, dir: dir, seconds: seconds}
 }
 
 // after starts, once delay has passed, one profile of each component (concurrently)

@@ -162,11 +162,19 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 		if s, err = c.snapshot(ctx); err != nil {
 			return false, err
 		}
-		if ok, why := disruption.Validate(s.in, d); !ok {
+		// A multi-node delete keeps its candidates that are still valid (see
+		// disruption.ValidateNarrowing); any other decision stands or falls whole.
+		v, ok, why := disruption.ValidateNarrowing(s.in, d)
+		if !ok {
 			FailedValidationsTotal.WithLabelValues(ct).Inc()
-			logger.Info("abandoning disruption decision: no longer valid", "method", d.Method, "candidates", d.CandidateNames(), "reason", why)
+			logger.Info("abandoning disruption decision: no longer valid", "method", d.Method.String(), "candidates", d.CandidateNames(), "reason", why)
 			return false, nil
 		}
+		if len(v.Candidates) < len(d.Candidates) {
+			logger.Info("narrowed disruption decision to the candidates still valid", "method", d.Method.String(),
+				"candidates", len(d.Candidates), "kept", len(v.Candidates))
+		}
+		d = v
 	} else {
 		var err error
 		if s, err = c.snapshot(ctx); err != nil {

@@ -54,6 +54,11 @@ type Options struct {
 	// SchedulerMostAllocated: kube-scheduler packs pods onto the fullest
 	// node that fits (`cluster up --scheduler-most-allocated`).
 	SchedulerMostAllocated bool
+	// SchedulerPercentageOfNodesToScore is kube-scheduler's
+	// percentageOfNodesToScore (`--scheduler-percentage-of-nodes-to-score`,
+	// 0 keeps its adaptive default): a fleet of identical KWOK nodes need not
+	// have a third of its nodes scored for every pod.
+	SchedulerPercentageOfNodesToScore int
 	// Profiling serves pprof on kube-apiserver and etcd (`--profiling`):
 	// a fleet benchmark reads where the control plane's CPU goes.
 	Profiling bool
@@ -96,6 +101,9 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	args := []string{"up", "--bin-dir", filepath.Join(root, "bin"), "--state-dir", state, "--ready-file", ready}
 	if opts.SchedulerMostAllocated {
 		args = append(args, "--scheduler-most-allocated")
+	}
+	if opts.SchedulerPercentageOfNodesToScore > 0 {
+		args = append(args, "--scheduler-percentage-of-nodes-to-score", strconv.Itoa(opts.SchedulerPercentageOfNodesToScore))
 	}
 	if opts.Profiling {
 		args = append(args, "--profiling")

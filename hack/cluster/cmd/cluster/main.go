@@ -111,6 +111,7 @@ func cmdUp(args []string) error {
 	port := fs.Int("apiserver-port", 0, "kube-apiserver secure port (0 picks a free one)")
 	readyFile := fs.String("ready-file", "", "written (with the kubeconfig path) once the cluster is ready")
 	mostAllocated := fs.Bool("scheduler-most-allocated", false, "kube-scheduler scores nodes MostAllocated (bin-packing) rather than LeastAllocated")
+	percentScore := fs.Int("scheduler-percentage-of-nodes-to-score", 0, "kube-scheduler's percentageOfNodesToScore (0: its adaptive default)")
 	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver (/debug/pprof) and etcd (--enable-pprof)")
 	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40)")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
@@ -125,11 +126,12 @@ func cmdUp(args []string) error {
 		Out:           os.Stdout,
 		APIServerPort: *port,
 
-		SchedulerMostAllocated: *mostAllocated,
-		Profiling:              *profiling,
-		NodeLeaseSeconds:       *leaseSeconds,
-		NodeMonitorGracePeriod: *grace,
-		DisableControllers:     splitList(*disable),
+		SchedulerMostAllocated:            *mostAllocated,
+		SchedulerPercentageOfNodesToScore: *percentScore,
+		Profiling:                         *profiling,
+		NodeLeaseSeconds:                  *leaseSeconds,
+		NodeMonitorGracePeriod:            *grace,
+		DisableControllers:                splitList(*disable),
 	})
 	if err != nil {
 		return err

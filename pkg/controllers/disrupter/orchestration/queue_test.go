@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	. "github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
@@ -442,5 +443,85 @@ func TestCandidateDeletedElsewhereIsNotCounted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(metrics.PodsDisruptionInitiatedTotal.WithLabelValues("underutilized", "default", v1.CapacityTypeOnDemand, string(v1.ConsolidationPolicyWhenEmptyOrUnderutilized), metrics.TerminationModeGraceful)); got != podsBefore+3 {
 		t.Errorf("karpenter_pods_disruption_initiated_total = %v, want %v (the 3 pods of the candidate the queue deleted)", got, podsBefore+3)
+	}
+}
+
+// overlapClient passes every call to the real API server; each NodeClaim Delete
+// first waits (up to 5 s) until `want` Deletes are in flight together, and
+// the most seen at once is recorded. Deletes made one after another never
+// overlap: they each wait out the 5 s and leave the maximum at 1.
+type overlapClient struct {
+	client.Client
+	want int
+
+	mu            sync.Mutex
+	cond          *sync.Cond
+	inflight, max int
+}
+
+func (c *overlapClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if _, ok := obj.(*v1.NodeClaim); ok {
+		c.mu.Lock()
+		c.inflight++
+		c.max = max(c.max, c.inflight)
+		c.cond.Broadcast()
+		deadline := time.Now().Add(5 * time.Second)
+		for c.inflight < c.want && time.Now().Before(deadline) {
+			// Woken by the next Delete or by the ticker below.
+			c.cond.Wait()
+		}
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			c.inflight--
+			c.mu.Unlock()
+		}()
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+// A command's candidates are deleted concurrently (bounded), not one round trip
+// after another: a command of a 2,000-node fleet's budget (200 nodes) held it
+// for tens of seconds on a busy API server before the first drain began.
+func TestDeleteCandidatesConcurrently(t *testing.T) {
+	f := setup(t)
+	oc := &overlapClient{Client: e.Client, want: 4}
+	oc.cond = sync.NewCond(&oc.mu)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() { // wakes waiters so that the deadline is checked
+		tick := time.NewTicker(100 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+				oc.cond.Broadcast()
+			}
+		}
+	}()
+	q := NewQueue(oc, f.cluster, f.recorder, f.clk)
+	var cands []*v1.NodeClaim
+	for _, name := range []string{"par-a", "par-b", "par-c", "par-d", "par-e", "par-f"} {
+		cands = append(cands, f.candidate(t, name))
+	}
+	cmd := &Command{Method: disruption.MethodEmptiness, Decision: DecisionDelete, Candidates: cands, Explanation: "nodes are empty"}
+	if err := q.StartCommand(f.ctx, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := q.Reconcile(f.ctx, cands[0].Name); err != nil {
+		t.Fatal(err)
+	}
+	for _, nc := range cands {
+		if !deleting(t, f.ctx, nc) {
+			t.Errorf("%s not deleted", nc.Name)
+		}
+	}
+	if oc.max < oc.want {
+		t.Errorf("at most %d NodeClaim deletes in flight at once, want %d: the candidates were deleted one after another", oc.max, oc.want)
+	}
+	if q.Has(cands[0].Name) {
+		t.Error("command still in the queue after its candidates were deleted")
 	}
 }

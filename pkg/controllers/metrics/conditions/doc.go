@@ -27,8 +27,10 @@
 // one, and after a restart every condition's first sighting counts as a
 // transition without a duration (upstream behaves the same: a condition's
 // appearance is a transition). A change of reason alone is not a transition, but
-// it does move the object's gauges to the new reason. Objects are reconciled
-// again every RefreshPeriod so that the time gauges keep growing.
+// it does move the object's gauges to the new reason. The time gauges are
+// computed when the metrics are scraped, from the times remembered per object:
+// objects are not reconciled again just to keep them growing (upstream requeues
+// every object every 10 s, a copy of every node and NodeClaim each time).
 //
 // A deleted object (NotFound) loses every per-object series; an object recreated
 // under the same name (new UID) starts afresh. Upstream's deprecated

@@ -185,10 +185,12 @@ func (f *fixture) expectHistograms(t *testing.T, name string, want map[string]ob
 	}
 }
 
-func expectRequeue(t *testing.T, res reconcile.Result) {
+// expectNoRequeue: the time gauges are read at scrape time, so nothing is
+// requeued to refresh them.
+func expectNoRequeue(t *testing.T, res reconcile.Result) {
 	t.Helper()
-	if res.RequeueAfter != conditions.RefreshPeriod {
-		t.Errorf("RequeueAfter %v, want %v", res.RequeueAfter, conditions.RefreshPeriod)
+	if res.RequeueAfter != 0 || res.Requeue {
+		t.Errorf("requeued (%+v): the gauges are computed at scrape time", res)
 	}
 }
 
@@ -232,7 +234,7 @@ func TestNodeClaimConditionFlip(t *testing.T) {
 	ExpectApplied(f.ctx, t, testEnv.Client, nc)
 
 	f.at(30 * time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
+	expectNoRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
 	unknown := "name=flip,namespace=,reason=AwaitingLaunch,status=Unknown,type=Launched," + ncExtra
 	f.expectGauges(t, ncCount, map[string]float64{unknown: 1})
 	f.expectGauges(t, ncCurrent, map[string]float64{unknown: 30})
@@ -241,10 +243,11 @@ func TestNodeClaimConditionFlip(t *testing.T) {
 	})
 	f.expectHistograms(t, ncTransition, map[string]obs{})
 
-	// The refresh grows the gauge and counts nothing.
+	// A scrape reads the clock: the gauge grows without a reconcile, and a
+	// reconcile without a change counts nothing.
 	f.at(40 * time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
 	f.expectGauges(t, ncCurrent, map[string]float64{unknown: 40})
+	expectNoRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
 	f.expectCounters(t, ncTransitions, map[string]float64{
 		"reason=AwaitingLaunch,status=Unknown,type=Launched," + ncExtra: 1,
 	})
@@ -252,7 +255,7 @@ func TestNodeClaimConditionFlip(t *testing.T) {
 	nc.Status.Conditions = []status.Condition{f.cond(v1.ConditionTypeLaunched, metav1.ConditionTrue, "Launched", 45*time.Second)}
 	ExpectStatusUpdated(f.ctx, t, testEnv.Client, nc)
 	f.at(60 * time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
+	expectNoRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
 	launched := "name=flip,namespace=,reason=Launched,status=True,type=Launched," + ncExtra
 	f.expectGauges(t, ncCount, map[string]float64{launched: 1})
 	f.expectGauges(t, ncCurrent, map[string]float64{launched: 15})
@@ -265,7 +268,7 @@ func TestNodeClaimConditionFlip(t *testing.T) {
 	f.expectHistograms(t, ncTransition, wantDurations)
 
 	f.at(70 * time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
+	expectNoRequeue(t, ExpectReconciled(f.ctx, t, ctrl, nc))
 	f.expectCounters(t, ncTransitions, wantTransitions)
 	f.expectHistograms(t, ncTransition, wantDurations)
 	f.expectGauges(t, ncCurrent, map[string]float64{launched: 25})
@@ -310,8 +313,8 @@ func TestNodeClaimDeletionRemovesSeries(t *testing.T) {
 		t.Errorf("gone object requeued after %v", res.RequeueAfter)
 	}
 	f.expectGauges(t, ncCount, map[string]float64{kept: 1})
-	// other was last reconciled at t0+5s: its gauge keeps that value.
-	f.expectGauges(t, ncCurrent, map[string]float64{kept: 5})
+	// other's gauge reads the clock at the scrape, not its last reconcile.
+	f.expectGauges(t, ncCurrent, map[string]float64{kept: deletedAt.Add(32 * time.Second).Sub(f.t0).Seconds()})
 	f.expectGauges(t, ncTermCurrent, map[string]float64{})
 	f.expectHistograms(t, ncTermDur, map[string]obs{ncExtra: {count: 1, sum: 32}})
 	f.expectCounters(t, ncTransitions, map[string]float64{"reason=Launched,status=True,type=Launched," + ncExtra: 2})

@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -39,6 +40,30 @@ type Controller struct {
 
 	allocatable, podRequests, podLimits, daemonRequests, daemonLimits, overhead *gauge
 	lifetime, utilization                                                       *gauge
+
+	// memo is, per node, what the last pass read and wrote. A node whose Node
+	// object, managed flag and bound pods (the cache's objects: a change is a
+	// new pointer) are the same as then keeps its resource series as they are:
+	// a fleet's nodes mostly stand still between passes, and rewriting two dozen
+	// series each per pass was most of this controller's cost, every 10 s for
+	// every node.
+	memo map[string]*nodeMemo
+}
+
+// nodeMemo is one node's inputs and outputs of the last pass.
+type nodeMemo struct {
+	node     *corev1.Node
+	managed  bool
+	pods     []*corev1.Pod
+	requests corev1.ResourceList
+	series   []written
+}
+
+// written is one series a pass set on a resource gauge.
+type written struct {
+	g      *gauge
+	key    string
+	labels prometheus.Labels
 }
 
 type labelMapping struct{ key, name string }
@@ -48,7 +73,7 @@ type labelMapping struct{ key, name string }
 // providerLabels are the cloud provider's well-known node label keys; together
 // with Karpenter's own (v1.WellKnownLabels) each becomes a metric label, as upstream.
 func NewController(cluster *state.Cluster, clk clock.Clock, reg prometheus.Registerer, providerLabels ...string) (*Controller, error) {
-	c := &Controller{cluster: cluster, clock: clk, nodeLabels: metricLabelsFor(append(append([]string(nil), v1.WellKnownLabels...), providerLabels...))}
+	c := &Controller{cluster: cluster, clock: clk, memo: map[string]*nodeMemo{}, nodeLabels: metricLabelsFor(append(append([]string(nil), v1.WellKnownLabels...), providerLabels...))}
 	base := []string{LabelNodeName, LabelPhase, LabelManaged}
 	for _, m := range c.nodeLabels {
 		base = append(base, m.name)
@@ -121,12 +146,25 @@ func (c *Controller) Start(ctx context.Context) error {
 func (c *Controller) Reconcile() {
 	now := c.clock.Now()
 	totalAllocatable, totalRequests := corev1.ResourceList{}, corev1.ResourceList{}
+	memo := make(map[string]*nodeMemo, len(c.memo))
 	for _, sn := range c.cluster.Nodes() {
 		if sn.Node == nil {
 			continue
 		}
 		node := sn.Node
-		labels := c.labelsOf(node, sn.Managed())
+		managed := sn.Managed()
+		if m := c.memo[node.Name]; m != nil && m.node == node && m.managed == managed && slices.Equal(m.pods, sn.Pods) {
+			for _, w := range m.series {
+				w.g.current[w.key] = w.labels
+			}
+			c.lifetime.set(c.labelsOf(node, managed), now.Sub(node.CreationTimestamp.Time).Seconds())
+			addInto(totalAllocatable, node.Status.Allocatable)
+			addInto(totalRequests, m.requests)
+			memo[node.Name] = m
+			continue
+		}
+		m := &nodeMemo{node: node, managed: managed, pods: sn.Pods}
+		labels := c.labelsOf(node, managed)
 		var podReq, podLim, dsReq, dsLim []corev1.ResourceList
 		for _, p := range sn.Pods {
 			req, lim := podRequests(p), podLimits(p)
@@ -136,16 +174,19 @@ func (c *Controller) Reconcile() {
 			}
 		}
 		requests := sum(podReq...)
-		c.setResources(c.allocatable, labels, node.Status.Allocatable)
-		c.setResources(c.podRequests, labels, requests)
-		c.setResources(c.podLimits, labels, sum(podLim...))
-		c.setResources(c.daemonRequests, labels, sum(dsReq...))
-		c.setResources(c.daemonLimits, labels, sum(dsLim...))
-		c.setResources(c.overhead, labels, subtract(node.Status.Capacity, node.Status.Allocatable))
+		m.requests = requests
+		c.setResources(m, c.allocatable, labels, node.Status.Allocatable)
+		c.setResources(m, c.podRequests, labels, requests)
+		c.setResources(m, c.podLimits, labels, sum(podLim...))
+		c.setResources(m, c.daemonRequests, labels, sum(dsReq...))
+		c.setResources(m, c.daemonLimits, labels, sum(dsLim...))
+		c.setResources(m, c.overhead, labels, subtract(node.Status.Capacity, node.Status.Allocatable))
 		c.lifetime.set(labels, now.Sub(node.CreationTimestamp.Time).Seconds())
 		addInto(totalAllocatable, node.Status.Allocatable)
 		addInto(totalRequests, requests)
+		memo[node.Name] = m
 	}
+	c.memo = memo
 	for name, alloc := range totalAllocatable {
 		// A resource nobody allocates has no meaningful utilization.
 		if a := value(name, alloc); a > 0 {
@@ -169,14 +210,14 @@ func (c *Controller) labelsOf(node *corev1.Node, managed bool) prometheus.Labels
 	return l
 }
 
-func (c *Controller) setResources(g *gauge, nodeLabels prometheus.Labels, list corev1.ResourceList) {
+func (c *Controller) setResources(m *nodeMemo, g *gauge, nodeLabels prometheus.Labels, list corev1.ResourceList) {
 	for name, q := range list {
 		l := make(prometheus.Labels, len(nodeLabels)+1)
 		for k, v := range nodeLabels {
 			l[k] = v
 		}
 		l[LabelResourceType] = resourceType(name)
-		g.set(l, value(name, q))
+		m.series = append(m.series, written{g: g, key: g.set(l, value(name, q)), labels: l})
 	}
 }
 
@@ -217,9 +258,12 @@ func newGauge(opts prometheus.GaugeOpts, labels []string) *gauge {
 	return &gauge{vec: prometheus.NewGaugeVec(opts, labels), previous: map[string]prometheus.Labels{}, current: map[string]prometheus.Labels{}}
 }
 
-func (g *gauge) set(l prometheus.Labels, v float64) {
+// set sets the series and returns its key.
+func (g *gauge) set(l prometheus.Labels, v float64) string {
 	g.vec.With(l).Set(v)
-	g.current[seriesKey(l)] = l
+	k := seriesKey(l)
+	g.current[k] = l
+	return k
 }
 
 func (g *gauge) sweep() {

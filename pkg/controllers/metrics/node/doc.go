@@ -5,7 +5,8 @@
 //
 // The controller is a leader-only manager Runnable: every 10 s on its clock it reads
 // the in-memory cluster state (pkg/state), so a pass costs no API calls, and rewrites
-// the gauges from scratch. Series of nodes that disappeared since the last pass are
+// the gauges (a node whose Node object and bound pods are the objects the last pass
+// read keeps the resource series that pass wrote: only its lifetime moves). Series of nodes that disappeared since the last pass are
 // deleted after the new values are set, so a scrape never sees a node's series
 // missing in between.
 //

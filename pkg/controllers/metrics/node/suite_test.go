@@ -403,3 +403,44 @@ func (f *fixture) cancelAndWait(t *testing.T, done <-chan struct{}) {
 		t.Fatal("Start did not return after its context ended")
 	}
 }
+
+// A pass over nodes whose Node and bound pods did not change since the last
+// one keeps their resource series (the memo re-marks them, or the sweep would
+// delete them) while the lifetime moves on; a pod bound since is counted at the
+// next pass, and the untouched node's values stay exact.
+func TestUnchangedNodesKeepSeriesAndChangesShow(t *testing.T) {
+	f := newFixture(t)
+	a := f.node(t, "node-a", "default")
+	f.node(t, "node-b", "default")
+	f.pod(t, "web-a", "node-a", nil, "1", "1Gi", "2", "2Gi")
+	f.pod(t, "web-b", "node-b", nil, "500m", "1Gi", "1", "2Gi")
+	f.clock.SetTime(a.CreationTimestamp.Add(10 * time.Second))
+	f.ctrl.Reconcile()
+	before := map[string]int{"node-a": len(f.seriesOf(t, "node-a")), "node-b": len(f.seriesOf(t, "node-b"))}
+
+	f.clock.SetTime(a.CreationTimestamp.Add(20 * time.Second))
+	f.ctrl.Reconcile()
+	for name, n := range before {
+		if got := len(f.seriesOf(t, name)); got != n || n == 0 {
+			t.Errorf("%s: %d series after an unchanged pass, want %d (and more than none)", name, got, n)
+		}
+	}
+	requests := func(n string) map[string]string {
+		node, r, _ := strings.Cut(n, "/")
+		return with(nodeLabels(node, "default"), "resource_type", r)
+	}
+	f.expectSeries(t, "karpenter_nodes_total_pod_requests", map[string]float64{
+		"node-a/cpu": 1, "node-a/memory": 1 * gi, "node-b/cpu": 0.5, "node-b/memory": 1 * gi,
+	}, requests)
+	for _, s := range f.gather(t, "karpenter_nodes_current_lifetime_seconds") {
+		if s.labels["node_name"] == "node-a" && s.value != 20 {
+			t.Errorf("node-a lifetime %v after the second pass, want 20", s.value)
+		}
+	}
+
+	f.pod(t, "api-a", "node-a", nil, "2", "3Gi", "2", "3Gi")
+	f.ctrl.Reconcile()
+	f.expectSeries(t, "karpenter_nodes_total_pod_requests", map[string]float64{
+		"node-a/cpu": 3, "node-a/memory": 4 * gi, "node-b/cpu": 0.5, "node-b/memory": 1 * gi,
+	}, requests)
+}

@@ -17,10 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// RefreshPeriod is how often a waiting pod is reconciled again so its gauges
-// keep growing while nothing about the pod changes (no watch event would fire).
-const RefreshPeriod = 10 * time.Second
-
 // Label names of the per-pod gauges (upstream's).
 const (
 	LabelName      = "name"
@@ -34,8 +30,12 @@ type Controller struct {
 
 	boundDuration   prometheus.Histogram
 	startupDuration prometheus.Summary
-	unbound         *prometheus.GaugeVec
-	unstarted       *prometheus.GaugeVec
+	// unbound and unstarted are read at scrape time from waiting (see
+	// ageCollector), not set per pod: refreshing them by requeueing every
+	// waiting pod each 10 s cost a cache read and a pod copy per pod per 10 s,
+	// pods × their wait, which grows faster than a fleet does.
+	unbound   *prometheus.Desc
+	unstarted *prometheus.Desc
 
 	// mu guards waiting: one pod key is never reconciled concurrently, but
 	// different keys may be and they share the map.
@@ -48,6 +48,7 @@ type Controller struct {
 // replica recreated between two reconciles never shows up as NotFound).
 type waitingPod struct {
 	uid                types.UID
+	created            time.Time
 	unbound, unstarted bool
 }
 
@@ -67,17 +68,13 @@ func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registere
 			Help:       "Seconds from a pod's creation until its Ready condition became True.",
 			Objectives: SummaryObjectives(),
 		}),
-		unbound: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "karpenter", Subsystem: "pods", Name: "unbound_time_seconds",
-			Help: "Seconds since the creation of a pod that is not bound to a node yet.",
-		}, []string{LabelName, LabelNamespace}),
-		unstarted: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: "karpenter", Subsystem: "pods", Name: "unstarted_time_seconds",
-			Help: "Seconds since the creation of a pod that is not Ready yet.",
-		}, []string{LabelName, LabelNamespace}),
+		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds",
+			"Seconds since the creation of a pod that is not bound to a node yet.", []string{LabelName, LabelNamespace}, nil),
+		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds",
+			"Seconds since the creation of a pod that is not Ready yet.", []string{LabelName, LabelNamespace}, nil),
 		waiting: map[types.NamespacedName]*waitingPod{},
 	}
-	for _, m := range []prometheus.Collector{c.boundDuration, c.startupDuration, c.unbound, c.unstarted} {
+	for _, m := range []prometheus.Collector{c.boundDuration, c.startupDuration, ageCollector{c}} {
 		if err := reg.Register(m); err != nil {
 			return nil, fmt.Errorf("registering pod metrics: %w", err)
 		}
@@ -124,15 +121,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.record(p) {
-		return reconcile.Result{RequeueAfter: RefreshPeriod}, nil
-	}
+	c.record(p)
 	return reconcile.Result{}, nil
 }
 
-// record updates the metrics from p and reports whether p still has a gauge
-// to refresh. Callers hold mu.
-func (c *Controller) record(p *corev1.Pod) bool {
+// record updates the metrics from p: observations of its transitions, and
+// whether it is still waiting (which the gauges read). Callers hold mu.
+func (c *Controller) record(p *corev1.Pod) {
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	w, known := c.waiting[key]
 	if known && w.uid != p.UID {
@@ -148,48 +143,36 @@ func (c *Controller) record(p *corev1.Pod) bool {
 		// has started once already, even if it is not Ready now (a crashing
 		// container), and a finished one never will.
 		if p.Status.Phase != corev1.PodPending && p.Status.Phase != "" {
-			return false
+			return
 		}
-		w = &waitingPod{uid: p.UID, unbound: !scheduled, unstarted: !ready}
+		w = &waitingPod{uid: p.UID, created: p.CreationTimestamp.Time, unbound: !scheduled, unstarted: !ready}
 		c.waiting[key] = w
 	}
-	labels := prometheus.Labels{LabelName: p.Name, LabelNamespace: p.Namespace}
-	age := c.clock.Since(p.CreationTimestamp.Time).Seconds()
 
 	if w.unbound {
 		switch {
 		case scheduled:
 			observe(c.boundDuration, p, scheduledAt)
-			c.unbound.Delete(labels)
 			w.unbound = false
 		case terminal:
-			c.unbound.Delete(labels)
 			w.unbound = false
-		default:
-			c.unbound.With(labels).Set(age)
 		}
 	}
 	if w.unstarted {
 		switch {
 		case ready:
 			observe(c.startupDuration, p, readyAt)
-			c.unstarted.Delete(labels)
 			w.unstarted = false
 		case terminal:
 			// A finished pod's Ready condition is False: it never started.
-			c.unstarted.Delete(labels)
 			w.unstarted = false
-		default:
-			c.unstarted.With(labels).Set(age)
 		}
 	}
 	if !w.unbound && !w.unstarted {
 		// Both transitions are behind it; keeping the entry would only grow
 		// the map by every pod the cluster ever ran.
 		delete(c.waiting, key)
-		return false
 	}
-	return true
 }
 
 // observe records creation-to-at for p. A condition written without a
@@ -203,11 +186,33 @@ func observe(o prometheus.Observer, p *corev1.Pod, at time.Time) {
 }
 
 // forget drops a pod's gauges and memory. Callers hold mu.
-func (c *Controller) forget(key types.NamespacedName) {
-	labels := prometheus.Labels{LabelName: key.Name, LabelNamespace: key.Namespace}
-	c.unbound.Delete(labels)
-	c.unstarted.Delete(labels)
-	delete(c.waiting, key)
+func (c *Controller) forget(key types.NamespacedName) { delete(c.waiting, key) }
+
+// ageCollector exports the unbound and unstarted gauges of the pods still
+// waiting: "now" on the controller's clock minus the pod's creation, read when
+// the metrics are scraped, so no pod is reconciled again just to keep its
+// gauge growing.
+type ageCollector struct{ c *Controller }
+
+func (a ageCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- a.c.unbound
+	ch <- a.c.unstarted
+}
+
+func (a ageCollector) Collect(ch chan<- prometheus.Metric) {
+	c := a.c
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now := c.clock.Now()
+	for key, w := range c.waiting {
+		age := now.Sub(w.created).Seconds()
+		if w.unbound {
+			ch <- prometheus.MustNewConstMetric(c.unbound, prometheus.GaugeValue, age, key.Name, key.Namespace)
+		}
+		if w.unstarted {
+			ch <- prometheus.MustNewConstMetric(c.unstarted, prometheus.GaugeValue, age, key.Name, key.Namespace)
+		}
+	}
 }
 
 // conditionTrue returns whether the pod's condition t is True and since when.

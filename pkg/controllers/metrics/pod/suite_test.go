@@ -173,7 +173,7 @@ func expectRequeue(t *testing.T, res reconcile.Result, want time.Duration) {
 }
 
 // A pod's whole life: while unbound both gauges carry its age on the
-// controller's clock and it is requeued to refresh them; binding observes the
+// controller's clock at every scrape, without a requeue; binding observes the
 // bound duration once from the condition's transition time and drops the
 // unbound gauge; becoming Ready observes the startup duration once and drops
 // the unstarted gauge; later reconciles observe nothing; deletion leaves no
@@ -183,22 +183,21 @@ func TestPodLifecycleObservedOnce(t *testing.T) {
 	p := f.pendingPod(t, "web")
 
 	f.at(p, 42*time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, f.ctrl, p), pod.RefreshPeriod)
+	expectRequeue(t, ExpectReconciled(f.ctx, t, f.ctrl, p), 0)
 	f.expectGauge(t, unbound, p, 42)
 	f.expectGauge(t, unstarted, p, 42)
 	f.expectHistogram(t, 0, 0)
 	f.expectSummary(t, 0, 0)
 
-	// The requeue refreshes the gauges from the clock.
+	// A scrape reads the clock: the gauges grow without any reconcile.
 	f.at(p, 52*time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, f.ctrl, p), pod.RefreshPeriod)
 	f.expectGauge(t, unbound, p, 52)
 	f.expectGauge(t, unstarted, p, 52)
 
 	// Bound 47 s after creation, seen at 60 s: the condition's time counts.
 	f.setStatus(t, p, corev1.PodPending, map[corev1.PodConditionType]time.Duration{corev1.PodScheduled: 47 * time.Second})
 	f.at(p, 60*time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, f.ctrl, p), pod.RefreshPeriod)
+	expectRequeue(t, ExpectReconciled(f.ctx, t, f.ctrl, p), 0)
 	h := f.expectHistogram(t, 1, 47)
 	// Upstream's buckets: 40 s is the bound below 47 s, 50 s the one above.
 	for _, b := range h.GetBucket() {
@@ -333,7 +332,7 @@ func TestRecreatedPodStartsAfresh(t *testing.T) {
 	}
 	f.setStatus(t, second, corev1.PodPending, map[corev1.PodConditionType]time.Duration{corev1.PodScheduled: 3 * time.Second})
 	f.at(second, 8*time.Second)
-	expectRequeue(t, ExpectReconciled(f.ctx, t, f.ctrl, second), pod.RefreshPeriod)
+	expectRequeue(t, ExpectReconciled(f.ctx, t, f.ctrl, second), 0)
 
 	// Seen bound at once, so the new pod has nothing to observe for binding
 	// and its unstarted gauge is its own age.
