@@ -60,6 +60,8 @@ type benchRun struct {
 	// nodeClaimAPI: the API server's NodeClaim requests over the run (by
 	// verb, subresource and code, with its mean time per request).
 	nodeClaimAPI apiCounters
+	// apiLoad: what else the API server did over the run (see apiLoad).
+	apiLoad string
 }
 
 // componentCPU reads the CPU time used so far by each control-plane process.
@@ -89,7 +91,7 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	}
 	want := replicas(deps)
 	cpuBefore := componentCPU(e)
-	apiBefore, err := readAPICounters(e.ctx, e.KubeClient, "nodeclaims")
+	apiBefore, err := scrapeAPI(e.ctx, e.KubeClient)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,7 +126,7 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	if err != nil {
 		b.Fatal(err)
 	}
-	apiAfter, err := readAPICounters(e.ctx, e.KubeClient, "nodeclaims")
+	apiAfter, err := scrapeAPI(e.ctx, e.KubeClient)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,13 +145,27 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 		if log, err := os.ReadFile(e.karpenter.LogPath); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, "karpenter-"+start.Format("150405")+".log"), log, 0o644)
 		}
+		// And the control plane's logs (the API server's traces of slow requests).
+		if logs, err := filepath.Glob(filepath.Join(e.StateDir, "logs", "*.log")); err == nil {
+			for _, l := range logs {
+				if b, err := os.ReadFile(l); err == nil {
+					_ = os.WriteFile(filepath.Join(dir, start.Format("150405")+"-"+filepath.Base(l)), b, 0o644)
+				}
+			}
+		}
 	}
 	ph, err := collectPhases(e.ctx, e.Client, "default", e.karpenter.LogPath, start)
 	if err != nil {
 		b.Fatal(err)
 	}
+	audit, err := readAudit(e.AuditLogPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ph.audit = audit
 	return benchRun{detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS},
-		components: components, loadavg: strings.TrimSpace(string(loadavg)), nodeClaimAPI: apiAfter.since(apiBefore)}
+		components: components, loadavg: strings.TrimSpace(string(loadavg)), nodeClaimAPI: apiAfter.counters("nodeclaims").since(apiBefore.counters("nodeclaims")),
+		apiLoad: apiLoad(apiBefore, apiAfter)}
 }
 
 // profileKarpenter starts a CPU profile of Karpenter when BENCH_CPU_PROFILE
@@ -233,4 +249,5 @@ func (r benchRun) report(b *testing.B, title string) {
 	fmt.Printf(" load average at the end: %s\n", r.loadavg)
 	b.ReportMetric(r.nodeClaimAPI.conflicts(), "nodeclaim-409s")
 	fmt.Printf("NodeClaim requests at the API server (verb subresource code: count):%s\n", r.nodeClaimAPI)
+	fmt.Println(r.apiLoad)
 }

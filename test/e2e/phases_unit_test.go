@@ -28,7 +28,7 @@ func TestParseBatches(t *testing.T) {
 	}
 	b := bs[0]
 	if b.reason != "max" || b.triggers != 700 || b.retries != 400 || b.pods != 650 || b.untried != 600 || b.claims != 90 || b.solve != 20*time.Millisecond || b.create != 700*time.Millisecond || b.apiWait != 1100*time.Millisecond ||
-		b.syncWait != 50*time.Millisecond || b.prepare != 80*time.Millisecond {
+		b.syncWait != 50*time.Millisecond || b.prepare != 80*time.Millisecond || b.slowest != "default-y" || !b.slowestEnd.Equal(since.Add(11300*time.Millisecond)) {
 		t.Fatalf("batch parsed wrong: %+v", b)
 	}
 	p := &phases{batches: bs}

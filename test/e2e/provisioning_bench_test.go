@@ -26,7 +26,7 @@ import (
 // localcluster.Options): with its default it spreads the first pods over
 // every new node and displaces the pods Karpenter planned there.
 func BenchmarkProvisioning1000Pods(b *testing.B) {
-	e := startProvisioningWith(b, localcluster.Options{SchedulerMostAllocated: true})
+	e := startProvisioningWith(b, localcluster.Options{SchedulerMostAllocated: true, AuditNodeClaims: true})
 	np := kit.DefaultNodePool("default", "default", 32)
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 		np.Spec.Template.Spec.Requirements[0], // linux

@@ -68,7 +68,13 @@ type Options struct {
 	// (`--kcm-disable-controllers`), e.g. "ttl", whose node annotations KWOK
 	// never reads and which re-patches every node as the fleet grows.
 	DisableControllers []string
+	// AuditNodeClaims: kube-apiserver keeps an audit log of NodeClaim writes
+	// (`--audit-nodeclaims`, AuditLogPath): its own time for each request.
+	AuditNodeClaims bool
 }
+
+// AuditLogPath is the audit log of a cluster started with AuditNodeClaims.
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.StateDir, "logs", "audit.log") }
 
 // Start runs `bin/cluster up` in a fresh state directory and waits until it is ready.
 func Start(t testing.TB) *Cluster { return StartWith(t, Options{}) }
@@ -99,6 +105,9 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	}
 	if opts.Profiling {
 		args = append(args, "--profiling")
+	}
+	if opts.AuditNodeClaims {
+		args = append(args, "--audit-nodeclaims")
 	}
 	if opts.NodeLeaseSeconds > 0 {
 		args = append(args, "--node-lease-seconds", strconv.Itoa(opts.NodeLeaseSeconds))

@@ -64,6 +64,11 @@ type Config struct {
 	// and re-annotates all of them each time the fleet crosses a size step
 	// (90, 450, 900, 1,800, 9,000 nodes): thousands of node patches.
 	DisableControllers []string
+	// AuditNodeClaims makes kube-apiserver write an audit log of NodeClaim
+	// writes to logs/audit.log (see auditPolicy): the API server's own time
+	// and latency breakdown per request, for a benchmark to explain what a
+	// client waited for.
+	AuditNodeClaims bool
 }
 
 // Cluster is a running control plane.
@@ -155,19 +160,23 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 
-	if err := c.spawn("kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--profiling="+strconv.FormatBool(cfg.Profiling),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
-		"--tls-cert-file="+files.ServingCert, "--tls-private-key-file="+files.ServingKey,
-		"--client-ca-file="+files.CACert,
+	audit, err := auditArgs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.spawn("kube-apiserver", append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--profiling=" + strconv.FormatBool(cfg.Profiling),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + files.ServingCert, "--tls-private-key-file=" + files.ServingKey,
+		"--client-ca-file=" + files.CACert,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+files.SAPublic, "--service-account-signing-key-file="+files.SAPrivate,
+		"--service-account-key-file=" + files.SAPublic, "--service-account-signing-key-file=" + files.SAPrivate,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
-	); err != nil {
+	}, audit...)...); err != nil {
 		return nil, err
 	}
 	client, err := c.httpClient()
