@@ -96,6 +96,7 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 		b.Fatal(err)
 	}
 	profiled := profileKarpenter(e)
+	apiProfiled := profileAPIServer(e)
 	b.StartTimer()
 	start := time.Now()
 	for _, d := range deps {
@@ -121,6 +122,9 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	b.StopTimer()
 	if err := profiled(); err != nil {
 		b.Logf("CPU profile: %v", err)
+	}
+	if err := apiProfiled(); err != nil {
+		b.Logf("API server CPU profile: %v", err)
 	}
 	after, err := e.karpenter.ResourceUsage()
 	if err != nil {
@@ -207,6 +211,31 @@ func profileKarpenter(e *provisioningEnv) func() error {
 		_, err = io.Copy(f, resp.Body)
 		if cerr := f.Close(); err == nil {
 			err = cerr
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
+}
+
+// profileAPIServer takes a CPU profile of kube-apiserver from the moment the
+// workload is applied when BENCH_APISERVER_PROFILE names a file (the cluster
+// must serve pprof: localcluster.Options.Profiling, which the provisioning
+// benchmark sets when the variable is set), for BENCH_CPU_PROFILE_SECONDS
+// (default 30).
+func profileAPIServer(e *provisioningEnv) func() error {
+	path := os.Getenv("BENCH_APISERVER_PROFILE")
+	if path == "" {
+		return func() error { return nil }
+	}
+	seconds := os.Getenv("BENCH_CPU_PROFILE_SECONDS")
+	if seconds == "" {
+		seconds = "30"
+	}
+	done := make(chan error, 1)
+	go func() {
+		body, err := e.KubeClient.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).Timeout(5 * time.Minute).DoRaw(e.ctx)
+		if err == nil {
+			err = os.WriteFile(path, body, 0o644)
 		}
 		done <- err
 	}()

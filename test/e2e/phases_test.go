@@ -54,10 +54,10 @@ type batch struct {
 	// (the log's api-duration): the API server's and the connection's time,
 	// not Karpenter's.
 	apiWait time.Duration
-	// slowest names the create that waited apiWait and slowestEnd is when
-	// it returned (its log line).
-	slowest    string
-	slowestEnd time.Time
+	// slowest names the create that waited apiWait and slowestStart is when
+	// its API call began.
+	slowest      string
+	slowestStart time.Time
 }
 
 // own is the part of close -> created that was not spent waiting on the
@@ -244,6 +244,7 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			Duration   string    `json:"duration"`
 			APIWait    string    `json:"api-duration"`
 			NodeClaim  string    `json:"nodeclaim"`
+			APIStart   time.Time `json:"api-start"`
 			SyncWait   string    `json:"sync-wait"`
 			Prepare    string    `json:"prepare"`
 		}
@@ -264,7 +265,10 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 		case "created nodeclaim":
 			if w, err := time.ParseDuration(l.APIWait); err == nil && len(out) > 0 && w >= out[len(out)-1].apiWait {
 				b := &out[len(out)-1]
-				b.apiWait, b.slowest, b.slowestEnd = w, l.NodeClaim, l.Time
+				b.apiWait, b.slowest, b.slowestStart = w, l.NodeClaim, l.APIStart
+				if b.slowestStart.IsZero() { // a log from before api-start was logged
+					b.slowestStart = l.Time.Add(-w)
+				}
 			}
 		case "created nodeclaim(s)":
 			if len(out) > 0 {
@@ -340,7 +344,7 @@ func (p *phases) String() string {
 		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %7d %8s %8s %8s %6d %8s %8s %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
 			b.untried, b.syncWait.Round(time.Millisecond), b.prepare.Round(time.Millisecond), b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), b.apiWait.Round(time.Millisecond), share, own)
 		if st, ok := p.audit[b.slowest]; ok && b.claims > 0 {
-			to, in, back := createSplit(b.slowestEnd.Add(-b.apiWait), b.slowestEnd, st)
+			to, in, back := createSplit(b.slowestStart, b.slowestStart.Add(b.apiWait), st)
 			line := fmt.Sprintf("batch %d: slowest create (%s) waited %s = %s before the API server received it + %s at the API server + %s back",
 				i+1, b.slowest, b.apiWait.Round(time.Millisecond), to.Round(time.Millisecond), in.Round(time.Millisecond), back.Round(time.Millisecond))
 			if steps := latencySteps(st.latency); steps != "" {

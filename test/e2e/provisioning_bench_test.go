@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -26,7 +27,12 @@ import (
 // localcluster.Options): with its default it spreads the first pods over
 // every new node and displaces the pods Karpenter planned there.
 func BenchmarkProvisioning1000Pods(b *testing.B) {
-	e := startProvisioningWith(b, localcluster.Options{SchedulerMostAllocated: true, AuditNodeClaims: true})
+	opts := localcluster.Options{SchedulerMostAllocated: true, AuditNodeClaims: true,
+		Profiling: os.Getenv("BENCH_APISERVER_PROFILE") != ""}
+	if os.Getenv("BENCH_CLUSTER_TUNING") != "off" {
+		opts.APIServerGOGC, opts.ClientNice = benchAPIServerGOGC, benchClientNice
+	}
+	e := startProvisioningWith(b, opts)
 	np := kit.DefaultNodePool("default", "default", 32)
 	np.Spec.Template.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{
 		np.Spec.Template.Spec.Requirements[0], // linux
@@ -48,6 +54,13 @@ func BenchmarkProvisioning1000Pods(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// The local cluster's tuning for the 1,000-pod benchmark (see
+// localcluster.Options; BENCH_CLUSTER_TUNING=off runs without it, for an A/B).
+const (
+	benchAPIServerGOGC = 400
+	benchClientNice    = 5
+)
 
 // startProvisioningWith is startProvisioning on a cluster started with opts.
 func startProvisioningWith(t testing.TB, opts localcluster.Options) *provisioningEnv {

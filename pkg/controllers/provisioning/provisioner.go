@@ -502,7 +502,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
 			}
 			log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
-				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods), "api-duration", apiTime.String())
+				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods), "api-duration", apiTime.String(), "api-start", start)
 			mu.Lock()
 			created = append(created, nc)
 			mu.Unlock()

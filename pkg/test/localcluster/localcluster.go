@@ -71,6 +71,12 @@ type Options struct {
 	// AuditNodeClaims: kube-apiserver keeps an audit log of NodeClaim writes
 	// (`--audit-nodeclaims`, AuditLogPath): its own time for each request.
 	AuditNodeClaims bool
+	// APIServerGOGC: kube-apiserver's GOGC (`--apiserver-gogc`, 0: Go's
+	// default) and ClientNice: kube-scheduler, kube-controller-manager and
+	// KWOK run that much nicer than the API server and etcd
+	// (`--client-nice`). See hack/cluster's controlplane.Config.
+	APIServerGOGC int
+	ClientNice    int
 }
 
 // AuditLogPath is the audit log of a cluster started with AuditNodeClaims.
@@ -105,6 +111,12 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	}
 	if opts.Profiling {
 		args = append(args, "--profiling")
+	}
+	if opts.APIServerGOGC > 0 {
+		args = append(args, "--apiserver-gogc", strconv.Itoa(opts.APIServerGOGC))
+	}
+	if opts.ClientNice > 0 {
+		args = append(args, "--client-nice", strconv.Itoa(opts.ClientNice))
 	}
 	if opts.AuditNodeClaims {
 		args = append(args, "--audit-nodeclaims")
