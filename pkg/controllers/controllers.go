@@ -212,12 +212,12 @@ func runnable(r manager.Runnable) cloudprovider.Controller {
 //
 // Why: client-go shares one HTTP/2 connection among all clients built from
 // equal TLS settings, so a create was multiplexed with the informers' watch
-// streams. In a 1,000-pod scale-up those carry every pod's creation, binding
-// and status; on a busy API server the create's request reached the server
-// and its response reached Karpenter up to 0.55 + 0.4 s behind them
-// (BenchmarkProvisioning1000Pods' audit split; worst batch 1.5 s on the shared
-// connection, 0.4-1.06 s on its own, back to back at load 5-8). A config with its own Dial is
-// never shared from client-go's transport cache.
+// streams, which in a 1,000-pod scale-up carry every pod's creation, binding
+// and status; its response could reach Karpenter 0.4 s after the API server
+// had written it (BenchmarkProvisioning1000Pods' audit split). On its own
+// connection that part stayed under 0.17 s in four runs; the wait inside a
+// CPU-starved API server remains (see the README's end-to-end section).
+// A config with its own Dial is never shared from client-go's transport cache.
 func ownConnectionClient(mgr manager.Manager) (client.Client, error) {
 	if mgr.GetConfig() == nil {
 		return nil, nil
