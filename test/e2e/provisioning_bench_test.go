@@ -57,8 +57,8 @@ func BenchmarkProvisioning1000Pods(b *testing.B) {
 
 // Local-cluster tuning the 1,000-pod benchmark tries with
 // BENCH_CLUSTER_TUNING=on (see localcluster.Options): off by default, since
-// one run with it at load 5-8 (worst batch 0.55 s) was within the spread of
-// the runs without it (0.42-1.06 s).
+// four runs with it at load 4-8 (worst batch 0.36-1.26 s) were within the
+// spread of six without it (0.36-1.64 s).
 const (
 	benchAPIServerGOGC = 400
 	benchClientNice    = 5
