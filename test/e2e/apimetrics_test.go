@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 )
@@ -26,40 +28,199 @@ type apiCounters struct {
 // readAPICounters scrapes the API server's metrics for resource (e.g.
 // "nodeclaims").
 func readAPICounters(ctx context.Context, kube kubernetes.Interface, resource string) (apiCounters, error) {
-	out := apiCounters{requests: map[string]float64{}, durationSum: map[string]float64{}, durationN: map[string]float64{}}
+	m, err := scrapeAPI(ctx, kube)
+	if err != nil {
+		return apiCounters{}, err
+	}
+	return m.counters(resource), nil
+}
+
+// apiMetrics is one scrape of the API server's /metrics: every sample of the
+// families the benchmark reads.
+type apiMetrics []apiSample
+
+type apiSample struct {
+	name   string
+	labels map[string]string
+	value  float64
+}
+
+// scrapedFamilies are the metric names (prefixes) scrapeAPI keeps.
+var scrapedFamilies = []string{
+	"apiserver_request_total{", "apiserver_request_duration_seconds_sum{", "apiserver_request_duration_seconds_count{",
+	"go_sched_latencies_seconds_bucket{", "etcd_request_duration_seconds_sum{", "etcd_request_duration_seconds_count{",
+	"apiserver_flowcontrol_request_wait_duration_seconds_sum{", "apiserver_flowcontrol_request_wait_duration_seconds_count{",
+}
+
+func scrapeAPI(ctx context.Context, kube kubernetes.Interface) (apiMetrics, error) {
 	raw, err := kube.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
 	if err != nil {
-		return out, err
+		return nil, err
 	}
+	var out apiMetrics
 	sc := bufio.NewScanner(bytes.NewReader(raw))
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
 		line := sc.Text()
+		for _, f := range scrapedFamilies {
+			if strings.HasPrefix(line, f) {
+				if labels, value, ok := splitSample(line); ok {
+					out = append(out, apiSample{name: f[:len(f)-1], labels: labels, value: value})
+				}
+				break
+			}
+		}
+	}
+	return out, sc.Err()
+}
+
+// counters are the request counters and durations of one resource.
+func (m apiMetrics) counters(resource string) apiCounters {
+	out := apiCounters{requests: map[string]float64{}, durationSum: map[string]float64{}, durationN: map[string]float64{}}
+	for _, s := range m {
 		var into map[string]float64
-		switch {
-		case strings.HasPrefix(line, "apiserver_request_total{"):
+		switch s.name {
+		case "apiserver_request_total":
 			into = out.requests
-		case strings.HasPrefix(line, "apiserver_request_duration_seconds_sum{"):
+		case "apiserver_request_duration_seconds_sum":
 			into = out.durationSum
-		case strings.HasPrefix(line, "apiserver_request_duration_seconds_count{"):
+		case "apiserver_request_duration_seconds_count":
 			into = out.durationN
 		default:
 			continue
 		}
-		labels, value, ok := splitSample(line)
-		if !ok || labels["resource"] != resource {
+		if s.labels["resource"] != resource {
 			continue
 		}
-		key := labels["verb"] + " " + labels["subresource"]
-		if labels["subresource"] == "" {
+		key := s.labels["verb"] + " " + s.labels["subresource"]
+		if s.labels["subresource"] == "" {
 			key += "-"
 		}
-		if strings.HasPrefix(line, "apiserver_request_total{") {
-			key += " " + labels["code"]
+		if s.name == "apiserver_request_total" {
+			key += " " + s.labels["code"]
 		}
-		into[key] += value
+		into[key] += s.value
 	}
-	return out, sc.Err()
+	return out
+}
+
+// sum adds up the samples of name whose labels pass keep, by the key it
+// returns ("" drops the sample).
+func (m apiMetrics) sum(name string, key func(map[string]string) string) map[string]float64 {
+	out := map[string]float64{}
+	for _, s := range m {
+		if s.name != name {
+			continue
+		}
+		if k := key(s.labels); k != "" {
+			out[k] += s.value
+		}
+	}
+	return out
+}
+
+// minus is the change of each key since an earlier sum.
+func minus(after, before map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range after {
+		if d := v - before[k]; d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}
+
+// apiLoad summarises what the API server did between two scrapes: who
+// competed with Karpenter's creates (requests by resource and verb, with the
+// server's mean time), how long its goroutines waited for a CPU once
+// runnable (the Go runtime's scheduling latency: on two shared cores, the
+// wait every step of every request pays), priority-and-fairness queueing,
+// and etcd.
+func apiLoad(before, after apiMetrics) string {
+	var sb strings.Builder
+	byResource := func(l map[string]string) string {
+		if l["verb"] == "WATCH" || l["verb"] == "CONNECT" {
+			return ""
+		}
+		r := l["resource"]
+		if l["subresource"] != "" {
+			r += "/" + l["subresource"]
+		}
+		return l["verb"] + " " + r
+	}
+	n := minus(after.sum("apiserver_request_duration_seconds_count", byResource), before.sum("apiserver_request_duration_seconds_count", byResource))
+	d := minus(after.sum("apiserver_request_duration_seconds_sum", byResource), before.sum("apiserver_request_duration_seconds_sum", byResource))
+	keys := make([]string, 0, len(n))
+	total := 0.0
+	for k, v := range n {
+		keys = append(keys, k)
+		total += v
+	}
+	sort.Slice(keys, func(i, j int) bool { return n[keys[i]] > n[keys[j]] })
+	fmt.Fprintf(&sb, "API server requests over the run (not watches): %.0f; most (count, mean server time):", total)
+	for i, k := range keys {
+		if i == 12 {
+			break
+		}
+		fmt.Fprintf(&sb, " %s %.0f %.0fms;", k, n[k], 1000*d[k]/n[k])
+	}
+	le := func(l map[string]string) string { return l["le"] }
+	b := minus(after.sum("go_sched_latencies_seconds_bucket", le), before.sum("go_sched_latencies_seconds_bucket", le))
+	bounds := make([]string, 0, len(b))
+	for k := range b {
+		bounds = append(bounds, k)
+	}
+	sort.Slice(bounds, func(i, j int) bool { return parseBound(bounds[i]) < parseBound(bounds[j]) })
+	if len(bounds) > 0 {
+		all := b["+Inf"]
+		fmt.Fprintf(&sb, "\nAPI server goroutines waiting for a CPU once runnable (Go scheduling latency), %.0f wake-ups:", all)
+		prev := 0.0
+		for _, k := range bounds {
+			if k == "+Inf" {
+				fmt.Fprintf(&sb, " longer %.2f%%", 100*(all-prev)/all)
+				break
+			}
+			fmt.Fprintf(&sb, " <=%s %.2f%%;", shortSeconds(parseBound(k)), 100*(b[k]-prev)/all)
+			prev = b[k]
+		}
+	}
+	level := func(l map[string]string) string { return l["priority_level"] }
+	wn := minus(after.sum("apiserver_flowcontrol_request_wait_duration_seconds_count", level), before.sum("apiserver_flowcontrol_request_wait_duration_seconds_count", level))
+	ws := minus(after.sum("apiserver_flowcontrol_request_wait_duration_seconds_sum", level), before.sum("apiserver_flowcontrol_request_wait_duration_seconds_sum", level))
+	levels := make([]string, 0, len(wn))
+	for k := range wn {
+		levels = append(levels, k)
+	}
+	sort.Strings(levels)
+	sb.WriteString("\nAPF queue wait by priority level (requests, mean):")
+	for _, k := range levels {
+		fmt.Fprintf(&sb, " %s %.0f %.1fms;", k, wn[k], 1000*ws[k]/wn[k])
+	}
+	op := func(l map[string]string) string { return l["operation"] }
+	en := minus(after.sum("etcd_request_duration_seconds_count", op), before.sum("etcd_request_duration_seconds_count", op))
+	es := minus(after.sum("etcd_request_duration_seconds_sum", op), before.sum("etcd_request_duration_seconds_sum", op))
+	ops := make([]string, 0, len(en))
+	for k := range en {
+		ops = append(ops, k)
+	}
+	sort.Strings(ops)
+	sb.WriteString("\netcd requests from the API server by operation (count, mean):")
+	for _, k := range ops {
+		fmt.Fprintf(&sb, " %s %.0f %.1fms;", k, en[k], 1000*es[k]/en[k])
+	}
+	return sb.String()
+}
+
+func parseBound(s string) float64 {
+	if s == "+Inf" {
+		return math.Inf(1)
+	}
+	v, _ := strconv.ParseFloat(s, 64)
+	return v
+}
+
+func shortSeconds(v float64) string {
+	return time.Duration(v * float64(time.Second)).Round(time.Microsecond).String()
 }
 
 // splitSample parses `name{a="x",b="y"} 12` into its labels and value.

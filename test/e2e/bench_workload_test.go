@@ -60,6 +60,8 @@ type benchRun struct {
 	// nodeClaimAPI: the API server's NodeClaim requests over the run (by
 	// verb, subresource and code, with its mean time per request).
 	nodeClaimAPI apiCounters
+	// apiLoad: what else the API server did over the run (see apiLoad).
+	apiLoad string
 }
 
 // componentCPU reads the CPU time used so far by each control-plane process.
@@ -89,11 +91,12 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	}
 	want := replicas(deps)
 	cpuBefore := componentCPU(e)
-	apiBefore, err := readAPICounters(e.ctx, e.KubeClient, "nodeclaims")
+	apiBefore, err := scrapeAPI(e.ctx, e.KubeClient)
 	if err != nil {
 		b.Fatal(err)
 	}
 	profiled := profileKarpenter(e)
+	apiProfiled := profileAPIServer(e)
 	b.StartTimer()
 	start := time.Now()
 	for _, d := range deps {
@@ -120,11 +123,14 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 	if err := profiled(); err != nil {
 		b.Logf("CPU profile: %v", err)
 	}
+	if err := apiProfiled(); err != nil {
+		b.Logf("API server CPU profile: %v", err)
+	}
 	after, err := e.karpenter.ResourceUsage()
 	if err != nil {
 		b.Fatal(err)
 	}
-	apiAfter, err := readAPICounters(e.ctx, e.KubeClient, "nodeclaims")
+	apiAfter, err := scrapeAPI(e.ctx, e.KubeClient)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -143,13 +149,27 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 		if log, err := os.ReadFile(e.karpenter.LogPath); err == nil {
 			_ = os.WriteFile(filepath.Join(dir, "karpenter-"+start.Format("150405")+".log"), log, 0o644)
 		}
+		// And the control plane's logs (the API server's traces of slow requests).
+		if logs, err := filepath.Glob(filepath.Join(e.StateDir, "logs", "*.log")); err == nil {
+			for _, l := range logs {
+				if b, err := os.ReadFile(l); err == nil {
+					_ = os.WriteFile(filepath.Join(dir, start.Format("150405")+"-"+filepath.Base(l)), b, 0o644)
+				}
+			}
+		}
 	}
 	ph, err := collectPhases(e.ctx, e.Client, "default", e.karpenter.LogPath, start)
 	if err != nil {
 		b.Fatal(err)
 	}
+	audit, err := readAudit(e.AuditLogPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	ph.audit = audit
 	return benchRun{detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS},
-		components: components, loadavg: strings.TrimSpace(string(loadavg)), nodeClaimAPI: apiAfter.since(apiBefore)}
+		components: components, loadavg: strings.TrimSpace(string(loadavg)), nodeClaimAPI: apiAfter.counters("nodeclaims").since(apiBefore.counters("nodeclaims")),
+		apiLoad: apiLoad(apiBefore, apiAfter)}
 }
 
 // profileKarpenter starts a CPU profile of Karpenter when BENCH_CPU_PROFILE
@@ -197,6 +217,31 @@ func profileKarpenter(e *provisioningEnv) func() error {
 	return func() error { return <-done }
 }
 
+// profileAPIServer takes a CPU profile of kube-apiserver from the moment the
+// workload is applied when BENCH_APISERVER_PROFILE names a file (the cluster
+// must serve pprof: localcluster.Options.Profiling, which the provisioning
+// benchmark sets when the variable is set), for BENCH_CPU_PROFILE_SECONDS
+// (default 30).
+func profileAPIServer(e *provisioningEnv) func() error {
+	path := os.Getenv("BENCH_APISERVER_PROFILE")
+	if path == "" {
+		return func() error { return nil }
+	}
+	seconds := os.Getenv("BENCH_CPU_PROFILE_SECONDS")
+	if seconds == "" {
+		seconds = "30"
+	}
+	done := make(chan error, 1)
+	go func() {
+		body, err := e.KubeClient.CoreV1().RESTClient().Get().AbsPath("/debug/pprof/profile").Param("seconds", seconds).Timeout(5 * time.Minute).DoRaw(e.ctx)
+		if err == nil {
+			err = os.WriteFile(path, body, 0o644)
+		}
+		done <- err
+	}()
+	return func() error { return <-done }
+}
+
 // report prints the run's figures and its phase table and reports them as
 // benchmark metrics.
 func (r benchRun) report(b *testing.B, title string) {
@@ -233,4 +278,5 @@ func (r benchRun) report(b *testing.B, title string) {
 	fmt.Printf(" load average at the end: %s\n", r.loadavg)
 	b.ReportMetric(r.nodeClaimAPI.conflicts(), "nodeclaim-409s")
 	fmt.Printf("NodeClaim requests at the API server (verb subresource code: count):%s\n", r.nodeClaimAPI)
+	fmt.Println(r.apiLoad)
 }

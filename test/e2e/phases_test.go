@@ -54,6 +54,10 @@ type batch struct {
 	// (the log's api-duration): the API server's and the connection's time,
 	// not Karpenter's.
 	apiWait time.Duration
+	// slowest names the create that waited apiWait and slowestStart is when
+	// its API call began.
+	slowest      string
+	slowestStart time.Time
 }
 
 // own is the part of close -> created that was not spent waiting on the
@@ -68,6 +72,9 @@ type phases struct {
 	origin  time.Time // the first pod's creationTimestamp
 	rows    []*phase
 	batches []batch
+	// audit: the API server's own time for each NodeClaim create, by name,
+	// when the cluster keeps an audit log (nil otherwise).
+	audit map[string]serverTime
 }
 
 // collectPhases reads the timestamps the cluster keeps about the pods in
@@ -236,6 +243,8 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 			Untried    int       `json:"awaiting-scheduler"`
 			Duration   string    `json:"duration"`
 			APIWait    string    `json:"api-duration"`
+			NodeClaim  string    `json:"nodeclaim"`
+			APIStart   time.Time `json:"api-start"`
 			SyncWait   string    `json:"sync-wait"`
 			Prepare    string    `json:"prepare"`
 		}
@@ -254,8 +263,12 @@ func parseBatches(r io.Reader, since time.Time) ([]batch, error) {
 				out[len(out)-1].prepare, _ = time.ParseDuration(l.Prepare)
 			}
 		case "created nodeclaim":
-			if w, err := time.ParseDuration(l.APIWait); err == nil && len(out) > 0 {
-				out[len(out)-1].apiWait = max(out[len(out)-1].apiWait, w)
+			if w, err := time.ParseDuration(l.APIWait); err == nil && len(out) > 0 && w >= out[len(out)-1].apiWait {
+				b := &out[len(out)-1]
+				b.apiWait, b.slowest, b.slowestStart = w, l.NodeClaim, l.APIStart
+				if b.slowestStart.IsZero() { // a log from before api-start was logged
+					b.slowestStart = l.Time.Add(-w)
+				}
 			}
 		case "created nodeclaim(s)":
 			if len(out) > 0 {
@@ -321,6 +334,7 @@ func (p *phases) String() string {
 	bs := append([]batch(nil), p.batches...)
 	sort.Slice(bs, func(i, j int) bool { return bs[i].opened.Before(bs[j].opened) })
 	fmt.Fprintf(&sb, "%-6s %7s %7s %6s %8s %7s %5s %7s %8s %8s %8s %6s %8s %8s %8s %8s\n", "batch", "opened", "closed", "reason", "triggers", "retries", "pods", "untried", "sync", "prepare", "solve", "claims", "create", "api-wait", "close->created", "own")
+	var splits []string
 	for i, b := range bs {
 		share, own := "-", "-"
 		if b.claims > 0 {
@@ -329,6 +343,18 @@ func (p *phases) String() string {
 		}
 		fmt.Fprintf(&sb, "%-6d %7s %7s %6s %8d %7d %5d %7d %8s %8s %8s %6d %8s %8s %8s %8s\n", i+1, sec(b.opened), sec(b.closed), b.reason, b.triggers, b.retries, b.pods,
 			b.untried, b.syncWait.Round(time.Millisecond), b.prepare.Round(time.Millisecond), b.solve.Round(time.Millisecond), b.claims, b.create.Round(time.Millisecond), b.apiWait.Round(time.Millisecond), share, own)
+		if st, ok := p.audit[b.slowest]; ok && b.claims > 0 {
+			to, in, back := createSplit(b.slowestStart, b.slowestStart.Add(b.apiWait), st)
+			line := fmt.Sprintf("batch %d: slowest create (%s) waited %s = %s before the API server received it + %s at the API server + %s back",
+				i+1, b.slowest, b.apiWait.Round(time.Millisecond), to.Round(time.Millisecond), in.Round(time.Millisecond), back.Round(time.Millisecond))
+			if steps := latencySteps(st.latency); steps != "" {
+				line += " (server's breakdown: " + steps + ")"
+			}
+			splits = append(splits, line)
+		}
+	}
+	for _, l := range splits {
+		sb.WriteString(l + "\n")
 	}
 	return sb.String()
 }

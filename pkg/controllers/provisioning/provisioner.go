@@ -46,6 +46,11 @@ type Options struct {
 	// SyncTimeout bounds how long one batch waits for cluster state to sync before
 	// giving up until the next trigger.
 	SyncTimeout time.Duration
+	// CreateClient, when set, makes the NodeClaim creates (see create). The
+	// operator gives it a connection of its own to the API server: on the
+	// shared one a create's request and response queue behind the watch
+	// streams, which carry every pod change of a scale-up.
+	CreateClient client.Client
 }
 
 // Provisioner turns batches of pending pods into NodeClaims.
@@ -454,6 +459,14 @@ func wellKnownLabels(pools []*scheduling.NodePool) []string {
 	return out
 }
 
+// creator is the client NodeClaims are created with.
+func (p *Provisioner) creator() client.Client {
+	if p.opts.CreateClient != nil {
+		return p.opts.CreateClient
+	}
+	return p.kube
+}
+
 // maxParallelCreates bounds the NodeClaim creates in flight for one decision.
 const maxParallelCreates = 100
 
@@ -483,7 +496,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			defer func() { <-sem }()
 			nc := NewNodeClaim(np, c)
 			start := time.Now()
-			err := p.kube.Create(ctx, nc)
+			err := p.creator().Create(ctx, nc)
 			apiTime := time.Since(start)
 			if err != nil {
 				mu.Lock()
@@ -502,7 +515,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
 			}
 			log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
-				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods), "api-duration", apiTime.String())
+				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods), "api-duration", apiTime.String(), "api-start", start)
 			mu.Lock()
 			created = append(created, nc)
 			mu.Unlock()

@@ -73,7 +73,19 @@ type Options struct {
 	// (`--kcm-disable-controllers`), e.g. "ttl", whose node annotations KWOK
 	// never reads and which re-patches every node as the fleet grows.
 	DisableControllers []string
+	// AuditNodeClaims: kube-apiserver keeps an audit log of NodeClaim writes
+	// (`--audit-nodeclaims`, AuditLogPath): its own time for each request.
+	AuditNodeClaims bool
+	// APIServerGOGC: kube-apiserver's GOGC (`--apiserver-gogc`, 0: Go's
+	// default) and ClientNice: kube-scheduler, kube-controller-manager and
+	// KWOK run that much nicer than the API server and etcd
+	// (`--client-nice`). See hack/cluster's controlplane.Config.
+	APIServerGOGC int
+	ClientNice    int
 }
+
+// AuditLogPath is the audit log of a cluster started with AuditNodeClaims.
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.StateDir, "logs", "audit.log") }
 
 // Start runs `bin/cluster up` in a fresh state directory and waits until it is ready.
 func Start(t testing.TB) *Cluster { return StartWith(t, Options{}) }
@@ -107,6 +119,15 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	}
 	if opts.Profiling {
 		args = append(args, "--profiling")
+	}
+	if opts.APIServerGOGC > 0 {
+		args = append(args, "--apiserver-gogc", strconv.Itoa(opts.APIServerGOGC))
+	}
+	if opts.ClientNice > 0 {
+		args = append(args, "--client-nice", strconv.Itoa(opts.ClientNice))
+	}
+	if opts.AuditNodeClaims {
+		args = append(args, "--audit-nodeclaims")
 	}
 	if opts.NodeLeaseSeconds > 0 {
 		args = append(args, "--node-lease-seconds", strconv.Itoa(opts.NodeLeaseSeconds))

@@ -116,6 +116,9 @@ func cmdUp(args []string) error {
 	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40)")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
 	disable := fs.String("kcm-disable-controllers", "", "comma-separated kube-controller-manager controllers not to run (e.g. ttl)")
+	audit := fs.Bool("audit-nodeclaims", false, "kube-apiserver writes an audit log of NodeClaim writes (logs/audit.log), with its latency breakdown of slow requests")
+	gogc := fs.Int("apiserver-gogc", 0, "kube-apiserver's GOGC (0: Go's default): less garbage-collection CPU for a larger heap")
+	clientNice := fs.Int("client-nice", 0, "run kube-scheduler, kube-controller-manager and KWOK this much nicer than the API server and etcd")
 	_ = fs.Parse(args)
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -132,6 +135,9 @@ func cmdUp(args []string) error {
 		NodeLeaseSeconds:                  *leaseSeconds,
 		NodeMonitorGracePeriod:            *grace,
 		DisableControllers:                splitList(*disable),
+		AuditNodeClaims:                   *audit,
+		APIServerGOGC:                     *gogc,
+		ClientNice:                        *clientNice,
 	})
 	if err != nil {
 		return err

@@ -72,6 +72,22 @@ type Config struct {
 	// and re-annotates all of them each time the fleet crosses a size step
 	// (90, 450, 900, 1,800, 9,000 nodes): thousands of node patches.
 	DisableControllers []string
+	// AuditNodeClaims makes kube-apiserver write an audit log of NodeClaim
+	// writes to logs/audit.log (see auditPolicy): the API server's own time
+	// and latency breakdown per request, for a benchmark to explain what a
+	// client waited for.
+	AuditNodeClaims bool
+	// APIServerGOGC sets kube-apiserver's GOGC (0: the Go default, 100). On
+	// two cores the API server is the busiest process of a scale-up and a
+	// sixth of its CPU goes to garbage collection; a benchmark that measures
+	// request latency trades memory (a larger heap) for that CPU.
+	APIServerGOGC int
+	// ClientNice runs kube-scheduler, kube-controller-manager and KWOK that
+	// much nicer than the API server and etcd (0: the same). Those three
+	// produce most of the API server's requests in a scale-up; when they
+	// compete with it for two cores, every request (Karpenter's too) waits
+	// longer for the API server to get to it.
+	ClientNice int
 }
 
 // Cluster is a running control plane.
@@ -163,19 +179,23 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		return nil, err
 	}
 
-	if err := c.spawn("kube-apiserver",
-		"--etcd-servers="+etcdURL,
-		"--profiling="+strconv.FormatBool(cfg.Profiling),
-		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(apiPort),
-		"--tls-cert-file="+files.ServingCert, "--tls-private-key-file="+files.ServingKey,
-		"--client-ca-file="+files.CACert,
+	audit, err := auditArgs(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.spawn("kube-apiserver", append([]string{
+		"--etcd-servers=" + etcdURL,
+		"--profiling=" + strconv.FormatBool(cfg.Profiling),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + files.ServingCert, "--tls-private-key-file=" + files.ServingKey,
+		"--client-ca-file=" + files.CACert,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-account-key-file="+files.SAPublic, "--service-account-signing-key-file="+files.SAPrivate,
+		"--service-account-key-file=" + files.SAPublic, "--service-account-signing-key-file=" + files.SAPrivate,
 		"--service-cluster-ip-range=10.0.0.0/24",
 		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
-	); err != nil {
+	}, audit...)...); err != nil {
 		return nil, err
 	}
 	client, err := c.httpClient()
@@ -263,6 +283,16 @@ func kcmFleetArgs(cfg Config) []string {
 		out = append(out, "--controllers=*,-"+strings.Join(cfg.DisableControllers, ",-"))
 	}
 	return append(out, flagIf(cfg.NodeMonitorGracePeriod > 0, "--node-monitor-grace-period="+cfg.NodeMonitorGracePeriod.String())...)
+}
+
+// niceness is how much nicer than the cluster tool the component runs (see
+// Config.ClientNice).
+func (cfg Config) niceness(component string) int {
+	switch component {
+	case "kube-scheduler", "kube-controller-manager", "kwok":
+		return cfg.ClientNice
+	}
+	return 0
 }
 
 // flagIf is flags when on, else nothing.
@@ -395,6 +425,13 @@ func (c *Cluster) start(name string, args []string) (*proc, error) {
 		return nil, err
 	}
 	cmd := exec.Command(filepath.Join(c.cfg.BinDir, name), args...)
+	if n := c.cfg.niceness(name); n > 0 {
+		// nice execs the binary (same PID), and every thread inherits it.
+		cmd = exec.Command("nice", append([]string{"-n", strconv.Itoa(n), filepath.Join(c.cfg.BinDir, name)}, args...)...)
+	}
+	if name == "kube-apiserver" && c.cfg.APIServerGOGC > 0 {
+		cmd.Env = append(os.Environ(), "GOGC="+strconv.Itoa(c.cfg.APIServerGOGC))
+	}
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	// Own process group: Stop can signal a child together with anything it forks.
 	// Pdeathsig: if this process is killed outright, the kernel kills the children too.

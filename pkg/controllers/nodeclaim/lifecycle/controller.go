@@ -57,6 +57,12 @@ type Controller struct {
 	// applied holds, per NodeClaim UID, the statusFields lifecycle last
 	// applied (see writeStatus), until the NodeClaim is finalized.
 	applied sync.Map
+	// uids maps a NodeClaim's name to the UID the maps above (and the launch
+	// cache) know it by: a reconcile of a NodeClaim that is gone has only its
+	// name, and one that vanished without lifecycle seeing its finalizer go
+	// (another actor removed the finalizer, a forced delete) must still be
+	// forgotten, or every such NodeClaim leaks its entries.
+	uids sync.Map
 }
 
 // NewController wires the lifecycle steps. recorder may be nil.
@@ -80,14 +86,23 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	ctx = instrumented.WithController(ctx, Name)
 	nc := &v1.NodeClaim{}
 	if err := c.kubeClient.Get(ctx, req.NamespacedName, nc); err != nil {
+		if apierrors.IsNotFound(err) {
+			if uid, ok := c.uids.LoadAndDelete(req.Name); ok {
+				c.forget(uid.(types.UID))
+			}
+		}
 		return reconcile.Result{}, client.IgnoreNotFound(err)
+	}
+	// A NodeClaim recreated under the same name is another UID: the old one's
+	// entries go now, since no reconcile will name it again.
+	if old, loaded := c.uids.Swap(nc.Name, nc.UID); loaded && old.(types.UID) != nc.UID {
+		c.forget(old.(types.UID))
 	}
 	if !nc.DeletionTimestamp.IsZero() {
 		res, err := c.Terminator.Finalize(ctx, nc)
 		if err == nil && !hasFinalizer(nc) {
-			c.Launch.cache.forget(nc.UID)
-			c.registered.Delete(nc.UID)
-			c.applied.Delete(nc.UID)
+			c.forget(nc.UID)
+			c.uids.CompareAndDelete(nc.Name, nc.UID)
 		}
 		return res, err
 	}
@@ -142,6 +157,13 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	return soonest(results...), nil
+}
+
+// forget drops what lifecycle remembers about the NodeClaim with uid.
+func (c *Controller) forget(uid types.UID) {
+	c.Launch.cache.forget(uid)
+	c.registered.Delete(uid)
+	c.applied.Delete(uid)
 }
 
 // ownedConditions are the NodeClaim conditions lifecycle writes: the steps'

@@ -1,0 +1,37 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestParseAuditSplitsACreate reads the API server's audit events of
+// NodeClaim creates by the created name (from the response, as generateName
+// creates have none in the request), skips other writes, and splits what the
+// caller waited into before, at and after the API server.
+func TestParseAuditSplitsACreate(t *testing.T) {
+	log := strings.Join([]string{
+		`{"kind":"Event","stage":"ResponseComplete","verb":"create","objectRef":{"resource":"nodeclaims"},"responseObject":{"metadata":{"name":"default-abc"}},"requestReceivedTimestamp":"2026-01-01T00:00:00.400000Z","stageTimestamp":"2026-01-01T00:00:01.000000Z","annotations":{"apiserver.latency.k8s.io/etcd":"450ms","apiserver.latency.k8s.io/total":"600ms","apiserver.latency.k8s.io/authentication":"2ms","apiserver.latency.k8s.io/response-write":"900ns"}}`,
+		`{"kind":"Event","stage":"ResponseComplete","verb":"patch","objectRef":{"resource":"nodeclaims","name":"default-abc"},"requestReceivedTimestamp":"2026-01-01T00:00:02Z","stageTimestamp":"2026-01-01T00:00:03Z"}`,
+	}, "\n")
+	got, err := parseAudit(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 {
+		t.Fatalf("want the one create, got %+v", got)
+	}
+	st, ok := got["default-abc"]
+	if !ok {
+		t.Fatalf("create not keyed by its response's name: %+v", got)
+	}
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	to, in, back := createSplit(start, start.Add(1100*time.Millisecond), st)
+	if to != 400*time.Millisecond || in != 600*time.Millisecond || back != 100*time.Millisecond {
+		t.Fatalf("split %s + %s + %s, want 400ms + 600ms + 100ms", to, in, back)
+	}
+	if s := latencySteps(st.latency); s != "etcd 450ms, authentication 2ms" {
+		t.Fatalf("steps %q: want the steps of at least 1 ms, largest first, without the total", s)
+	}
+}
