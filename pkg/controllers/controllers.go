@@ -12,8 +12,6 @@ package controllers
 import (
 	"context"
 	"fmt"
-	"net"
-	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
@@ -40,6 +38,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/operator"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
@@ -217,13 +216,11 @@ func runnable(r manager.Runnable) cloudprovider.Controller {
 // had written it (BenchmarkProvisioning1000Pods' audit split). On its own
 // connection that part stayed under 0.17 s in four runs; the wait inside a
 // CPU-starved API server remains (see the README's end-to-end section).
-// A config with its own Dial is never shared from client-go's transport cache.
 func ownConnectionClient(mgr manager.Manager) (client.Client, error) {
 	if mgr.GetConfig() == nil {
 		return nil, nil
 	}
 	cfg := rest.CopyConfig(mgr.GetConfig())
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	cfg.Dial = dialer.DialContext
+	operator.OwnConnection(cfg)
 	return client.New(cfg, client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 }

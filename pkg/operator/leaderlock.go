@@ -47,7 +47,9 @@ func leaderLock(cfg *rest.Config, namespace, name string) (resourcelock.Interfac
 		resourcelock.ResourceLockConfig{Identity: id})
 }
 
-// ownConnection gives the leader election client a TCP connection of its own.
+// OwnConnection gives the clients built from cfg a TCP connection of their own:
+// the leader election's (here) and the provisioner's NodeClaim creates
+// (pkg/controllers).
 //
 // Why: client-go shares one transport (one HTTP/2 connection) among all clients
 // built from equal TLS settings, so the Lease renewal was multiplexed with the
@@ -55,7 +57,7 @@ func leaderLock(cfg *rest.Config, namespace, name string) (resourcelock.Interfac
 // streams of a large fleet. Behind them on a busy API server a renewal missed
 // its 5 s timeout and the process lost its leadership (BenchmarkScaleFleet,
 // 1,000 nodes). A config with its own Dial is never shared from the cache.
-func ownConnection(cfg *rest.Config) {
+func OwnConnection(cfg *rest.Config) {
 	d := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
 	cfg.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
 		return d.DialContext(ctx, network, address)

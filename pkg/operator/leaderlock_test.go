@@ -22,7 +22,7 @@ func TestOwnConnection(t *testing.T) {
 		t.Fatal("client-go no longer shares transports between equal configs: this test checks nothing")
 	}
 	leader := rest.CopyConfig(main)
-	ownConnection(leader)
+	OwnConnection(leader)
 	own, err := rest.TransportFor(leader)
 	if err != nil {
 		t.Fatal(err)

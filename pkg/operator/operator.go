@@ -101,7 +101,7 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 	// throttled client-side cannot starve them and cost the leadership.
 	leaderCfg := rest.CopyConfig(cfg)
 	leaderCfg.QPS, leaderCfg.Burst = 5, 10
-	ownConnection(leaderCfg)
+	OwnConnection(leaderCfg)
 	metricsOpts := metricsserver.Options{BindAddress: bindAddress(opts.MetricsPort)}
 	if opts.EnableProfiling {
 		metricsOpts.ExtraHandlers = map[string]http.Handler{
