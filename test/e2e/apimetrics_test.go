@@ -184,30 +184,23 @@ func apiLoad(before, after apiMetrics) string {
 			prev = b[k]
 		}
 	}
-	level := func(l map[string]string) string { return l["priority_level"] }
-	wn := minus(after.sum("apiserver_flowcontrol_request_wait_duration_seconds_count", level), before.sum("apiserver_flowcontrol_request_wait_duration_seconds_count", level))
-	ws := minus(after.sum("apiserver_flowcontrol_request_wait_duration_seconds_sum", level), before.sum("apiserver_flowcontrol_request_wait_duration_seconds_sum", level))
-	levels := make([]string, 0, len(wn))
-	for k := range wn {
-		levels = append(levels, k)
+	// means writes, per value of label, the count and mean of a histogram's growth over the run.
+	means := func(title, histogram, label string) {
+		by := func(l map[string]string) string { return l[label] }
+		n := minus(after.sum(histogram+"_count", by), before.sum(histogram+"_count", by))
+		sum := minus(after.sum(histogram+"_sum", by), before.sum(histogram+"_sum", by))
+		keys := make([]string, 0, len(n))
+		for k := range n {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		sb.WriteString(title)
+		for _, k := range keys {
+			fmt.Fprintf(&sb, " %s %.0f %.1fms;", k, n[k], 1000*sum[k]/n[k])
+		}
 	}
-	sort.Strings(levels)
-	sb.WriteString("\nAPF queue wait by priority level (requests, mean):")
-	for _, k := range levels {
-		fmt.Fprintf(&sb, " %s %.0f %.1fms;", k, wn[k], 1000*ws[k]/wn[k])
-	}
-	op := func(l map[string]string) string { return l["operation"] }
-	en := minus(after.sum("etcd_request_duration_seconds_count", op), before.sum("etcd_request_duration_seconds_count", op))
-	es := minus(after.sum("etcd_request_duration_seconds_sum", op), before.sum("etcd_request_duration_seconds_sum", op))
-	ops := make([]string, 0, len(en))
-	for k := range en {
-		ops = append(ops, k)
-	}
-	sort.Strings(ops)
-	sb.WriteString("\netcd requests from the API server by operation (count, mean):")
-	for _, k := range ops {
-		fmt.Fprintf(&sb, " %s %.0f %.1fms;", k, en[k], 1000*es[k]/en[k])
-	}
+	means("\nAPF queue wait by priority level (requests, mean):", "apiserver_flowcontrol_request_wait_duration_seconds", "priority_level")
+	means("\netcd requests from the API server by operation (count, mean):", "etcd_request_duration_seconds", "operation")
 	return sb.String()
 }
 
