@@ -59,14 +59,11 @@ func TestExpiration(t *testing.T) {
 	if len(first.Items) == 0 {
 		t.Fatal("no NodeClaims in NodePool expiring")
 	}
-	cur := &v1.NodePool{}
-	if err := e.Client.Get(e.ctx, client.ObjectKeyFromObject(expiring), cur); err != nil {
-		t.Fatal(err)
-	}
-	cur.Spec.Limits = v1.Limits{corev1.ResourceCPU: resourceZero()}
-	if err := e.Client.Update(e.ctx, cur); err != nil {
-		t.Fatal(err)
-	}
+	// Karpenter writes the NodePool's status (resources, conditions) while it
+	// provisions, so the limit goes in with a conflict-retrying update.
+	e.updateNodePool(t, expiring.Name, func(np *v1.NodePool) {
+		np.Spec.Limits = v1.Limits{corev1.ResourceCPU: resourceZero()}
+	})
 	t.Logf("%d pods Running on %d NodeClaims of NodePool expiring", replicas, len(first.Items))
 
 	// Every NodeClaim of the expiring pool goes, none before it is 30s old.

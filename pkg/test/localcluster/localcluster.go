@@ -178,6 +178,13 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	if c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig); err != nil {
 		t.Fatal(err)
 	}
+	// Hold the credentials in memory: a file-backed client certificate makes
+	// client-go start a goroutine that re-reads it every few seconds, and
+	// that goroutine outlives the cluster, logging "Loading client cert
+	// failed" once the state directory is gone.
+	if err := rest.LoadTLSFiles(c.Config); err != nil {
+		t.Fatal(err)
+	}
 	c.Config.QPS, c.Config.Burst = 500, 1000
 	c.Scheme = runtime.NewScheme()
 	for _, add := range env.SchemeBuilders {
