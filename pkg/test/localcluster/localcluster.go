@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -100,6 +101,11 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	tool := filepath.Join(root, "bin", "cluster")
 	if _, err := os.Stat(tool); err != nil {
 		t.Fatalf("%s not found: run `make cluster-bins` first", tool)
+	}
+	if newer, err := staleTool(root, tool); err != nil {
+		t.Fatal(err)
+	} else if newer != "" {
+		t.Fatalf("%s is older than %s (a flag it passes may be unknown to the old build): run `make cluster-bins` first", tool, newer)
 	}
 	if _, err := env.BinaryAssets(root); err != nil {
 		t.Fatal(err)
@@ -347,4 +353,40 @@ func Alive(pid int) bool {
 	s := string(b)
 	i := strings.LastIndexByte(s, ')')
 	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// staleTool returns a source file of the cluster tool (what the Makefile's
+// CLUSTER_SRC lists: hack/cluster/cmd, hack/cluster/internal, go.mod) that
+// changed after the tool was built, or "". `go test` does not run make, so
+// without this a test would start yesterday's tool with today's flags.
+func staleTool(root, tool string) (string, error) {
+	built, err := os.Stat(tool)
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(root, "hack", "cluster")
+	if fi, err := os.Stat(filepath.Join(src, "go.mod")); err == nil && fi.ModTime().After(built.ModTime()) {
+		return filepath.Join(src, "go.mod"), nil
+	}
+	newer := ""
+	for _, dir := range []string{"cmd", "internal"} {
+		err := filepath.WalkDir(filepath.Join(src, dir), func(path string, d fs.DirEntry, err error) error {
+			if err != nil || newer != "" || d.IsDir() || !strings.HasSuffix(path, ".go") {
+				return err
+			}
+			fi, err := d.Info()
+			if err != nil {
+				return err
+			}
+			if fi.ModTime().After(built.ModTime()) {
+				newer = path
+				return fs.SkipAll
+			}
+			return nil
+		})
+		if err != nil {
+			return "", fmt.Errorf("checking %s against its sources: %w", tool, err)
+		}
+	}
+	return newer, nil
 }
