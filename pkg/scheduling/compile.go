@@ -129,14 +129,16 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		a.hostReq = &hr
 	}
 	if p.hasGroups() {
-		pod := p.pod
 		groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
 		s.groupBuf = groups
 		if err != nil {
 			return nil, err
 		}
+		// Whether the pod counts for its own groups: the groups counting it (all groups so far
+		// tested, the pod's new ones included) say so without reading its labels again.
+		matched := s.matchedGroups(p)
 		for _, g := range groups {
-			a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
+			a.own = append(a.own, ownGroup{g: g, self: containsGroup(matched, g)})
 		}
 	}
 	a.poolErr = s.poolErrors(p.tols, p.preferNoScheduleTolerated)

@@ -193,12 +193,17 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 		}
 		out = append(out, priced{i: i, price: best})
 	})
-	slices.SortStableFunc(out, func(a, b priced) int {
+	byPrice := func(a, b priced) int {
 		if a.price != b.price {
 			return cmp.Compare(a.price, b.price)
 		}
 		return strings.Compare(p.its[a.i].Name, p.its[b.i].Name)
-	})
+	}
+	// Providers often list their types in price order already: a stable sort of a sorted list
+	// changes nothing, and checking costs one pass.
+	if !slices.IsSortedFunc(out, byPrice) {
+		slices.SortStableFunc(out, byPrice)
+	}
 	p.ordered[id] = out
 	return out
 }

@@ -196,17 +196,30 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	t.ports = append(t.ports, p.ports...)
 	s.growPods(t, 1)
 	t.pods = append(t.pods, p.pod)
-	for _, g := range s.matchedGroups(p) {
-		s.recordInGroup(g, p.pod, t)
+	// matchedGroups is complete (every group so far tested): exactly these groups count the pod.
+	var owned []string
+	if p.repels {
+		owned = s.ownedAntiIdentities(p.pod)
 	}
-	if !p.repels {
-		return
+	matched := s.matchedGroups(p)
+	for _, g := range matched {
+		s.record(g, p.pod, t, true, owned)
 	}
-	for _, id := range s.ownedAntiIdentities(p.pod) {
+	for _, id := range owned {
 		// Owner counts of groups the pod matches were recorded above; groups it owns but does
 		// not match are recorded here.
-		if g, ok := s.groupsByID[id]; ok && !g.matches(p.pod) {
-			s.recordInGroup(g, p.pod, t)
+		if g, ok := s.groupsByID[id]; ok && !containsGroup(matched, g) {
+			s.record(g, p.pod, t, false, owned)
 		}
 	}
+}
+
+// containsGroup reports whether g is in gs (a pod's matched groups: a handful).
+func containsGroup(gs []*topoGroup, g *topoGroup) bool {
+	for _, x := range gs {
+		if x == g {
+			return true
+		}
+	}
+	return false
 }

@@ -499,10 +499,20 @@ func (s *solver) group(key []byte, mk func() (*topoGroup, error)) (*topoGroup, e
 
 // recordInGroup counts pod p on target t in g (as a matching pod and/or as an owner).
 func (s *solver) recordInGroup(g *topoGroup, p *corev1.Pod, t *target) {
-	matches := g.matches(p)
+	var owned []string
+	if g.kind == kindAnti {
+		owned = s.ownedAntiIdentities(p)
+	}
+	s.record(g, p, t, g.matches(p), owned)
+}
+
+// record is recordInGroup with what the caller knows already: whether g's selector matches p
+// and p's owned anti-affinity identities (commit has both from the pod's compiled state, and
+// does not read the pod's labels again).
+func (s *solver) record(g *topoGroup, p *corev1.Pod, t *target, matches bool, owned []string) {
 	owns := false
 	if g.kind == kindAnti {
-		for _, id := range s.ownedAntiIdentities(p) {
+		for _, id := range owned {
 			if id == g.identity {
 				owns = true
 				break
