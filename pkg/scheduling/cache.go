@@ -16,15 +16,20 @@ import (
 // with the pool's own requirements ordered by price, and so on. The provisioner and, above all,
 // consolidation (which solves many small "do these pods fit elsewhere" questions against the
 // same pools) call Solve repeatedly with unchanged instance types; with a Cache that
-// preparation is done once instead of per call.
+// preparation is done once instead of per call. A solve whose Input names no Cache uses one
+// shared by the process (sharedCache), smaller.
 //
 // Entries are keyed by the content that matters (pool name, requirements, labels, taints,
 // instance type identities with their offerings' availability and prices, DaemonSet pods,
 // resource names), so a changed pool simply misses. Instance types must be treated as
-// immutable apart from offering availability and price. A Cache is safe for concurrent use;
-// cached entries are read-only. It holds at most MaxEntries entries (oldest dropped first).
+// immutable apart from offering availability and price; an entry keeps the instance types and
+// DaemonSet pods it was keyed by alive, so that their addresses cannot be reused by other
+// objects while it exists. A Cache is safe for concurrent use; cached entries are read-only
+// apart from their memo (typeMemo), which has its own lock. It holds at most MaxCacheEntries
+// entries (oldest dropped first).
 type Cache struct {
 	mu      sync.Mutex
+	max     int
 	entries map[string]*preparedPool
 	order   []string
 	names   map[string][]corev1.ResourceName
@@ -33,9 +38,15 @@ type Cache struct {
 // MaxCacheEntries bounds a Cache.
 const MaxCacheEntries = 256
 
+// sharedCache serves solves without a Cache of their own. Its entries are few: one per pool
+// and instance-type set in use (a changed price or availability makes a new one).
+var sharedCache = newCache(16)
+
 // NewCache returns an empty Cache.
-func NewCache() *Cache {
-	return &Cache{entries: map[string]*preparedPool{}, names: map[string][]corev1.ResourceName{}}
+func NewCache() *Cache { return newCache(MaxCacheEntries) }
+
+func newCache(max int) *Cache {
+	return &Cache{max: max, entries: map[string]*preparedPool{}, names: map[string][]corev1.ResourceName{}}
 }
 
 type preparedPool struct {
@@ -49,6 +60,42 @@ type preparedPool struct {
 	baseOrdered []priced
 	byName      []int
 	baseAvail   resVec
+	// Pinned: the objects whose addresses the key names (see Cache).
+	its []*InstanceType
+	ds  []*corev1.Pod
+	memo typeMemo
+}
+
+// typeMemo is what solves derive from a prepared pool's instance types for a requirement set
+// (by its canonical key, Requirements.appendKey): the compatible types, their price order, the
+// values a topology key can take, and a claim's chosen types. Every one is a function of the
+// instance types, their offerings and the requirement set alone, all in the entry's key, so a
+// later solve against the same entry reads it instead of scanning 400 types' offerings again.
+// Values are read-only once stored; each map is cleared when it reaches maxMemo entries.
+type typeMemo struct {
+	mu         sync.Mutex
+	compat     map[string]bitset
+	ordered    map[string][]priced
+	domains    map[string][]string
+	claimTypes map[string]*claimTypes
+}
+
+const maxMemo = 64
+
+func memoGet[V any](mu *sync.Mutex, m map[string]V, k string) (V, bool) {
+	mu.Lock()
+	v, ok := m[k]
+	mu.Unlock()
+	return v, ok
+}
+
+func memoPut[V any](mu *sync.Mutex, m *map[string]V, k string, v V) {
+	mu.Lock()
+	if *m == nil || len(*m) >= maxMemo {
+		*m = map[string]V{}
+	}
+	(*m)[k] = v
+	mu.Unlock()
 }
 
 func (c *Cache) get(key string) *preparedPool {
@@ -63,7 +110,7 @@ func (c *Cache) put(key string, pp *preparedPool) {
 	if _, ok := c.entries[key]; ok {
 		return
 	}
-	if len(c.order) >= MaxCacheEntries {
+	if len(c.order) >= c.max {
 		delete(c.entries, c.order[0])
 		c.order = c.order[1:]
 	}
@@ -89,7 +136,7 @@ func (c *Cache) resourceNames(k string, its []*InstanceType) []corev1.ResourceNa
 		out = append(out, n)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
-	if len(c.names) >= MaxCacheEntries {
+	if len(c.names) >= c.max {
 		c.names = map[string][]corev1.ResourceName{}
 	}
 	c.names[k] = out

@@ -19,6 +19,10 @@ type pinKey struct {
 	key, value string
 }
 
+// uniqueKey is the key of requirement sets interned without one (internUnique): nothing
+// derived from them is memoized across solves.
+const uniqueKey = "\x00unique"
+
 // intern gives equal requirement sets the same small ID, the key of every cache.
 func (s *solver) intern(r Requirements) int32 {
 	if len(r.reqs) == 0 && s.emptyID >= 0 {
@@ -33,6 +37,7 @@ func (s *solver) intern(r Requirements) int32 {
 	id := int32(len(s.reqByID))
 	s.reqIDs[k] = id
 	s.reqByID = append(s.reqByID, r)
+	s.reqKeys = append(s.reqKeys, k)
 	hm := false
 	for _, x := range r.reqs {
 		if x.MinValues != nil {

@@ -24,6 +24,13 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	if b, ok := p.compat[id]; ok {
 		return b
 	}
+	key, memo := s.reqKeys[id], p.memo()
+	if memo != nil && key != uniqueKey {
+		if b, ok := memoGet(&memo.mu, memo.compat, key); ok {
+			p.compat[id] = b
+			return b
+		}
+	}
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
 	itReq, constrainsType := reqs.Get(LabelInstanceType)
@@ -40,7 +47,19 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 		}
 	}
 	p.compat[id] = b
+	if memo != nil && key != uniqueKey {
+		memoPut(&memo.mu, &memo.compat, key, b)
+	}
 	return b
+}
+
+// memo is the pool's memo across solves (see typeMemo), nil when the pool was not prepared
+// through a Cache.
+func (p *poolState) memo() *typeMemo {
+	if p.pp == nil {
+		return nil
+	}
+	return &p.pp.memo
 }
 
 // types narrows a claim's instance types to those compatible with requirement set id that can
@@ -180,6 +199,13 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	if o, ok := p.ordered[id]; ok {
 		return o
 	}
+	key, memo := s.reqKeys[id], p.memo()
+	if memo != nil && key != uniqueKey {
+		if o, ok := memoGet(&memo.mu, memo.ordered, key); ok {
+			p.ordered[id] = o
+			return o
+		}
+	}
 	oc := newOfferingCheck(s.reqByID[id])
 	compat := s.compatible(p, id)
 	out := make([]priced, 0, compat.count())
@@ -205,6 +231,9 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 		slices.SortStableFunc(out, byPrice)
 	}
 	p.ordered[id] = out
+	if memo != nil && key != uniqueKey {
+		memoPut(&memo.mu, &memo.ordered, key, out)
+	}
 	return out
 }
 

@@ -27,7 +27,6 @@ type scratch struct {
 	attSlab   slab[attempt]
 	bits      slab[uint64]
 	vecs      slab[int64]
-	vecHdrs   slab[resVec]
 	podPtrs   slab[*corev1.Pod]
 	claimSlab slab[target]
 }
@@ -38,7 +37,6 @@ var scratchPool = sync.Pool{New: func() any {
 		attSlab:   slab[attempt]{chunk: -16, keep: true},
 		bits:      slab[uint64]{keep: true},
 		vecs:      slab[int64]{keep: true},
-		vecHdrs:   slab[resVec]{chunk: -64, keep: true},
 		podPtrs:   slab[*corev1.Pod]{keep: true},
 		claimSlab: slab[target]{chunk: -16, keep: true},
 	}
@@ -48,7 +46,7 @@ var scratchPool = sync.Pool{New: func() any {
 func (s *solver) useScratch() {
 	sc := scratchPool.Get().(*scratch)
 	s.sc = sc
-	s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs, sc.podPtrs, sc.claimSlab
+	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -68,10 +66,9 @@ func (s *solver) releaseScratch() {
 	s.attSlab.recycle()
 	s.bits.recycle()
 	s.vecs.recycle()
-	s.vecHdrs.recycle()
 	s.podPtrs.recycle()
 	s.claimSlab.recycle()
-	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs, s.podPtrs, s.claimSlab
+	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab
 	scratchPool.Put(sc)
 }
 

@@ -31,6 +31,8 @@ type solver struct {
 	reqIDs  map[string]int32
 	emptyID int32 // ID of the empty requirement set, -1 until interned
 	reqByID []Requirements
+	reqKeys []string // by ID: the set's canonical key (appendKey), uniqueKey for internUnique's
+	cache   *Cache   // Input.Cache, else sharedCache
 	hasMin  []bool
 	compat  map[[2]int32]compatResult
 	pins    map[pinKey]int32
@@ -77,7 +79,6 @@ type solver struct {
 	attSlab             slab[attempt]     // attempts pods keep
 	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
 	vecs                slab[int64]       // claims' allocatable bounds
-	vecHdrs             slab[resVec]      // a pool's per-type vectors when nothing caches them (prepare)
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
@@ -96,19 +97,15 @@ func Solve(in *Input) *Results {
 func newSolver(in *Input) *solver {
 	s := newBareSolver(in)
 	s.useScratch()
+	s.cache = in.Cache
+	if s.cache == nil {
+		s.cache = sharedCache
+	}
 	// Every resource name that appears anywhere gets a vector position.
 	for _, np := range in.NodePools {
 		s.ri.register(np.Remaining)
-		if in.Cache != nil {
-			if names := in.Cache.resourceNames(s.typesID(np), np.InstanceTypes); names != nil {
-				for _, n := range names {
-					s.ri.add(n)
-				}
-				continue
-			}
-		}
-		for _, it := range np.InstanceTypes {
-			s.ri.register(it.Capacity)
+		for _, n := range s.cache.resourceNames(s.typesID(np), np.InstanceTypes) {
+			s.ri.add(n)
 		}
 	}
 	for _, n := range in.ExistingNodes {

@@ -600,6 +600,14 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 	if d, ok := p.domains[key]; ok {
 		return d
 	}
+	// The pool's domains depend on its base types and offerings only (in the memo's entry key).
+	memo := p.memo()
+	if memo != nil {
+		if d, ok := memoGet(&memo.mu, memo.domains, key); ok {
+			p.domains[key] = d
+			return d
+		}
+	}
 	set := map[string]bool{}
 	base, baseHas := p.baseReqs.Get(key)
 	compat := s.compatible(p, p.baseID)
@@ -641,6 +649,9 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 	}
 	sort.Strings(out)
 	p.domains[key] = out
+	if memo != nil {
+		memoPut(&memo.mu, &memo.domains, key, out)
+	}
 	return out
 }
 
