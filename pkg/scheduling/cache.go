@@ -61,8 +61,8 @@ type preparedPool struct {
 	byName      []int
 	baseAvail   resVec
 	// Pinned: the objects whose addresses the key names (see Cache).
-	its []*InstanceType
-	ds  []*corev1.Pod
+	its  []*InstanceType
+	ds   []*corev1.Pod
 	memo typeMemo
 }
 

@@ -1,10 +1,12 @@
 package scheduling_test
 
 import (
+	"runtime"
 	"sync"
 	"testing"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/scheduling/fake"
 )
 
 func TestCacheGivesIdenticalResults(t *testing.T) {
@@ -61,5 +63,63 @@ func TestCacheConcurrentUse(t *testing.T) {
 				t.Fatalf("seed %d worker %d: result differs with a shared cache", seed, w)
 			}
 		}
+	}
+}
+
+// Solves without a Cache share one (sharedCache) and memoize what they derive from the
+// instance types. These tests change the types between solves without naming a Cache and
+// check that nothing stale is served.
+
+func TestSharedCacheSeesOfferingChanges(t *testing.T) {
+	np := pool("default")
+	in := &scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: pods(1, "p", "1", "1Gi", withSelector(zoneKey, "us-west-2a"))}
+	if r := scheduling.Solve(in); len(r.NewClaims) != 1 || r.NewClaims[0].InstanceTypes[0].Name != "small" {
+		t.Fatalf("unexpected first result %+v", r.NewClaims)
+	}
+	for i := range np.InstanceTypes[0].Offerings {
+		if np.InstanceTypes[0].Offerings[i].Zone == "us-west-2a" {
+			np.InstanceTypes[0].Offerings[i].Available = false
+		}
+	}
+	r := scheduling.Solve(in)
+	if len(r.NewClaims) != 1 || r.NewClaims[0].InstanceTypes[0].Name == "small" {
+		t.Fatalf("shared cache served a stale offering: %v", r.NewClaims[0].InstanceTypes[0].Name)
+	}
+}
+
+func TestSharedCacheSeesPriceChanges(t *testing.T) {
+	a, b := fake.InstanceType("type-a", 4, 8, 20, 1.0), fake.InstanceType("type-b", 4, 8, 20, 2.0)
+	np := &scheduling.NodePool{Name: "default", InstanceTypes: []*scheduling.InstanceType{a, b}}
+	in := &scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: pods(3, "p", "1", "1Gi")}
+	first := func() (string, float64) {
+		r := scheduling.Solve(in)
+		if len(r.NewClaims) != 1 {
+			t.Fatalf("want one claim, got %d", len(r.NewClaims))
+		}
+		return r.NewClaims[0].InstanceTypes[0].Name, r.NewClaims[0].Price
+	}
+	if name, price := first(); name != "type-a" || price != 1.0 {
+		t.Fatalf("before: cheapest %s at %v, want type-a at 1", name, price)
+	}
+	for i := range a.Offerings {
+		a.Offerings[i].Price = 3.0
+	}
+	if name, price := first(); name != "type-b" || price != 2.0 {
+		t.Fatalf("after a's price rose: cheapest %s at %v, want type-b at 2 (stale price order)", name, price)
+	}
+}
+
+func TestSharedCacheWithNewTypesEverySolve(t *testing.T) {
+	// New instance type objects every round (old ones garbage): the shared cache must not
+	// mistake a new type for an old one at the same address. Reference: a fresh Cache.
+	for seed := int64(0); seed < 60; seed++ {
+		in := genInput(seed)
+		in.Cache = scheduling.NewCache()
+		want := fingerprint(scheduling.Solve(in))
+		in.Cache = nil
+		if got := fingerprint(scheduling.Solve(in)); got != want {
+			t.Fatalf("seed %d: result with the shared cache differs from a fresh one:\n%s\n---\n%s", seed, got, want)
+		}
+		runtime.GC()
 	}
 }
