@@ -329,8 +329,9 @@ type claimTypes struct {
 	overhead corev1.ResourceList
 }
 
-func (s *solver) newClaim(t *target) *NewClaim {
-	c := &NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
+// newClaim fills in c, the result of claim t.
+func (s *solver) newClaim(c *NewClaim, t *target) {
+	*c = NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
 	// Claims with equal requests share one read-only list: a solve opening thousands of
 	// one-pod claims (hostname anti-affinity) builds a few dozen lists, not a map per claim.
 	rk := s.keyBuf[:0]
@@ -379,7 +380,6 @@ func (s *solver) newClaim(t *target) *NewClaim {
 		}
 		s.claimReqs[rq] = c.Requirements
 	}
-	return c
 }
 
 // memoChooseTypes is chooseTypes, memoized across solves in the pool's memo by requirement

@@ -142,6 +142,9 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		// Whether the pod counts for its own groups: the groups counting it (all groups so far
 		// tested, the pod's new ones included) say so without reading its labels again.
 		matched := s.matchedGroups(p)
+		if cap(a.own) < len(groups) {
+			a.own = s.ownSlab.take(len(groups))[:0]
+		}
 		for _, g := range groups {
 			a.own = append(a.own, ownGroup{g: g, self: containsGroup(matched, g)})
 		}
@@ -262,6 +265,9 @@ func (s *solver) refresh(a *attempt) {
 		}
 	}
 	a.inverse = a.inverse[:0]
+	if cap(a.inverse) < len(a.counted) {
+		a.inverse = s.groupSlab.take(len(a.counted))[:0]
+	}
 	for _, g := range a.counted {
 		if g.kind == kindAnti && (len(g.owners) > 0 || len(g.hostOwners) > 0) {
 			a.inverse = append(a.inverse, g)

@@ -182,7 +182,11 @@ func (s *solver) minAlloc(p *poolState, its bitset) resVec {
 }
 
 func (s *solver) maxAlloc(p *poolState, its bitset) resVec {
-	out := make(resVec, len(s.ri.names))
+	return s.maxAllocInto(make(resVec, len(s.ri.names)), p, its)
+}
+
+// maxAllocInto is maxAlloc written into out (zero on entry).
+func (s *solver) maxAllocInto(out resVec, p *poolState, its bitset) resVec {
 	its.forEach(func(i int) {
 		for r, v := range p.alloc[i] {
 			if v > out[r] {

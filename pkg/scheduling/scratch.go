@@ -29,6 +29,9 @@ type scratch struct {
 	vecs      slab[int64]
 	podPtrs   slab[*corev1.Pod]
 	claimSlab slab[target]
+	groupSlab slab[*topoGroup]
+	ownSlab   slab[ownGroup]
+	strSlab   slab[string]
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -39,6 +42,9 @@ var scratchPool = sync.Pool{New: func() any {
 		vecs:      slab[int64]{keep: true},
 		podPtrs:   slab[*corev1.Pod]{keep: true},
 		claimSlab: slab[target]{chunk: -16, keep: true},
+		groupSlab: slab[*topoGroup]{chunk: 1024, keep: true},
+		ownSlab:   slab[ownGroup]{chunk: 512, keep: true},
+		strSlab:   slab[string]{chunk: 1024, keep: true},
 	}
 }}
 
@@ -47,6 +53,7 @@ func (s *solver) useScratch() {
 	sc := scratchPool.Get().(*scratch)
 	s.sc = sc
 	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
+	s.groupSlab, s.ownSlab, s.strSlab = sc.groupSlab, sc.ownSlab, sc.strSlab
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -68,7 +75,11 @@ func (s *solver) releaseScratch() {
 	s.vecs.recycle()
 	s.podPtrs.recycle()
 	s.claimSlab.recycle()
+	s.groupSlab.recycle()
+	s.ownSlab.recycle()
+	s.strSlab.recycle()
 	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab
+	sc.groupSlab, sc.ownSlab, sc.strSlab = s.groupSlab, s.ownSlab, s.strSlab
 	scratchPool.Put(sc)
 }
 

@@ -82,6 +82,14 @@ type solver struct {
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
+	// Per-pod lists that die with the solve (matched groups, own groups, topology keys,
+	// inverse groups) are cut from these slabs at their exact length, built in the buffers.
+	groupSlab slab[*topoGroup]
+	ownSlab   slab[ownGroup]
+	strSlab   slab[string]
+	matchBuf  []*topoGroup
+	keysBuf   []string
+	candBuf   []string // candidates' result (used before the next call)
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -453,11 +461,20 @@ func (e *PodError) Error() string { return strings.Join(e.Reasons, "; ") }
 func (s *solver) results() *Results {
 	r := &Results{PodErrors: s.errors}
 	// The placed pods' lists leave the scratch (growPods) for one array the caller owns.
-	n := 0
+	// The claims too are one array (and the list of them one more), not an allocation each.
+	n, claims := 0, 0
 	for _, t := range s.targets {
 		n += len(t.pods)
+		if len(t.pods) > 0 && t.existing == nil {
+			claims++
+		}
 	}
 	out := make([]*corev1.Pod, n)
+	var block []NewClaim
+	if claims > 0 {
+		block = make([]NewClaim, claims)
+		r.NewClaims = make([]*NewClaim, 0, claims)
+	}
 	for _, t := range s.targets {
 		if len(t.pods) == 0 {
 			continue
@@ -469,7 +486,9 @@ func (s *solver) results() *Results {
 			r.ExistingNodes = append(r.ExistingNodes, ExistingPlacement{Node: t.existing, Pods: t.pods})
 			continue
 		}
-		r.NewClaims = append(r.NewClaims, s.newClaim(t))
+		c := &block[len(r.NewClaims)]
+		s.newClaim(c, t)
+		r.NewClaims = append(r.NewClaims, c)
 	}
 	return r
 }

@@ -152,11 +152,12 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 		old := t.its
 		t.its = pl.its
 		t.minAvail = pl.minAvail
+		// A claim's vectors die with the solve: they come from its scratch.
 		if !keepsMax(t.pool.alloc, old, t.its, t.avail, nil) {
-			t.avail = s.maxAlloc(t.pool, t.its)
+			t.avail = s.maxAllocInto(resVec(s.vecs.take(len(s.ri.names))), t.pool, t.its)
 		}
 		if t.pool.limited != nil && (t.reserved == nil || !keepsMax(t.pool.capacity, old, t.its, t.reserved, t.pool.limited)) {
-			res := make(resVec, len(s.ri.names))
+			res := resVec(s.vecs.take(len(s.ri.names)))
 			// A claim's first commit narrows the pool's base types: start from their maximum.
 			if t.reserved == nil && t.pool.maxCapacity != nil && len(old) > 0 && &old[0] == &s.compatible(t.pool, t.pool.baseID)[0] &&
 				keepsMax(t.pool.capacity, old, t.its, t.pool.maxCapacity, t.pool.limited) {
