@@ -31,6 +31,8 @@ type podInfo struct {
 	matched  []*topoGroup               // groups whose selector counts this pod
 	// matchedTo: s.groups[:matchedTo] have been tested
 	matchedTo int
+	owned     []string // ownedAntiIdentities of a pod that repels, once ownedRead
+	ownedRead bool
 }
 
 // podCons are a pod's constraints as initPodInfo reads them, and what relaxation leaves.

@@ -200,7 +200,11 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	// matchedGroups is complete (every group so far tested): exactly these groups count the pod.
 	var owned []string
 	if p.repels {
-		owned = s.ownedAntiIdentities(p.pod)
+		// Kept in the podInfo: the solver's map by pod is for pods it knows no podInfo of.
+		if !p.ownedRead {
+			p.owned, p.ownedRead = s.antiIdentities(p.pod), true
+		}
+		owned = p.owned
 	}
 	matched := s.matchedGroups(p)
 	for _, g := range matched {

@@ -439,6 +439,13 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 	if ids, ok := s.ownedAnti[pod]; ok {
 		return ids
 	}
+	ids := s.antiIdentities(pod)
+	s.ownedAnti[pod] = ids
+	return ids
+}
+
+// antiIdentities computes ownedAntiIdentities (pods of one workload share a read-only list).
+func (s *solver) antiIdentities(pod *corev1.Pod) []string {
 	var ids []string
 	terms := repelling(pod)
 	if len(terms) == 1 {
@@ -452,7 +459,6 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 				s.oneAnti[id] = ids
 			}
 		}
-		s.ownedAnti[pod] = ids
 		return ids
 	}
 	for i := range terms {
@@ -461,7 +467,6 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 			ids = append(ids, id)
 		}
 	}
-	s.ownedAnti[pod] = ids
 	return ids
 }
 
