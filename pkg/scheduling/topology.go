@@ -68,7 +68,10 @@ type topoGroup struct {
 	err        *topologyError // the group's rejection, made once: most rejections are never shown
 }
 
-func (g *topoGroup) matches(pod *corev1.Pod) bool {
+func (g *topoGroup) matches(pod *corev1.Pod) bool { return g.matchesFrom(pod, 0) }
+
+// matchesFrom is matches for a pod known to carry the first `from` pairs of an eqOnly selector.
+func (g *topoGroup) matchesFrom(pod *corev1.Pod, from int) bool {
 	if g.oneNS != "" {
 		if pod.Namespace != g.oneNS {
 			return false
@@ -77,7 +80,7 @@ func (g *topoGroup) matches(pod *corev1.Pod) bool {
 		return false
 	}
 	if g.eqOnly {
-		for i := range g.eq {
+		for i := from; i < len(g.eq); i++ {
 			if v, ok := pod.Labels[g.eq[i][0]]; !ok || v != g.eq[i][1] {
 				return false
 			}
