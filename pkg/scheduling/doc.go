@@ -70,7 +70,7 @@
 //     shared, read-only;
 //   - cutting per-pod lists (the groups that count a pod, its own groups, its topology keys)
 //     from the scratch at their exact length, and the claims of the result from one array:
-//     a 1,000-pod solve makes ~1,300 allocations, not one per list;
+//     a 1,000-pod solve makes ~1,000 allocations, not one per list;
 //   - placing runs of identical constraint-free pods (consecutive in queue order: same
 //     requests, no group counting them, one attempt) as a class: the claim the first one joined
 //     takes as many as fit in one narrowing of its types (bisection on the count), and the next
