@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -33,7 +34,15 @@ type Cache struct {
 	entries map[string]*preparedPool
 	order   []string
 	names   map[string][]corev1.ResourceName
+	// memoBytes approximates the bytes the entries' memos hold; past maxMemoBytes every memo
+	// is cleared (entries whose key changed, e.g. with a price, are not used again but stay
+	// until evicted: this bounds what they keep).
+	memoBytes atomic.Int64
 }
+
+// maxMemoBytes bounds the memos of one Cache (a 1,000-pod solve of the benchmark memoizes
+// ~200 KB).
+const maxMemoBytes = 8 << 20
 
 // MaxCacheEntries bounds a Cache.
 const MaxCacheEntries = 256
@@ -66,6 +75,15 @@ type preparedPool struct {
 	memo typeMemo
 }
 
+// clearMemos empties every entry's memo.
+func (c *Cache) clearMemos() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, e := range c.entries {
+		e.memo.clear()
+	}
+}
+
 // typeMemo is what solves derive from a prepared pool's instance types for a requirement set
 // (by its canonical key, Requirements.appendKey): the compatible types, their price order, the
 // values a topology key can take, and a claim's chosen types. Every one is a function of the
@@ -73,7 +91,9 @@ type preparedPool struct {
 // later solve against the same entry reads it instead of scanning 400 types' offerings again.
 // Values are read-only once stored; each map is cleared when it reaches maxMemo entries.
 type typeMemo struct {
+	owner      *Cache
 	mu         sync.Mutex
+	bytes      int64
 	compat     map[string]bitset
 	ordered    map[string][]priced
 	domains    map[string][]string
@@ -82,20 +102,56 @@ type typeMemo struct {
 
 const maxMemo = 64
 
-func memoGet[V any](mu *sync.Mutex, m map[string]V, k string) (V, bool) {
-	mu.Lock()
-	v, ok := m[k]
-	mu.Unlock()
+// clear empties the memo and returns its bytes to its Cache's count.
+func (m *typeMemo) clear() {
+	m.mu.Lock()
+	m.clearLocked()
+	m.mu.Unlock()
+}
+
+// detach clears the memo of an entry leaving its Cache: solves still using the entry go on
+// memoizing into it, uncounted, until they end.
+func (m *typeMemo) detach() {
+	m.mu.Lock()
+	m.clearLocked()
+	m.owner = nil
+	m.mu.Unlock()
+}
+
+func (m *typeMemo) clearLocked() {
+	m.compat, m.ordered, m.domains, m.claimTypes = nil, nil, nil, nil
+	if m.owner != nil {
+		m.owner.memoBytes.Add(-m.bytes)
+	}
+	m.bytes = 0
+}
+
+func memoGet[V any](memo *typeMemo, m *map[string]V, k string) (V, bool) {
+	memo.mu.Lock()
+	v, ok := (*m)[k]
+	memo.mu.Unlock()
 	return v, ok
 }
 
-func memoPut[V any](mu *sync.Mutex, m *map[string]V, k string, v V) {
-	mu.Lock()
+// memoPut stores v (about size bytes) under k in one of memo's maps.
+func memoPut[V any](memo *typeMemo, m *map[string]V, k string, v V, size int) {
+	size += len(k)
+	memo.mu.Lock()
+	c := memo.owner
+	memo.mu.Unlock()
+	if c != nil && c.memoBytes.Load()+int64(size) > maxMemoBytes {
+		c.clearMemos()
+	}
+	memo.mu.Lock()
 	if *m == nil || len(*m) >= maxMemo {
-		*m = map[string]V{}
+		*m = map[string]V{} // the dropped values' bytes stay counted until the memo is cleared
 	}
 	(*m)[k] = v
-	mu.Unlock()
+	memo.bytes += int64(size)
+	if memo.owner != nil {
+		memo.owner.memoBytes.Add(int64(size))
+	}
+	memo.mu.Unlock()
 }
 
 func (c *Cache) get(key string) *preparedPool {
@@ -104,18 +160,23 @@ func (c *Cache) get(key string) *preparedPool {
 	return c.entries[key]
 }
 
-func (c *Cache) put(key string, pp *preparedPool) {
+// put stores pp under key and returns the entry the cache holds (an earlier one if a
+// concurrent solve stored it first).
+func (c *Cache) put(key string, pp *preparedPool) *preparedPool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if _, ok := c.entries[key]; ok {
-		return
+	if e, ok := c.entries[key]; ok {
+		return e
 	}
 	if len(c.order) >= c.max {
+		c.entries[c.order[0]].memo.detach()
 		delete(c.entries, c.order[0])
 		c.order = c.order[1:]
 	}
+	pp.memo.owner = c
 	c.entries[key] = pp
 	c.order = append(c.order, key)
+	return pp
 }
 
 // resourceNames returns (and remembers) the resource names the instance types' capacities use.

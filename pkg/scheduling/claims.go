@@ -65,7 +65,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
 		pp.its = append([]*InstanceType(nil), np.InstanceTypes...)
 		pp.ds = append([]*corev1.Pod(nil), s.in.DaemonSetPods...)
-		s.cache.put(key, pp)
+		pp = s.cache.put(key, pp)
 	}
 	p.pp = pp
 	itKeys := pp.itKeys
@@ -397,12 +397,12 @@ func (s *solver) memoChooseTypes(t *target) *claimTypes {
 	}
 	key = append(key, rk...)
 	s.keyBuf = key
-	if ct, ok := memoGet(&memo.mu, memo.claimTypes, string(key)); ok {
+	if ct, ok := memoGet(memo, &memo.claimTypes, string(key)); ok {
 		return ct
 	}
 	k := string(key)
 	ct := s.chooseTypes(t)
-	memoPut(&memo.mu, &memo.claimTypes, k, ct)
+	memoPut(memo, &memo.claimTypes, k, ct, 8*len(ct.its)+16*len(ct.names)+64)
 	return ct
 }
 

@@ -26,7 +26,7 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	}
 	key, memo := s.reqKeys[id], p.memo()
 	if memo != nil && key != uniqueKey {
-		if b, ok := memoGet(&memo.mu, memo.compat, key); ok {
+		if b, ok := memoGet(memo, &memo.compat, key); ok {
 			p.compat[id] = b
 			return b
 		}
@@ -48,7 +48,7 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	}
 	p.compat[id] = b
 	if memo != nil && key != uniqueKey {
-		memoPut(&memo.mu, &memo.compat, key, b)
+		memoPut(memo, &memo.compat, key, b, 8*len(b))
 	}
 	return b
 }
@@ -205,7 +205,7 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	}
 	key, memo := s.reqKeys[id], p.memo()
 	if memo != nil && key != uniqueKey {
-		if o, ok := memoGet(&memo.mu, memo.ordered, key); ok {
+		if o, ok := memoGet(memo, &memo.ordered, key); ok {
 			p.ordered[id] = o
 			return o
 		}
@@ -236,7 +236,7 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	}
 	p.ordered[id] = out
 	if memo != nil && key != uniqueKey {
-		memoPut(&memo.mu, &memo.ordered, key, out)
+		memoPut(memo, &memo.ordered, key, out, 16*len(out))
 	}
 	return out
 }

@@ -648,7 +648,7 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 	// The pool's domains depend on its base types and offerings only (in the memo's entry key).
 	memo := p.memo()
 	if memo != nil {
-		if d, ok := memoGet(&memo.mu, memo.domains, key); ok {
+		if d, ok := memoGet(memo, &memo.domains, key); ok {
 			p.domains[key] = d
 			return d
 		}
@@ -695,7 +695,7 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 	sort.Strings(out)
 	p.domains[key] = out
 	if memo != nil {
-		memoPut(&memo.mu, &memo.domains, key, out)
+		memoPut(memo, &memo.domains, key, out, 16*len(out))
 	}
 	return out
 }
