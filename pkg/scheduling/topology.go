@@ -5,7 +5,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -357,48 +356,12 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstrai
 	s.keyBuf = b
 	id := b
 	return s.group(id, func() (*topoGroup, error) {
-		sel, err := parsedSelector(id, func() (labels.Selector, error) {
-			return selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
-		})
+		sel, err := selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
 		if err != nil {
 			return nil, err
 		}
 		return &topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}, nil
 	})
-}
-
-// Parsed selectors by group identity, across solves. A group's identity renders its selector
-// canonically (with the pod's values for matchLabelKeys and mismatchLabelKeys), so equal
-// identities parse to equal selectors: the provisioner's and consolidation's solves meet the
-// same workloads' constraints again and again, and parsing and validating a selector is most
-// of what creating a group costs. Selectors are immutable; the map is cleared when full.
-var selectors struct {
-	mu sync.Mutex
-	m  map[string]labels.Selector
-}
-
-const maxSelectors = 4096
-
-// parsedSelector returns the selector of the group with this identity, parsing it with parse
-// on first use. Errors are not kept.
-func parsedSelector(identity []byte, parse func() (labels.Selector, error)) (labels.Selector, error) {
-	selectors.mu.Lock()
-	sel, ok := selectors.m[string(identity)]
-	selectors.mu.Unlock()
-	if ok {
-		return sel, nil
-	}
-	sel, err := parse()
-	if err != nil {
-		return nil, err
-	}
-	selectors.mu.Lock()
-	if selectors.m == nil || len(selectors.m) >= maxSelectors {
-		selectors.m = map[string]labels.Selector{}
-	}
-	selectors.m[string(identity)] = sel
-	selectors.mu.Unlock()
-	return sel, nil
 }
 
 // affinityGroup returns the group of a pod (anti-)affinity term.
@@ -413,7 +376,7 @@ func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, ki
 		if err != nil {
 			return nil, err
 		}
-		sel, err := parsedSelector(id, func() (labels.Selector, error) { return affinitySelector(pod, term) })
+		sel, err := affinitySelector(pod, term)
 		if err != nil {
 			return nil, err
 		}
