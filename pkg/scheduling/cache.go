@@ -17,8 +17,8 @@ import (
 // with the pool's own requirements ordered by price, and so on. The provisioner and, above all,
 // consolidation (which solves many small "do these pods fit elsewhere" questions against the
 // same pools) call Solve repeatedly with unchanged instance types; with a Cache that
-// preparation is done once instead of per call. A solve whose Input names no Cache uses one
-// shared by the process (sharedCache), smaller.
+// preparation is done once instead of per call. A solve whose Input names no Cache keeps
+// nothing: it derives all of this itself, as a fresh solve must.
 //
 // Entries are keyed by the content that matters (pool name, requirements, labels, taints,
 // instance type identities with their offerings' availability and prices, DaemonSet pods,
@@ -46,10 +46,6 @@ const maxMemoBytes = 8 << 20
 
 // MaxCacheEntries bounds a Cache.
 const MaxCacheEntries = 256
-
-// sharedCache serves solves without a Cache of their own. Its entries are few: one per pool
-// and instance-type set in use (a changed price or availability makes a new one).
-var sharedCache = newCache(16)
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache { return newCache(MaxCacheEntries) }

@@ -44,8 +44,12 @@ type poolState struct {
 
 func (s *solver) newPool(idx int, np *NodePool) *poolState {
 	p := &poolState{np: np, idx: idx, its: np.InstanceTypes, compat: map[int32]bitset{}, ordered: map[int32][]priced{}, domains: map[string][]string{}}
-	key := s.prepKey(np)
-	pp := s.cache.get(key)
+	var pp *preparedPool
+	key := ""
+	if s.cache != nil {
+		key = s.prepKey(np)
+		pp = s.cache.get(key)
+	}
 	if pp != nil {
 		// Cached entries are read-only: they may be in use by concurrent solves.
 		p.baseReqs = pp.baseReqs
@@ -63,11 +67,15 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		pp.baseOrdered = s.ordered(p, p.baseID)
 		pp.byName = p.nameOrder()
 		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
-		pp.its = append([]*InstanceType(nil), np.InstanceTypes...)
-		pp.ds = append([]*corev1.Pod(nil), s.in.DaemonSetPods...)
-		pp = s.cache.put(key, pp)
+		if s.cache != nil {
+			pp.its = append([]*InstanceType(nil), np.InstanceTypes...)
+			pp.ds = append([]*corev1.Pod(nil), s.in.DaemonSetPods...)
+			pp = s.cache.put(key, pp)
+		}
 	}
-	p.pp = pp
+	if s.cache != nil {
+		p.pp = pp // its memo serves this and later solves
+	}
 	itKeys := pp.itKeys
 	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
 	p.baseAvail = pp.baseAvail
@@ -117,11 +125,20 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 		}
 	}
 	// One slab backs every per-type vector: a pool of 400 types costs four allocations here.
+	// Without a Cache the prepared pool dies with the solve: its vectors come from the solve's
+	// scratch (scratch.go).
 	n := len(s.ri.names)
-	slab := make(resVec, 3*n*len(its))
-	pp.alloc = make([]resVec, len(its))
-	pp.overhead = make([]resVec, len(its))
-	pp.capacity = make([]resVec, len(its))
+	var slab resVec
+	if s.cache == nil && s.sc != nil {
+		slab = s.vecs.take(3 * n * len(its))
+		hdrs := s.vecHdrs.take(3 * len(its))
+		pp.alloc, pp.overhead, pp.capacity = hdrs[:len(its)], hdrs[len(its):2*len(its)], hdrs[2*len(its):]
+	} else {
+		slab = make(resVec, 3*n*len(its))
+		pp.alloc = make([]resVec, len(its))
+		pp.overhead = make([]resVec, len(its))
+		pp.capacity = make([]resVec, len(its))
+	}
 	for i, it := range its {
 		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
 		s.ri.fill(capv, it.Capacity)

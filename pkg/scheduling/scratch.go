@@ -27,6 +27,7 @@ type scratch struct {
 	attSlab   slab[attempt]
 	bits      slab[uint64]
 	vecs      slab[int64]
+	vecHdrs   slab[resVec]
 	podPtrs   slab[*corev1.Pod]
 	claimSlab slab[target]
 	groupSlab slab[*topoGroup]
@@ -42,6 +43,7 @@ var scratchPool = sync.Pool{New: func() any {
 		vecs:      slab[int64]{keep: true},
 		podPtrs:   slab[*corev1.Pod]{keep: true},
 		claimSlab: slab[target]{chunk: -16, keep: true},
+		vecHdrs:   slab[resVec]{chunk: -64, keep: true},
 		groupSlab: slab[*topoGroup]{chunk: 1024, keep: true},
 		ownSlab:   slab[ownGroup]{chunk: 512, keep: true},
 		strSlab:   slab[string]{chunk: 1024, keep: true},
@@ -53,7 +55,7 @@ func (s *solver) useScratch() {
 	sc := scratchPool.Get().(*scratch)
 	s.sc = sc
 	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
-	s.groupSlab, s.ownSlab, s.strSlab = sc.groupSlab, sc.ownSlab, sc.strSlab
+	s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs = sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -78,8 +80,9 @@ func (s *solver) releaseScratch() {
 	s.groupSlab.recycle()
 	s.ownSlab.recycle()
 	s.strSlab.recycle()
+	s.vecHdrs.recycle()
 	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab
-	sc.groupSlab, sc.ownSlab, sc.strSlab = s.groupSlab, s.ownSlab, s.strSlab
+	sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs = s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs
 	scratchPool.Put(sc)
 }
 

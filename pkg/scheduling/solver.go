@@ -32,7 +32,7 @@ type solver struct {
 	emptyID int32 // ID of the empty requirement set, -1 until interned
 	reqByID []Requirements
 	reqKeys []string // by ID: the set's canonical key (appendKey), uniqueKey for internUnique's
-	cache   *Cache   // Input.Cache, else sharedCache
+	cache   *Cache   // Input.Cache (nil: nothing is kept between solves)
 	hasMin  []bool
 	compat  map[[2]int32]compatResult
 	pins    map[pinKey]int32
@@ -84,6 +84,7 @@ type solver struct {
 	chosenBuf           []priced          // chooseTypes' scratch
 	// Per-pod lists that die with the solve (matched groups, own groups, topology keys,
 	// inverse groups) are cut from these slabs at their exact length, built in the buffers.
+	vecHdrs   slab[resVec] // a pool's per-type vectors when no Cache keeps them (prepare)
 	groupSlab slab[*topoGroup]
 	ownSlab   slab[ownGroup]
 	strSlab   slab[string]
@@ -106,14 +107,17 @@ func newSolver(in *Input) *solver {
 	s := newBareSolver(in)
 	s.useScratch()
 	s.cache = in.Cache
-	if s.cache == nil {
-		s.cache = sharedCache
-	}
 	// Every resource name that appears anywhere gets a vector position.
 	for _, np := range in.NodePools {
 		s.ri.register(np.Remaining)
-		for _, n := range s.cache.resourceNames(s.typesID(np), np.InstanceTypes) {
-			s.ri.add(n)
+		if s.cache != nil {
+			for _, n := range s.cache.resourceNames(s.typesID(np), np.InstanceTypes) {
+				s.ri.add(n)
+			}
+			continue
+		}
+		for _, it := range np.InstanceTypes {
+			s.ri.register(it.Capacity)
 		}
 	}
 	for _, n := range in.ExistingNodes {
