@@ -11,11 +11,8 @@
 # 2. For each size, runs upstream's BenchmarkScheduling<N> with -benchtime 1x (one fresh
 #    scheduler, one Solve: upstream's benchmark reuses its scheduler across b.N iterations, so
 #    only the first is a fresh solve; it solves with 5 workers on every core) and then ours,
-#    BenchmarkScheduling/pods=<N>, on one core (-cpu 1, GOMAXPROCS=1), OURS_BENCHTIME solves in
-#    one fresh process, each with a new solver and no Cache of its own: what a solve derives
-#    from the instance types alone (pkg/scheduling's shared cache, keyed by the types and their
-#    offerings) is prepared by the benchmark's first, untimed solve, as upstream's benchmark
-#    builds its scheduler and topology before its clock starts. Same for the preference
+#    BenchmarkScheduling/pods=<N>, on one core (-cpu 1, GOMAXPROCS=1), OURS_BENCHTIME fresh
+#    solves (every Solve of ours starts from nothing: no Cache). Same for the preference
 #    workloads (4,000 pods, preferences respected and ignored).
 # 3. Dumps our benchmark input (400 instance types, the pods) as JSON and runs upstream's
 #    scheduler on exactly that, printing both solvers' node count and total $/h.

@@ -56,10 +56,9 @@ func BenchmarkScheduling(b *testing.B) {
 	}
 }
 
-// BenchmarkSchedulingCached repeats the small sizes with a warm Cache of their own, the
-// situation of a provisioner or consolidation loop solving repeatedly against unchanged
-// NodePools. (BenchmarkScheduling names no Cache: its solves use the package's shared one,
-// which the testing package's untimed first run of each benchmark prepares.)
+// BenchmarkSchedulingCached repeats the small sizes with a warm Cache, the situation of a
+// provisioner or consolidation loop solving repeatedly against unchanged NodePools: a figure
+// of its own, not the fresh-solve one (BenchmarkScheduling names no Cache).
 func BenchmarkSchedulingCached(b *testing.B) {
 	for _, n := range []int{1, 50, 100, 1000} {
 		pods := fake.DiversePods(n)

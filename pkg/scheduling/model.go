@@ -159,7 +159,7 @@ type Input struct {
 	StorageClasses         []*storagev1.StorageClass
 	Options                Options
 	// Cache, when set, carries pod-independent NodePool preparation across solves; without one
-	// the solve uses a Cache the package shares (see doc.go).
+	// nothing is kept between solves.
 	Cache *Cache
 	// Prepared, when set, holds existing nodes read once for several solves (PrepareExisting):
 	// the nodes of ExistingNodes found in it are not read again. ExistingNodes still lists the
