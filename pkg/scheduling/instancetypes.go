@@ -159,7 +159,13 @@ func (p *poolState) nameOrder() []int {
 		for i := range p.byName {
 			p.byName[i] = i
 		}
-		slices.SortStableFunc(p.byName, func(a, b int) int { return strings.Compare(p.its[a].Name, p.its[b].Name) })
+		// Ties broken by position: the order a stable sort gives, from a faster unstable one.
+		slices.SortFunc(p.byName, func(a, b int) int {
+			if c := strings.Compare(p.its[a].Name, p.its[b].Name); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
 	}
 	return p.byName
 }
@@ -223,16 +229,19 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 		}
 		out = append(out, priced{i: i, price: best})
 	})
+	// Ties broken by position (out is in position order): the order a stable sort gives.
 	byPrice := func(a, b priced) int {
 		if a.price != b.price {
 			return cmp.Compare(a.price, b.price)
 		}
-		return strings.Compare(p.its[a.i].Name, p.its[b.i].Name)
+		if c := strings.Compare(p.its[a.i].Name, p.its[b.i].Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
 	}
-	// Providers often list their types in price order already: a stable sort of a sorted list
-	// changes nothing, and checking costs one pass.
+	// Providers often list their types in price order already: checking costs one pass.
 	if !slices.IsSortedFunc(out, byPrice) {
-		slices.SortStableFunc(out, byPrice)
+		slices.SortFunc(out, byPrice)
 	}
 	p.ordered[id] = out
 	if memo != nil && key != uniqueKey {
