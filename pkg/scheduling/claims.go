@@ -15,6 +15,7 @@ import (
 type poolState struct {
 	np          *NodePool
 	idx         int
+	pp          *preparedPool // shared across solves (Cache): read-only but for its memo
 	its         []*InstanceType
 	alloc       []resVec // allocatable minus daemonset overhead
 	baseMin     resVec   // minAlloc of the base compatible types (shared by new claims)
@@ -45,9 +46,9 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 	p := &poolState{np: np, idx: idx, its: np.InstanceTypes, compat: map[int32]bitset{}, ordered: map[int32][]priced{}, domains: map[string][]string{}}
 	var pp *preparedPool
 	key := ""
-	if s.in.Cache != nil {
+	if s.cache != nil {
 		key = s.prepKey(np)
-		pp = s.in.Cache.get(key)
+		pp = s.cache.get(key)
 	}
 	if pp != nil {
 		// Cached entries are read-only: they may be in use by concurrent solves.
@@ -66,9 +67,14 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		pp.baseOrdered = s.ordered(p, p.baseID)
 		pp.byName = p.nameOrder()
 		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
-		if s.in.Cache != nil {
-			s.in.Cache.put(key, pp)
+		if s.cache != nil {
+			pp.its = append([]*InstanceType(nil), np.InstanceTypes...)
+			pp.ds = append([]*corev1.Pod(nil), s.in.DaemonSetPods...)
+			pp = s.cache.put(key, pp)
 		}
+	}
+	if s.cache != nil {
+		p.pp = pp // its memo serves this and later solves
 	}
 	itKeys := pp.itKeys
 	p.knownFn = func(k string) bool { return s.wellKnown[k] || itKeys[k] }
@@ -118,12 +124,12 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 			}
 		}
 	}
-	// One slab backs every per-type vector: a pool of 400 types costs three allocations here.
+	// One slab backs every per-type vector: a pool of 400 types costs four allocations here.
 	// Without a Cache the prepared pool dies with the solve: its vectors come from the solve's
 	// scratch (scratch.go).
 	n := len(s.ri.names)
 	var slab resVec
-	if s.in.Cache == nil && s.sc != nil {
+	if s.cache == nil && s.sc != nil {
 		slab = s.vecs.take(3 * n * len(its))
 		hdrs := s.vecHdrs.take(3 * len(its))
 		pp.alloc, pp.overhead, pp.capacity = hdrs[:len(its)], hdrs[len(its):2*len(its)], hdrs[2*len(its):]
@@ -340,8 +346,9 @@ type claimTypes struct {
 	overhead corev1.ResourceList
 }
 
-func (s *solver) newClaim(t *target) *NewClaim {
-	c := &NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
+// newClaim fills in c, the result of claim t.
+func (s *solver) newClaim(c *NewClaim, t *target) {
+	*c = NewClaim{Hostname: t.hostname, NodePool: t.pool.np, Pods: t.pods, MinValuesRelaxed: t.relaxed}
 	// Claims with equal requests share one read-only list: a solve opening thousands of
 	// one-pod claims (hostname anti-affinity) builds a few dozen lists, not a map per claim.
 	rk := s.keyBuf[:0]
@@ -374,8 +381,9 @@ func (s *solver) newClaim(t *target) *NewClaim {
 	s.keyBuf = key
 	ct, ok := s.claimTypes[string(key)]
 	if !ok {
-		ct = s.chooseTypes(t)
-		s.claimTypes[string(key)] = ct
+		k := string(key) // memoChooseTypes reuses keyBuf
+		ct = s.memoChooseTypes(t)
+		s.claimTypes[k] = ct
 	}
 	c.InstanceTypes, c.Price, c.DaemonSetOverhead = ct.its, ct.price, ct.overhead
 	// Requirements are immutable: claims with the same set and types share them.
@@ -389,7 +397,30 @@ func (s *solver) newClaim(t *target) *NewClaim {
 		}
 		s.claimReqs[rq] = c.Requirements
 	}
-	return c
+}
+
+// memoChooseTypes is chooseTypes, memoized across solves in the pool's memo by requirement
+// set, cap and candidates (chooseTypes reads nothing else but the instance types): a claim's
+// list of up to MaxInstanceTypes types and names is most of what a solve would allocate.
+func (s *solver) memoChooseTypes(t *target) *claimTypes {
+	memo, rk := t.pool.memo(), s.reqKeys[t.reqID]
+	if memo == nil || rk == uniqueKey {
+		return s.chooseTypes(t)
+	}
+	key := binary.LittleEndian.AppendUint32(s.keyBuf[:0], uint32(s.opts.MaxInstanceTypes))
+	key = binary.LittleEndian.AppendUint32(key, uint32(len(t.its)))
+	for _, w := range t.its {
+		key = binary.LittleEndian.AppendUint64(key, w)
+	}
+	key = append(key, rk...)
+	s.keyBuf = key
+	if ct, ok := memoGet(memo, &memo.claimTypes, string(key)); ok {
+		return ct
+	}
+	k := string(key)
+	ct := s.chooseTypes(t)
+	memoPut(memo, &memo.claimTypes, k, ct, 8*len(ct.its)+16*len(ct.names)+64)
+	return ct
 }
 
 // claimReqsKey identifies a claim's result requirements: its requirement set and its types.

@@ -19,6 +19,10 @@ type pinKey struct {
 	key, value string
 }
 
+// uniqueKey is the key of requirement sets interned without one (internUnique): nothing
+// derived from them is memoized across solves.
+const uniqueKey = "\x00unique"
+
 // intern gives equal requirement sets the same small ID, the key of every cache.
 func (s *solver) intern(r Requirements) int32 {
 	if len(r.reqs) == 0 && s.emptyID >= 0 {
@@ -33,6 +37,7 @@ func (s *solver) intern(r Requirements) int32 {
 	id := int32(len(s.reqByID))
 	s.reqIDs[k] = id
 	s.reqByID = append(s.reqByID, r)
+	s.reqKeys = append(s.reqKeys, k)
 	hm := false
 	for _, x := range r.reqs {
 		if x.MinValues != nil {
@@ -129,14 +134,19 @@ func (s *solver) compile(p *podInfo) (*attempt, error) {
 		a.hostReq = &hr
 	}
 	if p.hasGroups() {
-		pod := p.pod
 		groups, err := s.appendTopologyGroups(s.groupBuf[:0], p)
 		s.groupBuf = groups
 		if err != nil {
 			return nil, err
 		}
+		// Whether the pod counts for its own groups: the groups counting it (all groups so far
+		// tested, the pod's new ones included) say so without reading its labels again.
+		matched := s.matchedGroups(p)
+		if cap(a.own) < len(groups) {
+			a.own = s.ownSlab.take(len(groups))[:0]
+		}
 		for _, g := range groups {
-			a.own = append(a.own, ownGroup{g: g, self: g.matches(pod)})
+			a.own = append(a.own, ownGroup{g: g, self: containsGroup(matched, g)})
 		}
 	}
 	a.poolErr = s.poolErrors(p.tols, p.preferNoScheduleTolerated)
@@ -255,6 +265,9 @@ func (s *solver) refresh(a *attempt) {
 		}
 	}
 	a.inverse = a.inverse[:0]
+	if cap(a.inverse) < len(a.counted) {
+		a.inverse = s.groupSlab.take(len(a.counted))[:0]
+	}
 	for _, g := range a.counted {
 		if g.kind == kindAnti && (len(g.owners) > 0 || len(g.hostOwners) > 0) {
 			a.inverse = append(a.inverse, g)

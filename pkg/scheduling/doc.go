@@ -3,9 +3,13 @@
 // volumes, Solve decides which pods go to existing nodes and which new NodeClaims to create,
 // each with the price-ordered list of instance types still able to hold its pods.
 //
-// Solve makes no API calls, reads no clock and keeps no state between solves (it reuses
-// zeroed scratch memory from a pool, scratch.go, nothing it computed); the same Input gives
-// the same Results. Controllers gather the snapshot, call Solve and act on the result:
+// Solve makes no API calls, reads no clock and, without an Input.Cache, keeps no state between
+// solves (it reuses zeroed scratch memory from a pool, scratch.go, nothing it computed); the
+// same Input gives the same Results. With a Cache (cache.go), what a NodePool's instance types
+// give independently of the pods (per-type vectors; per requirement set the compatible types,
+// their price order, the pool's domains and a claim's chosen types) is kept across solves,
+// keyed by the types' identities and every offering's availability and price. Controllers
+// gather the snapshot, call Solve and act on the result:
 //
 //   - provisioning adapts karpenter.sh/v1 NodePools into NodePool (Remaining = limits minus
 //     usage) and launches Results.NewClaims;
@@ -59,6 +63,9 @@
 //     giving it back zeroed (scratch.go): a young process otherwise faults in fresh heap pages
 //     for it, and an old one collects it; equal outputs (claims' Requests and Requirements) are
 //     shared, read-only;
+//   - cutting per-pod lists (the groups that count a pod, its own groups, its topology keys)
+//     from the scratch at their exact length, and the claims of the result from one array:
+//     a 1,000-pod solve makes ~1,300 allocations, not one per list;
 //   - placing runs of identical constraint-free pods (consecutive in queue order: same
 //     requests, no group counting them, one attempt) as a class: the claim the first one joined
 //     takes as many as fit in one narrowing of its types (bisection on the count), and the next

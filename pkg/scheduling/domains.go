@@ -1,8 +1,11 @@
 package scheduling
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 )
 
 // Topology bookkeeping per target: checking decided domains and pinning undecided ones.
@@ -71,7 +74,7 @@ func (s *solver) topologyAndTypes(a *attempt, t *target, merged int32) (plan, er
 
 // topologyKeys lists the non-hostname keys of every group involved, sorted.
 func (s *solver) topologyKeys(a *attempt) []string {
-	var keys []string
+	keys := s.keysBuf[:0]
 	add := func(k string) {
 		if k == LabelHostname {
 			return
@@ -92,7 +95,13 @@ func (s *solver) topologyKeys(a *attempt) []string {
 	if len(keys) > 1 {
 		sort.Strings(keys)
 	}
-	return keys
+	s.keysBuf = keys[:0]
+	if len(keys) == 0 {
+		return nil
+	}
+	out := s.strSlab.take(len(keys))
+	copy(out, keys)
+	return out
 }
 
 func (s *solver) fixedDomainOK(a *attempt, t *target, key, d string, has bool) bool {
@@ -141,7 +150,8 @@ func (e *inverseError) Error() string {
 // key needs no pinning (no known domains and nothing requiring one).
 func (s *solver) candidates(a *attempt, t *target, key string, merged int32) ([]string, error) {
 	reqs := s.reqByID[merged]
-	var out []string
+	out := s.candBuf[:0]
+	defer func() { s.candBuf = out[:0] }()
 	for _, d := range s.poolDomains(t.pool, key) {
 		if reqs.Has(key, d) && s.fixedDomainOK(a, t, key, d, true) {
 			out = append(out, d)
@@ -186,15 +196,15 @@ func (s *solver) candidates(a *attempt, t *target, key string, merged int32) ([]
 	}
 	if order != nil {
 		desc := order.kind == kindAffinity
-		sort.SliceStable(out, func(i, j int) bool {
-			ci, cj := order.counts[out[i]], order.counts[out[j]]
-			if ci != cj {
+		slices.SortStableFunc(out, func(x, y string) int {
+			cx, cy := order.counts[x], order.counts[y]
+			if cx != cy {
 				if desc {
-					return ci > cj
+					return cmp.Compare(cy, cx)
 				}
-				return ci < cj
+				return cmp.Compare(cx, cy)
 			}
-			return out[i] < out[j]
+			return strings.Compare(x, y)
 		})
 	}
 	return out, nil

@@ -572,6 +572,7 @@ func (s *solver) countExisting(g *topoGroup) {
 func (s *solver) internUnique(r Requirements) int32 {
 	id := int32(len(s.reqByID))
 	s.reqByID = append(s.reqByID, r)
+	s.reqKeys = append(s.reqKeys, uniqueKey)
 	hm := false
 	for _, x := range r.reqs {
 		if x.MinValues != nil {

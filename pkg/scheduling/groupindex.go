@@ -40,8 +40,9 @@ func (x *groupIndex) appendMatching(out []*topoGroup, pod *corev1.Pod) []*topoGr
 		if !ok {
 			continue
 		}
+		// Filed under (k, v): their first pair matches already.
 		for _, g := range x.byKV[k][v] {
-			if g.matches(pod) {
+			if g.matchesFrom(pod, 1) {
 				out = append(out, g)
 			}
 		}

@@ -24,6 +24,13 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	if b, ok := p.compat[id]; ok {
 		return b
 	}
+	key, memo := s.reqKeys[id], p.memo()
+	if memo != nil && key != uniqueKey {
+		if b, ok := memoGet(memo, &memo.compat, key); ok {
+			p.compat[id] = b
+			return b
+		}
+	}
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
 	itReq, constrainsType := reqs.Get(LabelInstanceType)
@@ -40,7 +47,19 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 		}
 	}
 	p.compat[id] = b
+	if memo != nil && key != uniqueKey {
+		memoPut(memo, &memo.compat, key, b, 8*len(b))
+	}
 	return b
+}
+
+// memo is the pool's memo across solves (see typeMemo), nil when the pool was not prepared
+// through a Cache.
+func (p *poolState) memo() *typeMemo {
+	if p.pp == nil {
+		return nil
+	}
+	return &p.pp.memo
 }
 
 // types narrows a claim's instance types to those compatible with requirement set id that can
@@ -140,7 +159,13 @@ func (p *poolState) nameOrder() []int {
 		for i := range p.byName {
 			p.byName[i] = i
 		}
-		slices.SortStableFunc(p.byName, func(a, b int) int { return strings.Compare(p.its[a].Name, p.its[b].Name) })
+		// Ties broken by position: the order a stable sort gives, from a faster unstable one.
+		slices.SortFunc(p.byName, func(a, b int) int {
+			if c := strings.Compare(p.its[a].Name, p.its[b].Name); c != 0 {
+				return c
+			}
+			return cmp.Compare(a, b)
+		})
 	}
 	return p.byName
 }
@@ -163,7 +188,11 @@ func (s *solver) minAlloc(p *poolState, its bitset) resVec {
 }
 
 func (s *solver) maxAlloc(p *poolState, its bitset) resVec {
-	out := make(resVec, len(s.ri.names))
+	return s.maxAllocInto(make(resVec, len(s.ri.names)), p, its)
+}
+
+// maxAllocInto is maxAlloc written into out (zero on entry).
+func (s *solver) maxAllocInto(out resVec, p *poolState, its bitset) resVec {
 	its.forEach(func(i int) {
 		for r, v := range p.alloc[i] {
 			if v > out[r] {
@@ -180,6 +209,13 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	if o, ok := p.ordered[id]; ok {
 		return o
 	}
+	key, memo := s.reqKeys[id], p.memo()
+	if memo != nil && key != uniqueKey {
+		if o, ok := memoGet(memo, &memo.ordered, key); ok {
+			p.ordered[id] = o
+			return o
+		}
+	}
 	oc := newOfferingCheck(s.reqByID[id])
 	compat := s.compatible(p, id)
 	out := make([]priced, 0, compat.count())
@@ -193,13 +229,24 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 		}
 		out = append(out, priced{i: i, price: best})
 	})
-	slices.SortStableFunc(out, func(a, b priced) int {
+	// Ties broken by position (out is in position order): the order a stable sort gives.
+	byPrice := func(a, b priced) int {
 		if a.price != b.price {
 			return cmp.Compare(a.price, b.price)
 		}
-		return strings.Compare(p.its[a.i].Name, p.its[b.i].Name)
-	})
+		if c := strings.Compare(p.its[a.i].Name, p.its[b.i].Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	}
+	// Providers often list their types in price order already: checking costs one pass.
+	if !slices.IsSortedFunc(out, byPrice) {
+		slices.SortFunc(out, byPrice)
+	}
 	p.ordered[id] = out
+	if memo != nil && key != uniqueKey {
+		memoPut(memo, &memo.ordered, key, out, 16*len(out))
+	}
 	return out
 }
 

@@ -158,7 +158,8 @@ type Input struct {
 	PersistentVolumes      []*corev1.PersistentVolume
 	StorageClasses         []*storagev1.StorageClass
 	Options                Options
-	// Cache, when set, carries pod-independent NodePool preparation across solves.
+	// Cache, when set, carries pod-independent NodePool preparation across solves; without one
+	// nothing is kept between solves.
 	Cache *Cache
 	// Prepared, when set, holds existing nodes read once for several solves (PrepareExisting):
 	// the nodes of ExistingNodes found in it are not read again. ExistingNodes still lists the

@@ -47,9 +47,14 @@ func (x *fitTable) build(alloc []resVec, r int) {
 	for i := range order {
 		order[i] = int32(i)
 	}
-	// Stable by position: equal values keep type order (only the suffix sets matter, and those
+	// Ties by position: equal values keep type order (only the suffix sets matter, and those
 	// do not depend on how ties are ordered).
-	slices.SortStableFunc(order, func(a, b int32) int { return cmp.Compare(alloc[a][r], alloc[b][r]) })
+	slices.SortFunc(order, func(a, b int32) int {
+		if c := cmp.Compare(alloc[a][r], alloc[b][r]); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
 	vals := x.vecs.take(x.n)
 	suf := x.bits.take((x.n + 1) * x.words)
 	for k := x.n - 1; k >= 0; k-- {

@@ -31,6 +31,8 @@ type podInfo struct {
 	matched  []*topoGroup               // groups whose selector counts this pod
 	// matchedTo: s.groups[:matchedTo] have been tested
 	matchedTo int
+	owned     []string // ownedAntiIdentities of a pod that repels, once ownedRead
+	ownedRead bool
 }
 
 // podCons are a pod's constraints as initPodInfo reads them, and what relaxation leaves.
@@ -250,15 +252,30 @@ func (s *solver) relax(p *podInfo) bool {
 }
 
 // matchedGroups returns the groups counting this pod, testing groups created since last call.
+// The list is cut from the solve's slab at its length (a later group that counts the pod
+// appends to a copy).
 func (s *solver) matchedGroups(p *podInfo) []*topoGroup {
+	if p.matchedTo == len(s.groups) {
+		return p.matched
+	}
+	buf := s.matchBuf[:0]
 	if p.matchedTo == 0 && len(s.groups) > 4 {
-		p.matched = s.groupIdx.appendMatching(p.matched, p.pod)
+		buf = s.groupIdx.appendMatching(buf, p.pod)
 		p.matchedTo = len(s.groups)
 	}
 	for ; p.matchedTo < len(s.groups); p.matchedTo++ {
 		if g := s.groups[p.matchedTo]; g.matches(p.pod) {
-			p.matched = append(p.matched, g)
+			buf = append(buf, g)
 		}
+	}
+	s.matchBuf = buf
+	switch {
+	case len(buf) == 0:
+	case len(p.matched) == 0:
+		p.matched = s.groupSlab.take(len(buf))
+		copy(p.matched, buf)
+	default:
+		p.matched = append(p.matched, buf...)
 	}
 	return p.matched
 }

@@ -30,6 +30,9 @@ type scratch struct {
 	vecHdrs   slab[resVec]
 	podPtrs   slab[*corev1.Pod]
 	claimSlab slab[target]
+	groupSlab slab[*topoGroup]
+	ownSlab   slab[ownGroup]
+	strSlab   slab[string]
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -38,9 +41,12 @@ var scratchPool = sync.Pool{New: func() any {
 		attSlab:   slab[attempt]{chunk: -16, keep: true},
 		bits:      slab[uint64]{keep: true},
 		vecs:      slab[int64]{keep: true},
-		vecHdrs:   slab[resVec]{chunk: -64, keep: true},
 		podPtrs:   slab[*corev1.Pod]{keep: true},
 		claimSlab: slab[target]{chunk: -16, keep: true},
+		vecHdrs:   slab[resVec]{chunk: -64, keep: true},
+		groupSlab: slab[*topoGroup]{chunk: 1024, keep: true},
+		ownSlab:   slab[ownGroup]{chunk: 512, keep: true},
+		strSlab:   slab[string]{chunk: 1024, keep: true},
 	}
 }}
 
@@ -48,7 +54,8 @@ var scratchPool = sync.Pool{New: func() any {
 func (s *solver) useScratch() {
 	sc := scratchPool.Get().(*scratch)
 	s.sc = sc
-	s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs, sc.podPtrs, sc.claimSlab
+	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
+	s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs = sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -68,10 +75,14 @@ func (s *solver) releaseScratch() {
 	s.attSlab.recycle()
 	s.bits.recycle()
 	s.vecs.recycle()
-	s.vecHdrs.recycle()
 	s.podPtrs.recycle()
 	s.claimSlab.recycle()
-	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.vecHdrs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.vecHdrs, s.podPtrs, s.claimSlab
+	s.groupSlab.recycle()
+	s.ownSlab.recycle()
+	s.strSlab.recycle()
+	s.vecHdrs.recycle()
+	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab
+	sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs = s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs
 	scratchPool.Put(sc)
 }
 

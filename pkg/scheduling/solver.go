@@ -31,6 +31,8 @@ type solver struct {
 	reqIDs  map[string]int32
 	emptyID int32 // ID of the empty requirement set, -1 until interned
 	reqByID []Requirements
+	reqKeys []string // by ID: the set's canonical key (appendKey), uniqueKey for internUnique's
+	cache   *Cache   // Input.Cache (nil: nothing is kept between solves)
 	hasMin  []bool
 	compat  map[[2]int32]compatResult
 	pins    map[pinKey]int32
@@ -77,10 +79,18 @@ type solver struct {
 	attSlab             slab[attempt]     // attempts pods keep
 	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
 	vecs                slab[int64]       // claims' allocatable bounds
-	vecHdrs             slab[resVec]      // a pool's per-type vectors when nothing caches them (prepare)
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
+	// Per-pod lists that die with the solve (matched groups, own groups, topology keys,
+	// inverse groups) are cut from these slabs at their exact length, built in the buffers.
+	vecHdrs   slab[resVec] // a pool's per-type vectors when no Cache keeps them (prepare)
+	groupSlab slab[*topoGroup]
+	ownSlab   slab[ownGroup]
+	strSlab   slab[string]
+	matchBuf  []*topoGroup
+	keysBuf   []string
+	candBuf   []string // candidates' result (used before the next call)
 }
 
 // Solve places the input's pods. It is pure and deterministic: the same input gives the same
@@ -96,16 +106,15 @@ func Solve(in *Input) *Results {
 func newSolver(in *Input) *solver {
 	s := newBareSolver(in)
 	s.useScratch()
+	s.cache = in.Cache
 	// Every resource name that appears anywhere gets a vector position.
 	for _, np := range in.NodePools {
 		s.ri.register(np.Remaining)
-		if in.Cache != nil {
-			if names := in.Cache.resourceNames(s.typesID(np), np.InstanceTypes); names != nil {
-				for _, n := range names {
-					s.ri.add(n)
-				}
-				continue
+		if s.cache != nil {
+			for _, n := range s.cache.resourceNames(s.typesID(np), np.InstanceTypes) {
+				s.ri.add(n)
 			}
+			continue
 		}
 		for _, it := range np.InstanceTypes {
 			s.ri.register(it.Capacity)
@@ -456,11 +465,20 @@ func (e *PodError) Error() string { return strings.Join(e.Reasons, "; ") }
 func (s *solver) results() *Results {
 	r := &Results{PodErrors: s.errors}
 	// The placed pods' lists leave the scratch (growPods) for one array the caller owns.
-	n := 0
+	// The claims too are one array (and the list of them one more), not an allocation each.
+	n, claims := 0, 0
 	for _, t := range s.targets {
 		n += len(t.pods)
+		if len(t.pods) > 0 && t.existing == nil {
+			claims++
+		}
 	}
 	out := make([]*corev1.Pod, n)
+	var block []NewClaim
+	if claims > 0 {
+		block = make([]NewClaim, claims)
+		r.NewClaims = make([]*NewClaim, 0, claims)
+	}
 	for _, t := range s.targets {
 		if len(t.pods) == 0 {
 			continue
@@ -472,7 +490,9 @@ func (s *solver) results() *Results {
 			r.ExistingNodes = append(r.ExistingNodes, ExistingPlacement{Node: t.existing, Pods: t.pods})
 			continue
 		}
-		r.NewClaims = append(r.NewClaims, s.newClaim(t))
+		c := &block[len(r.NewClaims)]
+		s.newClaim(c, t)
+		r.NewClaims = append(r.NewClaims, c)
 	}
 	return r
 }

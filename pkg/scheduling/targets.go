@@ -152,11 +152,12 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 		old := t.its
 		t.its = pl.its
 		t.minAvail = pl.minAvail
+		// A claim's vectors die with the solve: they come from its scratch.
 		if !keepsMax(t.pool.alloc, old, t.its, t.avail, nil) {
-			t.avail = s.maxAlloc(t.pool, t.its)
+			t.avail = s.maxAllocInto(resVec(s.vecs.take(len(s.ri.names))), t.pool, t.its)
 		}
 		if t.pool.limited != nil && (t.reserved == nil || !keepsMax(t.pool.capacity, old, t.its, t.reserved, t.pool.limited)) {
-			res := make(resVec, len(s.ri.names))
+			res := resVec(s.vecs.take(len(s.ri.names)))
 			// A claim's first commit narrows the pool's base types: start from their maximum.
 			if t.reserved == nil && t.pool.maxCapacity != nil && len(old) > 0 && &old[0] == &s.compatible(t.pool, t.pool.baseID)[0] &&
 				keepsMax(t.pool.capacity, old, t.its, t.pool.maxCapacity, t.pool.limited) {
@@ -196,17 +197,34 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	t.ports = append(t.ports, p.ports...)
 	s.growPods(t, 1)
 	t.pods = append(t.pods, p.pod)
-	for _, g := range s.matchedGroups(p) {
-		s.recordInGroup(g, p.pod, t)
+	// matchedGroups is complete (every group so far tested): exactly these groups count the pod.
+	var owned []string
+	if p.repels {
+		// Kept in the podInfo: the solver's map by pod is for pods it knows no podInfo of.
+		if !p.ownedRead {
+			p.owned, p.ownedRead = s.antiIdentities(p.pod), true
+		}
+		owned = p.owned
 	}
-	if !p.repels {
-		return
+	matched := s.matchedGroups(p)
+	for _, g := range matched {
+		s.record(g, p.pod, t, true, owned)
 	}
-	for _, id := range s.ownedAntiIdentities(p.pod) {
+	for _, id := range owned {
 		// Owner counts of groups the pod matches were recorded above; groups it owns but does
 		// not match are recorded here.
-		if g, ok := s.groupsByID[id]; ok && !g.matches(p.pod) {
-			s.recordInGroup(g, p.pod, t)
+		if g, ok := s.groupsByID[id]; ok && !containsGroup(matched, g) {
+			s.record(g, p.pod, t, false, owned)
 		}
 	}
+}
+
+// containsGroup reports whether g is in gs (a pod's matched groups: a handful).
+func containsGroup(gs []*topoGroup, g *topoGroup) bool {
+	for _, x := range gs {
+		if x == g {
+			return true
+		}
+	}
+	return false
 }

@@ -68,7 +68,10 @@ type topoGroup struct {
 	err        *topologyError // the group's rejection, made once: most rejections are never shown
 }
 
-func (g *topoGroup) matches(pod *corev1.Pod) bool {
+func (g *topoGroup) matches(pod *corev1.Pod) bool { return g.matchesFrom(pod, 0) }
+
+// matchesFrom is matches for a pod known to carry the first `from` pairs of an eqOnly selector.
+func (g *topoGroup) matchesFrom(pod *corev1.Pod, from int) bool {
 	if g.oneNS != "" {
 		if pod.Namespace != g.oneNS {
 			return false
@@ -77,7 +80,7 @@ func (g *topoGroup) matches(pod *corev1.Pod) bool {
 		return false
 	}
 	if g.eqOnly {
-		for i := range g.eq {
+		for i := from; i < len(g.eq); i++ {
 			if v, ok := pod.Labels[g.eq[i][0]]; !ok || v != g.eq[i][1] {
 				return false
 			}
@@ -439,6 +442,13 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 	if ids, ok := s.ownedAnti[pod]; ok {
 		return ids
 	}
+	ids := s.antiIdentities(pod)
+	s.ownedAnti[pod] = ids
+	return ids
+}
+
+// antiIdentities computes ownedAntiIdentities (pods of one workload share a read-only list).
+func (s *solver) antiIdentities(pod *corev1.Pod) []string {
 	var ids []string
 	terms := repelling(pod)
 	if len(terms) == 1 {
@@ -452,7 +462,6 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 				s.oneAnti[id] = ids
 			}
 		}
-		s.ownedAnti[pod] = ids
 		return ids
 	}
 	for i := range terms {
@@ -461,7 +470,6 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 			ids = append(ids, id)
 		}
 	}
-	s.ownedAnti[pod] = ids
 	return ids
 }
 
@@ -499,10 +507,20 @@ func (s *solver) group(key []byte, mk func() (*topoGroup, error)) (*topoGroup, e
 
 // recordInGroup counts pod p on target t in g (as a matching pod and/or as an owner).
 func (s *solver) recordInGroup(g *topoGroup, p *corev1.Pod, t *target) {
-	matches := g.matches(p)
+	var owned []string
+	if g.kind == kindAnti {
+		owned = s.ownedAntiIdentities(p)
+	}
+	s.record(g, p, t, g.matches(p), owned)
+}
+
+// record is recordInGroup with what the caller knows already: whether g's selector matches p
+// and p's owned anti-affinity identities (commit has both from the pod's compiled state, and
+// does not read the pod's labels again).
+func (s *solver) record(g *topoGroup, p *corev1.Pod, t *target, matches bool, owned []string) {
 	owns := false
 	if g.kind == kindAnti {
-		for _, id := range s.ownedAntiIdentities(p) {
+		for _, id := range owned {
 			if id == g.identity {
 				owns = true
 				break
@@ -590,6 +608,14 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 	if d, ok := p.domains[key]; ok {
 		return d
 	}
+	// The pool's domains depend on its base types and offerings only (in the memo's entry key).
+	memo := p.memo()
+	if memo != nil {
+		if d, ok := memoGet(memo, &memo.domains, key); ok {
+			p.domains[key] = d
+			return d
+		}
+	}
 	set := map[string]bool{}
 	base, baseHas := p.baseReqs.Get(key)
 	compat := s.compatible(p, p.baseID)
@@ -631,6 +657,9 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 	}
 	sort.Strings(out)
 	p.domains[key] = out
+	if memo != nil {
+		memoPut(memo, &memo.domains, key, out, 16*len(out))
+	}
 	return out
 }
 
