@@ -60,6 +60,9 @@ func (r *Registration) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconci
 		}
 		return reconcile.Result{}, false, err
 	}
+	if p := passOf(ctx); p != nil {
+		p.node = node
+	}
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
 	setNodeRegistrationHealthy(ctx, r.kubeClient, r.clock, nodePoolOf(nc), true, "")
