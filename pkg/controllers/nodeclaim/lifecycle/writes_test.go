@@ -34,6 +34,8 @@ type lagging struct {
 	// last one's body.
 	metaPatches   int
 	lastMetaPatch []byte
+	// nodePatches counts Node patches.
+	nodePatches int
 }
 
 func newLagging(t *testing.T) *lagging {
@@ -76,6 +78,11 @@ func newLagging(t *testing.T) *lagging {
 			return c.List(ctx, list, opts...)
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if _, ok := obj.(*corev1.Node); ok {
+				l.mu.Lock()
+				l.nodePatches++
+				l.mu.Unlock()
+			}
 			if _, ok := obj.(*v1.NodeClaim); ok {
 				body, err := patch.Data(obj)
 				if err != nil {
@@ -108,7 +115,7 @@ func (l *lagging) writes() (status, meta int) {
 
 // TestReadyNodeRegistersAndInitializesInOneWrite: when the Node is Ready by
 // the time it registers, the pass that registers it also initializes the
-// NodeClaim, in one status write. Initialization must judge the Node as
+// NodeClaim, in one status write and one Node patch. Initialization must judge the Node as
 // Registration's own patch left it: the cache still shows the unregistered
 // taint Registration just lifted, and judged from it the NodeClaim was
 // written once as Registered but not Initialized (KnownEphemeralTaintsExist)
@@ -140,8 +147,17 @@ func TestReadyNodeRegistersAndInitializesInOneWrite(t *testing.T) {
 	l.mu.Unlock()
 
 	before, _ := l.writes()
+	l.mu.Lock()
+	nodePatchesBefore := l.nodePatches
+	l.mu.Unlock()
 	ExpectReconciled(f.ctx, t, ctrl, nc)
 	after, _ := l.writes()
+	l.mu.Lock()
+	nodePatches := l.nodePatches - nodePatchesBefore
+	l.mu.Unlock()
+	if nodePatches != 1 {
+		t.Errorf("%d Node patches to register and initialize, want 1 (labels, taints, owner and the initialized label at once)", nodePatches)
+	}
 	got := ExpectExists(f.ctx, t, e.Client, nc)
 	if !condition(got, v1.ConditionTypeRegistered).IsTrue() || !condition(got, v1.ConditionTypeInitialized).IsTrue() || !got.StatusConditions().Root().IsTrue() {
 		t.Fatalf("want Registered, Initialized and Ready after the pass that registered a Ready node: %v", got.Status.Conditions)
