@@ -35,3 +35,29 @@ func TestParseAuditSplitsACreate(t *testing.T) {
 		t.Fatalf("steps %q: want the steps of at least 1 ms, largest first, without the total", s)
 	}
 }
+
+// TestParseClaimWritesByKind counts NodeClaim writes by kind from an audit
+// log: applies by their field manager, merge patches of the status, metadata
+// patches, per NodeClaim created; other resources are left out.
+func TestParseClaimWritesByKind(t *testing.T) {
+	log := strings.Join([]string{
+		`{"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"nodeclaims"}}`,
+		`{"stage":"ResponseComplete","verb":"create","objectRef":{"resource":"nodeclaims"}}`,
+		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/a","objectRef":{"resource":"nodeclaims","name":"a"}}`,
+		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/a/status?fieldManager=karpenter-nodeclaim-lifecycle&force=true","objectRef":{"resource":"nodeclaims","name":"a","subresource":"status"}}`,
+		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/b/status?fieldManager=karpenter-nodeclaim-lifecycle&force=true","objectRef":{"resource":"nodeclaims","name":"b","subresource":"status"}}`,
+		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/b/status","objectRef":{"resource":"nodeclaims","name":"b","subresource":"status"}}`,
+		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/api/v1/nodes/b","objectRef":{"resource":"nodes","name":"b"}}`,
+	}, "\n")
+	got, err := parseClaimWrites(strings.NewReader(log))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.claims != 2 || got.statusPerClaim() != 1.5 {
+		t.Fatalf("%d claims, %.2f status writes each: want 2 and 1.5 (%v)", got.claims, got.statusPerClaim(), got.byKind)
+	}
+	want := "2 NodeClaims, 1.50 status writes each; create 2 (1.00); metadata patch 1 (0.50); status apply karpenter-nodeclaim-lifecycle 2 (1.00); status merge patch 1 (0.50)"
+	if s := got.String(); s != want {
+		t.Fatalf("got  %s\nwant %s", s, want)
+	}
+}

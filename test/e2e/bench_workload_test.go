@@ -62,6 +62,9 @@ type benchRun struct {
 	nodeClaimAPI apiCounters
 	// apiLoad: what else the API server did over the run (see apiLoad).
 	apiLoad string
+	// claimWrites: Karpenter's NodeClaim writes over the run, by kind, from
+	// the audit log.
+	claimWrites claimWrites
 }
 
 // componentCPU reads the CPU time used so far by each control-plane process.
@@ -167,7 +170,11 @@ func runWorkload(b *testing.B, e *provisioningEnv, deps []*appsv1.Deployment, ti
 		b.Fatal(err)
 	}
 	ph.audit = audit
-	return benchRun{detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS},
+	writes, err := readClaimWrites(e.AuditLogPath())
+	if err != nil {
+		b.Fatal(err)
+	}
+	return benchRun{claimWrites: writes, detected: detected, counts: c, phases: ph, usage: kit.Usage{CPU: after.CPU - before.CPU, PeakRSS: after.PeakRSS},
 		components: components, loadavg: strings.TrimSpace(string(loadavg)), nodeClaimAPI: apiAfter.counters("nodeclaims").since(apiBefore.counters("nodeclaims")),
 		apiLoad: apiLoad(apiBefore, apiAfter)}
 }
@@ -278,5 +285,9 @@ func (r benchRun) report(b *testing.B, title string) {
 	fmt.Printf(" load average at the end: %s\n", r.loadavg)
 	b.ReportMetric(r.nodeClaimAPI.conflicts(), "nodeclaim-409s")
 	fmt.Printf("NodeClaim requests at the API server (verb subresource code: count):%s\n", r.nodeClaimAPI)
+	if r.claimWrites.claims > 0 {
+		b.ReportMetric(r.claimWrites.statusPerClaim(), "status-writes/nodeclaim")
+		fmt.Printf("NodeClaim writes by kind (audit log; per NodeClaim): %s\n", r.claimWrites)
+	}
 	fmt.Println(r.apiLoad)
 }

@@ -68,6 +68,8 @@ type Provisioner struct {
 	cache *scheduling.Cache
 	// plans keeps pods on the NodeClaims launched for them (see plans).
 	plans *plans
+	// nominations limits the Nominated events (see nominations).
+	nominations *nominations
 }
 
 // NewProvisioner wires the provisioner; its Batcher is shared with the pod trigger.
@@ -86,6 +88,8 @@ func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster 
 		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
 		cache:   scheduling.NewCache(),
 		plans:   newPlans(),
+
+		nominations: newNominations(clk),
 	}
 }
 
@@ -193,7 +197,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 			kind = "nodeclaim"
 		}
 		for _, pod := range placement.Pods {
-			p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: %s/%s", kind, placement.Node.Name)
+			if p.nominations.allow(pod) {
+				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: %s/%s", kind, placement.Node.Name)
+			}
 		}
 	}
 	for pod, perr := range results.PodErrors {
@@ -512,7 +518,9 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			p.plans.record(nc.Name, c.Pods)
 			metrics.NodeClaimsCreatedTotal.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
 			for _, pod := range c.Pods {
-				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
+				if p.nominations.allow(pod) {
+					p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
+				}
 			}
 			log.FromContext(ctx).Info("created nodeclaim", "nodeclaim", nc.Name, "nodepool", np.Name,
 				"requests", scheduling.FormatResources(nc.Spec.Resources.Requests), "instance-types", instanceTypeSummary(c), "pods", len(c.Pods), "api-duration", apiTime.String(), "api-start", start)

@@ -36,6 +36,15 @@ func (c *Consolidation) Reconcile(np *v1.NodePool, nc *v1.NodeClaim) reconcile.R
 			fmt.Sprintf("NodePool %q has consolidateAfter: Never", np.Name))
 		return reconcile.Result{}
 	}
+	if *after.Duration == 0 {
+		// Nothing to wait for, from whichever time. (Deciding it from the
+		// last pod event would flip the condition to False and back on every
+		// pod event: the podevents controller rounds the time up to the next
+		// second, so for up to a second it lies ahead.)
+		conds.SetTrueWithReason(v1.ConditionTypeConsolidatable, v1.ConditionTypeConsolidatable,
+			fmt.Sprintf("NodePool %q consolidateAfter is 0s", np.Name))
+		return reconcile.Result{}
+	}
 	// Until a pod event is seen, the clock starts when the node could first
 	// take pods: its initialization.
 	since, what := initialized.LastTransitionTime.Time, "the NodeClaim was initialized"

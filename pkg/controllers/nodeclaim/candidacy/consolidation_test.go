@@ -143,3 +143,29 @@ func TestConsolidateAfterZero(t *testing.T) {
 		t.Fatal("consolidateAfter 0s: not consolidatable right after initialization")
 	}
 }
+
+// TestConsolidateAfterZeroIgnoresPodEventTime: with 0s a pod event does not
+// turn the node unconsolidatable, not even for the fraction of a second its
+// recorded time (rounded up to the second) lies ahead of the clock, so the
+// condition is not written False and True again on every pod event.
+func TestConsolidateAfterZeroIgnoresPodEventTime(t *testing.T) {
+	f := setup(t)
+	np := nodePool("default", "0s")
+	ExpectApplied(f.ctx, t, e.Client, np)
+	nc := launched(f, t, np, "node-a", true)
+	_, nc = f.reconcile(t, nc)
+	first := *cond(nc, v1.ConditionTypeConsolidatable)
+	if !first.IsTrue() {
+		t.Fatalf("Consolidatable = %+v, want True", first)
+	}
+	f.clk.Step(2*time.Second + 300*time.Millisecond)
+	nc.Status.LastPodEventTime = metav1.NewTime(f.clk.Now().Truncate(time.Second).Add(time.Second))
+	ExpectStatusUpdated(f.ctx, t, e.Client, nc)
+	requeue, nc := f.reconcile(t, nc)
+	if c := cond(nc, v1.ConditionTypeConsolidatable); !c.IsTrue() || !c.LastTransitionTime.Equal(&first.LastTransitionTime) {
+		t.Fatalf("after a pod event stamped %v at %v: Consolidatable = %+v, want True since %v", nc.Status.LastPodEventTime, f.clk.Now(), c, first.LastTransitionTime)
+	}
+	if requeue != candidacy.DriftRecheckInterval {
+		t.Fatalf("RequeueAfter = %v, want only the drift re-check", requeue)
+	}
+}

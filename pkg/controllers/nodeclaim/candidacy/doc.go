@@ -4,7 +4,8 @@
 //   - Consolidatable is True once the NodeClaim is Initialized and its NodePool's
 //     spec.disruption.consolidateAfter has passed since the last pod event on the
 //     node (status.lastPodEventTime, kept by the podevents controller) or, when
-//     no pod event was seen yet, since the NodeClaim was initialized. It is False
+//     no pod event was seen yet, since the NodeClaim was initialized (with 0s it
+//     is True from initialization on, whatever the pod events). It is False
 //     with a reason while waiting or when consolidateAfter is Never, and absent
 //     until the NodeClaim is initialized. The controller requeues exactly when the
 //     condition will flip, so consolidation sees it on time without polling.
@@ -22,5 +23,7 @@
 // controller instead of being reported as drifted.
 //
 // Both conditions are computed by one controller so a NodeClaim's status is
-// written once per pass.
+// written once per pass, and only when one of them changed. The controller
+// remembers what it last applied: the informer cache can hand it a copy from
+// before that apply, and recomputing from it would write again.
 package candidacy

@@ -5,7 +5,10 @@
 // extended resources are allocatable) and liveness (a NodeClaim that does not
 // launch within 5 minutes or register within 15 is deleted). Each step is its
 // own small type with one concern; Controller runs them in order and writes the
-// NodeClaim back once.
+// NodeClaim back once, only when its conditions or fields changed. NodeClaim
+// status writes are the API server's costliest requests, so a pass starts from
+// lifecycle's own last write when the cached copy is older (readOwnWrites), and
+// a Node that joins Ready is registered and initialized in one write (pass).
 //
 // Deletion is handled by Terminator: it records the termination deadline
 // (terminationGracePeriod), deletes the NodeClaim's Node and waits for the

@@ -36,9 +36,14 @@ func (i *Initialization) Reconcile(ctx context.Context, nc *v1.NodeClaim) (recon
 		conds.SetUnknown(v1.ConditionTypeInitialized, "NotRegistered", "Node not registered")
 		return reconcile.Result{}, false, nil
 	}
-	node, err := nodeForNodeClaim(ctx, i.kubeClient, nc)
-	if err != nil {
-		return reconcile.Result{}, false, err
+	var node *corev1.Node
+	if p := passOf(ctx); p != nil && p.node != nil {
+		node = p.node
+	} else {
+		var err error
+		if node, err = nodeForNodeClaim(ctx, i.kubeClient, nc); err != nil {
+			return reconcile.Result{}, false, err
+		}
 	}
 	if node == nil {
 		conds.SetUnknown(v1.ConditionTypeInitialized, "NodeNotFound", "Node not found")

@@ -60,6 +60,9 @@ func (r *Registration) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconci
 		}
 		return reconcile.Result{}, false, err
 	}
+	if p := passOf(ctx); p != nil {
+		p.node = node
+	}
 	nc.Status.NodeName = node.Name
 	conds.SetTrue(v1.ConditionTypeRegistered)
 	setNodeRegistrationHealthy(ctx, r.kubeClient, r.clock, nodePoolOf(nc), true, "")
@@ -116,6 +119,12 @@ func (r *Registration) syncNode(ctx context.Context, nc *v1.NodeClaim, node *cor
 		}
 	}
 	node.Spec.Taints = taints
+	// A node that joins ready to initialize (Ready, no startup or boot
+	// taints left once synced) gets Initialization's label in this same
+	// patch rather than a second one a moment later.
+	if reason, _ := notInitialized(nc, node); reason == "" {
+		node.Labels[v1.NodeInitializedLabelKey] = "true"
+	}
 	if equality.Semantic.DeepEqual(stored, node) {
 		return nil
 	}

@@ -2,6 +2,7 @@ package podevents
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,11 +42,22 @@ const freshCreate = time.Minute
 type Controller struct {
 	kubeClient client.Client
 	clock      clock.Clock
+
+	// written holds, per Node name, the NodeClaim (UID) last stamped through
+	// it and the time written, for DedupeWindow (see lastWrite).
+	mu        sync.Mutex
+	written   map[string]stamp
+	lastSweep time.Time
+}
+
+type stamp struct {
+	uid types.UID
+	at  time.Time
 }
 
 // NewController returns the pod events controller.
 func NewController(kubeClient client.Client, clk clock.Clock) *Controller {
-	return &Controller{kubeClient: kubeClient, clock: clk}
+	return &Controller{kubeClient: kubeClient, clock: clk, written: map[string]stamp{}}
 }
 
 // Reconcile stamps the NodeClaim of the Node named req.Name.
@@ -58,8 +70,12 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, nil
 	}
 	now := c.clock.Now()
-	if last := nc.Status.LastPodEventTime; !last.IsZero() {
+	if last := c.lastWrite(req.Name, nc); !last.IsZero() {
 		if wait := last.Add(DedupeWindow).Sub(now); wait > 0 {
+			if !eventTimeMatters(ctx, c.kubeClient, nc) {
+				// Upstream's dedupe: the event is dropped.
+				return reconcile.Result{}, nil
+			}
 			// Written recently: come back when the window closes, so this
 			// event is recorded then instead of being lost.
 			return reconcile.Result{RequeueAfter: wait}, nil
@@ -72,7 +88,56 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
+	c.remember(req.Name, nc.UID, nc.Status.LastPodEventTime.Time)
 	return reconcile.Result{}, nil
+}
+
+// lastWrite is the later of nc's lastPodEventTime and this controller's own
+// last write of it. The NodeClaim comes from the informer cache, which may not
+// have this controller's last patch yet (another controller's write came
+// first); deduping on the cached time alone wrote twice within a second.
+func (c *Controller) lastWrite(nodeName string, nc *v1.NodeClaim) time.Time {
+	last := nc.Status.LastPodEventTime.Time
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s, ok := c.written[nodeName]; ok && s.uid == nc.UID && s.at.After(last) {
+		return s.at
+	}
+	return last
+}
+
+// remember records a write. An entry matters only within DedupeWindow of its
+// write, so older ones are swept once per window.
+func (c *Controller) remember(nodeName string, uid types.UID, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.written[nodeName] = stamp{uid: uid, at: at}
+	now := c.clock.Now()
+	if now.Sub(c.lastSweep) < DedupeWindow {
+		return
+	}
+	c.lastSweep = now
+	for name, s := range c.written {
+		if now.Sub(s.at) > DedupeWindow {
+			delete(c.written, name)
+		}
+	}
+}
+
+// eventTimeMatters reports whether recording an event inside the dedupe window
+// (at the window's end) can change a decision. The time's only reader is
+// consolidation, which waits consolidateAfter from it: with Never nothing
+// waits, and with 0s a node is consolidatable at any time after its last
+// event, whichever event that was. Only a positive consolidateAfter could
+// start too early from the window's first event, so only then is the later
+// event written; otherwise it is dropped, as upstream drops it.
+func eventTimeMatters(ctx context.Context, kube client.Client, nc *v1.NodeClaim) bool {
+	np := &v1.NodePool{}
+	if err := kube.Get(ctx, types.NamespacedName{Name: nc.Labels[v1.NodePoolLabelKey]}, np); err != nil {
+		return false
+	}
+	after := np.Spec.Disruption.ConsolidateAfter
+	return !after.IsNever() && *after.Duration > 0
 }
 
 // ceilSecond rounds up to a whole second. The API stores times with second

@@ -91,10 +91,12 @@ func TestStampsNodeClaimByProviderIDAndOwner(t *testing.T) {
 	}
 }
 
-// TestDedupesWritesWithinTheWindow: a second event inside DedupeWindow is not
-// written at once but requeued to the window's end, where it is written.
+// TestDedupesWritesWithinTheWindow: with a positive consolidateAfter, a
+// second event inside DedupeWindow is not written at once but requeued to the
+// window's end, where it is written.
 func TestDedupesWritesWithinTheWindow(t *testing.T) {
 	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
 	nc, node := launched(f, t, "busy", true)
 	reconcileNode(f, t, node.Name)
 	first := lastPodEvent(f, t, nc)

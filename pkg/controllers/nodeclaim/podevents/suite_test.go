@@ -34,7 +34,7 @@ func setup(t *testing.T) *fixture {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	ExpectCleanedUp(ctx, t, e.Client, &corev1.PodList{}, &v1.NodeClaimList{}, &corev1.NodeList{})
+	ExpectCleanedUp(ctx, t, e.Client, &corev1.PodList{}, &v1.NodeClaimList{}, &corev1.NodeList{}, &v1.NodePoolList{})
 	clk := clocktesting.NewFakeClock(time.Now().Truncate(time.Second))
 	return &fixture{ctx: ctx, clk: clk, ctrl: podevents.NewController(e.Client, clk)}
 }
@@ -94,4 +94,19 @@ func bind(f *fixture, t *testing.T, p *corev1.Pod, nodeName string) {
 func lastPodEvent(f *fixture, t *testing.T, nc *v1.NodeClaim) time.Time {
 	t.Helper()
 	return ExpectExists(f.ctx, t, e.Client, nc.DeepCopy()).Status.LastPodEventTime.Time
+}
+
+// nodePool is the NodePool "default" the fixtures' NodeClaims belong to, with
+// the given consolidateAfter.
+func nodePool(consolidateAfter string) *v1.NodePool {
+	return &v1.NodePool{
+		ObjectMeta: metav1.ObjectMeta{Name: "default"},
+		Spec: v1.NodePoolSpec{
+			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
+				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
+				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
+			}},
+			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration(consolidateAfter)},
+		},
+	}
 }
