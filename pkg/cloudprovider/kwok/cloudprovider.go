@@ -41,6 +41,18 @@ const (
 	InstancePriceLabelKey = "eks-node-viewer/instance-price"
 )
 
+// kubeletBetaLabels are the deprecated os and arch labels a kubelet puts on its
+// Node next to the stable ones, by the stable label they copy. A Node created
+// without them gets them from kube-controller-manager's node lifecycle
+// controller, one PATCH per node (a thousand at 1,000 nodes, racing
+// registration's own node patch into conflicts), so the simulated kubelet
+// sets them at creation as a real one does. They are the Node's, not the
+// instance's: the NodeClaim view leaves them out.
+var kubeletBetaLabels = map[string]string{
+	"beta.kubernetes.io/os":   corev1.LabelOSStable,
+	"beta.kubernetes.io/arch": corev1.LabelArchStable,
+}
+
 // NodeClassLabelKey is the label naming a node's KWOKNodeClass.
 var NodeClassLabelKey = v1.NodeClassLabelKey(schema.GroupKind{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass"})
 
@@ -316,6 +328,11 @@ func (c *CloudProvider) node(nc *v1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeC
 	// instance does not carry them even if the claim asked for them.
 	delete(labels, v1.NodeRegisteredLabelKey)
 	delete(labels, v1.NodeInitializedLabelKey)
+	for beta, stable := range kubeletBetaLabels {
+		if v, ok := labels[stable]; ok {
+			labels[beta] = v
+		}
+	}
 
 	annotations := map[string]string{FakeNodeKey: FakeNodeValue}
 	for k, v := range nc.Annotations {
@@ -511,7 +528,9 @@ func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 func toNodeClaim(node *corev1.Node, created time.Time) *v1.NodeClaim {
 	labels := map[string]string{}
 	for k, v := range node.Labels {
-		labels[k] = v
+		if _, kubelet := kubeletBetaLabels[k]; !kubelet {
+			labels[k] = v
+		}
 	}
 	annotations := map[string]string{}
 	for k, v := range node.Annotations {

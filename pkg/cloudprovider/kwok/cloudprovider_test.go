@@ -53,6 +53,8 @@ func TestCreatePicksCheapestCompatibleOfferingAndWritesTheNode(t *testing.T) {
 		v1.CapacityTypeLabelKey:             v1.CapacityTypeOnDemand,
 		corev1.LabelArchStable:              "amd64",
 		corev1.LabelOSStable:                "linux",
+		"beta.kubernetes.io/arch":           "amd64",
+		"beta.kubernetes.io/os":             "linux",
 		v1.NodePoolLabelKey:                 "default",
 		corev1.LabelHostname:                "claim-a",
 		kwok.NodeClaimLabelKey:              "claim-a",
@@ -67,6 +69,13 @@ func TestCreatePicksCheapestCompatibleOfferingAndWritesTheNode(t *testing.T) {
 	for k, v := range wantLabels {
 		if node.Labels[k] != v {
 			t.Errorf("node label %s=%q, want %q", k, node.Labels[k], v)
+		}
+	}
+	// The beta labels are the simulated kubelet's (kube-controller-manager
+	// would patch them on otherwise), not the instance's.
+	for _, k := range []string{"beta.kubernetes.io/arch", "beta.kubernetes.io/os"} {
+		if v, ok := launched.Labels[k]; ok {
+			t.Errorf("launched NodeClaim carries the Node's label %s=%q", k, v)
 		}
 	}
 	if node.Annotations[kwok.FakeNodeKey] != "fake" || node.Annotations["example.com/owner"] != "me" {

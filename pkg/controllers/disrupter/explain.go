@@ -2,6 +2,7 @@ package disrupter
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 
@@ -63,9 +64,15 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 			}
 		}
 	}
-	want := map[string]*disruption.Explanation{}
+	want := map[string]condition{}
 	for _, e := range res.Explanations {
 		if e.Node.NodeClaim == nil {
+			continue
+		}
+		want[e.Node.NodeClaim.Name] = condition{code: e.Code, message: truncate(conditionMessage(e, res.Budgets))}
+		if e.Code == disruption.CodeBudget {
+			// The NodePool's event above says it, once; upstream has no
+			// per-node event for a budget either.
 			continue
 		}
 		reason := EventUnconsolidatable
@@ -76,7 +83,6 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 			c.recorder.Eventf(e.Node.Node, corev1.EventTypeNormal, reason, "%s", e.Message)
 		}
 		c.recorder.Eventf(e.Node.NodeClaim, corev1.EventTypeNormal, reason, "%s", e.Message)
-		want[e.Node.NodeClaim.Name] = e
 	}
 	chosen := map[string]bool{}
 	if d := res.Decision; d != nil {
@@ -88,8 +94,8 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 	}
 	complete := res.Decision == nil && len(res.TimedOut) == 0
 	type write struct {
-		nc *v1.NodeClaim
-		e  *disruption.Explanation // nil: remove the condition
+		nc   *v1.NodeClaim
+		cond *condition // nil: remove the condition
 	}
 	var writes []write
 	for _, n := range s.in.Nodes {
@@ -98,9 +104,9 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 			continue
 		}
 		cur := nc.StatusConditions().Get(ConditionTypeDisruptionBlocked)
-		if e, ok := want[nc.Name]; ok && !chosen[nc.Name] {
-			if cur == nil || !cur.IsTrue() || cur.Reason != string(e.Code) || cur.Message != truncate(e.Message) {
-				writes = append(writes, write{nc, e})
+		if w, ok := want[nc.Name]; ok && !chosen[nc.Name] {
+			if cur == nil || !cur.IsTrue() || cur.Reason != string(w.code) || cur.Message != w.message {
+				writes = append(writes, write{nc, &w})
 			}
 			continue
 		}
@@ -116,7 +122,7 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 		go func(w write) {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := c.writeCondition(ctx, w.nc.Name, w.e); err != nil {
+			if err := c.writeCondition(ctx, w.nc.Name, w.cond); err != nil {
 				log.FromContext(ctx).Error(err, "recording why a node is not disrupted", "nodeclaim", w.nc.Name)
 			}
 		}(w)
@@ -124,9 +130,34 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 	wg.Wait()
 }
 
-// writeCondition sets (or, for a nil explanation, removes) the condition on
-// the NodeClaim as stored now. A conflict is left for the next pass.
-func (c *Controller) writeCondition(ctx context.Context, name string, e *disruption.Explanation) error {
+// condition is what the DisruptionBlocked condition of a NodeClaim says.
+type condition struct {
+	code    disruption.Code
+	message string
+}
+
+// conditionMessage is the condition's message for e. A budget's explanation
+// counts the pool's nodes already disrupting, a number that changes with nearly
+// every pass while a fleet consolidates: written as is, every node the budget
+// held (all the pool's other candidates, thousands in a large fleet) had its
+// NodeClaim status rewritten each pass, one write per node per pass at the
+// API server's costliest kind of request. The condition names the budget that
+// holds the node; the counts are in the NodePool's event.
+func conditionMessage(e *disruption.Explanation, budgets []disruption.BudgetStatus) string {
+	if e.Code != disruption.CodeBudget || e.Method == nil {
+		return e.Message
+	}
+	for _, b := range budgets {
+		if b.NodePool == e.Node.NodePool && b.Reason == e.Method.Reason() && b.Limit > 0 {
+			return fmt.Sprintf("nodepool %s: every %s disruption its budget allows is taken by nodes already disrupting", b.NodePool, b.Reason)
+		}
+	}
+	return e.Message
+}
+
+// writeCondition sets (or, for a nil cond, removes) the condition on the
+// NodeClaim as stored now. A conflict is left for the next pass.
+func (c *Controller) writeCondition(ctx context.Context, name string, w *condition) error {
 	nc := &v1.NodeClaim{}
 	if err := c.kube.Get(ctx, types.NamespacedName{Name: name}, nc); err != nil {
 		return client.IgnoreNotFound(err)
@@ -135,10 +166,10 @@ func (c *Controller) writeCondition(ctx context.Context, name string, e *disrupt
 	cs := nc.StatusConditions()
 	cs.Now = c.clock.Now
 	changed := false
-	if e == nil {
+	if w == nil {
 		changed = cs.Clear(ConditionTypeDisruptionBlocked)
 	} else {
-		changed = cs.Set(status.Condition{Type: ConditionTypeDisruptionBlocked, Status: metav1.ConditionTrue, Reason: string(e.Code), Message: truncate(e.Message)})
+		changed = cs.Set(status.Condition{Type: ConditionTypeDisruptionBlocked, Status: metav1.ConditionTrue, Reason: string(w.code), Message: w.message})
 	}
 	if !changed {
 		return nil

@@ -67,7 +67,8 @@ type Options struct {
 	// 0 keeps 40 s) and NodeMonitorGracePeriod kube-controller-manager's
 	// patience with them (`--node-monitor-grace-period`): at thousands of
 	// nodes the renewals, one per node every 10 s, are most of the API
-	// server's writes.
+	// server's writes. Above 600 s KWOK's node status heartbeats (every 600 s
+	// by default) come once a Lease duration too.
 	NodeLeaseSeconds       int
 	NodeMonitorGracePeriod time.Duration
 	// DisableControllers: kube-controller-manager controllers not to run

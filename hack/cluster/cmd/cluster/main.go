@@ -113,7 +113,7 @@ func cmdUp(args []string) error {
 	mostAllocated := fs.Bool("scheduler-most-allocated", false, "kube-scheduler scores nodes MostAllocated (bin-packing) rather than LeastAllocated")
 	percentScore := fs.Int("scheduler-percentage-of-nodes-to-score", 0, "kube-scheduler's percentageOfNodesToScore (0: its adaptive default)")
 	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver (/debug/pprof) and etcd (--enable-pprof)")
-	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40)")
+	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40); above 600 also the period of its node status heartbeats")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
 	disable := fs.String("kcm-disable-controllers", "", "comma-separated kube-controller-manager controllers not to run (e.g. ttl)")
 	audit := fs.Bool("audit-nodeclaims", false, "kube-apiserver writes an audit log of NodeClaim writes (logs/audit.log), with its latency breakdown of slow requests")

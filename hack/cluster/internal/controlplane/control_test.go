@@ -159,7 +159,7 @@ func TestChildExitingOnItsOwnIsReported(t *testing.T) {
 }
 
 func TestKWOKStagesHonourGracePeriod(t *testing.T) {
-	path, err := writeKWOKStages(t.TempDir())
+	path, err := writeKWOKStages(t.TempDir(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,5 +175,42 @@ func TestKWOKStagesHonourGracePeriod(t *testing.T) {
 	}
 	if n := strings.Count(s, "name: pod-delete"); n != 1 {
 		t.Errorf("%d pod-delete stages, want 1", n)
+	}
+}
+
+// TestKWOKHeartbeatFollowsTheLease: with node Leases longer than KWOK's
+// 600-s heartbeat the stage's delay and jitter grow with them (a fleet's
+// status patches); with the kubelet's 40 s it stays KWOK's own.
+func TestKWOKHeartbeatFollowsTheLease(t *testing.T) {
+	for _, c := range []struct {
+		lease         int
+		delay, jitter string
+	}{
+		{0, heartbeatDelay, heartbeatJitter},
+		{600, heartbeatDelay, heartbeatJitter},
+		{3600, "durationMilliseconds: 3600000", "jitterDurationMilliseconds: 3660000"},
+	} {
+		path, err := writeKWOKStages(t.TempDir(), c.lease)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		i := strings.Index(s, "name: node-heartbeat-with-lease")
+		if i < 0 {
+			t.Fatalf("lease %d: no heartbeat stage", c.lease)
+		}
+		stage := s[i:]
+		if j := strings.Index(stage, "\n---"); j >= 0 {
+			stage = stage[:j]
+		}
+		for _, want := range []string{"    " + c.delay + "\n", "    " + c.jitter + "\n"} {
+			if !strings.Contains(stage, want) {
+				t.Errorf("lease %d: heartbeat stage lacks %q:\n%s", c.lease, want, stage)
+			}
+		}
 	}
 }

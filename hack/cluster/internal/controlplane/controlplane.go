@@ -246,7 +246,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err := c.spawn("kube-scheduler", schedArgs...); err != nil {
 		return nil, err
 	}
-	stages, err := writeKWOKStages(cfg.StateDir)
+	stages, err := writeKWOKStages(cfg.StateDir, cfg.NodeLeaseSeconds)
 	if err != nil {
 		return nil, err
 	}
