@@ -47,17 +47,26 @@ func TestParseClaimWritesByKind(t *testing.T) {
 		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/a/status?fieldManager=karpenter-nodeclaim-lifecycle&force=true","objectRef":{"resource":"nodeclaims","name":"a","subresource":"status"}}`,
 		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/b/status?fieldManager=karpenter-nodeclaim-lifecycle&force=true","objectRef":{"resource":"nodeclaims","name":"b","subresource":"status"}}`,
 		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/b/status","objectRef":{"resource":"nodeclaims","name":"b","subresource":"status"}}`,
+		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/apis/karpenter.sh/v1/nodeclaims/b/status?fieldManager=karpenter-podevents","objectRef":{"resource":"nodeclaims","name":"b","subresource":"status"}}`,
 		`{"stage":"ResponseComplete","verb":"patch","requestURI":"/api/v1/nodes/b","objectRef":{"resource":"nodes","name":"b"}}`,
 	}, "\n")
 	got, err := parseClaimWrites(strings.NewReader(log))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.claims != 2 || got.statusPerClaim() != 1.5 {
-		t.Fatalf("%d claims, %.2f status writes each: want 2 and 1.5 (%v)", got.claims, got.statusPerClaim(), got.byKind)
+	if got.claims != 2 || got.statusPerClaim() != 2 {
+		t.Fatalf("%d claims, %.2f status writes each: want 2 and 2 (%v)", got.claims, got.statusPerClaim(), got.byKind)
 	}
-	want := "2 NodeClaims, 1.50 status writes each; create 2 (1.00); metadata patch 1 (0.50); status apply karpenter-nodeclaim-lifecycle 2 (1.00); status merge patch 1 (0.50)"
+	want := "2 NodeClaims, 2.00 status writes each; create 2 (1.00); metadata patch 1 (0.50); status apply karpenter-nodeclaim-lifecycle 2 (1.00); status merge patch 1 (0.50); status merge patch karpenter-podevents 1 (0.50)"
 	if s := got.String(); s != want {
 		t.Fatalf("got  %s\nwant %s", s, want)
+	}
+	// A later phase's writes: the same log read again, less the first read.
+	before, err := parseClaimWrites(strings.NewReader(strings.SplitN(log, "\n", 4)[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, want := got.since(before).String(), "1 NodeClaims, 4.00 status writes each; create 1 (1.00); metadata patch 1 (1.00); status apply karpenter-nodeclaim-lifecycle 2 (2.00); status merge patch 1 (1.00); status merge patch karpenter-podevents 1 (1.00)"; s != want {
+		t.Fatalf("since: got  %s\nwant %s", s, want)
 	}
 }

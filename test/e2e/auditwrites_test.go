@@ -15,8 +15,8 @@ import (
 
 // claimWrites counts the writes to NodeClaims an audit log recorded (see
 // localcluster.Options.AuditNodeClaims), by kind: "create", "metadata patch",
-// "status apply <field manager>" and "status merge patch" (podevents'
-// lastPodEventTime, and the conditional writes of termination and
+// "status apply <field manager>" and "status merge patch <field manager>"
+// (podevents' lastPodEventTime, and the conditional writes of termination and
 // disruption), over the NodeClaims created.
 type claimWrites struct {
 	byKind map[string]int
@@ -66,9 +66,16 @@ func parseClaimWrites(r io.Reader) (claimWrites, error) {
 			kind = "metadata " + ev.Verb
 		case ev.ObjectRef.Subresource == "status":
 			kind = "status merge " + ev.Verb
-			// An apply names its field manager in the query (force=true as well).
-			if u, err := url.Parse(ev.RequestURI); err == nil && u.Query().Get("force") != "" {
-				kind = "status apply " + u.Query().Get("fieldManager")
+			// An apply names its field manager in the query (force=true as
+			// well); so do Karpenter's merge patches and updates, to be
+			// told apart here (ownedconditions' managers).
+			if u, err := url.Parse(ev.RequestURI); err == nil {
+				switch q := u.Query(); {
+				case q.Get("force") != "":
+					kind = "status apply " + q.Get("fieldManager")
+				case q.Get("fieldManager") != "":
+					kind += " " + q.Get("fieldManager")
+				}
 			}
 		default:
 			kind = ev.ObjectRef.Subresource + " " + ev.Verb
@@ -90,6 +97,22 @@ func (w claimWrites) statusPerClaim() float64 {
 		return 0
 	}
 	return float64(n) / float64(w.claims)
+}
+
+// since is w less the writes already in before (the same log read earlier):
+// the writes of one phase. Its claims are those created in the phase, or,
+// when none were, those created before (a phase that only rewrites them).
+func (w claimWrites) since(before claimWrites) claimWrites {
+	out := claimWrites{byKind: map[string]int{}, claims: w.claims - before.claims}
+	for k, v := range w.byKind {
+		if d := v - before.byKind[k]; d > 0 {
+			out.byKind[k] = d
+		}
+	}
+	if out.claims == 0 {
+		out.claims = before.claims
+	}
+	return out
 }
 
 func (w claimWrites) String() string {

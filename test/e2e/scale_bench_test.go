@@ -85,7 +85,9 @@ func BenchmarkScaleFleet(b *testing.B) {
 		schedulerPercent = n
 	}
 	opts := localcluster.Options{NodeLeaseSeconds: leaseSeconds, NodeMonitorGracePeriod: time.Duration(max(leaseSeconds, 50)) * time.Second,
-		DisableControllers: []string{"ttl"}, SchedulerPercentageOfNodesToScore: schedulerPercent}
+		DisableControllers: []string{"ttl"}, SchedulerPercentageOfNodesToScore: schedulerPercent,
+		// Karpenter's NodeClaim writes by kind and field manager, per phase.
+		AuditNodeClaims: true}
 	// FLEET_PROFILE_DIR: CPU profiles of the API server, etcd and Karpenter (30 s, a minute
 	// into provisioning and half a minute into consolidation) are written there.
 	dir := os.Getenv("FLEET_PROFILE_DIR")
@@ -143,6 +145,8 @@ func BenchmarkScaleFleet(b *testing.B) {
 		fmt.Printf("scale: %d pods Running on %d nodes after %s; CPU %s (load %s)\n", pods, last.nodes, running.Round(time.Second), provisionCPU, loadAvg())
 		apiRunning := scrapeFleetAPI(e)
 		fmt.Printf("scale: scale-up %s\n", apiLoad(apiStart, apiRunning))
+		writesRunning := fleetClaimWrites(b, e)
+		fmt.Printf("scale: scale-up NodeClaim writes: %s\n", writesRunning)
 
 		// Half the pods go; consolidation packs the rest onto about half the nodes.
 		half := pods / 2
@@ -163,6 +167,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 		consolidated := time.Since(cstart)
 		consolidateCPU := m.used()
 		fmt.Printf("scale: scale-down and consolidation %s\n", apiLoad(apiRunning, scrapeFleetAPI(e)))
+		fmt.Printf("scale: scale-down and consolidation NodeClaim writes: %s\n", fleetClaimWrites(b, e).since(writesRunning))
 		violations := w.Violations()
 		karpenterCPU := m.total("karpenter")
 		b.ReportMetric(float64(peakNodes), "nodes")
@@ -194,6 +199,15 @@ func BenchmarkScaleFleet(b *testing.B) {
 			b.Fatal("BenchmarkScaleFleet runs once: use -benchtime 1x")
 		}
 	}
+}
+
+// fleetClaimWrites reads the NodeClaim writes the audit log holds so far.
+func fleetClaimWrites(b *testing.B, e *provisioningEnv) claimWrites {
+	w, err := readClaimWrites(e.AuditLogPath())
+	if err != nil {
+		b.Fatalf("reading the audit log: %v", err)
+	}
+	return w
 }
 
 // scrapeFleetAPI reads the API server's metrics; a failed scrape (an API server too

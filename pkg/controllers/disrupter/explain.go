@@ -6,6 +6,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -174,7 +176,7 @@ func (c *Controller) writeCondition(ctx context.Context, name string, w *conditi
 	if !changed {
 		return nil
 	}
-	err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	err := c.kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}), client.FieldOwner(ownedconditions.ExplainManager))
 	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
 		return nil
 	}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,7 +58,7 @@ func (q *Queue) updateNodeClaimStatus(ctx context.Context, name string, mutate f
 		if !mutate(nc) {
 			return false, nil
 		}
-		err := q.kube.Status().Update(ctx, nc)
+		err := q.kube.Status().Update(ctx, nc, client.FieldOwner(ownedconditions.OrchestrationManager))
 		if apierrors.IsConflict(err) && attempt < conflictRetries {
 			continue
 		}

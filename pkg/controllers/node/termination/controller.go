@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -246,7 +248,7 @@ func (c *Controller) setCondition(ctx context.Context, nc *v1.NodeClaim, cond st
 	if equality.Semantic.DeepEqual(stored.Status, nc.Status) {
 		return nil
 	}
-	return client.IgnoreNotFound(c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})))
+	return client.IgnoreNotFound(c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}), client.FieldOwner(ownedconditions.TerminationManager)))
 }
 
 // nodeClaimFor returns the Node's NodeClaim (by provider ID), or nil.

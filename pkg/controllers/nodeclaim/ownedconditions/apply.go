@@ -18,6 +18,17 @@ const (
 	DisruptionManager = "karpenter-nodeclaim-disruption"
 )
 
+// Field managers of the controllers that write NodeClaim status with a merge
+// patch or an update. A merge patch names no owner the API server needs, but
+// naming one puts the writer in the request (an audit log or a benchmark
+// counts writes per controller from it) and in managedFields.
+const (
+	PodEventsManager     = "karpenter-podevents"
+	ExplainManager       = "karpenter-disruption-explain"
+	TerminationManager   = "karpenter-termination"
+	OrchestrationManager = "karpenter-disruption-orchestration"
+)
+
 // Apply writes nc's conditions of the given types (those it has; a type it
 // lacks is removed from the stored NodeClaim) as field manager owner, leaving
 // every other condition as stored. nc is updated to the stored NodeClaim.
@@ -68,7 +79,7 @@ func ApplyWithFields(ctx context.Context, kube client.Client, nc *v1.NodeClaim, 
 	nc.Status.Conditions = slices.DeleteFunc(slices.Clone(nc.Status.Conditions), func(c status.Condition) bool {
 		return slices.Contains(conditionTypes, c.Type) && !slices.ContainsFunc(owned, func(o status.Condition) bool { return o.Type == c.Type })
 	})
-	return kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}))
+	return kube.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}), client.FieldOwner(owner))
 }
 
 func statusOf(fields map[string]any, conditions []status.Condition) map[string]any {

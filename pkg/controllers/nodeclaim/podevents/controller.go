@@ -5,6 +5,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -48,48 +50,119 @@ type Controller struct {
 	mu        sync.Mutex
 	written   map[string]stamp
 	lastSweep time.Time
+	// held holds, per Node name, the last pod event not written because
+	// its NodePool's consolidateAfter made the time irrelevant (Never or
+	// 0s), with the NodePool's name: when the NodePool's consolidateAfter
+	// becomes positive, these are written (see nodePoolHandler).
+	held map[string]stamp
+	// seen holds, per Node name, the time of the last pod event the
+	// handlers mapped to the node and not yet reconciled: the time
+	// recorded is the event's, not the (later) reconcile's.
+	seen map[string]time.Time
 }
 
 type stamp struct {
-	uid types.UID
-	at  time.Time
+	uid  types.UID
+	at   time.Time
+	pool string
 }
 
 // NewController returns the pod events controller.
 func NewController(kubeClient client.Client, clk clock.Clock) *Controller {
-	return &Controller{kubeClient: kubeClient, clock: clk, written: map[string]stamp{}}
+	return &Controller{kubeClient: kubeClient, clock: clk, written: map[string]stamp{}, held: map[string]stamp{}, seen: map[string]time.Time{}}
 }
 
 // Reconcile stamps the NodeClaim of the Node named req.Name.
 func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 	nc, err := c.nodeClaimForNode(ctx, req.Name)
-	if err != nil || nc == nil {
+	if err != nil || nc == nil || !nc.DeletionTimestamp.IsZero() {
+		if err == nil {
+			c.forget(req.Name)
+		}
 		return reconcile.Result{}, err
 	}
-	if !nc.DeletionTimestamp.IsZero() {
+	now := c.clock.Now()
+	// The event's time: the latest the handlers saw, else held back
+	// earlier, else (a request with neither) now.
+	at := c.eventTime(req.Name, nc.UID, now)
+	c.hold(req.Name, stamp{uid: nc.UID, at: at, pool: nc.Labels[v1.NodePoolLabelKey]})
+	if !eventTimeMatters(ctx, c.kubeClient, nc) {
+		// Its only reader waits no time from it (consolidateAfter Never
+		// or 0s): held in memory, written if the NodePool's
+		// consolidateAfter becomes positive (nodePoolHandler).
 		return reconcile.Result{}, nil
 	}
-	now := c.clock.Now()
+	if !ceilSecond(at).After(nc.Status.LastPodEventTime.Time) {
+		c.covered(req.Name, nc.Status.LastPodEventTime.Time)
+		return reconcile.Result{}, nil
+	}
 	if last := c.lastWrite(req.Name, nc); !last.IsZero() {
 		if wait := last.Add(DedupeWindow).Sub(now); wait > 0 {
-			if !eventTimeMatters(ctx, c.kubeClient, nc) {
-				// Upstream's dedupe: the event is dropped.
-				return reconcile.Result{}, nil
-			}
 			// Written recently: come back when the window closes, so this
 			// event is recorded then instead of being lost.
 			return reconcile.Result{RequeueAfter: wait}, nil
 		}
 	}
 	stored := nc.DeepCopy()
-	nc.Status.LastPodEventTime = metav1.NewTime(ceilSecond(now))
+	nc.Status.LastPodEventTime = metav1.NewTime(ceilSecond(at))
 	// A merge patch of this one field: other controllers writing conditions
 	// at the same time are not overwritten, so no optimistic lock is needed.
-	if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFrom(stored)); err != nil {
+	if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFrom(stored), client.FieldOwner(ownedconditions.PodEventsManager)); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
 	c.remember(req.Name, nc.UID, nc.Status.LastPodEventTime.Time)
+	c.covered(req.Name, nc.Status.LastPodEventTime.Time)
 	return reconcile.Result{}, nil
+}
+
+// saw records a pod event on the node, as the handlers map it.
+func (c *Controller) saw(nodeName string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.seen[nodeName] = c.clock.Now()
+}
+
+// eventTime takes the time of the node's last event seen by the handlers
+// and not yet reconciled; without one, the time held back for the same
+// NodeClaim; without either, now.
+func (c *Controller) eventTime(nodeName string, uid types.UID, now time.Time) time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.seen[nodeName]; ok {
+		delete(c.seen, nodeName)
+		return t
+	}
+	if h, ok := c.held[nodeName]; ok && h.uid == uid {
+		return h.at
+	}
+	return now
+}
+
+// hold keeps s as the node's last event not yet written.
+func (c *Controller) hold(nodeName string, s stamp) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.held[nodeName]; ok && h.uid == s.uid && h.at.After(s.at) {
+		return
+	}
+	c.held[nodeName] = s
+}
+
+// forget drops what is kept for the node: its NodeClaim is gone or deleting.
+func (c *Controller) forget(nodeName string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.held, nodeName)
+	delete(c.seen, nodeName)
+}
+
+// covered drops the held event when the stored time (at) is not earlier.
+func (c *Controller) covered(nodeName string, at time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.held[nodeName]; ok && !ceilSecond(h.at).After(at) {
+		delete(c.held, nodeName)
+	}
 }
 
 // lastWrite is the later of nc's lastPodEventTime and this controller's own
@@ -124,20 +197,23 @@ func (c *Controller) remember(nodeName string, uid types.UID, at time.Time) {
 	}
 }
 
-// eventTimeMatters reports whether recording an event inside the dedupe window
-// (at the window's end) can change a decision. The time's only reader is
-// consolidation, which waits consolidateAfter from it: with Never nothing
-// waits, and with 0s a node is consolidatable at any time after its last
-// event, whichever event that was. Only a positive consolidateAfter could
-// start too early from the window's first event, so only then is the later
-// event written; otherwise it is dropped, as upstream drops it.
+// eventTimeMatters reports whether writing the event's time can change a
+// decision. The time's only reader is consolidation, which waits
+// consolidateAfter from it: with Never nothing waits, and with 0s a node is
+// consolidatable at any time after its last event, whichever event that was.
+// Only a positive consolidateAfter waits on it, so only then is it written;
+// otherwise it is held (see nodePoolHandler). A NodePool not found (deleted, or
+// not yet in the cache) holds it too.
 func eventTimeMatters(ctx context.Context, kube client.Client, nc *v1.NodeClaim) bool {
 	np := &v1.NodePool{}
 	if err := kube.Get(ctx, types.NamespacedName{Name: nc.Labels[v1.NodePoolLabelKey]}, np); err != nil {
 		return false
 	}
-	after := np.Spec.Disruption.ConsolidateAfter
-	return !after.IsNever() && *after.Duration > 0
+	return positive(np.Spec.Disruption.ConsolidateAfter)
+}
+
+func positive(after v1.NillableDuration) bool {
+	return !after.IsNever() && after.Duration != nil && *after.Duration > 0
 }
 
 // ceilSecond rounds up to a whole second. The API stores times with second
@@ -221,6 +297,7 @@ func isTerminal(p *corev1.Pod) bool {
 func (c *Controller) podHandler() handler.EventHandler {
 	enqueue := func(q workqueue.TypedRateLimitingInterface[reconcile.Request], node string) {
 		if node != "" {
+			c.saw(node)
 			q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: node}})
 		}
 	}
@@ -245,6 +322,40 @@ func (c *Controller) podHandler() handler.EventHandler {
 	}
 }
 
+// nodePoolHandler: when a NodePool's consolidateAfter becomes positive, the
+// events held for its nodes while it was Never or 0s are written, so that its
+// nodes wait consolidateAfter from their last pod event as if every event had
+// been written. (Events held before a restart are lost: those nodes count
+// from their stored time, as they would had the events come in the window
+// upstream drops.)
+func (c *Controller) nodePoolHandler() handler.EventHandler {
+	return handler.Funcs{
+		UpdateFunc: func(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			o, ok1 := e.ObjectOld.(*v1.NodePool)
+			n, ok2 := e.ObjectNew.(*v1.NodePool)
+			if !ok1 || !ok2 || positive(o.Spec.Disruption.ConsolidateAfter) || !positive(n.Spec.Disruption.ConsolidateAfter) {
+				return
+			}
+			for _, node := range c.heldFor(n.Name) {
+				q.Add(reconcile.Request{NamespacedName: types.NamespacedName{Name: node}})
+			}
+		},
+	}
+}
+
+// heldFor lists the nodes of the NodePool with an event held.
+func (c *Controller) heldFor(pool string) []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []string
+	for node, h := range c.held {
+		if h.pool == pool {
+			out = append(out, node)
+		}
+	}
+	return out
+}
+
 // Register adds the controller to the manager. It also asks for the NodeClaim
 // provider ID index, which the lifecycle controller registers too (a second
 // registration fails harmlessly; lookups work without it, only slower).
@@ -255,6 +366,7 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	return builder.ControllerManagedBy(mgr).
 		Named(Name).
 		Watches(&corev1.Pod{}, c.podHandler()).
+		Watches(&v1.NodePool{}, c.nodePoolHandler()).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(c)
 }

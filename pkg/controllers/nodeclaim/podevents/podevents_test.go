@@ -77,6 +77,7 @@ func TestNodeToStamp(t *testing.T) {
 // provider ID; lastPodEventTime is the clock's time.
 func TestStampsNodeClaimByProviderIDAndOwner(t *testing.T) {
 	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
 	byID, _ := launched(f, t, "by-id", false)
 	byOwner, _ := launched(f, t, "by-owner", true)
 	for _, node := range []string{"by-id", "by-owner"} {
@@ -93,7 +94,7 @@ func TestStampsNodeClaimByProviderIDAndOwner(t *testing.T) {
 
 // TestDedupesWritesWithinTheWindow: with a positive consolidateAfter, a
 // second event inside DedupeWindow is not written at once but requeued to the
-// window's end, where it is written.
+// window's end, where its own time is written.
 func TestDedupesWritesWithinTheWindow(t *testing.T) {
 	f := setup(t)
 	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
@@ -115,8 +116,8 @@ func TestDedupesWritesWithinTheWindow(t *testing.T) {
 	if res := reconcileNode(f, t, node.Name); res.RequeueAfter != 0 {
 		t.Fatalf("unexpected requeue %v", res.RequeueAfter)
 	}
-	if got := lastPodEvent(f, t, nc); !got.Equal(first.Add(podevents.DedupeWindow)) {
-		t.Fatalf("lastPodEventTime %v, want %v", got, first.Add(podevents.DedupeWindow))
+	if got := lastPodEvent(f, t, nc); !got.Equal(first.Add(4 * time.Second)) {
+		t.Fatalf("lastPodEventTime %v, want the second event's %v", got, first.Add(4*time.Second))
 	}
 }
 
@@ -124,6 +125,7 @@ func TestDedupesWritesWithinTheWindow(t *testing.T) {
 // earlier than the event.
 func TestRoundsUpToTheSecond(t *testing.T) {
 	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
 	nc, node := launched(f, t, "sub-second", true)
 	f.clk.Step(300 * time.Millisecond)
 	reconcileNode(f, t, node.Name)
@@ -158,29 +160,9 @@ func TestIgnoresNodesWithoutNodeClaims(t *testing.T) {
 // deletion each reach the NodeClaim with no test code calling Reconcile.
 func TestUnderAManager(t *testing.T) {
 	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
 	nc, node := launched(f, t, "managed", false)
-	mgr, err := manager.New(e.Config, manager.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctrl := podevents.NewController(mgr.GetClient(), f.clk)
-	if err := ctrl.Register(f.ctx, mgr); err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	defer func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	}()
+	runUnderManager(f, t)
 
 	expectStamp := func(step string) {
 		t.Helper()
@@ -208,6 +190,69 @@ func TestUnderAManager(t *testing.T) {
 	ExpectDeleted(f.ctx, t, e.Client, p)
 	expectStamp("pod deleted")
 
+}
+
+// TestHeldEventsWrittenWhenConsolidateAfterTurnsPositive: under a manager,
+// a binding on a NodePool with consolidateAfter 0s is held, not written; the
+// NodePool's change to 30s alone (no further pod event) writes it, with the
+// binding's time.
+func TestHeldEventsWrittenWhenConsolidateAfterTurnsPositive(t *testing.T) {
+	f := setup(t)
+	ExpectApplied(f.ctx, t, e.Client, nodePool("0s"))
+	nc, node := launched(f, t, "held", true)
+	ctrl := runUnderManager(f, t)
+
+	p := pod("web", "")
+	ExpectApplied(f.ctx, t, e.Client, p)
+	bind(f, t, p, node.Name)
+	bound := f.clk.Now()
+	Eventually(t, 20*time.Second, func() error {
+		if got := ctrl.Held(node.Name); !got.Equal(bound) {
+			return fmt.Errorf("held %v, want the binding's %v", got, bound)
+		}
+		return nil
+	})
+	if got := lastPodEvent(f, t, nc); !got.IsZero() {
+		t.Fatalf("lastPodEventTime written with consolidateAfter 0s: %v", got)
+	}
+
+	f.clk.Step(time.Minute)
+	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
+	Eventually(t, 20*time.Second, func() error {
+		if got := lastPodEvent(f, t, nc); !got.Equal(bound) {
+			return fmt.Errorf("lastPodEventTime %v, want the binding's %v", got, bound)
+		}
+		return nil
+	})
+}
+
+// runUnderManager runs a podevents controller on f's clock in a manager until
+// the test ends.
+func runUnderManager(f *fixture, t *testing.T) *podevents.Controller {
+	t.Helper()
+	mgr, err := manager.New(e.Config, manager.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctrl := podevents.NewController(mgr.GetClient(), f.clk)
+	if err := ctrl.Register(f.ctx, mgr); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(f.ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("manager: %v", err)
+		}
+	})
+	return ctrl
 }
 
 func ptrTo[T any](v T) *T { return &v }

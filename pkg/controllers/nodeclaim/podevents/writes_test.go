@@ -14,31 +14,41 @@ import (
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
-// TestDropsEventsInsideTheWindowWhenTheirTimeCannotMatter: with
-// consolidateAfter Never or 0s, which event of a window is recorded changes
-// no decision, so an event inside the window is dropped as upstream drops it:
-// no requeue and no second write.
-func TestDropsEventsInsideTheWindowWhenTheirTimeCannotMatter(t *testing.T) {
+// TestHoldsEventsWhoseTimeCannotMatter: with consolidateAfter Never or 0s
+// the time of a pod event changes no decision, so nothing is written (at a
+// fleet's scale-down that was one status write per node per 10 s); the last
+// event is held, and written, with its own time, once the NodePool's
+// consolidateAfter becomes positive.
+func TestHoldsEventsWhoseTimeCannotMatter(t *testing.T) {
 	for _, after := range []string{v1.Never, "0s"} {
 		t.Run(after, func(t *testing.T) {
 			f := setup(t)
 			ExpectApplied(f.ctx, t, e.Client, nodePool(after))
 			nc, node := launched(f, t, "busy-"+map[string]string{v1.Never: "never", "0s": "zero"}[after], true)
+			rv := nc.ResourceVersion
+			f.ctrl.Saw(node.Name)
 			reconcileNode(f, t, node.Name)
-			first := ExpectExists(f.ctx, t, e.Client, nc.DeepCopy())
-
-			f.clk.Step(4 * time.Second)
+			f.clk.Step(podevents.DedupeWindow + 4*time.Second)
+			last := f.clk.Now()
+			f.ctrl.Saw(node.Name)
 			if res := reconcileNode(f, t, node.Name); res.RequeueAfter != 0 {
 				t.Fatalf("RequeueAfter = %v, want none", res.RequeueAfter)
 			}
-			if got := ExpectExists(f.ctx, t, e.Client, nc.DeepCopy()); got.ResourceVersion != first.ResourceVersion {
-				t.Fatalf("NodeClaim written inside the dedupe window: lastPodEventTime %v", got.Status.LastPodEventTime)
+			if got := ExpectExists(f.ctx, t, e.Client, nc.DeepCopy()); got.ResourceVersion != rv {
+				t.Fatalf("NodeClaim written with consolidateAfter %s: lastPodEventTime %v", after, got.Status.LastPodEventTime)
 			}
-			// After the window the next event is written.
-			f.clk.Step(podevents.DedupeWindow)
+			if got := f.ctrl.Held(node.Name); !got.Equal(last) {
+				t.Fatalf("held %v, want the last event's %v", got, last)
+			}
+
+			f.clk.Step(time.Minute)
+			ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
 			reconcileNode(f, t, node.Name)
-			if got := lastPodEvent(f, t, nc); !got.Equal(f.clk.Now()) {
-				t.Fatalf("lastPodEventTime %v, want %v", got, f.clk.Now())
+			if got := lastPodEvent(f, t, nc); !got.Equal(last) {
+				t.Fatalf("lastPodEventTime %v, want the held event's %v (not the reconcile's %v)", got, last, f.clk.Now())
+			}
+			if got := f.ctrl.Held(node.Name); !got.IsZero() {
+				t.Fatalf("event still held after it was written: %v", got)
 			}
 		})
 	}
@@ -49,7 +59,7 @@ func TestDropsEventsInsideTheWindowWhenTheirTimeCannotMatter(t *testing.T) {
 // write: a second event a second later is deduped, not written again.
 func TestStaleReadInsideTheWindowWritesNothing(t *testing.T) {
 	f := setup(t)
-	ExpectApplied(f.ctx, t, e.Client, nodePool(v1.Never))
+	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
 	nc, node := launched(f, t, "stale", true)
 	var mu sync.Mutex
 	var stale *v1.NodeClaim

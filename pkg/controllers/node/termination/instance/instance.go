@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
+
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +41,7 @@ func EnsureTerminated(ctx context.Context, kubeClient client.Client, cloudProvid
 			cs.SetTrue(v1.ConditionTypeInstanceTerminating)
 		}
 		if !equality.Semantic.DeepEqual(stored.Status, nc.Status) {
-			if err := kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			if err := kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}), client.FieldOwner(ownedconditions.TerminationManager)); err != nil {
 				return false, err
 			}
 		}
