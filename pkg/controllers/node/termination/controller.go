@@ -3,6 +3,7 @@ package termination
 import (
 	"context"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/ownedconditions"
@@ -56,6 +57,10 @@ type Controller struct {
 	// the queue on a fake clock.
 	Drainer *Drainer
 	Queue   *eviction.Queue
+
+	// messages holds, per NodeClaim, when this controller last wrote its
+	// conditions (see writeConditions).
+	messages *messageWrites
 }
 
 // NewController returns the controller with its own eviction queue.
@@ -69,6 +74,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 		events:        &nodeEvents{recorder: recorder, clock: clk, last: map[eventKey]time.Time{}},
 		Drainer:       &Drainer{kubeClient: kubeClient, clock: clk, recorder: recorder, queue: queue},
 		Queue:         queue,
+		messages:      &messageWrites{last: map[types.UID]write{}},
 	}
 }
 
@@ -130,6 +136,14 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 	}
 
+	// The NodeClaim's conditions are set in memory as termination goes
+	// and written in one request before each wait and before the instance
+	// is deleted (writeConditions): a node drained at once costs one
+	// status write, not one per condition.
+	var stored *v1.NodeClaim
+	if nc != nil {
+		stored = nc.DeepCopy()
+	}
 	deadline := c.deadline(ctx, node, nc)
 	if err := c.Drainer.Taint(ctx, node); err != nil {
 		return requeueOnConflict(fmt.Errorf("tainting node: %w", err))
@@ -140,23 +154,33 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !drain.Drained() {
 		c.events.warn(node, ReasonFailedDraining, "Failed to drain node, "+drain.Message)
-		if err := c.setCondition(ctx, nc, status.Condition{Type: v1.ConditionTypeDrained, Status: "Unknown", Reason: "Draining", Message: drain.Message}); err != nil {
+		c.setCondition(nc, status.Condition{Type: v1.ConditionTypeDrained, Status: "Unknown", Reason: "Draining", Message: drain.Message})
+		if err := c.writeConditions(ctx, stored, nc, drain.Blocked); err != nil {
 			return requeueOnConflict(err)
 		}
 		return reconcile.Result{RequeueAfter: DrainPoll}, nil
 	}
-	if nc != nil && !nc.StatusConditions().Get(v1.ConditionTypeDrained).IsTrue() {
-		if err := c.setCondition(ctx, nc, status.Condition{Type: v1.ConditionTypeDrained, Status: "True", Reason: v1.ConditionTypeDrained}); err != nil {
-			return requeueOnConflict(err)
-		}
+	drainedNow := nc != nil && !nc.StatusConditions().Get(v1.ConditionTypeDrained).IsTrue()
+	if drainedNow {
+		c.setCondition(nc, status.Condition{Type: v1.ConditionTypeDrained, Status: "True", Reason: v1.ConditionTypeDrained})
+	}
+	wait, err := c.volumesDetached(ctx, node, nc, deadline)
+	if err != nil {
+		return reconcile.Result{}, err
+	}
+	if !wait && nc != nil && !nc.StatusConditions().Get(v1.ConditionTypeInstanceTerminating).IsTrue() {
+		// Written with the others: EnsureTerminated finds it True and
+		// deletes the instance without a write of its own.
+		nc.StatusConditions().SetTrue(v1.ConditionTypeInstanceTerminating)
+	}
+	if err := c.writeConditions(ctx, stored, nc, 0); err != nil {
+		return requeueOnConflict(err)
+	}
+	if drainedNow {
 		NodesDrainedTotal.WithLabelValues(node.Labels[v1.NodePoolLabelKey]).Inc()
 		log.FromContext(ctx).Info("drained node")
 	}
-
-	if wait, err := c.volumesDetached(ctx, node, nc, deadline); err != nil || wait {
-		if err != nil {
-			return requeueOnConflict(err)
-		}
+	if wait {
 		return reconcile.Result{RequeueAfter: DrainPoll}, nil
 	}
 
@@ -208,15 +232,18 @@ func (c *Controller) volumesDetached(ctx context.Context, node *corev1.Node, nc 
 	}
 	switch {
 	case len(pending) == 0:
-		return false, c.setCondition(ctx, nc, status.Condition{Type: v1.ConditionTypeVolumesDetached, Status: "True", Reason: v1.ConditionTypeVolumesDetached})
+		c.setCondition(nc, status.Condition{Type: v1.ConditionTypeVolumesDetached, Status: "True", Reason: v1.ConditionTypeVolumesDetached})
+		return false, nil
 	case deadline != nil && !c.clock.Now().Before(*deadline):
 		// The deadline bounds the whole termination: stop waiting.
-		return false, c.setCondition(ctx, nc, status.Condition{Type: v1.ConditionTypeVolumesDetached, Status: "False", Reason: "TerminationGracePeriodElapsed",
+		c.setCondition(nc, status.Condition{Type: v1.ConditionTypeVolumesDetached, Status: "False", Reason: "TerminationGracePeriodElapsed",
 			Message: fmt.Sprintf("%d volume attachments remained at the termination deadline", len(pending))})
+		return false, nil
 	}
 	msg := fmt.Sprintf("Awaiting deletion of %d VolumeAttachments bound to node", len(pending))
 	c.events.warn(node, ReasonAwaitingVolumeDetachment, msg)
-	return true, c.setCondition(ctx, nc, status.Condition{Type: v1.ConditionTypeVolumesDetached, Status: "Unknown", Reason: ReasonAwaitingVolumeDetachment, Message: msg})
+	c.setCondition(nc, status.Condition{Type: v1.ConditionTypeVolumesDetached, Status: "Unknown", Reason: ReasonAwaitingVolumeDetachment, Message: msg})
+	return true, nil
 }
 
 // release removes the finalizer, letting the Node go, and records the
@@ -236,19 +263,100 @@ func (c *Controller) release(ctx context.Context, node *corev1.Node) error {
 	return nil
 }
 
-// setCondition writes one condition of the NodeClaim when it changed.
-func (c *Controller) setCondition(ctx context.Context, nc *v1.NodeClaim, cond status.Condition) error {
+// setCondition sets one condition of the NodeClaim in memory.
+func (c *Controller) setCondition(nc *v1.NodeClaim, cond status.Condition) {
 	if nc == nil {
-		return nil
+		return
 	}
-	stored := nc.DeepCopy()
 	cs := nc.StatusConditions()
 	cs.Now = c.clock.Now
 	cs.Set(cond)
-	if equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+}
+
+// MessageRefresh is the least time between two writes of a NodeClaim that
+// change only conditions' messages. A drain's message lists the pods it
+// waits for and changes as each is evicted and goes: written every time, a
+// node of ten pods cost some twenty status writes (and as many conflicts
+// with other writers) on its way out. A change of a condition's status or
+// reason is written at once.
+const MessageRefresh = 15 * time.Second
+
+type messageWrites struct {
+	mu        sync.Mutex
+	last      map[types.UID]write
+	lastSweep time.Time
+}
+
+type write struct {
+	at      time.Time
+	blocked int
+}
+
+// writeConditions writes what changed in nc's status since stored in one
+// request, under an optimistic lock, unless the change is to messages alone,
+// this NodeClaim was written within MessageRefresh and as many pods were
+// blocked then (blocked, see DrainStatus.Blocked): such a message is written
+// at a later poll, or with the next change of status. A drain that becomes
+// blocked, or unblocked, says so at once. stored becomes nc once written.
+func (c *Controller) writeConditions(ctx context.Context, stored, nc *v1.NodeClaim, blocked int) error {
+	if nc == nil || equality.Semantic.DeepEqual(stored.Status, nc.Status) {
 		return nil
 	}
-	return client.IgnoreNotFound(c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}), client.FieldOwner(ownedconditions.TerminationManager)))
+	now := c.clock.Now()
+	if messagesOnly(stored.Status.Conditions, nc.Status.Conditions) && c.messages.recent(nc.UID, now, blocked) {
+		return nil
+	}
+	if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}), client.FieldOwner(ownedconditions.TerminationManager)); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	c.messages.wrote(nc.UID, write{at: now, blocked: blocked})
+	nc.DeepCopyInto(stored)
+	return nil
+}
+
+// messagesOnly reports whether after differs from before in conditions'
+// messages alone (and the times a message change carries).
+func messagesOnly(before, after []status.Condition) bool {
+	if len(before) != len(after) {
+		return false
+	}
+	for _, a := range after {
+		found := false
+		for _, b := range before {
+			if b.Type == a.Type {
+				found = b.Status == a.Status && b.Reason == a.Reason && b.ObservedGeneration == a.ObservedGeneration
+				break
+			}
+		}
+		if !found {
+			return false
+		}
+	}
+	return true
+}
+
+// recent reports whether the NodeClaim was written within MessageRefresh of
+// now with as many pods blocked.
+func (m *messageWrites) recent(uid types.UID, now time.Time, blocked int) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	w, ok := m.last[uid]
+	return ok && now.Sub(w.at) < MessageRefresh && w.blocked == blocked
+}
+
+func (m *messageWrites) wrote(uid types.UID, w write) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.last[uid] = w
+	if w.at.Sub(m.lastSweep) < MessageRefresh {
+		return
+	}
+	m.lastSweep = w.at
+	for k, old := range m.last {
+		if w.at.Sub(old.at) >= MessageRefresh {
+			delete(m.last, k)
+		}
+	}
 }
 
 // nodeClaimFor returns the Node's NodeClaim (by provider ID), or nil.

@@ -51,6 +51,10 @@ type DrainStatus struct {
 	Waiting int
 	// Message explains, for users, what the node waits for.
 	Message string
+	// Blocked is how many of the waiting pods are held by something that
+	// is not progress: a PodDisruptionBudget or another eviction refusal,
+	// or karpenter.sh/do-not-disrupt.
+	Blocked int
 }
 
 // Drained reports whether no pod holds the node any more.
@@ -142,7 +146,13 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim
 		}
 	}
 	d.queue.Add(node, drainReason(nc), evict...)
-	return DrainStatus{Waiting: len(holding), Message: d.explain(holding, current, deadline, now)}, nil
+	blocked := 0
+	for _, p := range tiers[current] {
+		if !IsTerminating(p) && (HasDoNotDisrupt(p, now) || d.queue.Blocked(p) != "") {
+			blocked++
+		}
+	}
+	return DrainStatus{Waiting: len(holding), Message: d.explain(holding, current, deadline, now), Blocked: blocked}, nil
 }
 
 // deleteBeforeDeadline deletes the pods that would otherwise still run when

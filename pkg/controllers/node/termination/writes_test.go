@@ -1,0 +1,97 @@
+package termination_test
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+// TestDrainWritesTheNodeClaimOncePerState: a drain whose message changes with
+// every pod evicted and gone writes the NodeClaim when Drained turns Unknown,
+// not again for each message within termination.MessageRefresh, and once for
+// Drained, VolumesDetached and InstanceTerminating together at the end (it
+// wrote about twenty times for a node of ten pods). The last message is still
+// written once MessageRefresh has passed.
+func TestDrainWritesTheNodeClaimOncePerState(t *testing.T) {
+	f := setup(t)
+	var mu sync.Mutex
+	var writes []string
+	direct, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting := interceptor.NewClient(direct, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if nc, ok := obj.(*v1.NodeClaim); ok && sub == "status" {
+				mu.Lock()
+				writes = append(writes, nc.Name)
+				mu.Unlock()
+			}
+			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+		},
+	})
+	f.ctrl = termination.NewController(counting, f.cp, f.clk, f.recorder)
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(writes)
+	}
+
+	nc, node := f.launch(t, "writes", 0)
+	var pods []*corev1.Pod
+	for _, name := range []string{"a", "b", "c", "d"} {
+		pods = append(pods, f.pod(t, "web-"+name, node, withGrace(30)))
+	}
+	ExpectDeleted(f.ctx, t, e.Client, node)
+	f.pass(t, node) // evictions requested
+	if n := count(); n != 1 {
+		t.Fatalf("%d NodeClaim status writes when the drain began, want 1 (Drained Unknown)", n)
+	}
+	first := condition(f.ctx, t, nc, v1.ConditionTypeDrained).Message
+	f.pass(t, node) // the pods are terminating: a new message
+	if err := e.Client.Delete(f.ctx, pods[0], client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	f.pass(t, node) // one pod fewer: another
+	if n := count(); n != 1 {
+		t.Fatalf("%d NodeClaim status writes within %s of the first, want 1: only the message changed", n, termination.MessageRefresh)
+	}
+	if got := condition(f.ctx, t, nc, v1.ConditionTypeDrained).Message; got != first {
+		t.Fatalf("message rewritten inside the refresh window: %q", got)
+	}
+	// Pods that come back (not terminating) keep the node draining; after
+	// MessageRefresh the current message is written.
+	f.pod(t, "web-e", node, withGrace(30))
+	f.clk.Step(termination.MessageRefresh)
+	f.pass(t, node)
+	if n := count(); n != 2 {
+		t.Fatalf("%d NodeClaim status writes after %s, want 2", n, termination.MessageRefresh)
+	}
+	if got := condition(f.ctx, t, nc, v1.ConditionTypeDrained).Message; got == first || !strings.Contains(got, "web-e") {
+		t.Fatalf("message after the refresh window: %q, want the current one naming web-e", got)
+	}
+	f.pass(t, node)
+	f.kubelet(t)
+	f.clk.Step(time.Second)
+	f.pass(t, node) // drained: one write for the three conditions, then the node goes
+	ExpectNotFound(f.ctx, t, e.Client, node)
+	if n := count(); n != 3 {
+		t.Fatalf("%d NodeClaim status writes in all, want 3 (%v)", n, writes)
+	}
+	for _, typ := range []string{v1.ConditionTypeDrained, v1.ConditionTypeVolumesDetached, v1.ConditionTypeInstanceTerminating} {
+		if c := condition(f.ctx, t, nc, typ); !c.IsTrue() {
+			t.Fatalf("%s: %+v", typ, c)
+		}
+	}
+}
