@@ -1,7 +1,6 @@
 package podevents_test
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
@@ -9,13 +8,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/config"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -230,29 +227,11 @@ func TestHeldEventsWrittenWhenConsolidateAfterTurnsPositive(t *testing.T) {
 // the test ends.
 func runUnderManager(f *fixture, t *testing.T) *podevents.Controller {
 	t.Helper()
-	mgr, err := manager.New(e.Config, manager.Options{
-		Scheme:                 e.Scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Controller:             config.Controller{SkipNameValidation: ptrTo(true)},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	mgr := env.NewManager(t, e.Config, e.Scheme)
 	ctrl := podevents.NewController(mgr.GetClient(), f.clk)
 	if err := ctrl.Register(f.ctx, mgr); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(f.ctx)
-	done := make(chan error, 1)
-	go func() { done <- mgr.Start(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("manager: %v", err)
-		}
-	})
+	env.RunManager(f.ctx, t, mgr)
 	return ctrl
 }
-
-func ptrTo[T any](v T) *T { return &v }
