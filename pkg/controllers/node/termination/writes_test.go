@@ -1,20 +1,18 @@
 package termination_test
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 )
 
 // TestDrainWritesTheNodeClaimOncePerState: a drain whose message changes with
@@ -25,28 +23,9 @@ import (
 // written once MessageRefresh has passed.
 func TestDrainWritesTheNodeClaimOncePerState(t *testing.T) {
 	f := setup(t)
-	var mu sync.Mutex
-	var writes []string
-	direct, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	counting := interceptor.NewClient(direct, interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if nc, ok := obj.(*v1.NodeClaim); ok && sub == "status" {
-				mu.Lock()
-				writes = append(writes, nc.Name)
-				mu.Unlock()
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	})
-	f.ctrl = termination.NewController(counting, f.cp, f.clk, f.recorder)
-	count := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(writes)
-	}
+	l := lagging.New(t, e.Config, e.Scheme)
+	f.ctrl = termination.NewController(l, f.cp, f.clk, f.recorder)
+	count := l.StatusWrites
 
 	nc, node := f.launch(t, "writes", 0)
 	var pods []*corev1.Pod
@@ -87,7 +66,7 @@ func TestDrainWritesTheNodeClaimOncePerState(t *testing.T) {
 	f.pass(t, node) // drained: one write for the three conditions, then the node goes
 	ExpectNotFound(f.ctx, t, e.Client, node)
 	if n := count(); n != 3 {
-		t.Fatalf("%d NodeClaim status writes in all, want 3 (%v)", n, writes)
+		t.Fatalf("%d NodeClaim status writes in all, want 3", n)
 	}
 	for _, typ := range []string{v1.ConditionTypeDrained, v1.ConditionTypeVolumesDetached, v1.ConditionTypeInstanceTerminating} {
 		if c := condition(f.ctx, t, nc, typ); !c.IsTrue() {

@@ -1,117 +1,18 @@
 package lifecycle_test
 
 import (
-	"context"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 )
-
-// lagging is a client of the test's API server whose reads can be held
-// behind: the informer cache a controller reads from in production delivers
-// an object's events in order but some time after the writes, so a pass can
-// read a copy older than the writes it or another pass just made. Writes go
-// to the API server as usual, and are counted.
-type lagging struct {
-	client.Client
-	mu sync.Mutex
-	// claim, when set, is what Get returns for that NodeClaim.
-	claim *v1.NodeClaim
-	// nodes, when set, is what Node reads return.
-	nodes []corev1.Node
-	// statusWrites counts NodeClaim status writes (patches and applies).
-	statusWrites int
-	// metaPatches counts NodeClaim metadata patches; lastMetaPatch is the
-	// last one's body.
-	metaPatches   int
-	lastMetaPatch []byte
-	// nodePatches counts Node patches.
-	nodePatches int
-}
-
-func newLagging(t *testing.T) *lagging {
-	t.Helper()
-	direct, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := &lagging{}
-	l.Client = interceptor.NewClient(direct, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			switch o := obj.(type) {
-			case *v1.NodeClaim:
-				if l.claim != nil && l.claim.Name == key.Name {
-					l.claim.DeepCopyInto(o)
-					return nil
-				}
-			case *corev1.Node:
-				for i := range l.nodes {
-					if l.nodes[i].Name == key.Name {
-						l.nodes[i].DeepCopyInto(o)
-						return nil
-					}
-				}
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if nodes, ok := list.(*corev1.NodeList); ok && l.nodes != nil {
-				nodes.Items = nil
-				for i := range l.nodes {
-					nodes.Items = append(nodes.Items, *l.nodes[i].DeepCopy())
-				}
-				return nil
-			}
-			return c.List(ctx, list, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			if _, ok := obj.(*corev1.Node); ok {
-				l.mu.Lock()
-				l.nodePatches++
-				l.mu.Unlock()
-			}
-			if _, ok := obj.(*v1.NodeClaim); ok {
-				body, err := patch.Data(obj)
-				if err != nil {
-					return err
-				}
-				l.mu.Lock()
-				l.metaPatches++
-				l.lastMetaPatch = body
-				l.mu.Unlock()
-			}
-			return c.Patch(ctx, obj, patch, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if _, ok := obj.(*v1.NodeClaim); ok && sub == "status" {
-				l.mu.Lock()
-				l.statusWrites++
-				l.mu.Unlock()
-			}
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	})
-	return l
-}
-
-func (l *lagging) writes() (status, meta int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.statusWrites, l.metaPatches
-}
 
 // TestReadyNodeRegistersAndInitializesInOneWrite: when the Node is Ready by
 // the time it registers, the pass that registers it also initializes the
@@ -122,7 +23,7 @@ func (l *lagging) writes() (status, meta int) {
 // and once more by the next pass.
 func TestReadyNodeRegistersAndInitializesInOneWrite(t *testing.T) {
 	f := setup(t)
-	l := newLagging(t)
+	l := lagging.New(t, e.Config, e.Scheme)
 	ctrl := lifecycle.NewController(l, f.cp, f.clk, f.recorder)
 	ExpectApplied(f.ctx, t, e.Client, nodeClass("delayed", time.Second, true))
 	nc := nodeClaim("claim-one-write", "delayed")
@@ -142,19 +43,13 @@ func TestReadyNodeRegistersAndInitializesInOneWrite(t *testing.T) {
 	}
 	// The cache holds the Node as it joined; it will not see Registration's
 	// patch within this pass.
-	l.mu.Lock()
-	l.nodes = []corev1.Node{*node}
-	l.mu.Unlock()
+	l.HoldNodes(*node)
 
-	before, _ := l.writes()
-	l.mu.Lock()
-	nodePatchesBefore := l.nodePatches
-	l.mu.Unlock()
+	before := l.StatusWrites()
+	nodePatchesBefore := l.NodePatches()
 	ExpectReconciled(f.ctx, t, ctrl, nc)
-	after, _ := l.writes()
-	l.mu.Lock()
-	nodePatches := l.nodePatches - nodePatchesBefore
-	l.mu.Unlock()
+	after := l.StatusWrites()
+	nodePatches := l.NodePatches() - nodePatchesBefore
 	if nodePatches != 1 {
 		t.Errorf("%d Node patches to register and initialize, want 1 (labels, taints, owner and the initialized label at once)", nodePatches)
 	}
@@ -177,7 +72,7 @@ func TestReadyNodeRegistersAndInitializesInOneWrite(t *testing.T) {
 // applied stands until the cache catches up.
 func TestStaleReadAfterOwnWriteWritesNothing(t *testing.T) {
 	f := setup(t)
-	l := newLagging(t)
+	l := lagging.New(t, e.Config, e.Scheme)
 	ctrl := lifecycle.NewController(l, f.cp, f.clk, f.recorder)
 	nc := nodeClaim("claim-stale", "default")
 	ExpectApplied(f.ctx, t, e.Client, nc)
@@ -192,14 +87,12 @@ func TestStaleReadAfterOwnWriteWritesNothing(t *testing.T) {
 	// but without its status apply.
 	stale := written.DeepCopy()
 	stale.Status = v1.NodeClaimStatus{}
-	l.mu.Lock()
-	l.claim = stale
-	l.mu.Unlock()
+	l.HoldClaim(stale)
 	f.clk.Step(5 * time.Second)
 
-	before, metaBefore := l.writes()
+	before, metaBefore := writes(l)
 	ExpectReconciled(f.ctx, t, ctrl, nc)
-	after, metaAfter := l.writes()
+	after, metaAfter := writes(l)
 	if after != before || metaAfter != metaBefore {
 		t.Fatalf("a pass from a stale read wrote %d status and %d metadata requests, want none", after-before, metaAfter-metaBefore)
 	}
@@ -217,17 +110,18 @@ func TestStaleReadAfterOwnWriteWritesNothing(t *testing.T) {
 // status goes by lifecycle's apply.
 func TestLaunchMetadataPatchCarriesNoStatus(t *testing.T) {
 	f := setup(t)
-	l := newLagging(t)
+	l := lagging.New(t, e.Config, e.Scheme)
 	ctrl := lifecycle.NewController(l, f.cp, f.clk, f.recorder)
 	nc := nodeClaim("claim-meta", "default")
 	nc.Finalizers = []string{v1.TerminationFinalizer} // as the provisioner creates it
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, ctrl, nc)
-	_, meta := l.writes()
+	_, meta := writes(l)
+	_, lastMetaPatch := l.MetaPatches()
 	if meta != 1 {
 		t.Fatalf("%d metadata patches, want 1 (the launched labels)", meta)
 	}
-	if got := string(l.lastMetaPatch); !containsAll(got, `"metadata"`, corev1.LabelInstanceTypeStable) || containsAll(got, `"status"`) {
+	if got := string(lastMetaPatch); !containsAll(got, `"metadata"`, corev1.LabelInstanceTypeStable) || containsAll(got, `"status"`) {
 		t.Fatalf("metadata patch %s", got)
 	}
 	if got := ExpectExists(f.ctx, t, e.Client, nc); got.Labels[corev1.LabelInstanceTypeStable] == "" || got.Status.ProviderID == "" {
@@ -242,4 +136,10 @@ func containsAll(s string, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// writes is l's NodeClaim status writes and metadata patches.
+func writes(l *lagging.Client) (status, meta int) {
+	meta, _ = l.MetaPatches()
+	return l.StatusWrites(), meta
 }

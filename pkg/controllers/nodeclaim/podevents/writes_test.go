@@ -1,17 +1,13 @@
 package podevents_test
 
 import (
-	"context"
-	"sync"
 	"testing"
 	"time"
-
-	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 )
 
 // TestHoldsEventsWhoseTimeCannotMatter: with consolidateAfter Never or 0s
@@ -61,41 +57,16 @@ func TestStaleReadInsideTheWindowWritesNothing(t *testing.T) {
 	f := setup(t)
 	ExpectApplied(f.ctx, t, e.Client, nodePool("30s"))
 	nc, node := launched(f, t, "stale", true)
-	var mu sync.Mutex
-	var stale *v1.NodeClaim
-	writes := 0
-	direct, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
-	lagging := interceptor.NewClient(direct, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			mu.Lock()
-			defer mu.Unlock()
-			if o, ok := obj.(*v1.NodeClaim); ok && stale != nil && key.Name == stale.Name {
-				stale.DeepCopyInto(o)
-				return nil
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			mu.Lock()
-			writes++
-			mu.Unlock()
-			return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
-		},
-	})
-	f.ctrl = podevents.NewController(lagging, f.clk)
+	l := lagging.New(t, e.Config, e.Scheme)
+	f.ctrl = podevents.NewController(l, f.clk)
 
-	mu.Lock()
-	stale = nc.DeepCopy() // as read before any write: no lastPodEventTime
-	mu.Unlock()
+	l.HoldClaim(nc) // as read before any write: no lastPodEventTime
 	reconcileNode(f, t, node.Name)
 	first := lastPodEvent(f, t, nc)
 	f.clk.Step(time.Second)
 	reconcileNode(f, t, node.Name)
-	if writes != 1 {
-		t.Fatalf("%d writes within a second, want 1", writes)
+	if n := l.StatusWrites(); n != 1 {
+		t.Fatalf("%d writes within a second, want 1", n)
 	}
 	if got := lastPodEvent(f, t, nc); !got.Equal(first) {
 		t.Fatalf("lastPodEventTime moved from %v to %v", first, got)
