@@ -202,10 +202,20 @@ func TestLaunchTimeout(t *testing.T) {
 	if res.RequeueAfter <= 0 || res.RequeueAfter > lifecycle.NodeClassNotReadyRetry {
 		t.Fatalf("requeue %v", res.RequeueAfter)
 	}
-	f.clk.Step(time.Minute + time.Second)
+	stepPast(f, nc, lifecycle.LaunchTimeout)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	ExpectNotFound(f.ctx, t, e.Client, nc)
+}
+
+// stepPast moves the fake clock a second past timeout after nc's creation.
+// The API server stamps creationTimestamp from the real clock, whole seconds,
+// some time after the fake clock started (seconds, on a loaded machine): a
+// fixed step from the clock's start fell short of the timeout.
+func stepPast(f *fixture, nc *v1.NodeClaim, timeout time.Duration) {
+	if d := nc.CreationTimestamp.Add(timeout + time.Second).Sub(f.clk.Now()); d > 0 {
+		f.clk.Step(d)
+	}
 }
 
 func TestRegistrationTimeoutDeletesClaimAndInstance(t *testing.T) {
@@ -226,7 +236,7 @@ func TestRegistrationTimeoutDeletesClaimAndInstance(t *testing.T) {
 	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute+time.Second {
 		t.Fatalf("expected to be called back by the timeout, got %v", res.RequeueAfter)
 	}
-	f.clk.Step(time.Minute + time.Second)
+	stepPast(f, nc, lifecycle.RegistrationTimeout)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	if c := ExpectExists(f.ctx, t, e.Client, nodePool("default")).StatusConditions().Get(v1.ConditionTypeNodeRegistrationHealthy); !c.IsFalse() || !strings.Contains(c.Message, "claim-slow") {
 		t.Fatalf("NodePool NodeRegistrationHealthy after a registration timeout: %+v", c)
