@@ -31,6 +31,7 @@ type poolState struct {
 	ordered     map[int32][]priced // requirement-set ID → compatible types by price
 	orderOf     map[int32]int32    // requirement-set ID → ID of its ordered list's content
 	orderLists  [][]priced         // by order ID: the list
+	orderTypes  [][]*InstanceType  // by order ID: the list's types (orderedTypes)
 	orderByHash map[uint64][]int32 // hash of a list's content → order IDs with that hash
 	domains     map[string][]string
 	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is

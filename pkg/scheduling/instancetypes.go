@@ -218,7 +218,12 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 	}
 	oc := newOfferingCheck(s.reqByID[id])
 	compat := s.compatible(p, id)
-	out := make([]priced, 0, compat.count())
+	var out []priced
+	if s.sc != nil && s.cache == nil {
+		out = s.prices.take(compat.count())[:0] // dies with the solve: nothing keeps it
+	} else {
+		out = make([]priced, 0, compat.count())
+	}
 	compat.forEach(func(i int) {
 		best := math.Inf(1)
 		for oi := range p.its[i].Offerings {
@@ -281,6 +286,23 @@ func (s *solver) orderID(p *poolState, id int32) int32 {
 	return o
 }
 
+// orderedTypes is the instance types of order ID o (see orderID), cheapest first: the list
+// that chooseTypes cuts claims' types from (read-only, like them).
+func (s *solver) orderedTypes(p *poolState, o int32) []*InstanceType {
+	for int(o) >= len(p.orderTypes) {
+		p.orderTypes = append(p.orderTypes, nil)
+	}
+	if p.orderTypes[o] == nil {
+		list := p.orderLists[o]
+		its := make([]*InstanceType, len(list))
+		for k, pr := range list {
+			its[k] = p.its[pr.i]
+		}
+		p.orderTypes[o] = its
+	}
+	return p.orderTypes[o]
+}
+
 // samePriced compares prices by their bits, as the hash does.
 func samePriced(a, b priced) bool {
 	return a.i == b.i && math.Float64bits(a.price) == math.Float64bits(b.price)
@@ -310,9 +332,17 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 	ordered := s.ordered(t.pool, t.reqID)
 	chosen := s.chosenBuf[:0]
 	defer func() { s.chosenBuf = chosen[:0] }()
-	for _, pr := range ordered {
+	// first is the position in ordered of the first type chosen; run stays true while the
+	// chosen types are consecutive in ordered.
+	first, run := -1, true
+	for pos, pr := range ordered {
 		if !t.its.has(pr.i) {
 			continue
+		}
+		if first < 0 {
+			first = pos
+		} else if pos != first+len(chosen) {
+			run = false
 		}
 		if len(chosen) >= s.opts.MaxInstanceTypes {
 			adds := false
@@ -339,9 +369,17 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 			}
 		}
 	}
-	ct := &claimTypes{its: make([]*InstanceType, 0, len(chosen))}
-	for _, pr := range chosen {
-		ct.its = append(ct.its, t.pool.its[pr.i])
+	ct := &claimTypes{}
+	if run && len(chosen) > 0 && !s.hasMin[t.reqID] {
+		// Claims narrowed by size keep a stretch of the price order (the types too small
+		// dropped from its cheap end): they share one list of the order's types.
+		all := s.orderedTypes(t.pool, s.orderID(t.pool, t.reqID))
+		ct.its = all[first : first+len(chosen) : first+len(chosen)]
+	} else {
+		ct.its = make([]*InstanceType, 0, len(chosen))
+		for _, pr := range chosen {
+			ct.its = append(ct.its, t.pool.its[pr.i])
+		}
 	}
 	if len(chosen) > 0 {
 		ct.price = chosen[0].price

@@ -82,6 +82,7 @@ type solver struct {
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
+	prices              slab[priced]      // ordered lists when no Cache keeps them
 	// Per-pod lists that die with the solve (matched groups, own groups, topology keys,
 	// inverse groups) are cut from these slabs at their exact length, built in the buffers.
 	vecHdrs   slab[resVec] // a pool's per-type vectors when no Cache keeps them (prepare)
