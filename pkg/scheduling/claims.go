@@ -66,6 +66,9 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
 		pp.baseCompat = s.compatible(p, p.baseID)
 		pp.baseOrdered = s.ordered(p, p.baseID)
+		if s.cache == nil && s.sc != nil {
+			p.byName = p.sortByName(s.ints.take(len(p.its))) // dies with the solve
+		}
 		pp.byName = p.nameOrder()
 		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
 		if s.cache != nil {

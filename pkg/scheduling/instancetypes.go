@@ -155,19 +155,24 @@ func (s *solver) itRequirements(p *poolState, i int) Requirements {
 // nameOrder lists the pool's instance type positions sorted by name.
 func (p *poolState) nameOrder() []int {
 	if p.byName == nil {
-		p.byName = make([]int, len(p.its))
-		for i := range p.byName {
-			p.byName[i] = i
-		}
-		// Ties broken by position: the order a stable sort gives, from a faster unstable one.
-		slices.SortFunc(p.byName, func(a, b int) int {
-			if c := strings.Compare(p.its[a].Name, p.its[b].Name); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
+		p.byName = p.sortByName(make([]int, len(p.its)))
 	}
 	return p.byName
+}
+
+// sortByName fills byName (len(p.its) long) with the positions of p's types in name order.
+func (p *poolState) sortByName(byName []int) []int {
+	for i := range byName {
+		byName[i] = i
+	}
+	// Ties broken by position: the order a stable sort gives, from a faster unstable one.
+	slices.SortFunc(byName, func(a, b int) int {
+		if c := strings.Compare(p.its[a].Name, p.its[b].Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return byName
 }
 
 // minAlloc is the componentwise minimum of the allocatable resources of its, nil when empty.

@@ -35,6 +35,10 @@ type scratch struct {
 	strSlab   slab[string]
 	prices    slab[priced]
 	chosen    []priced
+	ints      slab[int]
+	counts    slab[int32]
+	groups    slab[topoGroup]
+	targets   []*target
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -50,6 +54,9 @@ var scratchPool = sync.Pool{New: func() any {
 		ownSlab:   slab[ownGroup]{chunk: 512, keep: true},
 		strSlab:   slab[string]{chunk: 1024, keep: true},
 		prices:    slab[priced]{chunk: 1024, keep: true},
+		ints:      slab[int]{chunk: 512, keep: true},
+		counts:    slab[int32]{chunk: 2048, keep: true},
+		groups:    slab[topoGroup]{chunk: -16, keep: true},
 	}
 }}
 
@@ -60,6 +67,7 @@ func (s *solver) useScratch() {
 	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
 	s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs = sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs
 	s.prices, s.chosenBuf = sc.prices, sc.chosen
+	s.ints, s.counts, s.groupMem, s.targets = sc.ints, sc.counts, sc.groups, sc.targets[:0]
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -88,6 +96,12 @@ func (s *solver) releaseScratch() {
 	s.prices.recycle()
 	clear(s.chosenBuf[:cap(s.chosenBuf)])
 	sc.prices, sc.chosen = s.prices, s.chosenBuf[:0]
+	s.ints.recycle()
+	s.counts.recycle()
+	s.groupMem.recycle()
+	clear(s.targets)
+	sc.ints, sc.counts, sc.groups, sc.targets = s.ints, s.counts, s.groupMem, s.targets[:0]
+	s.targets = nil
 	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab
 	sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs = s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs
 	scratchPool.Put(sc)

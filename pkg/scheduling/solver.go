@@ -83,6 +83,9 @@ type solver struct {
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
 	prices              slab[priced]      // ordered lists when no Cache keeps them
+	ints                slab[int]         // pools' name orders when no Cache keeps them
+	counts              slab[int32]       // hostname groups' counts by target (growIdx)
+	groupMem            slab[topoGroup]   // the solve's topology groups (newGroup)
 	// Per-pod lists that die with the solve (matched groups, own groups, topology keys,
 	// inverse groups) are cut from these slabs at their exact length, built in the buffers.
 	vecHdrs   slab[resVec] // a pool's per-type vectors when no Cache keeps them (prepare)

@@ -119,12 +119,33 @@ func getIdx(s []int32, i int) int32 {
 	return 0
 }
 
-func incIdx(s []int32, i int) []int32 {
-	for len(s) <= i {
-		s = append(s, 0)
+// incIdx increments s[i], growing s (zero-filled) as needed: in the solve's scratch when it
+// has one (the arrays it outgrows are not garbage).
+func (s *solver) incIdx(c []int32, i int) []int32 {
+	if i >= len(c) {
+		if i >= cap(c) {
+			var grown []int32
+			n := max(16, 2*cap(c), i+1)
+			if s.sc != nil {
+				grown = s.counts.take(n)
+			} else {
+				grown = make([]int32, n)
+			}
+			copy(grown, c)
+			c = grown[:len(c)]
+		}
+		c = c[:i+1] // the scratch and make give zeroed memory
 	}
-	s[i]++
-	return s
+	c[i]++
+	return c
+}
+
+// newGroup is a zeroed group: from the solve's scratch when it has one.
+func (s *solver) newGroup() *topoGroup {
+	if s.sc == nil {
+		return &topoGroup{}
+	}
+	return &s.groupMem.take(1)[0]
 }
 
 func (g *topoGroup) count(t *target, domain string) int32 {
@@ -360,7 +381,9 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstrai
 		if err != nil {
 			return nil, err
 		}
-		return &topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}, nil
+		g := s.newGroup()
+		*g = topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}
+		return g, nil
 	})
 }
 
@@ -380,7 +403,9 @@ func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, ki
 		if err != nil {
 			return nil, err
 		}
-		return &topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set, selector: sel}, nil
+		g := s.newGroup()
+		*g = topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set, selector: sel}
+		return g, nil
 	})
 }
 
@@ -540,14 +565,14 @@ func (s *solver) record(g *topoGroup, p *corev1.Pod, t *target, matches bool, ow
 	if matches && s.filterPasses(g, t) {
 		g.total++
 		if g.hostname {
-			g.hostCounts = incIdx(g.hostCounts, t.idx)
+			g.hostCounts = s.incIdx(g.hostCounts, t.idx)
 		} else {
 			g.counts[d]++
 		}
 	}
 	if owns {
 		if g.hostname {
-			g.hostOwners = incIdx(g.hostOwners, t.idx)
+			g.hostOwners = s.incIdx(g.hostOwners, t.idx)
 		} else {
 			g.owners[d]++
 		}
