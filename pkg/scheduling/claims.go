@@ -39,6 +39,11 @@ type poolState struct {
 	knownFn   func(string) bool
 	baseAvail resVec // max allocatable over compatible types (unlimited pools)
 	byName    []int
+	// itKeys: the label keys the pool's types (and offerings) define; labelCompat: types
+	// admitted by labels, by the requirements on those keys (labelCompatible)
+	itKeys      map[string]bool
+	labelCompat map[string]bitset
+	names     []string // type names in byName's order (sortedNames)
 	// maxCapacity is the componentwise max capacity over the pool's compatible types.
 	maxCapacity resVec
 }
@@ -53,7 +58,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 	}
 	if pp != nil {
 		// Cached entries are read-only: they may be in use by concurrent solves.
-		p.baseReqs = pp.baseReqs
+		p.baseReqs, p.itKeys = pp.baseReqs, pp.itKeys
 		p.baseID = s.intern(p.baseReqs)
 		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
 		p.compat[p.baseID] = pp.baseCompat
@@ -61,13 +66,13 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		p.byName = pp.byName
 	} else {
 		pp = s.prepare(np)
-		p.baseReqs = pp.baseReqs
+		p.baseReqs, p.itKeys = pp.baseReqs, pp.itKeys
 		p.baseID = s.intern(p.baseReqs)
 		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
 		pp.baseCompat = s.compatible(p, p.baseID)
 		pp.baseOrdered = s.ordered(p, p.baseID)
 		if s.cache == nil && s.sc != nil {
-			p.byName = p.sortByName(s.ints.take(len(p.its))) // dies with the solve
+			p.byName = sortByName(p.its, s.ints.take(len(p.its)), s.vecs.take(len(p.its))) // dies with the solve
 		}
 		pp.byName = p.nameOrder()
 		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)

@@ -33,23 +33,54 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	}
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
-	itReq, constrainsType := reqs.Get(LabelInstanceType)
 	oc := newOfferingCheck(reqs)
-	for i, it := range p.its {
-		if (constrainsType && !itReq.Has(it.Name)) || it.Requirements.Intersects(reqs) != nil {
-			continue
-		}
+	s.labelCompatible(p, reqs).forEach(func(i int) {
+		it := p.its[i]
 		for oi := range it.Offerings {
 			if oc.compatible(&it.Offerings[oi]) {
 				b.set(i)
 				break
 			}
 		}
-	}
+	})
 	p.compat[id] = b
 	if memo != nil && key != uniqueKey {
 		memoPut(memo, &memo.compat, key, b, 8*len(b))
 	}
+	return b
+}
+
+// labelCompatible returns the instance types of p whose labels (and name) admit reqs. Only
+// the requirements on keys some type defines can exclude a type: sets that differ elsewhere
+// (claims pinned to different zones, say) share one computation in this solve.
+func (s *solver) labelCompatible(p *poolState, reqs Requirements) bitset {
+	key := s.projBuf[:0]
+	for i := range reqs.reqs {
+		r := &reqs.reqs[i]
+		if r.Key != LabelInstanceType && !p.itKeys[r.Key] {
+			continue
+		}
+		key = append(key, r.Key...)
+		key = append(key, ' ')
+		key = r.appendKey(key)
+		key = append(key, ", "...)
+	}
+	s.projBuf = key
+	if b, ok := p.labelCompat[string(key)]; ok {
+		return b
+	}
+	b := newBitset(len(p.its))
+	itReq, constrainsType := reqs.Get(LabelInstanceType)
+	for i, it := range p.its {
+		if (constrainsType && !itReq.Has(it.Name)) || !it.Requirements.intersects(reqs) {
+			continue
+		}
+		b.set(i)
+	}
+	if p.labelCompat == nil {
+		p.labelCompat = map[string]bitset{}
+	}
+	p.labelCompat[string(key)] = b
 	return b
 }
 
@@ -155,24 +186,59 @@ func (s *solver) itRequirements(p *poolState, i int) Requirements {
 // nameOrder lists the pool's instance type positions sorted by name.
 func (p *poolState) nameOrder() []int {
 	if p.byName == nil {
-		p.byName = p.sortByName(make([]int, len(p.its)))
+		p.byName = sortByName(p.its, make([]int, len(p.its)), make([]int64, len(p.its)))
 	}
 	return p.byName
 }
 
-// sortByName fills byName (len(p.its) long) with the positions of p's types in name order.
-func (p *poolState) sortByName(byName []int) []int {
-	for i := range byName {
+// sortByName fills byName (len(its) long) with the positions of its in name order; keys is
+// scratch of the same length. Names mostly share a prefix ("m5.", "fake-it-"): each is
+// compared first by the 8 bytes after it, as one integer (see uidKey), and by the whole name
+// only when those are equal.
+func sortByName(its []*InstanceType, byName []int, keys []int64) []int {
+	if len(its) == 0 {
+		return byName
+	}
+	pre := len(its[0].Name)
+	for _, it := range its[1:] {
+		n := min(pre, len(it.Name))
+		k := 0
+		for k < n && it.Name[k] == its[0].Name[k] {
+			k++
+		}
+		pre = k
+	}
+	for i, it := range its {
 		byName[i] = i
+		keys[i] = int64(uidKey(it.Name, pre) ^ 1<<63) // signed order = unsigned order of the key
 	}
 	// Ties broken by position: the order a stable sort gives, from a faster unstable one.
 	slices.SortFunc(byName, func(a, b int) int {
-		if c := strings.Compare(p.its[a].Name, p.its[b].Name); c != 0 {
+		if c := cmp.Compare(keys[a], keys[b]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(its[a].Name, its[b].Name); c != 0 {
 			return c
 		}
 		return cmp.Compare(a, b)
 	})
 	return byName
+}
+
+// sortedNames is the pool's type names in name order (nameOrder), for chooseTypes.
+func (s *solver) sortedNames(p *poolState) []string {
+	if p.names == nil {
+		byName := p.nameOrder()
+		if s.sc != nil {
+			p.names = s.strSlab.take(len(byName))
+		} else {
+			p.names = make([]string, len(byName))
+		}
+		for k, i := range byName {
+			p.names[k] = p.its[i].Name
+		}
+	}
+	return p.names
 }
 
 // minAlloc is the componentwise minimum of the allocatable resources of its, nil when empty.
@@ -397,9 +463,10 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 		chosenBits.set(pr.i)
 	}
 	ct.names = make([]string, 0, len(chosen))
-	for _, i := range t.pool.nameOrder() {
+	names := s.sortedNames(t.pool)
+	for k, i := range t.pool.nameOrder() {
 		if chosenBits.has(i) {
-			ct.names = append(ct.names, t.pool.its[i].Name)
+			ct.names = append(ct.names, names[k])
 		}
 	}
 	ct.names = dedupSorted(ct.names)

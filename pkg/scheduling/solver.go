@@ -63,6 +63,7 @@ type solver struct {
 	claimReqs           map[claimReqsKey]Requirements  // claims' result requirements
 	typeIDs             map[*NodePool]string
 	keyBuf              []byte            // scratch for map keys built per claim or pod
+	projBuf             []byte            // scratch for labelCompatible's keys
 	internBuf           []byte            // scratch for intern's keys
 	podInfos            []podInfo         // by input position
 	queueKeys           []queueKey        // by input position until sortedQueue sorts them

@@ -57,6 +57,7 @@ type topoGroup struct {
 	minDom   int32
 	filter   *nodeFilter
 	identity string
+	ownedIDs []string // {identity}: the owned list of pods whose one anti-affinity term is g (ownedOf)
 
 	counts     map[string]int32
 	hostCounts []int32 // by target index, for hostname groups
@@ -469,6 +470,40 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 	}
 	ids := s.antiIdentities(pod)
 	s.ownedAnti[pod] = ids
+	return ids
+}
+
+// ownedOf is antiIdentities of the attempt's pod, read from the groups its compile found for
+// its required anti-affinity terms (appendTopologyGroups lists them after the spread and
+// required affinity groups) rather than rendering every term's identity again.
+func (s *solver) ownedOf(a *attempt) []string {
+	p := a.p
+	terms := repelling(p.pod)
+	off := len(p.tscs)
+	if p.affine {
+		off += len(p.pod.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	}
+	if off+len(terms) > len(a.own) {
+		return s.antiIdentities(p.pod)
+	}
+	own := a.own[off : off+len(terms)]
+	for i := range own {
+		if g := own[i].g; g.kind != kindAnti || g.key != terms[i].TopologyKey {
+			return s.antiIdentities(p.pod)
+		}
+	}
+	if len(own) == 1 {
+		// Pods of one workload share a read-only list.
+		g := own[0].g
+		if g.ownedIDs == nil {
+			g.ownedIDs = []string{g.identity}
+		}
+		return g.ownedIDs
+	}
+	ids := make([]string, len(own))
+	for i := range own {
+		ids[i] = own[i].g.identity
+	}
 	return ids
 }
 
