@@ -43,7 +43,7 @@ type poolState struct {
 	// admitted by labels, by the requirements on those keys (labelCompatible)
 	itKeys      map[string]bool
 	labelCompat map[string]bitset
-	names     []string // type names in byName's order (sortedNames)
+	names       []string // type names in byName's order (sortedNames)
 	// maxCapacity is the componentwise max capacity over the pool's compatible types.
 	maxCapacity resVec
 }
