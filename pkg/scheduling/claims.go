@@ -29,6 +29,7 @@ type poolState struct {
 	remaining   resVec
 	compat      map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
 	ordered     map[int32][]priced // requirement-set ID → compatible types by price
+	unordered   map[int32][]priced // requirement-set ID → compatible types and prices, by position (compatible)
 	orderOf     map[int32]int32    // requirement-set ID → ID of its ordered list's content
 	orderLists  [][]priced         // by order ID: the list
 	orderTypes  [][]*InstanceType  // by order ID: the list's types (orderedTypes)

@@ -34,7 +34,37 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
 	oc := newOfferingCheck(reqs)
-	s.labelCompatible(p, reqs).forEach(func(i int) {
+	lbl := s.labelCompatible(p, reqs)
+	if s.sc != nil && s.cache == nil {
+		// Without a Cache the price list that ordered needs comes in the same pass over the
+		// offerings (kept in the scratch): each type's cheapest compatible offering, found as
+		// ordered would find it.
+		out := s.prices.take(lbl.count())[:0]
+		lbl.forEach(func(i int) {
+			best, found := math.Inf(1), false
+			for oi := range p.its[i].Offerings {
+				o := &p.its[i].Offerings[oi]
+				if o.Price < best {
+					if oc.compatible(o) {
+						best, found = o.Price, true
+					}
+				} else if !found && oc.compatible(o) {
+					found = true
+				}
+			}
+			if found {
+				b.set(i)
+				out = append(out, priced{i: i, price: best})
+			}
+		})
+		if p.unordered == nil {
+			p.unordered = map[int32][]priced{}
+		}
+		p.unordered[id] = out
+		p.compat[id] = b
+		return b
+	}
+	lbl.forEach(func(i int) {
 		it := p.its[i]
 		for oi := range it.Offerings {
 			if oc.compatible(&it.Offerings[oi]) {
@@ -287,24 +317,22 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 			return o
 		}
 	}
-	oc := newOfferingCheck(s.reqByID[id])
 	compat := s.compatible(p, id)
-	var out []priced
-	if s.sc != nil && s.cache == nil {
-		out = s.prices.take(compat.count())[:0] // dies with the solve: nothing keeps it
-	} else {
+	out, ok := p.unordered[id]
+	if !ok {
+		oc := newOfferingCheck(s.reqByID[id])
 		out = make([]priced, 0, compat.count())
-	}
-	compat.forEach(func(i int) {
-		best := math.Inf(1)
-		for oi := range p.its[i].Offerings {
-			o := &p.its[i].Offerings[oi]
-			if o.Price < best && oc.compatible(o) {
-				best = o.Price
+		compat.forEach(func(i int) {
+			best := math.Inf(1)
+			for oi := range p.its[i].Offerings {
+				o := &p.its[i].Offerings[oi]
+				if o.Price < best && oc.compatible(o) {
+					best = o.Price
+				}
 			}
-		}
-		out = append(out, priced{i: i, price: best})
-	})
+			out = append(out, priced{i: i, price: best})
+		})
+	}
 	// Ties broken by position (out is in position order): the order a stable sort gives.
 	byPrice := func(a, b priced) int {
 		if a.price != b.price {
