@@ -151,17 +151,21 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 	}
 	for i, it := range its {
 		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
-		s.ri.fill(capv, it.Capacity)
+		capHas, ok := s.ri.fillBuiltin(capv, it.Capacity)
+		if !ok {
+			s.ri.fill(capv, it.Capacity)
+		}
 		copy(alloc, capv)
-		if builtinOnly(it.Overhead) {
-			for r, name := range builtinNames {
-				if q, ok := it.Overhead[name]; ok {
-					if _, has := it.Capacity[name]; has {
-						alloc[r] -= quantityValue(name, q)
-					}
+		// The overhead is read into over (zero until the daemonsets below) and taken back out.
+		if ovHas, ok := s.ri.fillBuiltin(over, it.Overhead); ok {
+			for r := range numBuiltinResources {
+				if ovHas&capHas&(1<<r) != 0 {
+					alloc[r] -= over[r]
 				}
+				over[r] = 0
 			}
 		} else {
+			clear(over)
 			for name, q := range it.Overhead {
 				if pos, ok := s.ri.pos[name]; ok && it.Capacity != nil {
 					if _, has := it.Capacity[name]; has {
