@@ -45,6 +45,7 @@ type poolState struct {
 	itKeys      map[string]bool
 	labelCompat map[string]bitset
 	names       []string // type names in byName's order (sortedNames)
+	namesUnique bool     // no two types share a name: a subset of names needs no dedup
 	// maxCapacity is the componentwise max capacity over the pool's compatible types.
 	maxCapacity resVec
 }

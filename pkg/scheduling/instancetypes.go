@@ -264,8 +264,12 @@ func (s *solver) sortedNames(p *poolState) []string {
 		} else {
 			p.names = make([]string, len(byName))
 		}
+		p.namesUnique = true
 		for k, i := range byName {
 			p.names[k] = p.its[i].Name
+			if k > 0 && p.names[k] == p.names[k-1] {
+				p.namesUnique = false
+			}
 		}
 	}
 	return p.names
@@ -497,7 +501,9 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 			ct.names = append(ct.names, names[k])
 		}
 	}
-	ct.names = dedupSorted(ct.names)
+	if !t.pool.namesUnique {
+		ct.names = dedupSorted(ct.names)
+	}
 	return ct
 }
 
