@@ -95,6 +95,7 @@ type solver struct {
 	strSlab   slab[string]
 	matchBuf  []*topoGroup
 	keysBuf   []string
+	eqKeys    []string // boundCandidatesEq's scratch
 	candBuf   []string // candidates' result (used before the next call)
 }
 

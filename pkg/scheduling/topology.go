@@ -2,14 +2,17 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 type groupKind uint8
@@ -50,7 +53,8 @@ type topoGroup struct {
 	allNS    bool
 	ns       map[string]bool
 	oneNS    string // the only namespace of ns, when it has one (compared without a lookup)
-	selector labels.Selector
+	selector labels.Selector       // nil until sel builds it, for a simpleSelector
+	ls       *metav1.LabelSelector // a simpleSelector's source
 	eq       [][2]string // the selector as key=value pairs, when eqOnly
 	eqOnly   bool
 	maxSkew  int32
@@ -88,12 +92,15 @@ func (g *topoGroup) matchesFrom(pod *corev1.Pod, from int) bool {
 		}
 		return true
 	}
-	return g.selector.Matches(labels.Set(pod.Labels))
+	return g.sel().Matches(labels.Set(pod.Labels))
 }
 
 // compileSelector notes when the selector is a plain conjunction of key=value (matchLabels,
 // the common case), which matches pods by map lookups instead of the generic selector.
 func (g *topoGroup) compileSelector() {
+	if g.selector == nil {
+		return // simpleSelector did
+	}
 	reqs, selectable := g.selector.Requirements()
 	if !selectable {
 		return
@@ -111,6 +118,35 @@ func (g *topoGroup) compileSelector() {
 		}
 	}
 	g.eq, g.eqOnly = eq, true
+}
+
+// simpleSelector takes in a selector of matchLabels only (nearly every one) without building
+// its labels.Selector: the pairs sorted by key (the selector's order), each validated as
+// metav1.LabelSelectorAsSelector would. It reports false for any other selector, and for an
+// invalid one (the caller builds it, and so gets the error). sel builds the selector when
+// something asks for it (error messages, existing nodes' bound pods).
+func (g *topoGroup) simpleSelector(ls *metav1.LabelSelector) bool {
+	if ls == nil || len(ls.MatchLabels) == 0 || len(ls.MatchExpressions) > 0 {
+		return false
+	}
+	eq := make([][2]string, 0, len(ls.MatchLabels))
+	for k, v := range ls.MatchLabels {
+		if len(content.IsLabelKey(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			return false
+		}
+		eq = append(eq, [2]string{k, v})
+	}
+	slices.SortFunc(eq, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	g.ls, g.eq, g.eqOnly = ls, eq, true
+	return true
+}
+
+// sel is the group's selector.
+func (g *topoGroup) sel() labels.Selector {
+	if g.selector == nil {
+		g.selector, _ = metav1.LabelSelectorAsSelector(g.ls) // valid: simpleSelector checked
+	}
+	return g.selector
 }
 
 func getIdx(s []int32, i int) int32 {
@@ -378,12 +414,16 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstrai
 	s.keyBuf = b
 	id := b
 	return s.group(id, func() (*topoGroup, error) {
+		g := s.newGroup()
+		*g = topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}
+		if len(tsc.MatchLabelKeys) == 0 && g.simpleSelector(tsc.LabelSelector) {
+			return g, nil
+		}
 		sel, err := selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
 		if err != nil {
 			return nil, err
 		}
-		g := s.newGroup()
-		*g = topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}
+		g.selector = sel
 		return g, nil
 	})
 }
@@ -400,12 +440,16 @@ func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, ki
 		if err != nil {
 			return nil, err
 		}
+		g := s.newGroup()
+		*g = topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set}
+		if len(term.MatchLabelKeys) == 0 && len(term.MismatchLabelKeys) == 0 && g.simpleSelector(term.LabelSelector) {
+			return g, nil
+		}
 		sel, err := affinitySelector(pod, term)
 		if err != nil {
 			return nil, err
 		}
-		g := s.newGroup()
-		*g = topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set, selector: sel}
+		g.selector = sel
 		return g, nil
 	})
 }
@@ -755,9 +799,9 @@ func (g *topoGroup) rejection() *topologyError {
 func (e *topologyError) Error() string {
 	switch e.g.kind {
 	case kindSpread:
-		return "would violate topology spread constraint on " + e.g.key + " (maxSkew " + strconv.Itoa(int(e.g.maxSkew)) + ", selector " + e.g.selector.String() + ")"
+		return "would violate topology spread constraint on " + e.g.key + " (maxSkew " + strconv.Itoa(int(e.g.maxSkew)) + ", selector " + e.g.sel().String() + ")"
 	case kindAffinity:
-		return "no " + e.g.key + " domain with pods matching pod affinity selector " + e.g.selector.String()
+		return "no " + e.g.key + " domain with pods matching pod affinity selector " + e.g.sel().String()
 	}
-	return "every " + e.g.key + " domain already has pods matching pod anti-affinity selector " + e.g.selector.String()
+	return "every " + e.g.key + " domain already has pods matching pod anti-affinity selector " + e.g.sel().String()
 }
