@@ -720,7 +720,7 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 			return d
 		}
 	}
-	set := map[string]bool{}
+	var set domainSet
 	base, baseHas := p.baseReqs.Get(key)
 	compat := s.compatible(p, p.baseID)
 	for i, it := range p.its {
@@ -738,33 +738,81 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 				if key == LabelCapacityType {
 					v = o.CapacityType
 				}
-				set[v] = true
+				set.add(v)
 			}
 		default:
 			if r, ok := it.Requirements.Get(key); ok && !r.complement {
 				for _, v := range r.values {
-					set[v] = true
+					set.add(v)
 				}
 			}
 		}
 	}
 	if baseHas && !base.complement {
 		for _, v := range base.values {
-			set[v] = true
+			set.add(v)
 		}
 	}
-	out := make([]string, 0, len(set))
-	for v := range set {
+	out := make([]string, 0, set.len())
+	set.each(func(v string) {
 		if !baseHas || base.Has(v) {
 			out = append(out, v)
 		}
-	}
+	})
 	sort.Strings(out)
 	p.domains[key] = out
 	if memo != nil {
 		memoPut(memo, &memo.domains, key, out, 16*len(out))
 	}
 	return out
+}
+
+// domainSet collects distinct strings: a pool's domains of a key are few (zones, capacity types)
+// and met thousands of times (once per offering), so a short list scanned (last value first)
+// beats a map until it grows.
+type domainSet struct {
+	list []string
+	m    map[string]bool
+}
+
+func (vs *domainSet) add(v string) {
+	if vs.m != nil {
+		vs.m[v] = true
+		return
+	}
+	for i := len(vs.list) - 1; i >= 0; i-- {
+		if vs.list[i] == v {
+			return
+		}
+	}
+	if len(vs.list) < 32 {
+		vs.list = append(vs.list, v)
+		return
+	}
+	vs.m = make(map[string]bool, 2*len(vs.list))
+	for _, x := range vs.list {
+		vs.m[x] = true
+	}
+	vs.m[v] = true
+}
+
+func (vs *domainSet) len() int {
+	if vs.m != nil {
+		return len(vs.m)
+	}
+	return len(vs.list)
+}
+
+func (vs *domainSet) each(f func(string)) {
+	if vs.m != nil {
+		for v := range vs.m {
+			f(v)
+		}
+		return
+	}
+	for _, v := range vs.list {
+		f(v)
+	}
 }
 
 // domainOf is a target's domain for a topology key, if decided.
