@@ -52,10 +52,10 @@ type topoGroup struct {
 	hostname bool
 	allNS    bool
 	ns       map[string]bool
-	oneNS    string // the only namespace of ns, when it has one (compared without a lookup)
+	oneNS    string                // the only namespace of ns, when it has one (compared without a lookup)
 	selector labels.Selector       // nil until sel builds it, for a simpleSelector
 	ls       *metav1.LabelSelector // a simpleSelector's source
-	eq       [][2]string // the selector as key=value pairs, when eqOnly
+	eq       [][2]string           // the selector as key=value pairs, when eqOnly
 	eqOnly   bool
 	maxSkew  int32
 	minDom   int32
