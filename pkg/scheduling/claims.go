@@ -29,8 +29,10 @@ type poolState struct {
 	remaining   resVec
 	compat      map[int32]bitset   // requirement-set ID → instance types compatible by labels & offerings
 	ordered     map[int32][]priced // requirement-set ID → compatible types by price
+	unordered   map[int32][]priced // requirement-set ID → compatible types and prices, by position (compatible)
 	orderOf     map[int32]int32    // requirement-set ID → ID of its ordered list's content
 	orderLists  [][]priced         // by order ID: the list
+	orderTypes  [][]*InstanceType  // by order ID: the list's types (orderedTypes)
 	orderByHash map[uint64][]int32 // hash of a list's content → order IDs with that hash
 	domains     map[string][]string
 	// knownFn accepts a pod requirement on a key the pool does not constrain when the key is
@@ -38,6 +40,12 @@ type poolState struct {
 	knownFn   func(string) bool
 	baseAvail resVec // max allocatable over compatible types (unlimited pools)
 	byName    []int
+	// itKeys: the label keys the pool's types (and offerings) define; labelCompat: types
+	// admitted by labels, by the requirements on those keys (labelCompatible)
+	itKeys      map[string]bool
+	labelCompat map[string]bitset
+	names       []string // type names in byName's order (sortedNames)
+	namesUnique bool     // no two types share a name: a subset of names needs no dedup
 	// maxCapacity is the componentwise max capacity over the pool's compatible types.
 	maxCapacity resVec
 }
@@ -52,7 +60,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 	}
 	if pp != nil {
 		// Cached entries are read-only: they may be in use by concurrent solves.
-		p.baseReqs = pp.baseReqs
+		p.baseReqs, p.itKeys = pp.baseReqs, pp.itKeys
 		p.baseID = s.intern(p.baseReqs)
 		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
 		p.compat[p.baseID] = pp.baseCompat
@@ -60,11 +68,14 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		p.byName = pp.byName
 	} else {
 		pp = s.prepare(np)
-		p.baseReqs = pp.baseReqs
+		p.baseReqs, p.itKeys = pp.baseReqs, pp.itKeys
 		p.baseID = s.intern(p.baseReqs)
 		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
 		pp.baseCompat = s.compatible(p, p.baseID)
 		pp.baseOrdered = s.ordered(p, p.baseID)
+		if s.cache == nil && s.sc != nil {
+			p.byName = sortByName(p.its, s.ints.take(len(p.its)), s.vecs.take(len(p.its))) // dies with the solve
+		}
 		pp.byName = p.nameOrder()
 		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
 		if s.cache != nil {
@@ -141,17 +152,21 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 	}
 	for i, it := range its {
 		capv, alloc, over := slab[(3*i)*n:(3*i+1)*n:(3*i+1)*n], slab[(3*i+1)*n:(3*i+2)*n:(3*i+2)*n], slab[(3*i+2)*n:(3*i+3)*n:(3*i+3)*n]
-		s.ri.fill(capv, it.Capacity)
+		capHas, ok := s.ri.fillBuiltin(capv, it.Capacity)
+		if !ok {
+			s.ri.fill(capv, it.Capacity)
+		}
 		copy(alloc, capv)
-		if builtinOnly(it.Overhead) {
-			for r, name := range builtinNames {
-				if q, ok := it.Overhead[name]; ok {
-					if _, has := it.Capacity[name]; has {
-						alloc[r] -= quantityValue(name, q)
-					}
+		// The overhead is read into over (zero until the daemonsets below) and taken back out.
+		if ovHas, ok := s.ri.fillBuiltin(over, it.Overhead); ok {
+			for r := range numBuiltinResources {
+				if ovHas&capHas&(1<<r) != 0 {
+					alloc[r] -= over[r]
 				}
+				over[r] = 0
 			}
 		} else {
+			clear(over)
 			for name, q := range it.Overhead {
 				if pos, ok := s.ri.pos[name]; ok && it.Capacity != nil {
 					if _, has := it.Capacity[name]; has {

@@ -143,7 +143,7 @@ type inverseError struct {
 }
 
 func (e *inverseError) Error() string {
-	return "pods in " + e.g.key + "=" + e.domain + " have anti-affinity to this pod (selector " + e.g.selector.String() + ")"
+	return "pods in " + e.g.key + "=" + e.domain + " have anti-affinity to this pod (selector " + e.g.sel().String() + ")"
 }
 
 // candidates orders the domains an undecided claim could be pinned to for key. nil means the

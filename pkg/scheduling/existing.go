@@ -481,7 +481,10 @@ func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 	if s.bound == nil { // a solver without existing nodes added (Placement)
 		s.bound = &boundIndex{}
 	}
-	reqs, selectable := g.selector.Requirements()
+	if g.eqOnly {
+		return s.boundCandidatesEq(g)
+	}
+	reqs, selectable := g.sel().Requirements()
 	if !selectable {
 		// labels.Nothing(): matches no pod; only owners count.
 		return append([]boundRef(nil), s.bound.repelers...), true
@@ -519,6 +522,36 @@ func (s *solver) boundCandidates(g *topoGroup) ([]boundRef, bool) {
 		}
 		if !found || len(refs) < len(best) {
 			best, found = refs, true
+		}
+	}
+	if g.kind == kindAnti {
+		best = append(best, s.bound.repelers...)
+	}
+	return sortedRefs(best), true
+}
+
+// boundCandidatesEq is boundCandidates for a selector of key=value pairs only (g.eq), read
+// without building the selector.
+func (s *solver) boundCandidatesEq(g *topoGroup) ([]boundRef, bool) {
+	if len(g.eq) == 0 {
+		return nil, false
+	}
+	keys := s.eqKeys[:0]
+	for _, kv := range g.eq {
+		keys = append(keys, kv[0])
+	}
+	s.eqKeys = keys
+	for _, v := range s.views {
+		v.set.indexKeys(keys)
+	}
+	var best []boundRef
+	for i, kv := range g.eq {
+		var refs []boundRef
+		for _, v := range s.views {
+			refs = v.refs(refs, v.set.valueRefs(kv[0], kv[1]))
+		}
+		if i == 0 || len(refs) < len(best) {
+			best = refs
 		}
 	}
 	if g.kind == kindAnti {

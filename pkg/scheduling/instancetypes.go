@@ -33,23 +33,84 @@ func (s *solver) compatible(p *poolState, id int32) bitset {
 	}
 	reqs := s.reqByID[id]
 	b := newBitset(len(p.its))
-	itReq, constrainsType := reqs.Get(LabelInstanceType)
 	oc := newOfferingCheck(reqs)
-	for i, it := range p.its {
-		if (constrainsType && !itReq.Has(it.Name)) || it.Requirements.Intersects(reqs) != nil {
-			continue
+	lbl := s.labelCompatible(p, reqs)
+	if s.sc != nil && s.cache == nil {
+		// Without a Cache the price list that ordered needs comes in the same pass over the
+		// offerings (kept in the scratch): each type's cheapest compatible offering, found as
+		// ordered would find it.
+		out := s.prices.take(lbl.count())[:0]
+		lbl.forEach(func(i int) {
+			best, found := math.Inf(1), false
+			for oi := range p.its[i].Offerings {
+				o := &p.its[i].Offerings[oi]
+				if o.Price < best {
+					if oc.compatible(o) {
+						best, found = o.Price, true
+					}
+				} else if !found && oc.compatible(o) {
+					found = true
+				}
+			}
+			if found {
+				b.set(i)
+				out = append(out, priced{i: i, price: best})
+			}
+		})
+		if p.unordered == nil {
+			p.unordered = map[int32][]priced{}
 		}
+		p.unordered[id] = out
+		p.compat[id] = b
+		return b
+	}
+	lbl.forEach(func(i int) {
+		it := p.its[i]
 		for oi := range it.Offerings {
 			if oc.compatible(&it.Offerings[oi]) {
 				b.set(i)
 				break
 			}
 		}
-	}
+	})
 	p.compat[id] = b
 	if memo != nil && key != uniqueKey {
 		memoPut(memo, &memo.compat, key, b, 8*len(b))
 	}
+	return b
+}
+
+// labelCompatible returns the instance types of p whose labels (and name) admit reqs. Only
+// the requirements on keys some type defines can exclude a type: sets that differ elsewhere
+// (claims pinned to different zones, say) share one computation in this solve.
+func (s *solver) labelCompatible(p *poolState, reqs Requirements) bitset {
+	key := s.projBuf[:0]
+	for i := range reqs.reqs {
+		r := &reqs.reqs[i]
+		if r.Key != LabelInstanceType && !p.itKeys[r.Key] {
+			continue
+		}
+		key = append(key, r.Key...)
+		key = append(key, ' ')
+		key = r.appendKey(key)
+		key = append(key, ", "...)
+	}
+	s.projBuf = key
+	if b, ok := p.labelCompat[string(key)]; ok {
+		return b
+	}
+	b := newBitset(len(p.its))
+	itReq, constrainsType := reqs.Get(LabelInstanceType)
+	for i, it := range p.its {
+		if (constrainsType && !itReq.Has(it.Name)) || !it.Requirements.intersects(reqs) {
+			continue
+		}
+		b.set(i)
+	}
+	if p.labelCompat == nil {
+		p.labelCompat = map[string]bitset{}
+	}
+	p.labelCompat[string(key)] = b
 	return b
 }
 
@@ -155,19 +216,63 @@ func (s *solver) itRequirements(p *poolState, i int) Requirements {
 // nameOrder lists the pool's instance type positions sorted by name.
 func (p *poolState) nameOrder() []int {
 	if p.byName == nil {
-		p.byName = make([]int, len(p.its))
-		for i := range p.byName {
-			p.byName[i] = i
-		}
-		// Ties broken by position: the order a stable sort gives, from a faster unstable one.
-		slices.SortFunc(p.byName, func(a, b int) int {
-			if c := strings.Compare(p.its[a].Name, p.its[b].Name); c != 0 {
-				return c
-			}
-			return cmp.Compare(a, b)
-		})
+		p.byName = sortByName(p.its, make([]int, len(p.its)), make([]int64, len(p.its)))
 	}
 	return p.byName
+}
+
+// sortByName fills byName (len(its) long) with the positions of its in name order; keys is
+// scratch of the same length. Names mostly share a prefix ("m5.", "fake-it-"): each is
+// compared first by the 8 bytes after it, as one integer (see uidKey), and by the whole name
+// only when those are equal.
+func sortByName(its []*InstanceType, byName []int, keys []int64) []int {
+	if len(its) == 0 {
+		return byName
+	}
+	pre := len(its[0].Name)
+	for _, it := range its[1:] {
+		n := min(pre, len(it.Name))
+		k := 0
+		for k < n && it.Name[k] == its[0].Name[k] {
+			k++
+		}
+		pre = k
+	}
+	for i, it := range its {
+		byName[i] = i
+		keys[i] = int64(uidKey(it.Name, pre) ^ 1<<63) // signed order = unsigned order of the key
+	}
+	// Ties broken by position: the order a stable sort gives, from a faster unstable one.
+	slices.SortFunc(byName, func(a, b int) int {
+		if c := cmp.Compare(keys[a], keys[b]); c != 0 {
+			return c
+		}
+		if c := strings.Compare(its[a].Name, its[b].Name); c != 0 {
+			return c
+		}
+		return cmp.Compare(a, b)
+	})
+	return byName
+}
+
+// sortedNames is the pool's type names in name order (nameOrder), for chooseTypes.
+func (s *solver) sortedNames(p *poolState) []string {
+	if p.names == nil {
+		byName := p.nameOrder()
+		if s.sc != nil {
+			p.names = s.strSlab.take(len(byName))
+		} else {
+			p.names = make([]string, len(byName))
+		}
+		p.namesUnique = true
+		for k, i := range byName {
+			p.names[k] = p.its[i].Name
+			if k > 0 && p.names[k] == p.names[k-1] {
+				p.namesUnique = false
+			}
+		}
+	}
+	return p.names
 }
 
 // minAlloc is the componentwise minimum of the allocatable resources of its, nil when empty.
@@ -216,19 +321,22 @@ func (s *solver) ordered(p *poolState, id int32) []priced {
 			return o
 		}
 	}
-	oc := newOfferingCheck(s.reqByID[id])
 	compat := s.compatible(p, id)
-	out := make([]priced, 0, compat.count())
-	compat.forEach(func(i int) {
-		best := math.Inf(1)
-		for oi := range p.its[i].Offerings {
-			o := &p.its[i].Offerings[oi]
-			if o.Price < best && oc.compatible(o) {
-				best = o.Price
+	out, ok := p.unordered[id]
+	if !ok {
+		oc := newOfferingCheck(s.reqByID[id])
+		out = make([]priced, 0, compat.count())
+		compat.forEach(func(i int) {
+			best := math.Inf(1)
+			for oi := range p.its[i].Offerings {
+				o := &p.its[i].Offerings[oi]
+				if o.Price < best && oc.compatible(o) {
+					best = o.Price
+				}
 			}
-		}
-		out = append(out, priced{i: i, price: best})
-	})
+			out = append(out, priced{i: i, price: best})
+		})
+	}
 	// Ties broken by position (out is in position order): the order a stable sort gives.
 	byPrice := func(a, b priced) int {
 		if a.price != b.price {
@@ -281,6 +389,23 @@ func (s *solver) orderID(p *poolState, id int32) int32 {
 	return o
 }
 
+// orderedTypes is the instance types of order ID o (see orderID), cheapest first: the list
+// that chooseTypes cuts claims' types from (read-only, like them).
+func (s *solver) orderedTypes(p *poolState, o int32) []*InstanceType {
+	for int(o) >= len(p.orderTypes) {
+		p.orderTypes = append(p.orderTypes, nil)
+	}
+	if p.orderTypes[o] == nil {
+		list := p.orderLists[o]
+		its := make([]*InstanceType, len(list))
+		for k, pr := range list {
+			its[k] = p.its[pr.i]
+		}
+		p.orderTypes[o] = its
+	}
+	return p.orderTypes[o]
+}
+
 // samePriced compares prices by their bits, as the hash does.
 func samePriced(a, b priced) bool {
 	return a.i == b.i && math.Float64bits(a.price) == math.Float64bits(b.price)
@@ -310,9 +435,17 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 	ordered := s.ordered(t.pool, t.reqID)
 	chosen := s.chosenBuf[:0]
 	defer func() { s.chosenBuf = chosen[:0] }()
-	for _, pr := range ordered {
+	// first is the position in ordered of the first type chosen; run stays true while the
+	// chosen types are consecutive in ordered.
+	first, run := -1, true
+	for pos, pr := range ordered {
 		if !t.its.has(pr.i) {
 			continue
+		}
+		if first < 0 {
+			first = pos
+		} else if pos != first+len(chosen) {
+			run = false
 		}
 		if len(chosen) >= s.opts.MaxInstanceTypes {
 			adds := false
@@ -339,9 +472,17 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 			}
 		}
 	}
-	ct := &claimTypes{its: make([]*InstanceType, 0, len(chosen))}
-	for _, pr := range chosen {
-		ct.its = append(ct.its, t.pool.its[pr.i])
+	ct := &claimTypes{}
+	if run && len(chosen) > 0 && !s.hasMin[t.reqID] {
+		// Claims narrowed by size keep a stretch of the price order (the types too small
+		// dropped from its cheap end): they share one list of the order's types.
+		all := s.orderedTypes(t.pool, s.orderID(t.pool, t.reqID))
+		ct.its = all[first : first+len(chosen) : first+len(chosen)]
+	} else {
+		ct.its = make([]*InstanceType, 0, len(chosen))
+		for _, pr := range chosen {
+			ct.its = append(ct.its, t.pool.its[pr.i])
+		}
 	}
 	if len(chosen) > 0 {
 		ct.price = chosen[0].price
@@ -354,12 +495,15 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 		chosenBits.set(pr.i)
 	}
 	ct.names = make([]string, 0, len(chosen))
-	for _, i := range t.pool.nameOrder() {
+	names := s.sortedNames(t.pool)
+	for k, i := range t.pool.nameOrder() {
 		if chosenBits.has(i) {
-			ct.names = append(ct.names, t.pool.its[i].Name)
+			ct.names = append(ct.names, names[k])
 		}
 	}
-	ct.names = dedupSorted(ct.names)
+	if !t.pool.namesUnique {
+		ct.names = dedupSorted(ct.names)
+	}
 	return ct
 }
 

@@ -119,6 +119,7 @@ type slab[T any] struct {
 
 func (a *slab[T]) take(n int) []T {
 	if len(a.buf) < n {
+		a.trimLast()
 		a.buf = a.spareChunk(n)
 		if a.buf == nil {
 			c := a.chunk
@@ -152,11 +153,23 @@ func (a *slab[T]) spareChunk(n int) []T {
 	return nil
 }
 
+// trimLast cuts the chunk being handed out (the last one used) to what was handed out of it:
+// the rest was never written, and recycle clears only what was (clearing memory that holds
+// pointers costs a write barrier per word while the garbage collector marks).
+func (a *slab[T]) trimLast() {
+	if k := len(a.used); k > 0 {
+		last := a.used[k-1]
+		a.used[k-1] = last[:len(last)-len(a.buf)]
+	}
+}
+
 // recycle clears the chunks handed out since the last recycle (zero, and holding no pointer
 // into the solve) and keeps them for the next solve.
 func (a *slab[T]) recycle() {
-	for _, c := range a.used {
+	a.trimLast()
+	for i, c := range a.used {
 		clear(c)
+		a.used[i] = c[:cap(c)]
 	}
 	a.spare = append(a.spare, a.used...)
 	clear(a.used)

@@ -188,7 +188,7 @@ func (c *TopologyConstraint) Counts(pod *corev1.Pod) bool { return c.g.matches(p
 
 // String describes the constraint.
 func (c *TopologyConstraint) String() string {
-	return c.g.kind.String() + " on " + c.g.key + " (selector " + c.g.selector.String() + ")"
+	return c.g.kind.String() + " on " + c.g.key + " (selector " + c.g.sel().String() + ")"
 }
 
 // RepelsBeyondItsNode reports whether a bound pod keeps pods placed after it out of more than its

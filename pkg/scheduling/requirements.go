@@ -534,6 +534,27 @@ func (rs Requirements) Intersects(incoming Requirements) error {
 	return nil
 }
 
+// intersects is Intersects without the error: whether no key both sets constrain conflicts.
+func (rs Requirements) intersects(incoming Requirements) bool {
+	i, j := 0, 0
+	for i < len(rs.reqs) && j < len(incoming.reqs) {
+		a, b := &rs.reqs[i], &incoming.reqs[j]
+		switch {
+		case a.Key == b.Key:
+			if !overlaps(a, b) && !(a.negative() && b.negative()) {
+				return false
+			}
+			i++
+			j++
+		case a.Key < b.Key:
+			i++
+		default:
+			j++
+		}
+	}
+	return true
+}
+
 // overlaps reports whether the intersection is non-empty without building it.
 func overlaps(a, b *Requirement) bool {
 	switch {

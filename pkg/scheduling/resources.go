@@ -174,6 +174,24 @@ func (ri *resourceIndex) vec(l corev1.ResourceList) resVec {
 
 // fill writes l into v (zeroed, len(ri.names)), by lookups of the builtin names when those are
 // all l has (the common case), otherwise by iterating l.
+// fillBuiltin is fill for a list that names builtin resources only (ok), by lookup; has has
+// bit r set for each builtin resource r the list names. When the list names others, ok is
+// false and v holds only its builtin resources.
+func (ri *resourceIndex) fillBuiltin(v resVec, l corev1.ResourceList) (has uint, ok bool) {
+	found := 0
+	for i, n := range builtinNames {
+		if found == len(l) {
+			break
+		}
+		if q, ok := l[n]; ok {
+			v[i] = quantityValue(n, q)
+			has |= 1 << i
+			found++
+		}
+	}
+	return has, found == len(l)
+}
+
 func (ri *resourceIndex) fill(v resVec, l corev1.ResourceList) {
 	if len(l) <= numBuiltinResources {
 		found := 0

@@ -33,6 +33,12 @@ type scratch struct {
 	groupSlab slab[*topoGroup]
 	ownSlab   slab[ownGroup]
 	strSlab   slab[string]
+	prices    slab[priced]
+	chosen    []priced
+	ints      slab[int]
+	counts    slab[int32]
+	groups    slab[topoGroup]
+	targets   []*target
 }
 
 var scratchPool = sync.Pool{New: func() any {
@@ -47,6 +53,10 @@ var scratchPool = sync.Pool{New: func() any {
 		groupSlab: slab[*topoGroup]{chunk: 1024, keep: true},
 		ownSlab:   slab[ownGroup]{chunk: 512, keep: true},
 		strSlab:   slab[string]{chunk: 1024, keep: true},
+		prices:    slab[priced]{chunk: 1024, keep: true},
+		ints:      slab[int]{chunk: 512, keep: true},
+		counts:    slab[int32]{chunk: 2048, keep: true},
+		groups:    slab[topoGroup]{chunk: -16, keep: true},
 	}
 }}
 
@@ -56,6 +66,8 @@ func (s *solver) useScratch() {
 	s.sc = sc
 	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
 	s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs = sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs
+	s.prices, s.chosenBuf = sc.prices, sc.chosen
+	s.ints, s.counts, s.groupMem, s.targets = sc.ints, sc.counts, sc.groups, sc.targets[:0]
 }
 
 // releaseScratch clears what the solve used of its scratch and returns it to the pool. The
@@ -81,6 +93,15 @@ func (s *solver) releaseScratch() {
 	s.ownSlab.recycle()
 	s.strSlab.recycle()
 	s.vecHdrs.recycle()
+	s.prices.recycle()
+	clear(s.chosenBuf[:cap(s.chosenBuf)])
+	sc.prices, sc.chosen = s.prices, s.chosenBuf[:0]
+	s.ints.recycle()
+	s.counts.recycle()
+	s.groupMem.recycle()
+	clear(s.targets)
+	sc.ints, sc.counts, sc.groups, sc.targets = s.ints, s.counts, s.groupMem, s.targets[:0]
+	s.targets = nil
 	sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab = s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab
 	sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs = s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs
 	scratchPool.Put(sc)

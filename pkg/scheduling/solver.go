@@ -63,6 +63,7 @@ type solver struct {
 	claimReqs           map[claimReqsKey]Requirements  // claims' result requirements
 	typeIDs             map[*NodePool]string
 	keyBuf              []byte            // scratch for map keys built per claim or pod
+	projBuf             []byte            // scratch for labelCompatible's keys
 	internBuf           []byte            // scratch for intern's keys
 	podInfos            []podInfo         // by input position
 	queueKeys           []queueKey        // by input position until sortedQueue sorts them
@@ -82,6 +83,10 @@ type solver struct {
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
+	prices              slab[priced]      // ordered lists when no Cache keeps them
+	ints                slab[int]         // pools' name orders when no Cache keeps them
+	counts              slab[int32]       // hostname groups' counts by target (growIdx)
+	groupMem            slab[topoGroup]   // the solve's topology groups (newGroup)
 	// Per-pod lists that die with the solve (matched groups, own groups, topology keys,
 	// inverse groups) are cut from these slabs at their exact length, built in the buffers.
 	vecHdrs   slab[resVec] // a pool's per-type vectors when no Cache keeps them (prepare)
@@ -90,6 +95,7 @@ type solver struct {
 	strSlab   slab[string]
 	matchBuf  []*topoGroup
 	keysBuf   []string
+	eqKeys    []string // boundCandidatesEq's scratch
 	candBuf   []string // candidates' result (used before the next call)
 }
 

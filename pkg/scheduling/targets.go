@@ -202,7 +202,7 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	if p.repels {
 		// Kept in the podInfo: the solver's map by pod is for pods it knows no podInfo of.
 		if !p.ownedRead {
-			p.owned, p.ownedRead = s.antiIdentities(p.pod), true
+			p.owned, p.ownedRead = s.ownedOf(a), true
 		}
 		owned = p.owned
 	}

@@ -2,14 +2,17 @@ package scheduling
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/validate/content"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 type groupKind uint8
@@ -49,14 +52,16 @@ type topoGroup struct {
 	hostname bool
 	allNS    bool
 	ns       map[string]bool
-	oneNS    string // the only namespace of ns, when it has one (compared without a lookup)
-	selector labels.Selector
-	eq       [][2]string // the selector as key=value pairs, when eqOnly
+	oneNS    string                // the only namespace of ns, when it has one (compared without a lookup)
+	selector labels.Selector       // nil until sel builds it, for a simpleSelector
+	ls       *metav1.LabelSelector // a simpleSelector's source
+	eq       [][2]string           // the selector as key=value pairs, when eqOnly
 	eqOnly   bool
 	maxSkew  int32
 	minDom   int32
 	filter   *nodeFilter
 	identity string
+	ownedIDs []string // {identity}: the owned list of pods whose one anti-affinity term is g (ownedOf)
 
 	counts     map[string]int32
 	hostCounts []int32 // by target index, for hostname groups
@@ -87,12 +92,15 @@ func (g *topoGroup) matchesFrom(pod *corev1.Pod, from int) bool {
 		}
 		return true
 	}
-	return g.selector.Matches(labels.Set(pod.Labels))
+	return g.sel().Matches(labels.Set(pod.Labels))
 }
 
 // compileSelector notes when the selector is a plain conjunction of key=value (matchLabels,
 // the common case), which matches pods by map lookups instead of the generic selector.
 func (g *topoGroup) compileSelector() {
+	if g.selector == nil {
+		return // simpleSelector did
+	}
 	reqs, selectable := g.selector.Requirements()
 	if !selectable {
 		return
@@ -112,6 +120,35 @@ func (g *topoGroup) compileSelector() {
 	g.eq, g.eqOnly = eq, true
 }
 
+// simpleSelector takes in a selector of matchLabels only (nearly every one) without building
+// its labels.Selector: the pairs sorted by key (the selector's order), each validated as
+// metav1.LabelSelectorAsSelector would. It reports false for any other selector, and for an
+// invalid one (the caller builds it, and so gets the error). sel builds the selector when
+// something asks for it (error messages, existing nodes' bound pods).
+func (g *topoGroup) simpleSelector(ls *metav1.LabelSelector) bool {
+	if ls == nil || len(ls.MatchLabels) == 0 || len(ls.MatchExpressions) > 0 {
+		return false
+	}
+	eq := make([][2]string, 0, len(ls.MatchLabels))
+	for k, v := range ls.MatchLabels {
+		if len(content.IsLabelKey(k)) > 0 || len(validation.IsValidLabelValue(v)) > 0 {
+			return false
+		}
+		eq = append(eq, [2]string{k, v})
+	}
+	slices.SortFunc(eq, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+	g.ls, g.eq, g.eqOnly = ls, eq, true
+	return true
+}
+
+// sel is the group's selector.
+func (g *topoGroup) sel() labels.Selector {
+	if g.selector == nil {
+		g.selector, _ = metav1.LabelSelectorAsSelector(g.ls) // valid: simpleSelector checked
+	}
+	return g.selector
+}
+
 func getIdx(s []int32, i int) int32 {
 	if i < len(s) {
 		return s[i]
@@ -119,12 +156,33 @@ func getIdx(s []int32, i int) int32 {
 	return 0
 }
 
-func incIdx(s []int32, i int) []int32 {
-	for len(s) <= i {
-		s = append(s, 0)
+// incIdx increments s[i], growing s (zero-filled) as needed: in the solve's scratch when it
+// has one (the arrays it outgrows are not garbage).
+func (s *solver) incIdx(c []int32, i int) []int32 {
+	if i >= len(c) {
+		if i >= cap(c) {
+			var grown []int32
+			n := max(16, 2*cap(c), i+1)
+			if s.sc != nil {
+				grown = s.counts.take(n)
+			} else {
+				grown = make([]int32, n)
+			}
+			copy(grown, c)
+			c = grown[:len(c)]
+		}
+		c = c[:i+1] // the scratch and make give zeroed memory
 	}
-	s[i]++
-	return s
+	c[i]++
+	return c
+}
+
+// newGroup is a zeroed group: from the solve's scratch when it has one.
+func (s *solver) newGroup() *topoGroup {
+	if s.sc == nil {
+		return &topoGroup{}
+	}
+	return &s.groupMem.take(1)[0]
 }
 
 func (g *topoGroup) count(t *target, domain string) int32 {
@@ -356,11 +414,17 @@ func (s *solver) spreadGroup(pod *corev1.Pod, tsc *corev1.TopologySpreadConstrai
 	s.keyBuf = b
 	id := b
 	return s.group(id, func() (*topoGroup, error) {
+		g := s.newGroup()
+		*g = topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}
+		if len(tsc.MatchLabelKeys) == 0 && g.simpleSelector(tsc.LabelSelector) {
+			return g, nil
+		}
 		sel, err := selectorWithMatchLabelKeys(pod, tsc.LabelSelector, tsc.MatchLabelKeys)
 		if err != nil {
 			return nil, err
 		}
-		return &topoGroup{kind: kindSpread, key: tsc.TopologyKey, ns: map[string]bool{pod.Namespace: true}, selector: sel, maxSkew: tsc.MaxSkew, minDom: minDom, filter: f}, nil
+		g.selector = sel
+		return g, nil
 	})
 }
 
@@ -376,11 +440,17 @@ func (s *solver) affinityGroup(pod *corev1.Pod, term *corev1.PodAffinityTerm, ki
 		if err != nil {
 			return nil, err
 		}
+		g := s.newGroup()
+		*g = topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set}
+		if len(term.MatchLabelKeys) == 0 && len(term.MismatchLabelKeys) == 0 && g.simpleSelector(term.LabelSelector) {
+			return g, nil
+		}
 		sel, err := affinitySelector(pod, term)
 		if err != nil {
 			return nil, err
 		}
-		return &topoGroup{kind: kind, key: term.TopologyKey, allNS: all, ns: set, selector: sel}, nil
+		g.selector = sel
+		return g, nil
 	})
 }
 
@@ -444,6 +514,40 @@ func (s *solver) ownedAntiIdentities(pod *corev1.Pod) []string {
 	}
 	ids := s.antiIdentities(pod)
 	s.ownedAnti[pod] = ids
+	return ids
+}
+
+// ownedOf is antiIdentities of the attempt's pod, read from the groups its compile found for
+// its required anti-affinity terms (appendTopologyGroups lists them after the spread and
+// required affinity groups) rather than rendering every term's identity again.
+func (s *solver) ownedOf(a *attempt) []string {
+	p := a.p
+	terms := repelling(p.pod)
+	off := len(p.tscs)
+	if p.affine {
+		off += len(p.pod.Spec.Affinity.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution)
+	}
+	if off+len(terms) > len(a.own) {
+		return s.antiIdentities(p.pod)
+	}
+	own := a.own[off : off+len(terms)]
+	for i := range own {
+		if g := own[i].g; g.kind != kindAnti || g.key != terms[i].TopologyKey {
+			return s.antiIdentities(p.pod)
+		}
+	}
+	if len(own) == 1 {
+		// Pods of one workload share a read-only list.
+		g := own[0].g
+		if g.ownedIDs == nil {
+			g.ownedIDs = []string{g.identity}
+		}
+		return g.ownedIDs
+	}
+	ids := make([]string, len(own))
+	for i := range own {
+		ids[i] = own[i].g.identity
+	}
 	return ids
 }
 
@@ -540,14 +644,14 @@ func (s *solver) record(g *topoGroup, p *corev1.Pod, t *target, matches bool, ow
 	if matches && s.filterPasses(g, t) {
 		g.total++
 		if g.hostname {
-			g.hostCounts = incIdx(g.hostCounts, t.idx)
+			g.hostCounts = s.incIdx(g.hostCounts, t.idx)
 		} else {
 			g.counts[d]++
 		}
 	}
 	if owns {
 		if g.hostname {
-			g.hostOwners = incIdx(g.hostOwners, t.idx)
+			g.hostOwners = s.incIdx(g.hostOwners, t.idx)
 		} else {
 			g.owners[d]++
 		}
@@ -616,7 +720,7 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 			return d
 		}
 	}
-	set := map[string]bool{}
+	var set domainSet
 	base, baseHas := p.baseReqs.Get(key)
 	compat := s.compatible(p, p.baseID)
 	for i, it := range p.its {
@@ -634,33 +738,81 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 				if key == LabelCapacityType {
 					v = o.CapacityType
 				}
-				set[v] = true
+				set.add(v)
 			}
 		default:
 			if r, ok := it.Requirements.Get(key); ok && !r.complement {
 				for _, v := range r.values {
-					set[v] = true
+					set.add(v)
 				}
 			}
 		}
 	}
 	if baseHas && !base.complement {
 		for _, v := range base.values {
-			set[v] = true
+			set.add(v)
 		}
 	}
-	out := make([]string, 0, len(set))
-	for v := range set {
+	out := make([]string, 0, set.len())
+	set.each(func(v string) {
 		if !baseHas || base.Has(v) {
 			out = append(out, v)
 		}
-	}
+	})
 	sort.Strings(out)
 	p.domains[key] = out
 	if memo != nil {
 		memoPut(memo, &memo.domains, key, out, 16*len(out))
 	}
 	return out
+}
+
+// domainSet collects distinct strings: a pool's domains of a key are few (zones, capacity types)
+// and met thousands of times (once per offering), so a short list scanned (last value first)
+// beats a map until it grows.
+type domainSet struct {
+	list []string
+	m    map[string]bool
+}
+
+func (vs *domainSet) add(v string) {
+	if vs.m != nil {
+		vs.m[v] = true
+		return
+	}
+	for i := len(vs.list) - 1; i >= 0; i-- {
+		if vs.list[i] == v {
+			return
+		}
+	}
+	if len(vs.list) < 32 {
+		vs.list = append(vs.list, v)
+		return
+	}
+	vs.m = make(map[string]bool, 2*len(vs.list))
+	for _, x := range vs.list {
+		vs.m[x] = true
+	}
+	vs.m[v] = true
+}
+
+func (vs *domainSet) len() int {
+	if vs.m != nil {
+		return len(vs.m)
+	}
+	return len(vs.list)
+}
+
+func (vs *domainSet) each(f func(string)) {
+	if vs.m != nil {
+		for v := range vs.m {
+			f(v)
+		}
+		return
+	}
+	for _, v := range vs.list {
+		f(v)
+	}
 }
 
 // domainOf is a target's domain for a topology key, if decided.
@@ -695,9 +847,9 @@ func (g *topoGroup) rejection() *topologyError {
 func (e *topologyError) Error() string {
 	switch e.g.kind {
 	case kindSpread:
-		return "would violate topology spread constraint on " + e.g.key + " (maxSkew " + strconv.Itoa(int(e.g.maxSkew)) + ", selector " + e.g.selector.String() + ")"
+		return "would violate topology spread constraint on " + e.g.key + " (maxSkew " + strconv.Itoa(int(e.g.maxSkew)) + ", selector " + e.g.sel().String() + ")"
 	case kindAffinity:
-		return "no " + e.g.key + " domain with pods matching pod affinity selector " + e.g.selector.String()
+		return "no " + e.g.key + " domain with pods matching pod affinity selector " + e.g.sel().String()
 	}
-	return "every " + e.g.key + " domain already has pods matching pod anti-affinity selector " + e.g.selector.String()
+	return "every " + e.g.key + " domain already has pods matching pod anti-affinity selector " + e.g.sel().String()
 }
