@@ -25,7 +25,7 @@ import (
 type Client struct {
 	client.Client
 	mu sync.Mutex
-	// claim, when set, is what Get returns for that NodeClaim.
+	// claim, when set, is what Get and List return for that NodeClaim.
 	claim *v1.NodeClaim
 	// nodes, when set, is what Node reads return.
 	nodes         []corev1.Node
@@ -73,7 +73,17 @@ func New(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme) *Client {
 				}
 				return nil
 			}
-			return c.List(ctx, list, opts...)
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			if claims, ok := list.(*v1.NodeClaimList); ok && l.claim != nil {
+				for i := range claims.Items {
+					if claims.Items[i].Name == l.claim.Name {
+						l.claim.DeepCopyInto(&claims.Items[i])
+					}
+				}
+			}
+			return nil
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
 			switch obj.(type) {
@@ -105,7 +115,7 @@ func New(t testing.TB, cfg *rest.Config, scheme *runtime.Scheme) *Client {
 	return l
 }
 
-// HoldClaim makes reads of nc's NodeClaim return nc as it is now, whatever
+// HoldClaim makes reads (Get and List) of nc's NodeClaim return nc as it is now, whatever
 // is written after; nil lets them through again.
 func (l *Client) HoldClaim(nc *v1.NodeClaim) {
 	l.mu.Lock()

@@ -3,6 +3,7 @@ package termination
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -58,9 +59,9 @@ type Controller struct {
 	Drainer *Drainer
 	Queue   *eviction.Queue
 
-	// messages holds, per NodeClaim, when this controller last wrote its
+	// writes holds, per NodeClaim, this controller's last write of its
 	// conditions (see writeConditions).
-	messages *messageWrites
+	writes *ownWrites
 }
 
 // NewController returns the controller with its own eviction queue.
@@ -74,7 +75,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 		events:        &nodeEvents{recorder: recorder, clock: clk, last: map[eventKey]time.Time{}},
 		Drainer:       &Drainer{kubeClient: kubeClient, clock: clk, recorder: recorder, queue: queue},
 		Queue:         queue,
-		messages:      &messageWrites{last: map[types.UID]write{}},
+		writes:        &ownWrites{last: map[types.UID]write{}},
 	}
 }
 
@@ -142,6 +143,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	// status write, not one per condition.
 	var stored *v1.NodeClaim
 	if nc != nil {
+		c.writes.readOwn(nc)
 		stored = nc.DeepCopy()
 	}
 	deadline := c.deadline(ctx, node, nc)
@@ -198,6 +200,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	}
 	if !terminated {
 		return reconcile.Result{RequeueAfter: instance.Poll}, nil
+	}
+	if nc != nil {
+		c.writes.forget(nc.UID)
 	}
 	return requeueOnConflict(c.release(ctx, node))
 }
@@ -281,37 +286,126 @@ func (c *Controller) setCondition(nc *v1.NodeClaim, cond status.Condition) {
 // reason is written at once.
 const MessageRefresh = 15 * time.Second
 
-type messageWrites struct {
+// conditionTypes are the NodeClaim conditions termination writes.
+var conditionTypes = []string{v1.ConditionTypeDrained, v1.ConditionTypeVolumesDetached, v1.ConditionTypeInstanceTerminating}
+
+// ownRetention bounds how long a NodeClaim's last write is remembered when
+// its termination does not finish here (the NodeClaim went another way).
+const ownRetention = 10 * time.Minute
+
+// ownWrites remembers, per NodeClaim, termination's last write: its
+// conditions as stored, when, and how many pods were blocked then.
+type ownWrites struct {
 	mu        sync.Mutex
 	last      map[types.UID]write
 	lastSweep time.Time
 }
 
 type write struct {
-	at      time.Time
-	blocked int
+	at         time.Time
+	blocked    int
+	conditions []status.Condition
 }
 
-// writeConditions writes what changed in nc's status since stored in one
-// request, under an optimistic lock, unless the change is to messages alone,
-// this NodeClaim was written within MessageRefresh and as many pods were
-// blocked then (blocked, see DrainStatus.Blocked): such a message is written
-// at a later poll, or with the next change of status. A drain that becomes
-// blocked, or unblocked, says so at once. stored becomes nc once written.
+// writeConditions writes termination's conditions as they are in nc, if they
+// changed since stored, in one server-side apply as termination's field
+// manager: no optimistic lock, so a NodeClaim read from a cache seconds behind
+// (at thousands of nodes, most reads) costs no 409 and retry, and other
+// controllers' conditions are left as they are. It writes nothing when the
+// change is to messages alone, this NodeClaim was written within
+// MessageRefresh and as many pods were blocked then (blocked, see
+// DrainStatus.Blocked): such a message is written at a later poll, or with
+// the next change of status. A drain that becomes blocked, or unblocked, says
+// so at once. stored becomes nc once written.
 func (c *Controller) writeConditions(ctx context.Context, stored, nc *v1.NodeClaim, blocked int) error {
-	if nc == nil || equality.Semantic.DeepEqual(stored.Status, nc.Status) {
+	// Only termination's own conditions count: the status helper also
+	// restamps others (Ready's observedGeneration) that this apply leaves
+	// to their owners.
+	if nc == nil || equality.Semantic.DeepEqual(ownConditions(stored), ownConditions(nc)) {
 		return nil
 	}
 	now := c.clock.Now()
-	if messagesOnly(stored.Status.Conditions, nc.Status.Conditions) && c.messages.recent(nc.UID, now, blocked) {
+	if messagesOnly(ownConditions(stored), ownConditions(nc)) && c.writes.recent(nc.UID, now, blocked) {
 		return nil
 	}
-	if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{}), client.FieldOwner(ownedconditions.TerminationManager)); err != nil {
+	// Only the types nc has: an apply that leaves out a type this manager
+	// applied before removes it (readOwn put back what a stale read lacked).
+	var types []string
+	for _, t := range conditionTypes {
+		if nc.StatusConditions().Get(t) != nil {
+			types = append(types, t)
+		}
+	}
+	if err := ownedconditions.Apply(ctx, c.kubeClient, nc, ownedconditions.TerminationManager, types...); err != nil {
 		return client.IgnoreNotFound(err)
 	}
-	c.messages.wrote(nc.UID, write{at: now, blocked: blocked})
+	c.writes.wrote(nc.UID, write{at: now, blocked: blocked, conditions: ownConditions(nc)})
 	nc.DeepCopyInto(stored)
 	return nil
+}
+
+func ownConditions(nc *v1.NodeClaim) []status.Condition {
+	var out []status.Condition
+	for _, cond := range nc.Status.Conditions {
+		if slices.Contains(conditionTypes, cond.Type) {
+			out = append(out, cond)
+		}
+	}
+	return out
+}
+
+// readOwn brings a NodeClaim read from the informer cache up to
+// termination's own last write. Termination alone writes Drained and
+// VolumesDetached (and InstanceTerminating, as the NodeClaim finalizer does,
+// to the same value), so what it last wrote is their value now; a copy from
+// before that write would make the pass rewrite them, or, applied, remove
+// the ones it lacks. After a restart nothing is remembered, but the cache is
+// then listed after the last write.
+func (o *ownWrites) readOwn(nc *v1.NodeClaim) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.last[nc.UID]
+	if !ok {
+		return
+	}
+	for _, cond := range w.conditions {
+		if i := slices.IndexFunc(nc.Status.Conditions, func(s status.Condition) bool { return s.Type == cond.Type }); i >= 0 {
+			nc.Status.Conditions[i] = cond
+		} else {
+			nc.Status.Conditions = append(nc.Status.Conditions, cond)
+		}
+	}
+}
+
+// recent reports whether the NodeClaim was written within MessageRefresh of
+// now with as many pods blocked.
+func (o *ownWrites) recent(uid types.UID, now time.Time, blocked int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	w, ok := o.last[uid]
+	return ok && now.Sub(w.at) < MessageRefresh && w.blocked == blocked
+}
+
+func (o *ownWrites) wrote(uid types.UID, w write) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.last[uid] = w
+	if w.at.Sub(o.lastSweep) < ownRetention {
+		return
+	}
+	o.lastSweep = w.at
+	for k, old := range o.last {
+		if w.at.Sub(old.at) >= ownRetention {
+			delete(o.last, k)
+		}
+	}
+}
+
+// forget drops what is remembered of a NodeClaim whose termination is done.
+func (o *ownWrites) forget(uid types.UID) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	delete(o.last, uid)
 }
 
 // messagesOnly reports whether after differs from before in conditions'
@@ -333,30 +427,6 @@ func messagesOnly(before, after []status.Condition) bool {
 		}
 	}
 	return true
-}
-
-// recent reports whether the NodeClaim was written within MessageRefresh of
-// now with as many pods blocked.
-func (m *messageWrites) recent(uid types.UID, now time.Time, blocked int) bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	w, ok := m.last[uid]
-	return ok && now.Sub(w.at) < MessageRefresh && w.blocked == blocked
-}
-
-func (m *messageWrites) wrote(uid types.UID, w write) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.last[uid] = w
-	if w.at.Sub(m.lastSweep) < MessageRefresh {
-		return
-	}
-	m.lastSweep = w.at
-	for k, old := range m.last {
-		if w.at.Sub(old.at) >= MessageRefresh {
-			delete(m.last, k)
-		}
-	}
 }
 
 // nodeClaimFor returns the Node's NodeClaim (by provider ID), or nil.
