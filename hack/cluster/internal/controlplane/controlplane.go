@@ -15,8 +15,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -102,6 +100,9 @@ type Cluster struct {
 	exited chan string
 	// control serialises restart/stop/start/pause/resume requests.
 	control sync.Mutex
+	// bindConflict: a child that ended on its own had failed to bind a port
+	// ("address already in use").
+	bindConflict atomic.Bool
 }
 
 type proc struct {
@@ -141,17 +142,41 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if err != nil {
 		return nil, fmt.Errorf("writing certificates: %w", err)
 	}
-	c := &Cluster{cfg: cfg, pki: files, exited: make(chan string, 1)}
-	ok := false
+	for attempt := 1; ; attempt++ {
+		c, err := boot(ctx, cfg, files)
+		if err == nil {
+			return c, nil
+		}
+		// Another listener took a port between the pick and the bind (see
+		// ports.go): the same start on other ports can succeed. Any other
+		// failure would only repeat.
+		if !c.bindConflict.Load() || attempt == startAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+		fmt.Fprintf(cfg.Out, "%v\nport taken meanwhile: starting again on other ports (attempt %d of %d)\n", err, attempt+1, startAttempts)
+		if err := Down(cfg.StateDir, cfg.Out); err != nil {
+			return nil, err
+		}
+	}
+}
+
+// startAttempts bounds Start's retries after a port conflict.
+const startAttempts = 3
+
+// boot is one attempt of Start: it picks ports and starts every child. On
+// failure the children are stopped and the returned Cluster (never nil) says
+// whether a child failed to bind its port.
+func boot(ctx context.Context, cfg Config, files pki.Files) (c *Cluster, err error) {
+	c = &Cluster{cfg: cfg, pki: files, exited: make(chan string, 1)}
 	defer func() {
-		if !ok {
+		if err != nil {
 			c.Stop()
 		}
 	}()
 
-	ports, err := freePorts(5)
+	ports, err := pickPorts(5)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	etcdClient, etcdPeer, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3]
 	apiPort := cfg.APIServerPort
@@ -161,7 +186,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	c.Server = fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 	c.Kubeconfig = filepath.Join(cfg.StateDir, "kubeconfig")
 	if err := writeKubeconfig(c.Kubeconfig, c.Server, files); err != nil {
-		return nil, err
+		return c, err
 	}
 
 	etcdURL := fmt.Sprintf("http://127.0.0.1:%d", etcdClient)
@@ -173,15 +198,15 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--initial-cluster=local=" + peerURL, "--unsafe-no-fsync", "--log-level=warn",
 	}, flagIf(cfg.Profiling, "--enable-pprof")...)
 	if err := c.spawn("etcd", etcdArgs...); err != nil {
-		return nil, err
+		return c, err
 	}
 	if err := c.waitHTTP(ctx, "etcd", etcdURL+"/health", nil, 60*time.Second); err != nil {
-		return nil, err
+		return c, err
 	}
 
 	audit, err := auditArgs(cfg)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	if err := c.spawn("kube-apiserver", append([]string{
 		"--etcd-servers=" + etcdURL,
@@ -196,14 +221,14 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--allow-privileged=true",
 		"--endpoint-reconciler-type=none",
 	}, audit...)...); err != nil {
-		return nil, err
+		return c, err
 	}
 	client, err := c.httpClient()
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	if err := c.waitHTTP(ctx, "kube-apiserver", c.Server+"/readyz", client, 120*time.Second); err != nil {
-		return nil, err
+		return c, err
 	}
 
 	kc := "--kubeconfig=" + c.Kubeconfig
@@ -225,7 +250,7 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	)
 	kcmArgs = append(kcmArgs, kcmFleetArgs(cfg)...)
 	if err := c.spawn("kube-controller-manager", kcmArgs...); err != nil {
-		return nil, err
+		return c, err
 	}
 	schedArgs := append(auth,
 		"--secure-port="+strconv.Itoa(schedPort), "--profiling=false",
@@ -237,18 +262,18 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 	if cfg.SchedulerMostAllocated || cfg.SchedulerPercentageOfNodesToScore > 0 {
 		path, err := writeSchedulerConfig(cfg.StateDir, c.Kubeconfig, cfg)
 		if err != nil {
-			return nil, err
+			return c, err
 		}
 		// With --config the scheduler ignores --kubeconfig, --kube-api-qps
 		// and --leader-elect: the file carries them.
 		schedArgs = append(schedArgs, "--config="+path)
 	}
 	if err := c.spawn("kube-scheduler", schedArgs...); err != nil {
-		return nil, err
+		return c, err
 	}
 	stages, err := writeKWOKStages(cfg.StateDir, cfg.NodeLeaseSeconds)
 	if err != nil {
-		return nil, err
+		return c, err
 	}
 	if err := c.spawn("kwok", kc, "--config="+stages,
 		"--manage-all-nodes=false",
@@ -258,20 +283,19 @@ func Start(ctx context.Context, cfg Config) (*Cluster, error) {
 		"--node-ip=10.1.0.1",
 		"--node-lease-duration-seconds="+strconv.Itoa(cmp.Or(cfg.NodeLeaseSeconds, 40)),
 	); err != nil {
-		return nil, err
+		return c, err
 	}
 	insecure := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}} // #nosec: local health probe of our own children
 	if err := c.waitHTTP(ctx, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), insecure, 60*time.Second); err != nil {
-		return nil, err
+		return c, err
 	}
 	if err := c.waitHTTP(ctx, "kube-scheduler", fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), insecure, 60*time.Second); err != nil {
-		return nil, err
+		return c, err
 	}
 	// Pods cannot be created before the ServiceAccount controller made "default".
 	if err := c.waitHTTP(ctx, "default service account", c.Server+"/api/v1/namespaces/default/serviceaccounts/default", client, 60*time.Second); err != nil {
-		return nil, err
+		return c, err
 	}
-	ok = true
 	return c, nil
 }
 
@@ -424,6 +448,11 @@ func (c *Cluster) start(name string, args []string) (*proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Where this run's output begins: an exit reports only its own lines.
+	var logStart int64
+	if st, err := logFile.Stat(); err == nil {
+		logStart = st.Size()
+	}
 	cmd := exec.Command(filepath.Join(c.cfg.BinDir, name), args...)
 	if n := c.cfg.niceness(name); n > 0 {
 		// nice execs the binary (same PID), and every thread inherits it.
@@ -448,14 +477,59 @@ func (c *Cluster) start(name string, args []string) (*proc, error) {
 		logFile.Close()
 		close(p.done)
 		if !p.intended.Load() {
+			out := logSince(c.logPath(p.name), logStart)
+			tail := lastLines(out, exitTailLines)
+			if strings.Contains(out, "address already in use") {
+				c.bindConflict.Store(true)
+			}
+			msg := fmt.Sprintf("%s exited: %v (log: %s)", p.name, p.err, c.logPath(p.name))
+			if tail != "" {
+				msg += "\n    " + strings.ReplaceAll(tail, "\n", "\n    ")
+			}
 			select {
-			case c.exited <- fmt.Sprintf("%s exited: %v (log: %s)", p.name, p.err, c.logPath(p.name)):
+			case c.exited <- msg:
 			default:
 			}
 		}
 	}()
 	fmt.Fprintf(c.cfg.Out, "started %-24s pid %-7d log %s\n", name, cmd.Process.Pid, c.logPath(name))
 	return p, nil
+}
+
+// exitTailLines: how much of a child's log its unexpected exit reports.
+const exitTailLines = 5
+
+// logSince is what was written to path from offset from on (at most its
+// last 64 KiB), "" if the file cannot be read.
+func logSince(path string, from int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	const window = 64 << 10
+	if st, err := f.Stat(); err == nil && st.Size()-from > window {
+		from = st.Size() - window
+	}
+	if _, err := f.Seek(from, io.SeekStart); err != nil {
+		return ""
+	}
+	b, _ := io.ReadAll(f)
+	return string(b)
+}
+
+// lastLines is the last n lines of s, each cut to 400 bytes.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	for i, l := range lines {
+		if len(l) > 400 {
+			lines[i] = l[:400] + "..."
+		}
+	}
+	return strings.TrimSpace(strings.Join(lines, "\n"))
 }
 
 func (c *Cluster) writePIDs() error {
@@ -553,35 +627,6 @@ func runningAs(pid int, name string) bool {
 	}
 	argv0 := strings.SplitN(string(cmdline), "\x00", 2)[0]
 	return filepath.Base(argv0) == name
-}
-
-// freePorts picks n ports that are free now, below Linux's ephemeral range
-// (32768-60999 by default). Ports the kernel hands out (":0") come from that
-// range, which every outgoing connection also draws from: with several clusters
-// running, a port picked here was taken by some client connection before
-// kube-controller-manager, started seconds later, could bind it. Ports below
-// the range are only taken by listeners that ask for them.
-func freePorts(n int) ([]int, error) {
-	const low, high = 20000, 32767
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var ports []int
-	for tries := 0; len(ports) < n; tries++ {
-		if tries == 1000 {
-			return nil, fmt.Errorf("no free port in %d-%d after %d tries", low, high, tries)
-		}
-		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(high-low+1)))
-		if err != nil {
-			continue // taken: draw another
-		}
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
 
 func writeKubeconfig(path, server string, f pki.Files) error {
