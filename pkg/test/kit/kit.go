@@ -294,10 +294,14 @@ func (p *Process) ResourceUsage() (Usage, error) {
 }
 
 // FreePort returns a port free now, below Linux's ephemeral range (see
-// hack/cluster's freePorts: a port the kernel hands out for ":0" can be taken by
-// an outgoing connection before the process it is meant for binds it).
+// hack/cluster's ports.go: a port the kernel hands out for ":0" can be taken by
+// an outgoing connection before the process it is meant for binds it). The
+// local clusters draw theirs from 20000-27999 and reserve them, because their
+// components bind seconds after the draw; Karpenter binds its two within a
+// second, and draws from the rest of the range so that no cluster's reserved
+// port is drawn here.
 func FreePort() (int, error) {
-	const low, high = 20000, 32767
+	const low, high = 28000, 32767
 	for range 1000 {
 		l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", low+rand.IntN(high-low+1)))
 		if err != nil {

@@ -29,8 +29,10 @@ const (
 	// default). Ports the kernel hands out (":0") come from that range, which
 	// every outgoing connection also draws from: a port picked there can be
 	// taken by some client connection before the component binds it. Ports
-	// below the range are only taken by listeners that ask for them.
-	portLow, portHigh = 20000, 32767
+	// below the range are only taken by listeners that ask for them. The rest
+	// of them (28000-32767) is for Karpenter processes the tests start
+	// (pkg/test/kit.FreePort), which bind theirs at once and reserve nothing.
+	portLow, portHigh = 20000, 27999
 	// reservationTTL: how long a reservation holds against other pickers. By
 	// then the component has bound the port (or the cluster failed), and a
 	// bound port fails the listen test anyway.
