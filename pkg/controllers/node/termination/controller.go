@@ -3,7 +3,6 @@ package termination
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sync"
 	"time"
 
@@ -345,13 +344,7 @@ func (c *Controller) writeConditions(ctx context.Context, stored, nc *v1.NodeCla
 }
 
 func ownConditions(nc *v1.NodeClaim) []status.Condition {
-	var out []status.Condition
-	for _, cond := range nc.Status.Conditions {
-		if slices.Contains(conditionTypes, cond.Type) {
-			out = append(out, cond)
-		}
-	}
-	return out
+	return ownedconditions.Of(nc, conditionTypes...)
 }
 
 // readOwn brings a NodeClaim read from the informer cache up to
@@ -364,16 +357,8 @@ func ownConditions(nc *v1.NodeClaim) []status.Condition {
 func (o *ownWrites) readOwn(nc *v1.NodeClaim) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	w, ok := o.last[nc.UID]
-	if !ok {
-		return
-	}
-	for _, cond := range w.conditions {
-		if i := slices.IndexFunc(nc.Status.Conditions, func(s status.Condition) bool { return s.Type == cond.Type }); i >= 0 {
-			nc.Status.Conditions[i] = cond
-		} else {
-			nc.Status.Conditions = append(nc.Status.Conditions, cond)
-		}
+	if w, ok := o.last[nc.UID]; ok {
+		ownedconditions.Overlay(nc, w.conditions)
 	}
 }
 

@@ -136,12 +136,7 @@ func (c *Controller) forget(name string) { c.applied.Delete(name) }
 
 // owned returns nc's conditions of ownedConditions, ordered by type.
 func owned(nc *v1.NodeClaim) []status.Condition {
-	var out []status.Condition
-	for _, cond := range nc.Status.Conditions {
-		if slices.Contains(ownedConditions, cond.Type) {
-			out = append(out, cond)
-		}
-	}
+	out := ownedconditions.Of(nc, ownedConditions...)
 	slices.SortFunc(out, func(a, b status.Condition) int { return strings.Compare(a.Type, b.Type) })
 	return out
 }

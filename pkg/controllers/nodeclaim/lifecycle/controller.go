@@ -3,7 +3,6 @@ package lifecycle
 import (
 	"context"
 	"errors"
-	"slices"
 	"sync"
 	"time"
 
@@ -236,13 +235,7 @@ func (c *Controller) readOwnWrites(nc *v1.NodeClaim) {
 	f := fieldsOf(nc).or(last.fields)
 	nc.Status.ProviderID, nc.Status.ImageID, nc.Status.NodeName = f.ProviderID, f.ImageID, f.NodeName
 	nc.Status.Capacity, nc.Status.Allocatable = f.Capacity, f.Allocatable
-	for _, cond := range last.conditions {
-		if i := slices.IndexFunc(nc.Status.Conditions, func(s status.Condition) bool { return s.Type == cond.Type }); i >= 0 {
-			nc.Status.Conditions[i] = cond
-		} else {
-			nc.Status.Conditions = append(nc.Status.Conditions, cond)
-		}
-	}
+	ownedconditions.Overlay(nc, last.conditions)
 }
 
 // statusFields are the NodeClaim status fields lifecycle writes besides its
@@ -295,13 +288,7 @@ func (f statusFields) apply() map[string]any {
 }
 
 func owned(nc *v1.NodeClaim) []status.Condition {
-	var out []status.Condition
-	for _, cond := range nc.Status.Conditions {
-		if slices.Contains(ownedConditions, cond.Type) {
-			out = append(out, cond)
-		}
-	}
-	return out
+	return ownedconditions.Of(nc, ownedConditions...)
 }
 
 // Register adds the controller and its Node-side trigger to the manager.

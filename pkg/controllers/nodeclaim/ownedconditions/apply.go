@@ -46,12 +46,7 @@ func Apply(ctx context.Context, kube client.Client, nc *v1.NodeClaim, owner stri
 // that leaves one out removes it, so the caller must send every field it
 // ever sent, every time.
 func ApplyWithFields(ctx context.Context, kube client.Client, nc *v1.NodeClaim, owner string, fields map[string]any, conditionTypes ...string) error {
-	owned := make([]status.Condition, 0, len(conditionTypes))
-	for _, c := range nc.Status.Conditions {
-		if slices.Contains(conditionTypes, c.Type) {
-			owned = append(owned, c)
-		}
-	}
+	owned := Of(nc, conditionTypes...)
 	body, err := json.Marshal(map[string]any{
 		"apiVersion": v1.SchemeGroupVersion.String(),
 		"kind":       "NodeClaim",
@@ -89,4 +84,30 @@ func statusOf(fields map[string]any, conditions []status.Condition) map[string]a
 	}
 	out["conditions"] = conditions
 	return out
+}
+
+// Of returns nc's conditions of the given types, in nc's order (never nil,
+// so that an apply of none sends an empty list).
+func Of(nc *v1.NodeClaim, conditionTypes ...string) []status.Condition {
+	out := make([]status.Condition, 0, len(conditionTypes))
+	for _, c := range nc.Status.Conditions {
+		if slices.Contains(conditionTypes, c.Type) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Overlay puts a controller's remembered last write back on nc, a copy read
+// from a cache that may predate that write: each remembered condition
+// replaces nc's of its type, or is added. A controller that alone writes a
+// condition type knows its value better than any cache.
+func Overlay(nc *v1.NodeClaim, remembered []status.Condition) {
+	for _, cond := range remembered {
+		if i := slices.IndexFunc(nc.Status.Conditions, func(s status.Condition) bool { return s.Type == cond.Type }); i >= 0 {
+			nc.Status.Conditions[i] = cond
+		} else {
+			nc.Status.Conditions = append(nc.Status.Conditions, cond)
+		}
+	}
 }
