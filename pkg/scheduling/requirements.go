@@ -515,34 +515,29 @@ func (e *IncompatibleError) Error() string {
 // not overlap. Two purely negative requirements (NotIn/DoesNotExist) never conflict: a node
 // without the label satisfies both.
 func (rs Requirements) Intersects(incoming Requirements) error {
-	i, j := 0, 0
-	for i < len(rs.reqs) && j < len(incoming.reqs) {
-		a, b := &rs.reqs[i], &incoming.reqs[j]
-		switch {
-		case a.Key == b.Key:
-			if !overlaps(a, b) && !(a.negative() && b.negative()) {
-				return &IncompatibleError{Key: a.Key, Have: a.String(), Requires: b.String()}
-			}
-			i++
-			j++
-		case a.Key < b.Key:
-			i++
-		default:
-			j++
-		}
+	if a, b := rs.conflict(incoming); a != nil {
+		return &IncompatibleError{Key: a.Key, Have: a.String(), Requires: b.String()}
 	}
 	return nil
 }
 
 // intersects is Intersects without the error: whether no key both sets constrain conflicts.
 func (rs Requirements) intersects(incoming Requirements) bool {
+	a, _ := rs.conflict(incoming)
+	return a == nil
+}
+
+// conflict returns the first pair of requirements, rs's and incoming's, on
+// the same key whose allowed values do not overlap (nil, nil if none): a
+// merge walk of both key-sorted lists, allocating nothing.
+func (rs Requirements) conflict(incoming Requirements) (*Requirement, *Requirement) {
 	i, j := 0, 0
 	for i < len(rs.reqs) && j < len(incoming.reqs) {
 		a, b := &rs.reqs[i], &incoming.reqs[j]
 		switch {
 		case a.Key == b.Key:
 			if !overlaps(a, b) && !(a.negative() && b.negative()) {
-				return false
+				return a, b
 			}
 			i++
 			j++
@@ -552,7 +547,7 @@ func (rs Requirements) intersects(incoming Requirements) bool {
 			j++
 		}
 	}
-	return true
+	return nil, nil
 }
 
 // overlaps reports whether the intersection is non-empty without building it.

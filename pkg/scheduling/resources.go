@@ -172,8 +172,6 @@ func (ri *resourceIndex) vec(l corev1.ResourceList) resVec {
 	return v
 }
 
-// fill writes l into v (zeroed, len(ri.names)), by lookups of the builtin names when those are
-// all l has (the common case), otherwise by iterating l.
 // fillBuiltin is fill for a list that names builtin resources only (ok), by lookup; has has
 // bit r set for each builtin resource r the list names. When the list names others, ok is
 // false and v holds only its builtin resources.
@@ -192,19 +190,11 @@ func (ri *resourceIndex) fillBuiltin(v resVec, l corev1.ResourceList) (has uint,
 	return has, found == len(l)
 }
 
+// fill writes l into v (zeroed, len(ri.names)), by lookups of the builtin names when those are
+// all l has (the common case), otherwise by iterating l.
 func (ri *resourceIndex) fill(v resVec, l corev1.ResourceList) {
 	if len(l) <= numBuiltinResources {
-		found := 0
-		for i, n := range builtinNames {
-			if found == len(l) {
-				return
-			}
-			if q, ok := l[n]; ok {
-				v[i] = quantityValue(n, q)
-				found++
-			}
-		}
-		if found == len(l) {
+		if _, ok := ri.fillBuiltin(v, l); ok {
 			return
 		}
 	}
