@@ -1,6 +1,7 @@
 package provisioning_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -71,12 +72,39 @@ func TestPodNotYetTriedByTheSchedulerIsProvisionedFor(t *testing.T) {
 
 	b := provisioning.NewBatcher(f.clock, time.Second, 10*time.Second)
 	trigger := provisioning.NewPodTrigger(testEnv.Client, b)
-	if res := ExpectReconciled(f.ctx, t, trigger, untriedPod("early", "1")); res.RequeueAfter != provisioning.RetriggerPeriod {
-		t.Errorf("untried pod not triggered: %v", res)
-	}
 	if res := ExpectReconciled(f.ctx, t, trigger, gated); res.RequeueAfter != 0 {
-		t.Errorf("gated pod triggered a decision: %v", res)
+		t.Errorf("gated pod asks to be reconciled again: %v", res)
 	}
+	// The untried pod opens a window once; it is not re-triggered every
+	// RetriggerPeriod (kube-scheduler's Unschedulable mark does that).
+	if res := ExpectReconciled(f.ctx, t, trigger, untriedPod("early", "1")); res.RequeueAfter != 0 {
+		t.Errorf("untried pod re-triggered every %s: %v", res.RequeueAfter, res)
+	}
+	if w := closeWindow(t, f, b); w.Triggers != 1 {
+		t.Errorf("window of %d triggers, want the untried pod's alone (not the gated one's)", w.Triggers)
+	}
+}
+
+// closeWindow waits for the window b has open to close after its idle time
+// on f's clock, and returns it.
+func closeWindow(t *testing.T, f *fixture, b *provisioning.Batcher) provisioning.Window {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(f.ctx, 30*time.Second)
+	defer cancel()
+	done := make(chan bool, 1)
+	go func() { done <- b.Wait(ctx) }()
+	for !f.clock.HasWaiters() {
+		select {
+		case <-ctx.Done():
+			t.Fatal("no window opened: nothing triggered the batcher")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	f.clock.Step(time.Second)
+	if !<-done {
+		t.Fatal("the window did not close")
+	}
+	return b.LastWindow()
 }
 
 // existingNode is a Ready, initialized node of the default pool with cpu cores.
