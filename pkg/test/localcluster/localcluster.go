@@ -55,13 +55,20 @@ type Options struct {
 	// SchedulerMostAllocated: kube-scheduler packs pods onto the fullest
 	// node that fits (`cluster up --scheduler-most-allocated`).
 	SchedulerMostAllocated bool
+	// SchedulerNoDefaultSpread: kube-scheduler without its system-default
+	// topology spreading (`--scheduler-no-default-spread`): scoring it counts
+	// every pod of the ReplicaSet on the candidate zones' nodes for each pod
+	// scheduled, most of kube-scheduler's CPU in a large fleet.
+	SchedulerNoDefaultSpread bool
 	// SchedulerPercentageOfNodesToScore is kube-scheduler's
 	// percentageOfNodesToScore (`--scheduler-percentage-of-nodes-to-score`,
 	// 0 keeps its adaptive default): a fleet of identical KWOK nodes need not
 	// have a third of its nodes scored for every pod.
 	SchedulerPercentageOfNodesToScore int
-	// Profiling serves pprof on kube-apiserver and etcd (`--profiling`):
-	// a fleet benchmark reads where the control plane's CPU goes.
+	// Profiling serves pprof (`--profiling`) on kube-apiserver,
+	// kube-controller-manager and kube-scheduler (their secure ports) and on
+	// etcd (its client URL): a fleet benchmark reads where the control plane's
+	// CPU goes.
 	Profiling bool
 	// NodeLeaseSeconds lengthens KWOK's node Leases (`--node-lease-seconds`,
 	// 0 keeps 40 s) and NodeMonitorGracePeriod kube-controller-manager's
@@ -120,6 +127,9 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	args := []string{"up", "--bin-dir", filepath.Join(root, "bin"), "--state-dir", state, "--ready-file", ready}
 	if opts.SchedulerMostAllocated {
 		args = append(args, "--scheduler-most-allocated")
+	}
+	if opts.SchedulerNoDefaultSpread {
+		args = append(args, "--scheduler-no-default-spread")
 	}
 	if opts.SchedulerPercentageOfNodesToScore > 0 {
 		args = append(args, "--scheduler-percentage-of-nodes-to-score", strconv.Itoa(opts.SchedulerPercentageOfNodesToScore))

@@ -111,8 +111,9 @@ func cmdUp(args []string) error {
 	port := fs.Int("apiserver-port", 0, "kube-apiserver secure port (0 picks a free one)")
 	readyFile := fs.String("ready-file", "", "written (with the kubeconfig path) once the cluster is ready")
 	mostAllocated := fs.Bool("scheduler-most-allocated", false, "kube-scheduler scores nodes MostAllocated (bin-packing) rather than LeastAllocated")
+	noDefaultSpread := fs.Bool("scheduler-no-default-spread", false, "kube-scheduler without its system-default topology spreading (a cost per pod that grows with the cluster; pods' own constraints still apply)")
 	percentScore := fs.Int("scheduler-percentage-of-nodes-to-score", 0, "kube-scheduler's percentageOfNodesToScore (0: its adaptive default)")
-	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver (/debug/pprof) and etcd (--enable-pprof)")
+	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver, kube-controller-manager and kube-scheduler (/debug/pprof) and etcd (--enable-pprof)")
 	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40); above 600 also the period of its node status heartbeats")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
 	disable := fs.String("kcm-disable-controllers", "", "comma-separated kube-controller-manager controllers not to run (e.g. ttl)")
@@ -130,6 +131,7 @@ func cmdUp(args []string) error {
 		APIServerPort: *port,
 
 		SchedulerMostAllocated:            *mostAllocated,
+		SchedulerNoDefaultSpread:          *noDefaultSpread,
 		SchedulerPercentageOfNodesToScore: *percentScore,
 		Profiling:                         *profiling,
 		NodeLeaseSeconds:                  *leaseSeconds,

@@ -40,6 +40,17 @@ type Config struct {
 	// (bin-packing) instead of its default LeastAllocated (spreading); see
 	// schedulerConfig.
 	SchedulerMostAllocated bool
+	// SchedulerNoDefaultSpread turns off kube-scheduler's system-default
+	// topology spreading (PodTopologySpread defaultingType List, no default
+	// constraints). The default soft-spreads every pod a ReplicaSet owns over
+	// zones and hosts, and scoring it counts, for each pod scheduled, every
+	// pod of its ReplicaSet on every node of the candidate zones: a cost per
+	// pod that grows with the cluster. In a 2,000-node KWOK fleet with one
+	// 20,000-pod Deployment it was three quarters of kube-scheduler's CPU,
+	// and kube-scheduler the busiest process after the API server. Karpenter
+	// does not plan with it (upstream neither); pods with their own
+	// topologySpreadConstraints keep them.
+	SchedulerNoDefaultSpread bool
 	// SchedulerPercentageOfNodesToScore is kube-scheduler's
 	// percentageOfNodesToScore (0: its adaptive default, 50% less 1% per
 	// 125 nodes, at least 5%: a third of 2,000 nodes). Once it has found that
@@ -48,10 +59,12 @@ type Config struct {
 	// small share, and the scheduler's CPU per pod stops growing with the
 	// fleet.
 	SchedulerPercentageOfNodesToScore int
-	// Profiling serves pprof on kube-apiserver (/debug/pprof, behind its
+	// Profiling serves pprof on kube-apiserver, kube-controller-manager and
+	// kube-scheduler (/debug/pprof on their secure ports, behind their
 	// authorization: the admin certificate may read it) and on etcd's client
-	// URL (--enable-pprof). Off by default: a profile is asked for by a
-	// benchmark that wants to know where the control plane's CPU goes.
+	// URL (--enable-pprof). KWOK v0.8.0's server has no CPU profile to serve.
+	// Off by default: a profile is asked for by a benchmark that wants to know
+	// where the control plane's CPU goes.
 	Profiling bool
 	// NodeLeaseSeconds is the duration of the Leases KWOK holds for its nodes
 	// (0: 40 s, the kubelet's default). KWOK renews a Lease every quarter of
@@ -239,7 +252,7 @@ func boot(ctx context.Context, cfg Config, files pki.Files) (c *Cluster, err err
 		"--service-account-private-key-file="+files.SAPrivate, "--root-ca-file="+files.CACert,
 		"--cluster-signing-cert-file="+files.CACert, "--cluster-signing-key-file="+files.CAKey,
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--profiling=false",
+		"--profiling="+strconv.FormatBool(cfg.Profiling),
 		// The default client limit (20 qps) makes the ReplicaSet controller,
 		// not Karpenter, the bottleneck when a benchmark creates 1,000 pods:
 		// each pod is a create and a SuccessfulCreate event, so even 200 qps
@@ -253,13 +266,13 @@ func boot(ctx context.Context, cfg Config, files pki.Files) (c *Cluster, err err
 		return c, err
 	}
 	schedArgs := append(auth,
-		"--secure-port="+strconv.Itoa(schedPort), "--profiling=false",
+		"--secure-port="+strconv.Itoa(schedPort), "--profiling="+strconv.FormatBool(cfg.Profiling),
 		// The scheduler's default (50 qps) spends 40 s marking 1,000 pods
 		// unschedulable (a status patch and an event each) and as long again
 		// binding them: it held Karpenter's batches open at their 10 s maximum.
 		"--kube-api-qps="+clientQPS, "--kube-api-burst="+clientBurst,
 	)
-	if cfg.SchedulerMostAllocated || cfg.SchedulerPercentageOfNodesToScore > 0 {
+	if cfg.SchedulerMostAllocated || cfg.SchedulerNoDefaultSpread || cfg.SchedulerPercentageOfNodesToScore > 0 {
 		path, err := writeSchedulerConfig(cfg.StateDir, c.Kubeconfig, cfg)
 		if err != nil {
 			return c, err
@@ -356,11 +369,22 @@ leaderElection:
 	if cfg.SchedulerPercentageOfNodesToScore > 0 {
 		fmt.Fprintf(&b, "percentageOfNodesToScore: %d\n", cfg.SchedulerPercentageOfNodesToScore)
 	}
-	if cfg.SchedulerMostAllocated {
-		b.WriteString(`profiles:
+	if !cfg.SchedulerMostAllocated && !cfg.SchedulerNoDefaultSpread {
+		return b.String()
+	}
+	b.WriteString(`profiles:
 - schedulerName: default-scheduler
   pluginConfig:
-  - name: NodeResourcesFit
+`)
+	if cfg.SchedulerNoDefaultSpread {
+		b.WriteString(`  - name: PodTopologySpread
+    args:
+      defaultingType: List
+      defaultConstraints: []
+`)
+	}
+	if cfg.SchedulerMostAllocated {
+		b.WriteString(`  - name: NodeResourcesFit
     args:
       scoringStrategy:
         type: MostAllocated

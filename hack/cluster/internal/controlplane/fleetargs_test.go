@@ -5,6 +5,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"k8s.io/utils/ptr"
+
+	schedconfig "k8s.io/kubernetes/pkg/scheduler/apis/config"
+	schedscheme "k8s.io/kubernetes/pkg/scheduler/apis/config/scheme"
+	schedvalidation "k8s.io/kubernetes/pkg/scheduler/apis/config/validation"
 )
 
 func TestKCMFleetArgs(t *testing.T) {
@@ -38,7 +44,8 @@ func TestSchedulerConfig(t *testing.T) {
 	}{
 		{Config{SchedulerPercentageOfNodesToScore: 5}, []string{"kind: KubeSchedulerConfiguration", "\npercentageOfNodesToScore: 5\n", `kubeconfig: "/kc"`}, []string{"MostAllocated", "profiles:"}},
 		{Config{SchedulerMostAllocated: true}, []string{"type: MostAllocated", "\nprofiles:\n"}, []string{"percentageOfNodesToScore"}},
-		{Config{SchedulerMostAllocated: true, SchedulerPercentageOfNodesToScore: 10}, []string{"type: MostAllocated", "\npercentageOfNodesToScore: 10\n"}, nil},
+		{Config{SchedulerMostAllocated: true, SchedulerPercentageOfNodesToScore: 10}, []string{"type: MostAllocated", "\npercentageOfNodesToScore: 10\n"}, []string{"PodTopologySpread"}},
+		{Config{SchedulerNoDefaultSpread: true}, []string{"name: PodTopologySpread", "defaultingType: List", "\nprofiles:\n"}, []string{"MostAllocated", "percentageOfNodesToScore"}},
 	} {
 		got := schedulerConfig("/kc", tc.cfg)
 		for _, w := range tc.want {
@@ -49,6 +56,54 @@ func TestSchedulerConfig(t *testing.T) {
 		for _, a := range tc.absent {
 			if strings.Contains(got, a) {
 				t.Errorf("schedulerConfig(%+v) has %q:\n%s", tc.cfg, a, got)
+			}
+		}
+	}
+}
+
+// TestSchedulerConfigIsWhatKubeSchedulerReads decodes each file the way kube-scheduler does
+// (its own scheme, defaults and validation): a file it would refuse, or read differently,
+// fails here rather than as a cluster that never comes up.
+func TestSchedulerConfigIsWhatKubeSchedulerReads(t *testing.T) {
+	for _, tc := range []struct {
+		cfg            Config
+		mostAllocated  bool
+		defaultSpread  bool
+		percentOfNodes int32
+	}{
+		{Config{SchedulerPercentageOfNodesToScore: 5}, false, true, 5},
+		{Config{SchedulerMostAllocated: true}, true, true, 0},
+		{Config{SchedulerNoDefaultSpread: true}, false, false, 0},
+		{Config{SchedulerNoDefaultSpread: true, SchedulerMostAllocated: true, SchedulerPercentageOfNodesToScore: 5}, true, false, 5},
+	} {
+		obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(schedulerConfig("/kc", tc.cfg)), nil, nil)
+		if err != nil {
+			t.Fatalf("%+v: kube-scheduler cannot decode the file: %v", tc.cfg, err)
+		}
+		cc, ok := obj.(*schedconfig.KubeSchedulerConfiguration)
+		if !ok {
+			t.Fatalf("%+v: decoded a %T", tc.cfg, obj)
+		}
+		if err := schedvalidation.ValidateKubeSchedulerConfiguration(cc); err != nil {
+			t.Fatalf("%+v: kube-scheduler refuses the file: %v", tc.cfg, err)
+		}
+		if got := ptr.Deref(cc.PercentageOfNodesToScore, 0); got != tc.percentOfNodes {
+			t.Errorf("%+v: percentageOfNodesToScore %d, want %d", tc.cfg, got, tc.percentOfNodes)
+		}
+		if len(cc.Profiles) != 1 || cc.Profiles[0].SchedulerName != "default-scheduler" {
+			t.Fatalf("%+v: profiles %+v, want the default-scheduler alone", tc.cfg, cc.Profiles)
+		}
+		for _, pc := range cc.Profiles[0].PluginConfig {
+			switch args := pc.Args.(type) {
+			case *schedconfig.NodeResourcesFitArgs:
+				if got := args.ScoringStrategy.Type == schedconfig.MostAllocated; got != tc.mostAllocated {
+					t.Errorf("%+v: scoring strategy %s", tc.cfg, args.ScoringStrategy.Type)
+				}
+			case *schedconfig.PodTopologySpreadArgs:
+				system := args.DefaultingType == schedconfig.SystemDefaulting
+				if system != tc.defaultSpread || (!system && len(args.DefaultConstraints) != 0) {
+					t.Errorf("%+v: topology spreading defaults %s %v, want system defaults %t", tc.cfg, args.DefaultingType, args.DefaultConstraints, tc.defaultSpread)
+				}
 			}
 		}
 	}
