@@ -32,11 +32,13 @@ func init() {
 // cluster's clock; 0 while synced).
 func (c *Cluster) ExportMetrics(ctx context.Context) {
 	n := 0
-	for _, sn := range c.Nodes() {
+	c.mu.RLock()
+	for _, sn := range c.nodesLocked(false) {
 		if sn.Node != nil {
 			n++
 		}
 	}
+	c.mu.RUnlock()
 	nodeCount.Set(float64(n))
 	ok, err := c.Synced(ctx)
 	ok = ok && err == nil

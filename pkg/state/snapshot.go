@@ -67,11 +67,24 @@ func (c *Cluster) DaemonSetPods() []*corev1.Pod {
 // deleted: they need a new home and are provisioned for along with pending pods.
 func (c *Cluster) PodsOnDeletingCapacity() []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, sn := range c.Nodes() {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	for _, sn := range c.nodesLocked(false) {
 		if !sn.MarkedForDeletion() {
 			continue
 		}
-		for _, p := range sn.Pods {
+		// Only these nodes' pods are wanted: the node's own name, or the one its
+		// NodeClaim expects before the Node is seen (as Nodes joins them).
+		name := ""
+		if sn.Node != nil {
+			name = sn.Node.Name
+		} else if sn.NodeClaim != nil {
+			name = sn.NodeClaim.Status.NodeName
+		}
+		if name == "" {
+			continue
+		}
+		for _, p := range c.podsOn(name) {
 			if p.DeletionTimestamp != nil || ownedByDaemonSet(p) {
 				continue
 			}
