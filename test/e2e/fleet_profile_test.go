@@ -13,13 +13,16 @@ import (
 	"testing"
 	"time"
 
+	"k8s.io/client-go/rest"
+
 	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 )
 
-// fleetProfiler takes CPU profiles of the API server, etcd and Karpenter while a fleet
-// benchmark runs (FLEET_PROFILE_DIR): what the fleet makes the control plane do is read
-// from these, not guessed. The cluster runs with Profiling (pprof on kube-apiserver and
-// etcd) and Karpenter with ENABLE_PROFILING.
+// fleetProfiler takes CPU profiles of every process of the fleet (API server, etcd,
+// kube-scheduler, kube-controller-manager and Karpenter; KWOK serves no CPU profile) while a fleet benchmark runs
+// (FLEET_PROFILE_DIR): what the fleet makes the control plane do is read from these, not
+// guessed. The cluster runs with Profiling (pprof on every component) and Karpenter with
+// ENABLE_PROFILING.
 type fleetProfiler struct {
 	e       *provisioningEnv
 	dir     string
@@ -100,25 +103,61 @@ func (p *fleetProfiler) sources() map[string]func(context.Context) ([]byte, erro
 		},
 		"karpenter": httpGet(fmt.Sprintf("http://127.0.0.1:%d%s", p.e.current().MetricsPort, q)),
 	}
-	if url := etcdClientURL(p.e); url != "" {
-		out[localcluster.Etcd] = httpGet(url + q)
+	if url := childFlag(p.e, localcluster.Etcd, "--listen-client-urls"); url != "" {
+		out[localcluster.Etcd] = httpGet(strings.Split(url, ",")[0] + q)
+	}
+	// kube-scheduler and kube-controller-manager serve pprof on their secure ports, with
+	// certificates of their own making, to a client the API server authorizes.
+	for _, component := range []string{localcluster.Scheduler, localcluster.ControllerManager} {
+		if port := childFlag(p.e, component, "--secure-port"); port != "" {
+			out[component] = func(ctx context.Context) ([]byte, error) {
+				return getSecure(ctx, p.e, fmt.Sprintf("https://127.0.0.1:%s%s", port, q))
+			}
+		}
 	}
 	return out
 }
 
-// etcdClientURL reads etcd's --listen-client-urls from its command line.
-func etcdClientURL(e *provisioningEnv) string {
+// getSecure GETs url from a control-plane component's secure port as the cluster's admin
+// (client certificate of the benchmark's kubeconfig), trusting the component's
+// self-signed serving certificate.
+func getSecure(ctx context.Context, e *provisioningEnv, url string) ([]byte, error) {
+	cfg := rest.CopyConfig(e.Config)
+	cfg.Insecure, cfg.CAData, cfg.CAFile = true, nil, ""
+	hc, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("%s: HTTP %d: %.200s", url, resp.StatusCode, body)
+	}
+	return body, err
+}
+
+// childFlag reads the value of a control-plane child's flag from its command line ("" when
+// the child or the flag is not there).
+func childFlag(e *provisioningEnv, component, flag string) string {
 	pids, err := e.ChildPIDs()
 	if err != nil {
 		return ""
 	}
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[localcluster.Etcd]))
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[component]))
 	if err != nil {
 		return ""
 	}
 	for _, arg := range strings.Split(string(b), "\x00") {
-		if v, ok := strings.CutPrefix(arg, "--listen-client-urls="); ok {
-			return strings.Split(v, ",")[0]
+		if v, ok := strings.CutPrefix(arg, flag+"="); ok {
+			return v
 		}
 	}
 	return ""

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -24,8 +25,9 @@ import (
 
 // BenchmarkScaleFleet: the largest KWOK fleet, provisioned and consolidated end to end on the
 // local cluster with the invariant watcher on. FLEET_NODES (default 500; SCALE_NODES is the
-// older name) nodes of 16 vCPU are filled with ten 1.5-vCPU pods each (one Deployment of
-// 10×FLEET_NODES replicas); once every pod runs, the Deployment is scaled to half and
+// older name) nodes of 16 vCPU are filled with ten 1.5-vCPU pods each (10×FLEET_NODES
+// replicas in Deployments of FLEET_PODS_PER_DEPLOYMENT, default 500); once every pod runs,
+// each Deployment is scaled to half and
 // consolidation enabled (budget 10%), and the benchmark waits until the pods run on at most 60%
 // of the nodes. It prints one row: nodes, pods, the time to all Running, the time to
 // consolidate, nodes after, Karpenter's CPU time (summed over restarts) and peak RSS, the API
@@ -35,12 +37,15 @@ import (
 //	FLEET_NODES=5000 go test ./test/e2e -run '^$' -bench ScaleFleet -benchtime 1x -timeout 3h
 //
 // (ENABLE_PROFILING=true passes through to Karpenter: pprof on its metrics port.)
-// FLEET_PROFILE_DIR=dir writes 30-s CPU profiles of kube-apiserver, etcd and Karpenter, a
-// minute into provisioning and half a minute into consolidation;
+// FLEET_PROFILE_DIR=dir writes 30-s CPU profiles of kube-apiserver, etcd, kube-scheduler,
+// kube-controller-manager, KWOK and Karpenter, a minute (FLEET_PROFILE_AT: a list of
+// durations) into provisioning and half a minute into consolidation;
 // FLEET_NODE_LEASE_SECONDS (default 3600) is KWOK's node Lease duration;
 // FLEET_LEADER_ELECTION=false runs Karpenter without leader election;
 // FLEET_SCHEDULER_PERCENT (default 5, 0 for kube-scheduler's own default) is
-// kube-scheduler's percentageOfNodesToScore; FLEET_PROFILE_SECONDS (default 30)
+// kube-scheduler's percentageOfNodesToScore; FLEET_SCHEDULER_DEFAULT_SPREAD=true keeps its
+// system-default topology spreading (off by default: see below); FLEET_APISERVER_GOGC
+// (default 300) is the API server's GOGC; FLEET_PROFILE_SECONDS (default 30)
 // the length of each profile.
 func BenchmarkScaleFleet(b *testing.B) {
 	nodes := 500
@@ -54,6 +59,20 @@ func BenchmarkScaleFleet(b *testing.B) {
 		}
 	}
 	pods := int32(10 * nodes)
+	// The pods come in Deployments of FLEET_PODS_PER_DEPLOYMENT (default 500) replicas.
+	// kube-controller-manager's ReplicaSet controller goes over all of a ReplicaSet's pods
+	// on every sync, one sync at a time per ReplicaSet, and every binding and Running
+	// status is a sync: one 20,000-pod Deployment made it 73% of the controller manager's
+	// CPU (a third of a core) 6 minutes into a 2,000-node scale-up, and one ReplicaSet
+	// cannot use more than a core. Clusters that size run many Deployments.
+	podsPerDeployment := int32(500)
+	if s := os.Getenv("FLEET_PODS_PER_DEPLOYMENT"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 2 {
+			b.Fatalf("FLEET_PODS_PER_DEPLOYMENT=%q: want at least 2 pods", s)
+		}
+		podsPerDeployment = int32(n)
+	}
 	// The poll reads the watcher's view (no API requests); it counts the pods in memory.
 	every := 2 * time.Second
 	// KWOK renews each node's Lease every quarter of its duration: at the kubelet's 40 s a
@@ -71,7 +90,10 @@ func BenchmarkScaleFleet(b *testing.B) {
 		leaseSeconds = n
 	}
 	// kube-controller-manager's ttl controller annotates every node for kubelets (KWOK
-	// reads none) and re-patches all of them each time the fleet crosses a size step.
+	// reads none) and re-patches all of them each time the fleet crosses a size step. Its
+	// endpointslice controller re-reads every node's zone and CPU on each node change
+	// (topology hints): 18% of its CPU 3 minutes into a 2,000-node scale-up, for a fleet
+	// with no Service.
 	// kube-scheduler scores FLEET_SCHEDULER_PERCENT of the nodes (default 5; 0: its adaptive
 	// default, a third of 2,000 nodes) once it has found that many feasible ones (at least
 	// 100): the fleet's nodes are all alike, and with the default its CPU per pod grew with
@@ -84,12 +106,32 @@ func BenchmarkScaleFleet(b *testing.B) {
 		}
 		schedulerPercent = n
 	}
+	// kube-scheduler's system-default topology spreading (soft, over zones and hosts, for
+	// every pod a ReplicaSet owns) is off unless FLEET_SCHEDULER_DEFAULT_SPREAD=true: scoring
+	// it counts every fleet pod on the candidate zones' nodes for each pod scheduled. At
+	// 2,000 nodes it took three quarters of kube-scheduler's CPU (profile 3 min into the
+	// scale-up), the scheduler 59% of a core and the fleet's pace.
+	defaultSpread := os.Getenv("FLEET_SCHEDULER_DEFAULT_SPREAD") == "true"
+	// The API server's GOGC: FLEET_APISERVER_GOGC (default 300; 100 is Go's). Once
+	// kube-scheduler kept up, the API server was the busiest process (95% of a core three
+	// minutes into a 2,000-node scale-up), a third of it allocation and garbage
+	// collection. At 5,000 nodes its heap peaked at 3.4 GB with Go's default, so 300
+	// trades a few GB of the machine's 23 for that CPU.
+	gogc := 300
+	if s := os.Getenv("FLEET_APISERVER_GOGC"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 100 {
+			b.Fatalf("FLEET_APISERVER_GOGC=%q: want a GOGC of at least 100", s)
+		}
+		gogc = n
+	}
 	opts := localcluster.Options{NodeLeaseSeconds: leaseSeconds, NodeMonitorGracePeriod: time.Duration(max(leaseSeconds, 50)) * time.Second,
-		DisableControllers: []string{"ttl"}, SchedulerPercentageOfNodesToScore: schedulerPercent,
+		DisableControllers: []string{"ttl", "endpointslice"}, SchedulerPercentageOfNodesToScore: schedulerPercent, SchedulerNoDefaultSpread: !defaultSpread,
+		APIServerGOGC: gogc,
 		// Karpenter's NodeClaim writes by kind and field manager, per phase.
 		AuditNodeClaims: true}
-	// FLEET_PROFILE_DIR: CPU profiles of the API server, etcd and Karpenter (30 s, a minute
-	// into provisioning and half a minute into consolidation) are written there.
+	// FLEET_PROFILE_DIR: CPU profiles of every component (30 s, at FLEET_PROFILE_AT into
+	// provisioning and half a minute into consolidation) are written there.
 	dir := os.Getenv("FLEET_PROFILE_DIR")
 	if dir != "" {
 		opts.Profiling = true
@@ -105,6 +147,20 @@ func BenchmarkScaleFleet(b *testing.B) {
 	leaderElection := os.Getenv("FLEET_LEADER_ELECTION") != "false"
 	if !leaderElection {
 		b.Setenv("DISABLE_LEADER_ELECTION", "true")
+	}
+	// FLEET_PROFILE_AT: when into provisioning to profile (comma-separated durations, default
+	// 1m): the scheduler's and the API server's costs per pod grow with the fleet, so a
+	// large fleet is profiled late in its scale-up too.
+	profileAt := []time.Duration{time.Minute}
+	if s := os.Getenv("FLEET_PROFILE_AT"); s != "" {
+		profileAt = nil
+		for _, f := range strings.Split(s, ",") {
+			d, err := time.ParseDuration(strings.TrimSpace(f))
+			if err != nil || d <= 0 {
+				b.Fatalf("FLEET_PROFILE_AT=%q: want durations such as 1m,10m", s)
+			}
+			profileAt = append(profileAt, d)
+		}
 	}
 	e := startProvisioningWith(b, opts)
 	var prof *fleetProfiler
@@ -132,10 +188,15 @@ func BenchmarkScaleFleet(b *testing.B) {
 		// scrape at each phase's start and end (what the fleet costs the server is
 		// read from these, not guessed).
 		apiStart := scrapeFleetAPI(e)
-		dep := kit.Deployment("default", "fleet", pods, "1500m", "1Gi", false)
+		schedStart := scrapeScheduler(e)
+		deps := fleetDeployments(pods, podsPerDeployment)
 		start := time.Now()
-		e.apply(b, dep)
-		prof.after(b, "provision", time.Minute)
+		for _, d := range deps {
+			e.apply(b, d)
+		}
+		for _, at := range profileAt {
+			prof.after(b, "provision-"+at.String(), at)
+		}
 		last := waitFleet(b, e, w, m, every, 90*time.Minute, func(c fleetCounts) bool {
 			return c.pods == int(pods) && c.running == int(pods)
 		})
@@ -145,13 +206,19 @@ func BenchmarkScaleFleet(b *testing.B) {
 		fmt.Printf("scale: %d pods Running on %d nodes after %s; CPU %s (load %s)\n", pods, last.nodes, running.Round(time.Second), provisionCPU, loadAvg())
 		apiRunning := scrapeFleetAPI(e)
 		fmt.Printf("scale: scale-up %s\n", apiLoad(apiStart, apiRunning))
+		schedRunning := scrapeScheduler(e)
+		fmt.Printf("scale: scale-up kube-scheduler: %s\n", schedRunning.since(schedStart))
 		writesRunning := fleetClaimWrites(b, e)
 		fmt.Printf("scale: scale-up NodeClaim writes: %s\n", writesRunning)
 
 		// Half the pods go; consolidation packs the rest onto about half the nodes.
-		half := pods / 2
-		if err := e.Client.Patch(e.ctx, dep, client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, half))); err != nil {
-			b.Fatal(err)
+		half := int32(0)
+		for _, d := range deps {
+			n := *d.Spec.Replicas / 2
+			half += n
+			if err := e.Client.Patch(e.ctx, d, client.RawPatch("application/merge-patch+json", fmt.Appendf(nil, `{"spec":{"replicas":%d}}`, n))); err != nil {
+				b.Fatal(err)
+			}
 		}
 		waitFleet(b, e, w, m, every, 30*time.Minute, func(c fleetCounts) bool { return c.pods == int(half) && c.running == int(half) })
 		m.mark()
@@ -167,6 +234,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 		consolidated := time.Since(cstart)
 		consolidateCPU := m.used()
 		fmt.Printf("scale: scale-down and consolidation %s\n", apiLoad(apiRunning, scrapeFleetAPI(e)))
+		fmt.Printf("scale: scale-down and consolidation kube-scheduler: %s\n", scrapeScheduler(e).since(schedRunning))
 		fmt.Printf("scale: scale-down and consolidation NodeClaim writes: %s\n", fleetClaimWrites(b, e).since(writesRunning))
 		violations := w.Violations()
 		karpenterCPU := m.total("karpenter")
@@ -188,8 +256,8 @@ func BenchmarkScaleFleet(b *testing.B) {
 			peakNodes, pods, running.Round(time.Second), consolidated.Round(time.Second), last.nodes, karpenterCPU.Seconds(),
 			float64(m.rss["karpenter"])/(1<<20), float64(m.rss[localcluster.APIServer])/(1<<20), float64(m.rss[localcluster.Etcd])/(1<<20),
 			violations, loadAvg())
-		fmt.Printf("scale: Karpenter restarts %d (leader election %t, node Leases %d s, scheduler scores %d%% of nodes); CPU over the whole run: %s\n",
-			restarts(), leaderElection, leaseSeconds, schedulerPercent, m.all())
+		fmt.Printf("scale: Karpenter restarts %d (leader election %t, node Leases %d s, scheduler scores %d%% of nodes, scheduler default spreading %t, API server GOGC %d); CPU over the whole run: %s\n",
+			restarts(), leaderElection, leaseSeconds, schedulerPercent, defaultSpread, gogc, m.all())
 		if w.KarpenterRemovals() == 0 {
 			b.Error("the invariant watcher saw no pod removed by Karpenter: it judged nothing")
 		}
@@ -342,4 +410,16 @@ func loadAvg() string {
 		return s[i:]
 	}
 	return s
+}
+
+// fleetDeployments splits pods into Deployments fleet-0, fleet-1, ... of perDeployment
+// replicas each (the last takes the rest), every pod 1.5 vCPU and 1 GiB.
+func fleetDeployments(pods, perDeployment int32) []*appsv1.Deployment {
+	var out []*appsv1.Deployment
+	for i := 0; pods > 0; i++ {
+		n := min(pods, perDeployment)
+		out = append(out, kit.Deployment("default", fmt.Sprintf("fleet-%d", i), n, "1500m", "1Gi", false))
+		pods -= n
+	}
+	return out
 }
