@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"math"
 	"os"
 	"os/exec"
 	"slices"
@@ -48,16 +49,7 @@ import (
 // (default 300) is the API server's GOGC; FLEET_PROFILE_SECONDS (default 30)
 // the length of each profile.
 func BenchmarkScaleFleet(b *testing.B) {
-	nodes := 500
-	for _, name := range []string{"SCALE_NODES", "FLEET_NODES"} {
-		if s := os.Getenv(name); s != "" {
-			n, err := strconv.Atoi(s)
-			if err != nil || n < 1 {
-				b.Fatalf("%s=%q: want a positive number of nodes", name, s)
-			}
-			nodes = n
-		}
-	}
+	nodes := envInt(b, "FLEET_NODES", envInt(b, "SCALE_NODES", 500, 1, math.MaxInt32/10, "nodes"), 1, math.MaxInt32/10, "nodes")
 	pods := int32(10 * nodes)
 	// The pods come in Deployments of FLEET_PODS_PER_DEPLOYMENT (default 500) replicas.
 	// kube-controller-manager's ReplicaSet controller goes over all of a ReplicaSet's pods
@@ -65,14 +57,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 	// status is a sync: one 20,000-pod Deployment made it 73% of the controller manager's
 	// CPU (a third of a core) 6 minutes into a 2,000-node scale-up, and one ReplicaSet
 	// cannot use more than a core. Clusters that size run many Deployments.
-	podsPerDeployment := int32(500)
-	if s := os.Getenv("FLEET_PODS_PER_DEPLOYMENT"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 2 {
-			b.Fatalf("FLEET_PODS_PER_DEPLOYMENT=%q: want at least 2 pods", s)
-		}
-		podsPerDeployment = int32(n)
-	}
+	podsPerDeployment := int32(envInt(b, "FLEET_PODS_PER_DEPLOYMENT", 500, 2, math.MaxInt32, "pods"))
 	// The poll reads the watcher's view (no API requests); it counts the pods in memory.
 	every := 2 * time.Second
 	// KWOK renews each node's Lease every quarter of its duration: at the kubelet's 40 s a
@@ -81,14 +66,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 	// renewal every 15 minutes; at 600 s, 1,000 nodes still renewed 6.7 a second), KWOK's
 	// node status heartbeats come as seldom, and kube-controller-manager waits as long
 	// before it calls a node Unknown.
-	leaseSeconds := 3600
-	if s := os.Getenv("FLEET_NODE_LEASE_SECONDS"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 10 {
-			b.Fatalf("FLEET_NODE_LEASE_SECONDS=%q: want at least 10 seconds", s)
-		}
-		leaseSeconds = n
-	}
+	leaseSeconds := envInt(b, "FLEET_NODE_LEASE_SECONDS", 3600, 10, math.MaxInt32, "seconds")
 	// kube-controller-manager's ttl controller annotates every node for kubelets (KWOK
 	// reads none) and re-patches all of them each time the fleet crosses a size step. Its
 	// endpointslice controller re-reads every node's zone and CPU on each node change
@@ -98,14 +76,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 	// default, a third of 2,000 nodes) once it has found that many feasible ones (at least
 	// 100): the fleet's nodes are all alike, and with the default its CPU per pod grew with
 	// the fleet (93 cpu-s at 1,000 nodes, 467 at 2,000 over the scale-up).
-	schedulerPercent := 5
-	if s := os.Getenv("FLEET_SCHEDULER_PERCENT"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 0 || n > 100 {
-			b.Fatalf("FLEET_SCHEDULER_PERCENT=%q: want a percentage from 0 to 100", s)
-		}
-		schedulerPercent = n
-	}
+	schedulerPercent := envInt(b, "FLEET_SCHEDULER_PERCENT", 5, 0, 100, "percent")
 	// kube-scheduler's system-default topology spreading (soft, over zones and hosts, for
 	// every pod a ReplicaSet owns) is off unless FLEET_SCHEDULER_DEFAULT_SPREAD=true: scoring
 	// it counts every fleet pod on the candidate zones' nodes for each pod scheduled. At
@@ -117,14 +88,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 	// minutes into a 2,000-node scale-up), a third of it allocation and garbage
 	// collection. At 5,000 nodes its heap peaked at 3.4 GB with Go's default, so 300
 	// trades a few GB of the machine's 23 for that CPU.
-	gogc := 300
-	if s := os.Getenv("FLEET_APISERVER_GOGC"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 100 {
-			b.Fatalf("FLEET_APISERVER_GOGC=%q: want a GOGC of at least 100", s)
-		}
-		gogc = n
-	}
+	gogc := envInt(b, "FLEET_APISERVER_GOGC", 300, 100, math.MaxInt32, "percent")
 	opts := localcluster.Options{NodeLeaseSeconds: leaseSeconds, NodeMonitorGracePeriod: time.Duration(max(leaseSeconds, 50)) * time.Second,
 		DisableControllers: []string{"ttl", "endpointslice"}, SchedulerPercentageOfNodesToScore: schedulerPercent, SchedulerNoDefaultSpread: !defaultSpread,
 		APIServerGOGC: gogc,
@@ -422,4 +386,18 @@ func fleetDeployments(pods, perDeployment int32) []*appsv1.Deployment {
 		pods -= n
 	}
 	return out
+}
+
+// envInt reads a whole number from the environment variable name (def when it is unset) and
+// stops the benchmark, naming the variable and the range, when it is not one from low to high.
+func envInt(b *testing.B, name string, def, low, high int, unit string) int {
+	s := os.Getenv(name)
+	if s == "" {
+		return def
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n < low || n > high {
+		b.Fatalf("%s=%q: want a whole number of %s from %d to %d", name, s, unit, low, high)
+	}
+	return n
 }

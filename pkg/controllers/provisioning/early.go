@@ -17,7 +17,7 @@ import (
 // plus the pods kube-scheduler has not tried yet (AwaitingScheduler), in the
 // same stable order, and the uids of the latter.
 func (p *Provisioner) decisionPods(ctx context.Context) ([]*corev1.Pod, map[types.UID]bool, error) {
-	unbound, err := podindex.OnNode(ctx, p.kube, "")
+	unbound, err := podindex.OnNodeReadOnly(ctx, p.kube, "")
 	if err != nil {
 		return nil, nil, fmt.Errorf("listing pods: %w", err)
 	}

@@ -238,7 +238,7 @@ func (p *Provisioner) SolverInput(ctx context.Context, pods []*corev1.Pod) (*sch
 // kube-scheduler could not place and pods on capacity being deleted.
 func (p *Provisioner) PendingPods(ctx context.Context) ([]*corev1.Pod, error) {
 	// Only unbound pods can be pending: the index spares copying the bound ones.
-	unbound, err := podindex.OnNode(ctx, p.kube, "")
+	unbound, err := podindex.OnNodeReadOnly(ctx, p.kube, "")
 	if err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}

@@ -39,9 +39,22 @@ func Register(ctx context.Context, indexer client.FieldIndexer) error {
 // without the index (a cache it was not registered with) refuses the selector:
 // then a full list is filtered, so callers work either way, only slower.
 func OnNode(ctx context.Context, c client.Reader, nodeName string) ([]*corev1.Pod, error) {
+	return onNode(ctx, c, nodeName)
+}
+
+// OnNodeReadOnly is OnNode without the cache's deep copy of each pod: the pods
+// share their maps, slices and pointers with the cache and must not be changed.
+// For a reader that only looks (the provisioner deciding for the unbound pods):
+// with 30,000 pods pending in a 5,000-node scale-up, copying them for every
+// decision was a fifth of Karpenter's CPU, and its garbage as much again.
+func OnNodeReadOnly(ctx context.Context, c client.Reader, nodeName string) ([]*corev1.Pod, error) {
+	return onNode(ctx, c, nodeName, client.UnsafeDisableDeepCopy)
+}
+
+func onNode(ctx context.Context, c client.Reader, nodeName string, opts ...client.ListOption) ([]*corev1.Pod, error) {
 	list := &corev1.PodList{}
-	if err := c.List(ctx, list, client.MatchingFields{NodeName: nodeName}); err != nil {
-		if err := c.List(ctx, list); err != nil {
+	if err := c.List(ctx, list, append([]client.ListOption{client.MatchingFields{NodeName: nodeName}}, opts...)...); err != nil {
+		if err := c.List(ctx, list, opts...); err != nil {
 			return nil, err
 		}
 	}
