@@ -10,7 +10,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"golang.org/x/time/rate"
 
@@ -22,6 +24,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instance"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
+	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
@@ -213,4 +216,68 @@ func TestTaggingWithManager(t *testing.T) {
 		return nil
 	})
 	expectTags(t, f.instance(t, id).Tags, map[string]string{awsv1.TagName: nc.Status.NodeName, awsv1.TagNodeClaim: nc.Name})
+}
+
+// registered launches an instance, creates its NodeClaim and marks it registered, as the
+// lifecycle controller would; it returns the instance and the claim as stored.
+func (f *fixture) registered(t *testing.T, name string) (string, *v1.NodeClaim) {
+	t.Helper()
+	id, nc := f.launch(t, name, nil)
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = ExpectExists(f.ctx, t, e.Client, nc)
+	nc.Status.NodeName = f.instance(t, id).PrivateDNSName
+	ExpectStatusUpdated(f.ctx, t, e.Client, nc)
+	return id, ExpectExists(f.ctx, t, e.Client, nc)
+}
+
+// A reconcile that read the claim before another controller annotated it (an informer
+// cache a write behind) still marks it tagged in one pass, with one patch, and keeps the
+// other controller's annotation: the locked patch it replaced met a 409 and a second pass.
+func TestStaleReadMarksTaggedInOnePassAndKeepsOthersAnnotations(t *testing.T) {
+	f := setup(t)
+	l := lagging.New(t, e.Config, e.Scheme)
+	c := tagging.NewController(l, f.instances, cluster).WithRate(rate.Inf, 1)
+	id, nc := f.registered(t, "stale")
+	l.HoldClaim(nc)
+	other := nc.DeepCopy()
+	other.Annotations = map[string]string{"example.com/other": "kept"}
+	ExpectApplied(f.ctx, t, e.Client, other)
+
+	res, err := c.Reconcile(f.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: nc.Name}})
+	if err != nil || res.Requeue || res.RequeueAfter != 0 {
+		t.Fatalf("reconcile over a stale read = %+v, %v; want done in one pass", res, err)
+	}
+	if n, _ := l.MetaPatches(); n != 1 {
+		t.Errorf("%d NodeClaim patches, want 1", n)
+	}
+	got := ExpectExists(f.ctx, t, e.Client, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
+	if got.Annotations[awsv1.AnnotationInstanceTagged] != "true" || got.Annotations["example.com/other"] != "kept" {
+		t.Errorf("annotations %v: want tagged=true and the other controller's annotation kept", got.Annotations)
+	}
+	expectTags(t, f.instance(t, id).Tags, map[string]string{awsv1.TagNodeClaim: nc.Name})
+}
+
+// A claim deleted and created again under the same name while a reconcile held the old
+// one is not marked tagged for the old claim's instance: the patch names the old uid.
+func TestRecreatedClaimIsNotMarkedForTheOldInstance(t *testing.T) {
+	f := setup(t)
+	l := lagging.New(t, e.Config, e.Scheme)
+	c := tagging.NewController(l, f.instances, cluster).WithRate(rate.Inf, 1)
+	_, old := f.registered(t, "reborn")
+	l.HoldClaim(old)
+	ExpectDeleted(f.ctx, t, e.Client, old)
+	_, fresh := f.launch(t, "reborn", nil)
+	ExpectApplied(f.ctx, t, e.Client, fresh)
+	fresh = ExpectExists(f.ctx, t, e.Client, fresh)
+	if fresh.UID == old.UID {
+		t.Fatal("the claim was not created again")
+	}
+
+	if _, err := c.Reconcile(f.ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: old.Name}}); err != nil {
+		t.Fatalf("reconcile: %v", err)
+	}
+	got := ExpectExists(f.ctx, t, e.Client, fresh)
+	if got.Annotations[awsv1.AnnotationInstanceTagged] != "" {
+		t.Errorf("the new claim was marked tagged for the old claim's instance: %v", got.Annotations)
+	}
 }
