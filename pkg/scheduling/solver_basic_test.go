@@ -1,6 +1,7 @@
 package scheduling_test
 
 import (
+	"fmt"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -399,4 +400,42 @@ func TestVolumeTopology(t *testing.T) {
 			},
 			expect: []expectation{onNode("p-0", "nb")}},
 	})
+}
+
+// TestRoomMemoSkipsOnlyNodesWithoutRoom: the room index remembers ranges of existing nodes
+// without room for a request (nextExisting's noRoom). In name order, nodes with cpu but no
+// memory and nodes with memory but no cpu come first (each dimension's maximum fits, no node
+// does), then nodes taking two pods each. The 2-cpu pods must fill every one of those, two
+// each, before the last one goes to a new claim, and a smaller pod (another request) still
+// lands on the first node, which the larger pods' remembered range covers.
+func TestRoomMemoSkipsOnlyNodesWithoutRoom(t *testing.T) {
+	var existing []*scheduling.ExistingNode
+	for i := 0; i < 5; i++ {
+		existing = append(existing,
+			node(fmt.Sprintf("a-cpu-%d", i), "us-west-2a", "medium", 8, 1, 20),
+			node(fmt.Sprintf("b-mem-%d", i), "us-west-2a", "medium", 1, 16, 20),
+			node(fmt.Sprintf("c-fit-%d", i), "us-west-2a", "medium", 4, 4, 20))
+	}
+	perNode := func(t *testing.T, r *result) {
+		t.Helper()
+		got := map[string]int{}
+		for i := 0; i < 11; i++ {
+			name := fmt.Sprintf("p-%d", i)
+			if r.claim[name] != nil {
+				got["new claim"]++
+			} else {
+				got[r.where[name]]++
+			}
+		}
+		want := map[string]int{"new claim": 1}
+		for i := 0; i < 5; i++ {
+			want[fmt.Sprintf("c-fit-%d", i)] = 2
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("2-cpu pods per node %v, want %v: %s", got, want, r.summary())
+		}
+	}
+	runAll(t, []scenario{{name: "joint misfits skipped, room kept", existing: existing,
+		pods:   append(pods(11, "p", "2", "2Gi"), pods(1, "small", "1", "512Mi")...),
+		expect: []expectation{claims(1), perNode, onNode("small-0", "a-cpu-0")}}})
 }
