@@ -24,8 +24,8 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instance"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
-	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 )
 
 var e *env.Environment
