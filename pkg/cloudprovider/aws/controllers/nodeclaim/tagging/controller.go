@@ -91,8 +91,9 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	if err := c.kubeClient.Patch(ctx, nc, client.RawPatch(types.MergePatchType, patch)); err != nil {
-		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) || apierrors.IsConflict(err) {
-			// Gone, or another claim now holds the name: nothing of this claim to mark.
+		if apierrors.IsNotFound(err) || apierrors.IsInvalid(err) {
+			// Gone, or another claim now holds the name (the API server refuses to change
+			// a uid): nothing of this claim to mark.
 			return reconcile.Result{}, nil
 		}
 		return reconcile.Result{}, fmt.Errorf("annotating NodeClaim %s as tagged: %w", nc.Name, err)
