@@ -230,13 +230,20 @@ func (f *fixture) registered(t *testing.T, name string) (string, *v1.NodeClaim) 
 	return id, ExpectExists(f.ctx, t, e.Client, nc)
 }
 
+// laggingController is a tagging controller reading through a lagging client, so that a
+// test can hold its reads of a claim behind the writes and count its patches.
+func (f *fixture) laggingController(t *testing.T) (*lagging.Client, *tagging.Controller) {
+	t.Helper()
+	l := lagging.New(t, e.Config, e.Scheme)
+	return l, tagging.NewController(l, f.instances, cluster).WithRate(rate.Inf, 1)
+}
+
 // A reconcile that read the claim before another controller annotated it (an informer
 // cache a write behind) still marks it tagged in one pass, with one patch, and keeps the
 // other controller's annotation: the locked patch it replaced met a 409 and a second pass.
 func TestStaleReadMarksTaggedInOnePassAndKeepsOthersAnnotations(t *testing.T) {
 	f := setup(t)
-	l := lagging.New(t, e.Config, e.Scheme)
-	c := tagging.NewController(l, f.instances, cluster).WithRate(rate.Inf, 1)
+	l, c := f.laggingController(t)
 	id, nc := f.registered(t, "stale")
 	l.HoldClaim(nc)
 	other := nc.DeepCopy()
@@ -261,8 +268,7 @@ func TestStaleReadMarksTaggedInOnePassAndKeepsOthersAnnotations(t *testing.T) {
 // one is not marked tagged for the old claim's instance: the patch names the old uid.
 func TestRecreatedClaimIsNotMarkedForTheOldInstance(t *testing.T) {
 	f := setup(t)
-	l := lagging.New(t, e.Config, e.Scheme)
-	c := tagging.NewController(l, f.instances, cluster).WithRate(rate.Inf, 1)
+	l, c := f.laggingController(t)
 	_, old := f.registered(t, "reborn")
 	l.HoldClaim(old)
 	ExpectDeleted(f.ctx, t, e.Client, old)
