@@ -741,15 +741,21 @@ func (s *solver) nextExisting(a *attempt, from int) int {
 	if r < 0 {
 		r = s.numExisting
 	}
-	// Keep the widest range known: one that reaches back to an earlier start, or goes further.
-	if !seen || from < known[0] || (from <= known[1] && r > known[1]) {
-		if seen && from >= known[0] && from <= known[1] {
-			from = known[0]
-		}
-		if ix.noRoom == nil {
-			ix.noRoom = map[roomQuery][2]int{}
-		}
-		ix.noRoom[q] = [2]int{from, r}
+	// [from, r) has no room. Keep the widest range known: a new one, one that reaches back
+	// before the known range (and so covers it: no node there has room), or the known range
+	// continued. A range starting past the known one is left out: most queries start early.
+	switch {
+	case !seen || from < known[0]:
+		ix.rememberNoRoom(q, from, r)
+	case from <= known[1] && r > known[1]:
+		ix.rememberNoRoom(q, known[0], r)
 	}
 	return r
+}
+
+func (ix *roomIndex) rememberNoRoom(q roomQuery, lo, hi int) {
+	if ix.noRoom == nil {
+		ix.noRoom = map[roomQuery][2]int{}
+	}
+	ix.noRoom[q] = [2]int{lo, hi}
 }
