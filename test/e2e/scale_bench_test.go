@@ -392,6 +392,7 @@ func fleetDeployments(pods, perDeployment int32) []*appsv1.Deployment {
 // envInt reads a whole number from the environment variable name (def when it is unset) and
 // stops the benchmark, naming the variable and the range, when it is not one from low to high.
 func envInt(b *testing.B, name string, def, low, high int, unit string) int {
+	b.Helper()
 	s := os.Getenv(name)
 	if s == "" {
 		return def
