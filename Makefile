@@ -58,8 +58,8 @@ vet:
 # the disruption orchestration queue, the event deduper, the AWS emulator, the
 # TTL cache, the pricing provider, and the interruption queue and controller.
 RACE_PKGS := ./pkg/state ./pkg/controllers/provisioning ./pkg/controllers/disrupter/orchestration \
-	./pkg/events ./pkg/awsemulator ./pkg/cloudprovider/aws/internal/ttlcache ./pkg/cloudprovider/aws/pricing \
-	./pkg/cloudprovider/aws/sqs ./pkg/cloudprovider/aws/controllers/interruption
+	./pkg/events ./pkg/awsemulator ./pkg/providers/aws/internal/ttlcache ./pkg/providers/aws/pricing \
+	./pkg/providers/aws/sqs ./pkg/providers/aws/controllers/interruption
 
 # The end-to-end tests mostly wait (grace periods, consolidateAfter, node
 # registration, injected AWS faults), each on its own local cluster: four at a

@@ -31,7 +31,7 @@ fi
 
 # Tables generated from the instance type facts file (the AWS emulator's copy):
 # VPC limits and network bandwidth of the instance types, static on-demand prices.
-go generate ./pkg/cloudprovider/aws/instancetype ./pkg/cloudprovider/aws/pricing
+go generate ./pkg/providers/aws/instancetype ./pkg/providers/aws/pricing
 
 # The AWS instance types reference page, computed by the provider against the
 # in-process AWS emulator.

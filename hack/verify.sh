@@ -20,7 +20,7 @@ while IFS= read -r f; do
 		stale+=("$rel")
 	fi
 done < <(find "$scratch/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '*/crds/*.yaml' \) -type f;
-	find "$scratch/pkg/cloudprovider/aws" -name 'zz_generated.*.go' -type f;
+	find "$scratch/pkg/providers/aws" -name 'zz_generated.*.go' -type f;
 	echo "$scratch/docs/aws-instance-types.md";
 	find "$scratch/charts/karpenter/crds" "$scratch/charts/karpenter-crd/templates" -name '*.yaml' -type f)
 # Generated files that exist in the tree but would no longer be generated.

@@ -2,7 +2,7 @@
 // place, launches NodeClaims for them through a cloud provider, and manages the
 // NodeClaims' lifecycle. Settings are flags with upstream's environment variables
 // as defaults (pkg/operator/options for the core's, each provider's own);
-// --cloud-provider picks one of the providers pkg/cloudprovider/providers lists.
+// --cloud-provider picks one of the providers pkg/providers lists.
 package main
 
 import (
@@ -18,10 +18,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/providers"
 	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/operator"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/providers"
 	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/webhook/conversion"
 )

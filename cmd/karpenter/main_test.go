@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws"
 )
 
 // TestAWSNeedsAClusterName: choosing aws without CLUSTER_NAME stops start-up

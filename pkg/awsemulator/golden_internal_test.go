@@ -12,7 +12,7 @@ import (
 )
 
 // TestGoldenUserDataBecomesTheExpectedNode reads every golden file the user data
-// generator (pkg/cloudprovider/aws/amifamily/bootstrap) writes as the emulator's node
+// generator (pkg/providers/aws/amifamily/bootstrap) writes as the emulator's node
 // bootstrap does, and checks the Node it would register: the generator and the
 // emulator agree on every family and kubelet setting.
 func TestGoldenUserDataBecomesTheExpectedNode(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 
 // Provider is how a cloud provider plugs into the operator. Each provider
 // package exposes one constructor returning its Provider (e.g.
-// kwok.NewProvider), and the registry (pkg/cloudprovider/providers) lists
+// kwok.NewProvider), and the registry (pkg/providers) lists
 // them; --cloud-provider picks one by Name. A Provider value holds its own
 // parsed settings, so the registry builds fresh values for every parse.
 type Provider interface {

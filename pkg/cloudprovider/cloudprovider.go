@@ -1,13 +1,13 @@
 // Package cloudprovider is the contract between Karpenter's controllers and the
-// infrastructure that runs nodes. Nothing outside pkg/cloudprovider/<name> and
-// the registry that lists them (pkg/cloudprovider/providers) knows which
+// infrastructure that runs nodes. Nothing outside pkg/providers/<name> and
+// the registry that lists them (pkg/providers) knows which
 // provider is in use: controllers hold a CloudProvider and act through it.
 //
 // A provider plugs in as one Bundle (bundle.go): its CloudProvider, its own
 // controllers, its well-known labels and NodeClass label, built by a Provider
 // that also owns the provider's settings. Adding a provider is a package
-// pkg/cloudprovider/<name> with a constructor returning its Provider, and one
-// line in pkg/cloudprovider/providers.
+// pkg/providers/<name> with a constructor returning its Provider, and one
+// line in pkg/providers.
 package cloudprovider
 
 import (

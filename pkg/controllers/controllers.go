@@ -53,7 +53,7 @@ type Deps struct {
 	// Cluster is the in-memory cluster state; Register adds the informers
 	// that feed it.
 	Cluster *state.Cluster
-	// Bundle is the chosen cloud provider's (pkg/cloudprovider/providers).
+	// Bundle is the chosen cloud provider's (pkg/providers).
 	Bundle *cloudprovider.Bundle
 }
 

@@ -12,8 +12,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/providers"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/providers"
 )
 
 func TestLint(t *testing.T) {

@@ -29,8 +29,8 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 

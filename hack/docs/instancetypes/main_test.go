@@ -43,7 +43,7 @@ func TestCommittedPageIsUpToDate(t *testing.T) {
 }
 
 // The page lists every type once, with the figures the capacity math gives
-// (m5.large: worked out in pkg/cloudprovider/aws/instancetype/capacity_test.go).
+// (m5.large: worked out in pkg/providers/aws/instancetype/capacity_test.go).
 func TestPageContent(t *testing.T) {
 	page := string(generate(t))
 	if n := strings.Count(page, "\n### `"); n != 1363 {

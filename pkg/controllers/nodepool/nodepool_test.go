@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
+	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 

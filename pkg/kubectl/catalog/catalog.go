@@ -15,8 +15,8 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
+	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 )
 
 type offeringKey struct{ instanceType, zone, capacityType string }

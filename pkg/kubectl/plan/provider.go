@@ -11,13 +11,13 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	awscp "github.com/karpenter-go/karpenter/pkg/cloudprovider/aws"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/httpclient"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/instancetype"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/pricing"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/aws/settings"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
+	awscp "github.com/karpenter-go/karpenter/pkg/providers/aws"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
+	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 )
 
 // CloudProvider picks the provider the snapshot's NodePools use, by their

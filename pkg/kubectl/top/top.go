@@ -18,9 +18,9 @@ import (
 
 	"golang.org/x/term"
 
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/catalog"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/kubeflags"
+	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 )
 
 const usageText = `Usage: kubectl karpenter top [--once] [--min-interval DURATION] [--stats]

@@ -43,7 +43,7 @@ func DefaultFeatureGates() map[string]bool {
 // live in its package (see pkg/cloudprovider.Provider).
 type Options struct {
 	// CloudProvider names the provider --cloud-provider (CLOUD_PROVIDER) chose.
-	// The flag belongs to the provider registry (pkg/cloudprovider/providers),
+	// The flag belongs to the provider registry (pkg/providers),
 	// which knows the names, and writes the choice here.
 	CloudProvider                    string
 	ClusterName                      string

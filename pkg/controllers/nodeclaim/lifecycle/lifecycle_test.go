@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
+	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 

@@ -16,8 +16,8 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider/kwok"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
+	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 )
 
 // Now is the time plans in tests are made at.

@@ -1,0 +1,451 @@
+package amifamily
+
+import (
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily/bootstrap"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// LaunchOptions: what a launch template needs from outside the EC2NodeClass.
+type LaunchOptions struct {
+	ClusterName      string
+	ClusterEndpoint  string            // https://...
+	ClusterCABundle  string            // base64 PEM, may be ""
+	ClusterCIDR      string            // service CIDR, e.g. "10.100.0.0/16" (AL2023's NodeConfig needs it)
+	KubeDNSIP        string            // e.g. "10.100.0.10" ("" = family default)
+	InstanceProfile  string            // name (nc.Status.InstanceProfile)
+	SecurityGroupIDs []string          // nc.Status.SecurityGroups ids
+	Tags             map[string]string // for the LT and its instance/volume/network-interface tag specs
+	Labels           map[string]string // node labels the kubelet registers with
+	Taints           []corev1.Taint    // NodeClaim spec taints + startupTaints + karpenter.sh/unregistered:NoExecute
+	NodeClassName    string
+}
+
+// LaunchTemplate: one resolved option set = one EC2 launch template.
+type LaunchTemplate struct {
+	LaunchOptions
+	ImageID                  string
+	UserData                 string                      // plain text; the launchtemplate package base64-encodes
+	BlockDeviceMappings      []*awsv1.BlockDeviceMapping // family defaults when the class has none
+	MetadataOptions          *awsv1.MetadataOptions      // class value or v1 default
+	DetailedMonitoring       bool
+	AssociatePublicIPAddress *bool
+	InstanceStorePolicy      *awsv1.InstanceStorePolicy
+	EFACount                 int
+	CapacityType             string                     // karpenter.sh/capacity-type value
+	InstanceTypes            []*scheduling.InstanceType // the subset launchable with this template
+	// CapacityReservationID is set when CapacityType is reserved: the
+	// template launches into this reservation (one template per reservation,
+	// as upstream), of CapacityReservationType (default or capacity-block).
+	CapacityReservationID   string
+	CapacityReservationType awsv1.CapacityReservationType
+}
+
+// Resolver turns an EC2NodeClass, a NodeClaim and candidate instance types
+// into launch template option sets. It is pure: everything it needs comes in
+// through its arguments.
+type Resolver struct{}
+
+// NewResolver returns a Resolver.
+func NewResolver() *Resolver { return &Resolver{} }
+
+// Resolve groups instanceTypes by AMI (the newest image of nc.Status.AMIs
+// whose requirements the type meets), then by max pods when the family
+// writes max-pods into user data (each group's kubelet gets its own
+// --max-pods), then by EFA count when the NodeClaim requests EFA devices:
+// one LaunchTemplate per group (and, for capacity type reserved, per
+// capacity reservation of the group's available offerings the NodeClaim
+// allows), in a stable order (AMIs in status order,
+// groups in the order their first instance type appears). Instance types no
+// AMI fits are left out; when none fits, the error names the class, its AMIs
+// with their requirements, and why the first instance type does not fit.
+func (r *Resolver) Resolve(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, instanceTypes []*scheduling.InstanceType, capacityType string, opts LaunchOptions) ([]*LaunchTemplate, error) {
+	if nc == nil || nodeClaim == nil {
+		return nil, fmt.Errorf("resolving launch templates: EC2NodeClass and NodeClaim are required")
+	}
+	family := ForNodeClass(nc)
+	if len(nc.Status.AMIs) == 0 {
+		return nil, fmt.Errorf("EC2NodeClass %q has no AMIs in status.amis: its amiSelectorTerms matched no image or were not resolved yet", nc.Name)
+	}
+	if len(instanceTypes) == 0 {
+		return nil, fmt.Errorf("EC2NodeClass %q: no instance types to launch", nc.Name)
+	}
+	if family.Name != awsv1.AMIFamilyCustom && (opts.ClusterName == "" || opts.ClusterEndpoint == "") {
+		return nil, fmt.Errorf("EC2NodeClass %q: %s user data needs the cluster name and API server endpoint (CLUSTER_NAME %q, CLUSTER_ENDPOINT %q)", nc.Name, family.Name, opts.ClusterName, opts.ClusterEndpoint)
+	}
+	groups, err := mapToAMIs(nc, instanceTypes)
+	if err != nil {
+		return nil, err
+	}
+
+	opts = completeOptions(nc, nodeClaim, capacityType, opts, family)
+	_, wantsEFA := nodeClaim.Spec.Resources.Requests[awsv1.ResourceEFA]
+	writesMaxPods := family.Name != awsv1.AMIFamilyCustom
+
+	var out []*LaunchTemplate
+	claimReqs := claimRequirements(nodeClaim)
+	for _, g := range groups {
+		type key struct {
+			maxPods, efa int64
+			// reservations are "id=type" joined by commas (a string keeps
+			// the key comparable).
+			reservations string
+		}
+		var order []key
+		byKey := map[key][]*scheduling.InstanceType{}
+		for _, it := range g.instanceTypes {
+			var k key
+			if writesMaxPods {
+				k.maxPods = podsOf(it)
+			}
+			if wantsEFA {
+				q := it.Capacity[awsv1.ResourceEFA]
+				k.efa = q.Value()
+			}
+			if capacityType == v1.CapacityTypeReserved {
+				k.reservations = reservationsOf(it, claimReqs)
+			}
+			if _, ok := byKey[k]; !ok {
+				order = append(order, k)
+			}
+			byKey[k] = append(byKey[k], it)
+		}
+		for _, k := range order {
+			lt, err := r.launchTemplate(nc, family, g.amiID, k.maxPods, int(k.efa), writesMaxPods, capacityType, opts, byKey[k])
+			if err != nil {
+				return nil, err
+			}
+			if k.reservations == "" {
+				out = append(out, lt)
+				continue
+			}
+			// One template per reservation: a launch template targets one.
+			for _, res := range strings.Split(k.reservations, ",") {
+				id, typ, _ := strings.Cut(res, "=")
+				cp := *lt
+				cp.CapacityReservationID = id
+				cp.CapacityReservationType = awsv1.CapacityReservationType(typ)
+				out = append(out, &cp)
+			}
+		}
+	}
+	return out, nil
+}
+
+func claimRequirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
+	reqs := make([]corev1.NodeSelectorRequirement, 0, len(nodeClaim.Spec.Requirements))
+	for _, r := range nodeClaim.Spec.Requirements {
+		reqs = append(reqs, corev1.NodeSelectorRequirement{Key: r.Key, Operator: r.Operator, Values: r.Values})
+	}
+	return scheduling.FromNodeSelectorRequirements(reqs...)
+}
+
+// reservationsOf lists the reservations of the type's available reserved
+// offerings that the NodeClaim allows, as sorted "id=type" pairs.
+func reservationsOf(it *scheduling.InstanceType, claimReqs scheduling.Requirements) string {
+	var out []string
+	for _, o := range it.Offerings {
+		if o.CapacityType != v1.CapacityTypeReserved || !o.Available || claimReqs.Intersects(o.Requirements) != nil {
+			continue
+		}
+		id, ok := o.Requirements.Get(awsv1.LabelCapacityReservationID)
+		if !ok {
+			continue
+		}
+		idValue, ok := id.Single()
+		if !ok {
+			continue
+		}
+		typ := string(awsv1.CapacityReservationTypeDefault)
+		if t, ok := o.Requirements.Get(awsv1.LabelCapacityReservationType); ok {
+			if v, ok := t.Single(); ok {
+				typ = v
+			}
+		}
+		out = append(out, idValue+"="+typ)
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
+}
+
+func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID string, maxPods int64, efa int, writesMaxPods bool, capacityType string, opts LaunchOptions, its []*scheduling.InstanceType) (*LaunchTemplate, error) {
+	kubelet := &awsv1.KubeletConfiguration{}
+	if nc.Spec.Kubelet != nil {
+		kubelet = nc.Spec.Kubelet.DeepCopy()
+	}
+	// The instance type's pods capacity already is min(maxPods, podsPerCore
+	// x vCPUs) or the ENI limit; passing it keeps the kubelet and Karpenter's
+	// scheduling in agreement.
+	if kubelet.MaxPods == nil && writesMaxPods && maxPods > 0 {
+		kubelet.MaxPods = ptr.To(int32(maxPods))
+	}
+	if len(kubelet.ClusterDNS) == 0 && opts.KubeDNSIP != "" {
+		kubelet.ClusterDNS = []string{opts.KubeDNSIP}
+	}
+	userData, err := bootstrap.Generate(family.Name, bootstrap.Options{
+		ClusterName:         opts.ClusterName,
+		ClusterEndpoint:     opts.ClusterEndpoint,
+		CABundle:            opts.ClusterCABundle,
+		ClusterCIDR:         opts.ClusterCIDR,
+		Kubelet:             kubelet,
+		Labels:              opts.Labels,
+		Taints:              opts.Taints,
+		CustomUserData:      ptr.Deref(nc.Spec.UserData, ""),
+		InstanceStorePolicy: nc.Spec.InstanceStorePolicy,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %q: generating %s user data: %w", nc.Name, family.Name, err)
+	}
+	if len(userData) > MaxUserDataBytes {
+		return nil, fmt.Errorf("EC2NodeClass %q: %s user data is %d bytes, more than EC2's limit of %d; shorten spec.userData", nc.Name, family.Name, len(userData), MaxUserDataBytes)
+	}
+	lt := &LaunchTemplate{
+		LaunchOptions:            opts,
+		ImageID:                  amiID,
+		UserData:                 userData,
+		BlockDeviceMappings:      BlockDeviceMappings(nc, family),
+		MetadataOptions:          MetadataOptions(nc.Spec.MetadataOptions, opts.KubeDNSIP),
+		DetailedMonitoring:       ptr.Deref(nc.Spec.DetailedMonitoring, false),
+		AssociatePublicIPAddress: nc.Spec.AssociatePublicIPAddress,
+		InstanceStorePolicy:      nc.Spec.InstanceStorePolicy,
+		EFACount:                 efa,
+		CapacityType:             capacityType,
+		InstanceTypes:            its,
+	}
+	return lt, nil
+}
+
+// MaxUserDataBytes is EC2's limit on user data, counted before base64.
+const MaxUserDataBytes = 16 * 1024
+
+func podsOf(it *scheduling.InstanceType) int64 {
+	q, ok := it.Capacity[corev1.ResourcePods]
+	if !ok {
+		return 0
+	}
+	return q.Value()
+}
+
+// completeOptions fills what the caller left empty from the class's status,
+// and computes the labels and taints the kubelet registers with.
+func completeOptions(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, capacityType string, opts LaunchOptions, family *Family) LaunchOptions {
+	if opts.InstanceProfile == "" {
+		opts.InstanceProfile = nc.Status.InstanceProfile
+	}
+	if len(opts.SecurityGroupIDs) == 0 {
+		for _, sg := range nc.Status.SecurityGroups {
+			opts.SecurityGroupIDs = append(opts.SecurityGroupIDs, sg.ID)
+		}
+	}
+	if opts.NodeClassName == "" {
+		opts.NodeClassName = nc.Name
+	}
+	opts.Labels = NodeLabels(opts.Labels, nodeClaim.Labels, capacityType)
+	opts.Taints = NodeTaints(opts.Taints, nodeClaim)
+	return opts
+}
+
+// NodeLabels are the labels a node registers with: the given ones, the
+// NodeClaim's and the capacity type, minus those the NodeRestriction
+// admission plugin forbids a kubelet to set on itself (the kubernetes.io and
+// k8s.io domains and their sub-domains, node-restriction.kubernetes.io
+// included); Karpenter adds those to the Node after it registers.
+func NodeLabels(given, nodeClaimLabels map[string]string, capacityType string) map[string]string {
+	out := map[string]string{}
+	for _, m := range []map[string]string{given, nodeClaimLabels} {
+		for k, v := range m {
+			if !kubeletForbiddenLabel(k) {
+				out[k] = v
+			}
+		}
+	}
+	if capacityType != "" {
+		out[v1.CapacityTypeLabelKey] = capacityType
+	}
+	return out
+}
+
+func kubeletForbiddenLabel(key string) bool {
+	domain, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, d := range []string{"kubernetes.io", "k8s.io"} {
+		if domain == d || strings.HasSuffix(domain, "."+d) {
+			return true
+		}
+	}
+	return false
+}
+
+// NodeTaints are the taints a node registers with: the given ones, the
+// NodeClaim's taints and startup taints (duplicates dropped), and
+// karpenter.sh/unregistered:NoExecute unless already present, which keeps
+// pods off the node until Karpenter has synced its labels and taints.
+func NodeTaints(given []corev1.Taint, nodeClaim *v1.NodeClaim) []corev1.Taint {
+	var out []corev1.Taint
+	seen := map[string]bool{}
+	add := func(ts []corev1.Taint) {
+		for _, t := range ts {
+			id := t.Key + "=" + t.Value + ":" + string(t.Effect)
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			out = append(out, corev1.Taint{Key: t.Key, Value: t.Value, Effect: t.Effect})
+		}
+	}
+	add(given)
+	add(nodeClaim.Spec.Taints)
+	add(nodeClaim.Spec.StartupTaints)
+	for _, t := range out {
+		if t.MatchTaint(&v1.UnregisteredNoExecuteTaint) {
+			return out
+		}
+	}
+	return append(out, v1.UnregisteredNoExecuteTaint)
+}
+
+type amiGroup struct {
+	amiID         string
+	instanceTypes []*scheduling.InstanceType
+}
+
+// mapToAMIs gives each instance type the first AMI of status.amis (newest
+// first) whose requirements it meets, preferring non-deprecated images. The
+// result follows the status order of the AMIs.
+func mapToAMIs(nc *awsv1.EC2NodeClass, instanceTypes []*scheduling.InstanceType) ([]amiGroup, error) {
+	amis := make([]awsv1.AMI, 0, len(nc.Status.AMIs))
+	for _, deprecated := range []bool{false, true} {
+		for _, a := range nc.Status.AMIs {
+			if a.Deprecated == deprecated {
+				amis = append(amis, a)
+			}
+		}
+	}
+	reqs := make([]scheduling.Requirements, len(amis))
+	for i, a := range amis {
+		reqs[i] = scheduling.FromNodeSelectorRequirements(a.Requirements...)
+	}
+	index := map[string]int{}
+	var groups []amiGroup
+	var firstErr error
+	for _, it := range instanceTypes {
+		for i, a := range amis {
+			err := it.Requirements.Compatible(reqs[i], nil)
+			if err != nil {
+				if firstErr == nil {
+					firstErr = fmt.Errorf("instance type %s, AMI %s: %w", it.Name, a.ID, err)
+				}
+				continue
+			}
+			g, ok := index[a.ID]
+			if !ok {
+				g = len(groups)
+				index[a.ID] = g
+				groups = append(groups, amiGroup{amiID: a.ID})
+			}
+			groups[g].instanceTypes = append(groups[g].instanceTypes, it)
+			break
+		}
+	}
+	if len(groups) == 0 {
+		return nil, fmt.Errorf("EC2NodeClass %q: none of the %d instance types (%s) meets the requirements of any AMI in status.amis [%s] (%v)",
+			nc.Name, len(instanceTypes), instanceTypeNames(instanceTypes, 5), describeAMIs(amis), firstErr)
+	}
+	// Launch templates follow the status order of their AMIs.
+	pos := map[string]int{}
+	for i, a := range nc.Status.AMIs {
+		if _, ok := pos[a.ID]; !ok {
+			pos[a.ID] = i
+		}
+	}
+	sort.SliceStable(groups, func(i, j int) bool { return pos[groups[i].amiID] < pos[groups[j].amiID] })
+	return groups, nil
+}
+
+func instanceTypeNames(its []*scheduling.InstanceType, max int) string {
+	names := make([]string, 0, max)
+	for i, it := range its {
+		if i == max {
+			names = append(names, fmt.Sprintf("and %d more", len(its)-max))
+			break
+		}
+		names = append(names, it.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+func describeAMIs(amis []awsv1.AMI) string {
+	parts := make([]string, 0, len(amis))
+	for _, a := range amis {
+		parts = append(parts, a.ID+" requires "+scheduling.FromNodeSelectorRequirements(a.Requirements...).String())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// BlockDeviceMappings are the class's mappings, or the family's defaults
+// when it has none (AL2/AL2023/Custom /dev/xvda 20Gi, Bottlerocket /dev/xvda
+// 4Gi + /dev/xvdb 20Gi, Windows /dev/sda1 50Gi; gp3, encrypted). Copies, so
+// callers may change them.
+func BlockDeviceMappings(nc *awsv1.EC2NodeClass, family *Family) []*awsv1.BlockDeviceMapping {
+	var out []*awsv1.BlockDeviceMapping
+	if len(nc.Spec.BlockDeviceMappings) > 0 {
+		for _, m := range nc.Spec.BlockDeviceMappings {
+			if m != nil {
+				out = append(out, m.DeepCopy())
+			}
+		}
+		return out
+	}
+	for i := range family.DefaultBlockDeviceMappings {
+		out = append(out, family.DefaultBlockDeviceMappings[i].DeepCopy())
+	}
+	return out
+}
+
+// Defaults of the instance metadata service, as the v1 API defaults them:
+// IMDSv2 tokens required and one hop, so pods cannot reach the node's
+// credentials.
+const (
+	DefaultHTTPEndpoint            = "enabled"
+	DefaultHTTPProtocolIPv6        = "disabled"
+	DefaultHTTPPutResponseHopLimit = int64(1)
+	DefaultHTTPTokens              = "required"
+)
+
+// MetadataOptions is the class's metadataOptions with unset fields set to
+// the v1 defaults; in an IPv6 cluster (kube DNS on an IPv6 address) the
+// IPv6 endpoint is enabled by default, as upstream does.
+func MetadataOptions(mo *awsv1.MetadataOptions, kubeDNSIP string) *awsv1.MetadataOptions {
+	out := &awsv1.MetadataOptions{}
+	if mo != nil {
+		out = mo.DeepCopy()
+	}
+	if out.HTTPEndpoint == nil {
+		out.HTTPEndpoint = ptr.To(DefaultHTTPEndpoint)
+	}
+	if out.HTTPProtocolIPv6 == nil {
+		v := DefaultHTTPProtocolIPv6
+		if ip := net.ParseIP(kubeDNSIP); ip != nil && ip.To4() == nil {
+			v = "enabled"
+		}
+		out.HTTPProtocolIPv6 = ptr.To(v)
+	}
+	if out.HTTPPutResponseHopLimit == nil {
+		out.HTTPPutResponseHopLimit = ptr.To(DefaultHTTPPutResponseHopLimit)
+	}
+	if out.HTTPTokens == nil {
+		out.HTTPTokens = ptr.To(DefaultHTTPTokens)
+	}
+	return out
+}

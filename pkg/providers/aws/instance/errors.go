@@ -1,0 +1,130 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// unfulfillable are the fleet error codes that say a pool has no capacity
+// for us now (upstream's list): the offering is taken out of launches for a
+// while and the NodeClaim is retried elsewhere.
+var unfulfillable = map[string]bool{
+	"InsufficientInstanceCapacity":      true,
+	"MaxSpotInstanceCountExceeded":      true,
+	"VcpuLimitExceeded":                 true,
+	"UnfulfillableCapacity":             true,
+	"Unsupported":                       true,
+	"InsufficientFreeAddressesInSubnet": true,
+	"MaxFleetCountExceeded":             true,
+	"ReservationCapacityExceeded":       true,
+}
+
+const (
+	codeSubnetFull            = "InsufficientFreeAddressesInSubnet"
+	codeSpotServiceLinkedRole = "AuthFailure.ServiceLinkedRoleCreationNotPermitted"
+)
+
+// IsUnfulfillableCapacity reports a fleet error code that means no capacity.
+func IsUnfulfillableCapacity(code string) bool { return unfulfillable[code] }
+
+func isLaunchTemplateNotFound(err error) bool {
+	var fe *fleetErrors
+	if errors.As(err, &fe) {
+		for _, e := range fe.errs {
+			if launchTemplateNotFoundCode(aws.ToString(e.ErrorCode)) {
+				return true
+			}
+		}
+		return false
+	}
+	return launchTemplateNotFoundCode(awserr.Code(err))
+}
+
+func launchTemplateNotFoundCode(code string) bool {
+	return code == "InvalidLaunchTemplateName.NotFoundException" || code == "InvalidLaunchTemplateId.NotFound"
+}
+
+// markUnavailable records the pools the fleet could not fill.
+func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFleetError, capacityType string, subnets map[string]subnet.Subnet) {
+	for _, e := range errs {
+		code := aws.ToString(e.ErrorCode)
+		var it, zone string
+		if lto := e.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
+			it = string(lto.Overrides.InstanceType)
+			zone = aws.ToString(lto.Overrides.AvailabilityZone)
+			if zone == "" {
+				for z, s := range subnets {
+					if s.ID == aws.ToString(lto.Overrides.SubnetId) {
+						zone = z
+					}
+				}
+			}
+		}
+		switch {
+		case code == codeSpotServiceLinkedRole && capacityType == scheduling.CapacityTypeSpot:
+			// Spot cannot be used until the role exists: every spot offering.
+			p.unavailable.MarkCapacityTypeUnavailable(scheduling.CapacityTypeSpot)
+		case code == codeSubnetFull && zone != "":
+			// The zone's chosen subnet is full: every offering there, whatever
+			// the type, until the subnets are read again.
+			p.unavailable.MarkZoneUnavailable(zone)
+			p.subnets.Invalidate()
+		case unfulfillable[code] && it != "" && zone != "":
+			p.unavailable.MarkUnavailable(capacityType, it, zone)
+		default:
+			continue
+		}
+		log.FromContext(ctx).V(1).Info("offering unavailable", "code", code, "capacityType", capacityType, "instanceType", it, "zone", zone)
+	}
+}
+
+// fleetErrors are the errors of a fleet that launched nothing.
+type fleetErrors struct{ errs []ec2types.CreateFleetError }
+
+func (f *fleetErrors) Error() string {
+	seen := map[string]bool{}
+	var parts []string
+	for _, e := range f.errs {
+		s := aws.ToString(e.ErrorCode) + ": " + aws.ToString(e.ErrorMessage)
+		if !seen[s] {
+			seen[s] = true
+			parts = append(parts, s)
+		}
+	}
+	sort.Strings(parts)
+	if len(parts) > 5 {
+		parts = append(parts[:5], fmt.Sprintf("and %d more", len(parts)-5))
+	}
+	return "creating fleet: " + strings.Join(parts, "; ")
+}
+
+// fleetError classifies a fleet that launched nothing: capacity errors only
+// is insufficient capacity (retry elsewhere), anything else a launch failure.
+func fleetError(errs []ec2types.CreateFleetError, capacityType string) error {
+	fe := &fleetErrors{errs: errs}
+	if len(errs) == 0 {
+		return cloudprovider.NewInsufficientCapacityError(fmt.Errorf("creating fleet: no %s instance launched and no error reported", capacityType))
+	}
+	if isLaunchTemplateNotFound(fe) {
+		return fe
+	}
+	for _, e := range errs {
+		code := aws.ToString(e.ErrorCode)
+		if !unfulfillable[code] && code != codeSpotServiceLinkedRole {
+			return cloudprovider.NewCreateError(fe, "FleetCreationFailed", fe.Error())
+		}
+	}
+	return cloudprovider.NewInsufficientCapacityError(fe)
+}

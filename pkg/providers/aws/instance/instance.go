@@ -1,0 +1,336 @@
+package instance
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/batcher"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// Instance is an EC2 instance as Karpenter sees it.
+type Instance struct {
+	ID, Type, ImageID, Zone, CapacityType, SubnetID, State, PrivateDNSName, CapacityReservationID string
+	SecurityGroupIDs                                                                              []string
+	LaunchTime                                                                                    time.Time
+	Tags                                                                                          map[string]string
+}
+
+// ProviderID is aws:///<zone>/<id>.
+func (i *Instance) ProviderID() string { return fmt.Sprintf("aws:///%s/%s", i.Zone, i.ID) }
+
+// ParseProviderID returns the instance id of aws:///<zone>/<id>.
+func ParseProviderID(providerID string) (string, error) {
+	rest, ok := strings.CutPrefix(providerID, "aws:///")
+	if !ok {
+		return "", fmt.Errorf("providerID %q is not of the form aws:///<zone>/<instance-id>", providerID)
+	}
+	id := rest[strings.LastIndex(rest, "/")+1:]
+	if !strings.HasPrefix(id, "i-") || len(id) < 3 {
+		return "", fmt.Errorf("providerID %q is not of the form aws:///<zone>/<instance-id>", providerID)
+	}
+	return id, nil
+}
+
+// MaxInstanceTypes is the most instance types one launch offers EC2 (upstream's).
+const MaxInstanceTypes = 60
+
+// Options configure a Provider.
+type Options struct {
+	ClusterName string
+	// Batch windows of CreateFleet, DescribeInstances and TerminateInstances
+	// (zero = the batcher's defaults).
+	Batch batcher.Options
+}
+
+// Provider launches, describes and terminates instances. Safe for concurrent use.
+type Provider struct {
+	ec2         *ec2.Client
+	batch       *batcher.EC2
+	lts         *launchtemplate.Provider
+	subnets     *subnet.Provider
+	unavailable *instancetype.UnavailableOfferings
+	clk         clock.Clock
+	opts        Options
+}
+
+// NewProvider returns a Provider.
+func NewProvider(ec2api *ec2.Client, lts *launchtemplate.Provider, subnets *subnet.Provider, unavailable *instancetype.UnavailableOfferings, clk clock.Clock, opts Options) *Provider {
+	return &Provider{ec2: ec2api, batch: batcher.NewEC2(ec2api, opts.Batch), lts: lts, subnets: subnets, unavailable: unavailable, clk: clk, opts: opts}
+}
+
+// Requirements of a NodeClaim as scheduling requirements.
+func Requirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
+	reqs := make([]scheduling.Requirement, 0, len(nodeClaim.Spec.Requirements))
+	for _, r := range nodeClaim.Spec.Requirements {
+		req := scheduling.NewRequirement(r.Key, r.Operator, r.Values...)
+		req.MinValues = r.MinValues
+		reqs = append(reqs, req)
+	}
+	return scheduling.NewRequirements(reqs...)
+}
+
+// Create launches one instance for nodeClaim with one of instanceTypes. tags
+// go on the instance, its volumes and the fleet. A launch no offering could
+// serve is an *cloudprovider.InsufficientCapacityError.
+func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, tags map[string]string, instanceTypes []*scheduling.InstanceType) (*Instance, error) {
+	reqs := Requirements(nodeClaim)
+	capacityType := CapacityType(reqs, instanceTypes)
+	its := Candidates(reqs, instanceTypes, capacityType)
+	if len(its) == 0 {
+		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no %s offering of %d instance types is available for requirements %s", capacityType, len(instanceTypes), reqs))
+	}
+	if capacityType == scheduling.CapacityTypeOnDemand && len(its) < 5 && reqs.Has(scheduling.LabelCapacityType, scheduling.CapacityTypeSpot) {
+		log.FromContext(ctx).Info("launching on-demand with few instance types: spot was allowed but no spot offering is available", "instanceTypes", len(its))
+	}
+	subnets, err := p.subnets.ZonalSubnets(ctx, nc.Spec.SubnetSelectorTerms)
+	if err != nil {
+		return nil, cloudprovider.NewCreateError(err, "SubnetResolutionFailed", fmt.Sprintf("resolving subnets of EC2NodeClass %q: %v", nc.Name, err))
+	}
+	// Two attempts: a launch template deleted under us is created again once.
+	for attempt := 0; ; attempt++ {
+		inst, lts, err := p.launch(ctx, nc, nodeClaim, reqs, tags, its, capacityType, subnets)
+		if err != nil && attempt == 0 && isLaunchTemplateNotFound(err) {
+			for _, lt := range lts {
+				p.lts.Invalidate(ctx, lt.Name, lt.ID)
+			}
+			continue
+		}
+		return inst, err
+	}
+}
+
+func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, reqs scheduling.Requirements, tags map[string]string,
+	its []*scheduling.InstanceType, capacityType string, subnets map[string]subnet.Subnet) (*Instance, []*launchtemplate.Launch, error) {
+	lts, err := p.lts.EnsureAll(ctx, nc, nodeClaim, its, capacityType, tags)
+	if err != nil {
+		return nil, nil, cloudprovider.NewCreateError(err, "LaunchTemplateCreationFailed", fmt.Sprintf("creating launch templates: %v", err))
+	}
+	in := fleetInput(nc, lts, reqs, tags, capacityType, subnets)
+	if len(in.LaunchTemplateConfigs) == 0 {
+		return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no %s offering of the %d candidate instance types is in a zone with a subnet of EC2NodeClass %q", capacityType, len(its), nc.Name))
+	}
+	out, err := p.batch.CreateFleet(ctx, in)
+	if err != nil {
+		if isLaunchTemplateNotFound(err) {
+			return nil, lts, err
+		}
+		code := awserr.Code(err)
+		if code == codeSpotServiceLinkedRole && capacityType == scheduling.CapacityTypeSpot {
+			// The account cannot create spot's service-linked role: no spot
+			// for a while, on-demand next.
+			p.unavailable.MarkCapacityTypeUnavailable(scheduling.CapacityTypeSpot)
+			return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("creating spot fleet: %w", err))
+		}
+		if unfulfillable[code] {
+			return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("creating fleet: %w", err))
+		}
+		return nil, lts, cloudprovider.NewCreateError(err, "FleetCreationFailed", fmt.Sprintf("creating fleet: %s", awserr.Message(err)))
+	}
+	p.markUnavailable(ctx, out.Errors, capacityType, subnets)
+	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
+		return nil, lts, fleetError(out.Errors, capacityType)
+	}
+	fi := out.Instances[0]
+	inst := &Instance{
+		ID:           fi.InstanceIds[0],
+		Type:         string(fi.InstanceType),
+		CapacityType: capacityType,
+		State:        string(ec2types.InstanceStateNamePending),
+		LaunchTime:   p.clk.Now(),
+		Tags:         tags,
+	}
+	if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
+		inst.Zone = aws.ToString(lto.Overrides.AvailabilityZone)
+		inst.SubnetID = aws.ToString(lto.Overrides.SubnetId)
+		inst.ImageID = aws.ToString(lto.Overrides.ImageId)
+		if inst.Type == "" {
+			inst.Type = string(lto.Overrides.InstanceType)
+		}
+	}
+	if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.LaunchTemplateSpecification != nil {
+		for _, lt := range lts {
+			if lt.Name == aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateName) || lt.ID == aws.ToString(lto.LaunchTemplateSpecification.LaunchTemplateId) {
+				inst.CapacityReservationID = lt.CapacityReservationID
+			}
+		}
+	}
+	if inst.Zone == "" {
+		for z, s := range subnets {
+			if s.ID == inst.SubnetID {
+				inst.Zone = z
+			}
+		}
+	}
+	if inst.SubnetID != "" {
+		p.subnets.ReserveIPs(inst.SubnetID, 1)
+	}
+	// A launch that worked proves the pool has capacity again.
+	p.unavailable.Delete(capacityType, inst.Type, inst.Zone)
+	return inst, lts, nil
+}
+
+// CapacityType chooses as upstream: reserved when the requirements allow it
+// and a reserved offering is available, else spot likewise, else on-demand.
+func CapacityType(reqs scheduling.Requirements, its []*scheduling.InstanceType) string {
+	for _, ct := range []string{scheduling.CapacityTypeReserved, scheduling.CapacityTypeSpot} {
+		if !reqs.Has(scheduling.LabelCapacityType, ct) {
+			continue
+		}
+		for _, it := range its {
+			for i := range it.Offerings {
+				if o := &it.Offerings[i]; o.CapacityType == ct && offeringCompatible(o, reqs) {
+					return ct
+				}
+			}
+		}
+	}
+	return scheduling.CapacityTypeOnDemand
+}
+
+func offeringCompatible(o *scheduling.Offering, reqs scheduling.Requirements) bool {
+	if !o.Available || !reqs.Has(scheduling.LabelZone, o.Zone) || !reqs.Has(scheduling.LabelCapacityType, o.CapacityType) {
+		return false
+	}
+	return o.Requirements.Len() == 0 || reqs.Intersects(o.Requirements) == nil
+}
+
+// Candidates are the instance types with an available offering of
+// capacityType compatible with reqs, cheapest such offering first (ties by
+// name), at most MaxInstanceTypes.
+func Candidates(reqs scheduling.Requirements, its []*scheduling.InstanceType, capacityType string) []*scheduling.InstanceType {
+	type cand struct {
+		it    *scheduling.InstanceType
+		price float64
+	}
+	var cs []cand
+	for _, it := range its {
+		if !reqs.Has(corev1.LabelInstanceTypeStable, it.Name) {
+			continue
+		}
+		best, ok := 0.0, false
+		for i := range it.Offerings {
+			o := &it.Offerings[i]
+			if o.CapacityType == capacityType && offeringCompatible(o, reqs) && (!ok || o.Price < best) {
+				best, ok = o.Price, true
+			}
+		}
+		if ok {
+			cs = append(cs, cand{it, best})
+		}
+	}
+	sort.Slice(cs, func(i, j int) bool {
+		if cs[i].price != cs[j].price {
+			return cs[i].price < cs[j].price
+		}
+		return cs[i].it.Name < cs[j].it.Name
+	})
+	out := make([]*scheduling.InstanceType, 0, min(len(cs), MaxInstanceTypes))
+	for i := 0; i < len(cs) && i < MaxInstanceTypes; i++ {
+		out = append(out, cs[i].it)
+	}
+	return out
+}
+
+// fleetInput is one instant fleet over every (template, instance type, zone)
+// pool. It holds nothing specific to one NodeClaim, so that concurrent
+// launches of the same shape batch into one call.
+func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs scheduling.Requirements, tags map[string]string,
+	capacityType string, subnets map[string]subnet.Subnet) *ec2.CreateFleetInput {
+	var configs []ec2types.FleetLaunchTemplateConfigRequest
+	// One fleet buys one market: capacity blocks and other reservations
+	// do not mix; the first template's kind wins.
+	block := capacityType == scheduling.CapacityTypeReserved && len(lts) > 0 && lts[0].CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock
+	for _, lt := range lts {
+		if capacityType == scheduling.CapacityTypeReserved && (lt.CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock) != block {
+			continue
+		}
+		var overrides []ec2types.FleetLaunchTemplateOverridesRequest
+		for _, it := range lt.InstanceTypes {
+			zones := map[string]bool{}
+			for i := range it.Offerings {
+				o := &it.Offerings[i]
+				if o.CapacityType != capacityType || !offeringCompatible(o, reqs) || zones[o.Zone] {
+					continue
+				}
+				// A reservation's template launches in that reservation's pool only.
+				if lt.CapacityReservationID != "" && !o.Requirements.Has(awsv1.LabelCapacityReservationID, lt.CapacityReservationID) {
+					continue
+				}
+				s, ok := subnets[o.Zone]
+				if !ok {
+					continue
+				}
+				zones[o.Zone] = true
+				overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+					InstanceType:     ec2types.InstanceType(it.Name),
+					SubnetId:         aws.String(s.ID),
+					AvailabilityZone: aws.String(o.Zone),
+					ImageId:          aws.String(lt.ImageID),
+				})
+			}
+		}
+		if len(overrides) == 0 {
+			continue
+		}
+		sort.Slice(overrides, func(i, j int) bool {
+			a, b := overrides[i], overrides[j]
+			if a.InstanceType != b.InstanceType {
+				return a.InstanceType < b.InstanceType
+			}
+			return aws.ToString(a.AvailabilityZone) < aws.ToString(b.AvailabilityZone)
+		})
+		configs = append(configs, ec2types.FleetLaunchTemplateConfigRequest{
+			LaunchTemplateSpecification: &ec2types.FleetLaunchTemplateSpecificationRequest{
+				LaunchTemplateName: aws.String(lt.Name), Version: aws.String("$Latest"),
+			},
+			Overrides: overrides,
+		})
+	}
+	// Reserved capacity is bought as on-demand (or capacity-block) through
+	// templates that target the reservation.
+	fleetCT := ec2types.DefaultTargetCapacityTypeOnDemand
+	switch {
+	case capacityType == scheduling.CapacityTypeSpot:
+		fleetCT = ec2types.DefaultTargetCapacityTypeSpot
+	case block:
+		fleetCT = ec2types.DefaultTargetCapacityTypeCapacityBlock
+	}
+	in := &ec2.CreateFleetInput{
+		Type:                  ec2types.FleetTypeInstant,
+		Context:               nc.Spec.Context,
+		LaunchTemplateConfigs: configs,
+		TargetCapacitySpecification: &ec2types.TargetCapacitySpecificationRequest{
+			DefaultTargetCapacityType: fleetCT,
+			TotalTargetCapacity:       aws.Int32(1),
+		},
+		TagSpecifications: []ec2types.TagSpecification{
+			{ResourceType: ec2types.ResourceTypeInstance, Tags: launchtemplate.EC2Tags(tags)},
+			{ResourceType: ec2types.ResourceTypeVolume, Tags: launchtemplate.EC2Tags(tags)},
+			{ResourceType: ec2types.ResourceTypeFleet, Tags: launchtemplate.EC2Tags(tags)},
+		},
+	}
+	if capacityType == scheduling.CapacityTypeSpot {
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
+	} else {
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
+	}
+	return in
+}

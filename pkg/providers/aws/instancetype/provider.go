@@ -1,0 +1,345 @@
+package instancetype
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"reflect"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/pages"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// CacheTTL is how long EC2's instance types and offerings, and the instance
+// types resolved for a class, are reused (upstream's
+// InstanceTypesZonesAndOfferingsTTL).
+const CacheTTL = 5 * time.Minute
+
+// Options are the operator settings that change instance types.
+type Options struct {
+	// Region of the EC2 API, the topology.kubernetes.io/region label.
+	Region string
+	// VMMemoryOverheadPercent (VM_MEMORY_OVERHEAD_PERCENT, upstream 0.075) is
+	// the share of memory the hypervisor keeps.
+	VMMemoryOverheadPercent float64
+	// ReservedENIs (RESERVED_ENIS, upstream 0) are ENIs kept from the VPC
+	// CNI, lowering the ENI-limited pod count.
+	ReservedENIs int
+}
+
+// Provider lists the instance types an EC2NodeClass can launch. It is safe for
+// concurrent use.
+type Provider struct {
+	ec2         *ec2.Client
+	prices      *pricing.Provider
+	unavailable *UnavailableOfferings
+	clock       clock.Clock
+	opts        Options
+
+	// mu guards the fields below and serialises EC2 refreshes, so that
+	// concurrent callers wait for one DescribeInstanceTypes instead of each
+	// making their own.
+	mu         sync.Mutex
+	infos      []ec2types.InstanceTypeInfo
+	infosAt    time.Time
+	infosSeq   uint64
+	offered    map[string]map[string]bool
+	offeredAt  time.Time
+	offeredSeq uint64
+	resolved   map[string]*resolution
+}
+
+// resolution is what a class resolved to: the price-independent part of every
+// type, and the last list built from it with offerings.
+type resolution struct {
+	expires  time.Time
+	types    []baseType
+	zones    []zone
+	zoneReqs map[string]scheduling.Requirements
+	// reservations are the class's status.capacityReservations.
+	reservations []awsv1.CapacityReservation
+	inZone       map[string]bool
+	// list was built with these sequence numbers of the ICE cache and prices.
+	iceSeq, priceSeq uint64
+	list             []*scheduling.InstanceType
+}
+
+type baseType struct {
+	name          string
+	requirements  scheduling.Requirements
+	capacity      corev1.ResourceList
+	overhead      corev1.ResourceList
+	capacityTypes []string
+	offered       map[string]bool
+}
+
+// NewProvider returns a provider that asks ec2Client about instance types and
+// prices offerings with prices.
+func NewProvider(ec2Client *ec2.Client, prices *pricing.Provider, unavailable *UnavailableOfferings, clk clock.Clock, opts Options) *Provider {
+	return &Provider{ec2: ec2Client, prices: prices, unavailable: unavailable, clock: clk, opts: opts, resolved: map[string]*resolution{}}
+}
+
+// List returns every instance type the class can launch, sorted by name, with
+// one offering per subnet zone and capacity type. The InstanceTypes are shared
+// between callers and must not be modified.
+func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*scheduling.InstanceType, error) {
+	if len(nc.Status.Subnets) == 0 {
+		return nil, fmt.Errorf("EC2NodeClass %q has no resolved subnets (status.subnets is empty), so no zone can be offered", nc.Name)
+	}
+	s, err := newSettings(nc)
+	if err != nil {
+		return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+	}
+	zones := subnetZones(nc.Status.Subnets)
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refresh(ctx); err != nil {
+		return nil, err
+	}
+	now := p.clock.Now()
+	for k, r := range p.resolved {
+		if !now.Before(r.expires) {
+			delete(p.resolved, k)
+		}
+	}
+	key := fmt.Sprintf("%016x-%d-%d", classHash(nc, zones), p.infosSeq, p.offeredSeq)
+	res, ok := p.resolved[key]
+	if !ok {
+		res = p.resolve(s, zones)
+		res.reservations = classReservations(nc)
+		res.inZone = map[string]bool{}
+		for _, z := range zones {
+			res.inZone[z.name] = true
+		}
+		for i := range res.types {
+			res.types[i].requirements = withReservations(res.types[i].requirements, res.types[i].name, res.reservations, res.inZone)
+		}
+		res.expires = now.Add(CacheTTL)
+		p.resolved[key] = res
+	}
+	iceSeq, priceSeq := p.unavailable.SeqNum(), p.prices.SeqNum()
+	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq {
+		res.list = p.withOfferings(res)
+		res.iceSeq, res.priceSeq = iceSeq, priceSeq
+	}
+	return append([]*scheduling.InstanceType(nil), res.list...), nil
+}
+
+// Get returns one instance type of the class, or an error when the class
+// cannot launch it.
+func (p *Provider) Get(ctx context.Context, nc *awsv1.EC2NodeClass, name string) (*scheduling.InstanceType, error) {
+	its, err := p.List(ctx, nc)
+	if err != nil {
+		return nil, err
+	}
+	i := sort.Search(len(its), func(i int) bool { return its[i].Name >= name })
+	if i == len(its) || its[i].Name != name {
+		return nil, fmt.Errorf("instance type %q is not offered by EC2 in %s", name, p.opts.Region)
+	}
+	return its[i], nil
+}
+
+// refresh refetches what is older than CacheTTL. A failed refetch keeps the
+// data known before (logged); it fails only when there is none.
+func (p *Provider) refresh(ctx context.Context) error {
+	now := p.clock.Now()
+	if p.infos == nil || !now.Before(p.infosAt.Add(CacheTTL)) {
+		if err := p.updateInstanceTypes(ctx); err != nil {
+			if p.infos == nil {
+				return err
+			}
+			log.FromContext(ctx).Error(err, "refreshing instance types, using the ones known", "age", now.Sub(p.infosAt))
+		}
+	}
+	if p.offered == nil || !now.Before(p.offeredAt.Add(CacheTTL)) {
+		if err := p.updateOfferings(ctx); err != nil {
+			if p.offered == nil {
+				return err
+			}
+			log.FromContext(ctx).Error(err, "refreshing instance type offerings, using the ones known", "age", now.Sub(p.offeredAt))
+		}
+	}
+	return nil
+}
+
+// updateInstanceTypes describes every HVM x86_64/arm64 instance type.
+func (p *Provider) updateInstanceTypes(ctx context.Context) error {
+	infos, err := pages.Collect(ctx, ec2.NewDescribeInstanceTypesPaginator(p.ec2, &ec2.DescribeInstanceTypesInput{
+		Filters: []ec2types.Filter{
+			{Name: aws.String("supported-virtualization-type"), Values: []string{"hvm"}},
+			{Name: aws.String("processor-info.supported-architecture"), Values: []string{"x86_64", "arm64"}},
+		},
+	}), func(acc []ec2types.InstanceTypeInfo, page *ec2.DescribeInstanceTypesOutput) []ec2types.InstanceTypeInfo {
+		return append(acc, page.InstanceTypes...)
+	})
+	if err != nil {
+		return fmt.Errorf("describing instance types: %w", err)
+	}
+	if len(infos) == 0 {
+		return errors.New("describing instance types: EC2 returned none")
+	}
+	sort.Slice(infos, func(i, j int) bool { return infos[i].InstanceType < infos[j].InstanceType })
+	if !reflect.DeepEqual(infos, p.infos) {
+		p.infos = infos
+		p.infosSeq++
+		log.FromContext(ctx).V(1).Info("discovered instance types", "count", len(infos))
+	}
+	p.infosAt = p.clock.Now()
+	return nil
+}
+
+// updateOfferings learns which zones offer each type.
+func (p *Provider) updateOfferings(ctx context.Context) error {
+	offered := map[string]map[string]bool{}
+	pages := ec2.NewDescribeInstanceTypeOfferingsPaginator(p.ec2, &ec2.DescribeInstanceTypeOfferingsInput{
+		LocationType: ec2types.LocationTypeAvailabilityZone,
+	})
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("describing instance type offerings: %w", err)
+		}
+		for _, o := range page.InstanceTypeOfferings {
+			if o.Location == nil {
+				continue
+			}
+			name := string(o.InstanceType)
+			if offered[name] == nil {
+				offered[name] = map[string]bool{}
+			}
+			offered[name][*o.Location] = true
+		}
+	}
+	if !reflect.DeepEqual(offered, p.offered) {
+		p.offered = offered
+		p.offeredSeq++
+		log.FromContext(ctx).V(1).Info("discovered instance type offerings", "instanceTypes", len(offered))
+	}
+	p.offeredAt = p.clock.Now()
+	return nil
+}
+
+// resolve computes the price-independent part of every type for the class.
+func (p *Provider) resolve(s *settings, zones []zone) *resolution {
+	res := &resolution{zones: zones, zoneReqs: zoneRequirements(zones), types: make([]baseType, 0, len(p.infos))}
+	for i := range p.infos {
+		info := &p.infos[i]
+		if architecture(info) == "" {
+			continue
+		}
+		name := string(info.InstanceType)
+		offered := p.offered[name]
+		var typeZones []zone
+		for _, z := range zones {
+			if offered[z.name] {
+				typeZones = append(typeZones, z)
+			}
+		}
+		c := capacity(info, s, p.opts)
+		var capacityTypes []string
+		for _, uc := range info.SupportedUsageClasses {
+			if uc == ec2types.UsageClassTypeOnDemand || uc == ec2types.UsageClassTypeSpot {
+				capacityTypes = append(capacityTypes, string(uc))
+			}
+		}
+		res.types = append(res.types, baseType{
+			name:          name,
+			requirements:  requirements(info, s, p.opts.Region, typeZones),
+			capacity:      c,
+			overhead:      overhead(info, s, p.opts, c),
+			capacityTypes: capacityTypes,
+			offered:       offered,
+		})
+	}
+	return res
+}
+
+// withOfferings builds the instance types of a resolution with offerings
+// priced and checked against the ICE cache now.
+func (p *Provider) withOfferings(res *resolution) []*scheduling.InstanceType {
+	out := make([]*scheduling.InstanceType, len(res.types))
+	for i := range res.types {
+		b := &res.types[i]
+		out[i] = &scheduling.InstanceType{
+			Name:         b.name,
+			Requirements: b.requirements,
+			Offerings:    p.offeringsOf(b, res),
+			Capacity:     b.capacity,
+			Overhead:     b.overhead,
+		}
+	}
+	return out
+}
+
+// subnetZones lists the distinct zones of the subnets, sorted, with their ids.
+func subnetZones(subnets []awsv1.Subnet) []zone {
+	byName := map[string]string{}
+	for _, s := range subnets {
+		if id, ok := byName[s.Zone]; !ok || id == "" {
+			byName[s.Zone] = s.ZoneID
+		}
+	}
+	out := make([]zone, 0, len(byName))
+	for name, id := range byName {
+		out = append(out, zone{name: name, id: id})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// classHash identifies what of a class shapes its instance types: the AMI
+// family, kubelet, block device mappings, instance store policy, zones and
+// resolved capacity reservations.
+func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
+	type zoneKey struct{ Name, ID string }
+	zk := make([]zoneKey, len(zones))
+	for i, z := range zones {
+		zk[i] = zoneKey{z.name, z.id}
+	}
+	b, err := json.Marshal(struct {
+		Family              string
+		Kubelet             *awsv1.KubeletConfiguration
+		BlockDeviceMappings []*awsv1.BlockDeviceMapping
+		InstanceStorePolicy *awsv1.InstanceStorePolicy
+		Zones               []zoneKey
+		Reservations        []awsv1.CapacityReservation
+	}{nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings, nc.Spec.InstanceStorePolicy, zk, classReservations(nc)})
+	if err != nil {
+		// The spec came from JSON; it always marshals back.
+		panic(fmt.Sprintf("hashing EC2NodeClass %s: %v", nc.Name, err))
+	}
+	h := fnv.New64a()
+	h.Write(b)
+	return h.Sum64()
+}
+
+// offeringsOf lists a type's spot and on-demand offerings and, for a type the
+// class holds reservations for, one reserved offering per reservation. The
+// spot and on-demand offerings of such a type then say that they are in no
+// reservation, so a NodePool asking for a reservation id cannot land on them.
+func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
+	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable)
+	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable)
+	if len(reserved) == 0 {
+		return out
+	}
+	for i := range out {
+		out[i].Requirements = out[i].Requirements.With(scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpDoesNotExist))
+	}
+	return append(out, reserved...)
+}

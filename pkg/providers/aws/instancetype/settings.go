@@ -1,0 +1,149 @@
+package instancetype
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
+)
+
+// Eviction signals that reduce allocatable resources.
+const (
+	signalMemoryAvailable = "memory.available"
+	signalNodeFSAvailable = "nodefs.available"
+)
+
+// settings are the parts of an EC2NodeClass that shape instance types, parsed
+// and checked once per class rather than once per instance type.
+type settings struct {
+	familyName          string
+	family              *amifamily.Family
+	maxPods             *int32
+	podsPerCore         *int32
+	kubeReserved        corev1.ResourceList
+	systemReserved      corev1.ResourceList
+	evictionMemory      *threshold
+	evictionNodeFS      *threshold
+	blockDeviceMappings []*awsv1.BlockDeviceMapping
+	instanceStorePolicy awsv1.InstanceStorePolicy
+}
+
+// threshold is an eviction threshold: an absolute quantity or a percentage of
+// the resource's capacity.
+type threshold struct {
+	quantity resource.Quantity
+	percent  float64
+	relative bool
+}
+
+// of returns the amount the threshold holds back from capacity.
+func (t threshold) of(capacity resource.Quantity) resource.Quantity {
+	if !t.relative {
+		return t.quantity
+	}
+	// The kubelet reads a percentage of the capacity, rounded up to a byte.
+	return *resource.NewQuantity(int64(ceil(capacity.AsApproximateFloat64()/100*t.percent)), resource.BinarySI)
+}
+
+// newSettings parses the class's kubelet block and storage settings. Errors
+// name the offending field, e.g. spec.kubelet.kubeReserved.memory.
+func newSettings(nc *awsv1.EC2NodeClass) (*settings, error) {
+	s := &settings{
+		familyName:          nc.AMIFamily(),
+		blockDeviceMappings: nc.Spec.BlockDeviceMappings,
+	}
+	s.family = familyOf(s.familyName)
+	if nc.Spec.InstanceStorePolicy != nil {
+		s.instanceStorePolicy = *nc.Spec.InstanceStorePolicy
+	}
+	for i, bdm := range nc.Spec.BlockDeviceMappings {
+		if bdm == nil {
+			return nil, fmt.Errorf("spec.blockDeviceMappings[%d]: must not be null", i)
+		}
+	}
+	kc := nc.Spec.Kubelet
+	if kc == nil {
+		return s, nil
+	}
+	s.maxPods, s.podsPerCore = kc.MaxPods, kc.PodsPerCore
+	var err error
+	if s.kubeReserved, err = parseReserved("spec.kubelet.kubeReserved", kc.KubeReserved); err != nil {
+		return nil, err
+	}
+	if s.systemReserved, err = parseReserved("spec.kubelet.systemReserved", kc.SystemReserved); err != nil {
+		return nil, err
+	}
+	if v, ok := kc.EvictionHard[signalMemoryAvailable]; ok {
+		if s.evictionMemory, err = parseThreshold("spec.kubelet.evictionHard."+signalMemoryAvailable, v); err != nil {
+			return nil, err
+		}
+	}
+	if v, ok := kc.EvictionHard[signalNodeFSAvailable]; ok {
+		if s.evictionNodeFS, err = parseThreshold("spec.kubelet.evictionHard."+signalNodeFSAvailable, v); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// parseReserved reads a kubeReserved/systemReserved map. pid is accepted (the
+// kubelet reserves process ids) but is not a node resource the solver tracks.
+func parseReserved(field string, m map[string]string) (corev1.ResourceList, error) {
+	if len(m) == 0 {
+		return nil, nil
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := corev1.ResourceList{}
+	for _, k := range keys {
+		switch corev1.ResourceName(k) {
+		case corev1.ResourceCPU, corev1.ResourceMemory, corev1.ResourceEphemeralStorage:
+		case "pid":
+			continue
+		default:
+			return nil, fmt.Errorf("%s.%s: unknown resource, valid keys are cpu, memory, ephemeral-storage, pid", field, k)
+		}
+		q, err := resource.ParseQuantity(m[k])
+		if err != nil {
+			return nil, fmt.Errorf("%s.%s: %q is not a quantity: %w", field, k, m[k], err)
+		}
+		if q.Sign() < 0 {
+			return nil, fmt.Errorf("%s.%s: %q is negative", field, k, m[k])
+		}
+		out[corev1.ResourceName(k)] = q
+	}
+	return out, nil
+}
+
+// parseThreshold reads an eviction threshold: a quantity (100Mi) or a
+// percentage (10%). 100% disables a threshold in the kubelet, so it holds
+// nothing back.
+func parseThreshold(field, v string) (*threshold, error) {
+	if p, ok := strings.CutSuffix(v, "%"); ok {
+		f, err := strconv.ParseFloat(p, 64)
+		if err != nil || f < 0 || f > 100 {
+			return nil, fmt.Errorf("%s: %q is not a percentage between 0%% and 100%%", field, v)
+		}
+		if f == 100 {
+			f = 0
+		}
+		return &threshold{percent: f, relative: true}, nil
+	}
+	q, err := resource.ParseQuantity(v)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %q is neither a quantity nor a percentage: %w", field, v, err)
+	}
+	if q.Sign() < 0 {
+		return nil, fmt.Errorf("%s: %q is negative", field, v)
+	}
+	return &threshold{quantity: q}, nil
+}

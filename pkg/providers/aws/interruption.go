@@ -1,0 +1,28 @@
+package aws
+
+import (
+	"context"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/interruption"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
+	awssqs "github.com/karpenter-go/karpenter/pkg/providers/aws/sqs"
+)
+
+// interruptionController is the interruption controller on the
+// INTERRUPTION_QUEUE queue, or nothing when no queue is configured (as
+// upstream, interruption handling is then off). Spot interruption warnings
+// mark offerings in unavailable, the instance type provider's cache, so the
+// replacement avoids the reclaimed pool.
+func interruptionController(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, unavailable *instancetype.UnavailableOfferings) cloudprovider.Controller {
+	if opts.InterruptionQueue == "" {
+		return cloudprovider.ControllerFunc(func(context.Context, manager.Manager) error { return nil })
+	}
+	queue := awssqs.NewProvider(sqs.NewFromConfig(cfg), opts.InterruptionQueue)
+	return interruption.NewController(deps.KubeClient, queue, unavailable, deps.Recorder, deps.Clock, interruption.Options{})
+}

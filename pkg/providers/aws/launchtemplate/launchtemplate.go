@@ -1,0 +1,455 @@
+package launchtemplate
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+)
+
+// Launch is one launch template ready for CreateFleet and the instance types
+// that can be launched with it.
+type Launch struct {
+	Name, ID, ImageID string
+	InstanceTypes     []*scheduling.InstanceType
+	// CapacityReservationID is the reservation the template launches into
+	// (capacity type reserved), of CapacityReservationType.
+	CapacityReservationID   string
+	CapacityReservationType awsv1.CapacityReservationType
+}
+
+// Options are what the launch templates need from outside an EC2NodeClass.
+type Options struct {
+	ClusterName     string
+	ClusterEndpoint string
+	ClusterCABundle string
+	ClusterCIDR     string
+	KubeDNSIP       string
+	// TTL of a cached launch template after its last use (default DefaultTTL).
+	TTL time.Duration
+	// EKS, when set, fills an empty endpoint, CA bundle or service CIDR
+	// from DescribeCluster.
+	EKS *eks.Client
+}
+
+// DefaultTTL is how long a launch template stays cached after its last use
+// (upstream's value).
+const DefaultTTL = time.Minute
+
+// NamePrefix starts the name of every launch template Karpenter manages.
+const NamePrefix = awsv1.TagManagedLaunchTemplatePrefix
+
+// Provider creates, caches and deletes launch templates. Safe for concurrent use.
+type Provider struct {
+	ec2      *ec2.Client
+	resolver *amifamily.Resolver
+	clk      clock.Clock
+	opts     Options
+
+	eks        *eks.Client
+	discovered atomic.Bool
+
+	mu       sync.Mutex
+	cache    map[string]*entry // by name
+	inflight map[string]*creation
+}
+
+type entry struct {
+	id        string
+	nodeClass string
+	expires   time.Time
+}
+
+type creation struct {
+	done chan struct{}
+	id   string
+	err  error
+}
+
+// NewProvider returns a Provider.
+func NewProvider(ec2api *ec2.Client, resolver *amifamily.Resolver, clk clock.Clock, opts Options) *Provider {
+	if opts.TTL <= 0 {
+		opts.TTL = DefaultTTL
+	}
+	return &Provider{ec2: ec2api, eks: opts.EKS, resolver: resolver, clk: clk, opts: opts, cache: map[string]*entry{}, inflight: map[string]*creation{}}
+}
+
+// LaunchOptions are the amifamily options of a launch for nodeClaim.
+// The resolver adds the NodeClaim's labels and taints.
+func LaunchOptions(opts Options, nc *awsv1.EC2NodeClass, tags map[string]string) amifamily.LaunchOptions {
+	sgs := make([]string, 0, len(nc.Status.SecurityGroups))
+	for _, sg := range nc.Status.SecurityGroups {
+		sgs = append(sgs, sg.ID)
+	}
+	sort.Strings(sgs)
+	return amifamily.LaunchOptions{
+		ClusterName:      opts.ClusterName,
+		ClusterEndpoint:  opts.ClusterEndpoint,
+		ClusterCABundle:  opts.ClusterCABundle,
+		ClusterCIDR:      opts.ClusterCIDR,
+		KubeDNSIP:        opts.KubeDNSIP,
+		InstanceProfile:  nc.Status.InstanceProfile,
+		SecurityGroupIDs: sgs,
+		Tags:             tags,
+		NodeClassName:    nc.Name,
+	}
+}
+
+// EnsureAll returns one launch template per resolved option set, creating
+// what is missing (name karpenter.k8s.aws/<hash>). tags are the tags of the
+// instances, volumes and network interfaces launched with the templates.
+func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, instanceTypes []*scheduling.InstanceType, capacityType string, tags map[string]string) ([]*Launch, error) {
+	p.Sweep(ctx)
+	opts, err := p.clusterInfo(ctx)
+	if err != nil {
+		return nil, err
+	}
+	resolved, err := p.resolver.Resolve(nc, nodeClaim, instanceTypes, capacityType, LaunchOptions(opts, nc, tags))
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*Launch, 0, len(resolved))
+	for _, lt := range resolved {
+		name := Name(lt)
+		id, err := p.ensure(ctx, name, nc.Name, lt)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, &Launch{Name: name, ID: id, ImageID: lt.ImageID, InstanceTypes: lt.InstanceTypes,
+			CapacityReservationID: lt.CapacityReservationID, CapacityReservationType: lt.CapacityReservationType})
+	}
+	return out, nil
+}
+
+// Name is karpenter.k8s.aws/<hash of everything the template holds>.
+func Name(lt *amifamily.LaunchTemplate) string {
+	cp := *lt
+	cp.InstanceTypes = nil // what may be launched with it, not what it holds
+	data, err := json.Marshal(cp)
+	if err != nil {
+		data = fmt.Appendf(nil, "%#v", cp)
+	}
+	h := fnv.New64a()
+	_, _ = h.Write(data)
+	return fmt.Sprintf("%s%d", NamePrefix, h.Sum64())
+}
+
+// ensure returns the id of the template, creating it once however many
+// launches ask at the same time.
+func (p *Provider) ensure(ctx context.Context, name, nodeClass string, lt *amifamily.LaunchTemplate) (string, error) {
+	p.mu.Lock()
+	if e, ok := p.cache[name]; ok && p.clk.Now().Before(e.expires) {
+		e.expires = p.clk.Now().Add(p.opts.TTL)
+		p.mu.Unlock()
+		return e.id, nil
+	}
+	if c, ok := p.inflight[name]; ok {
+		p.mu.Unlock()
+		select {
+		case <-c.done:
+			return c.id, c.err
+		case <-ctx.Done():
+			return "", ctx.Err()
+		}
+	}
+	c := &creation{done: make(chan struct{})}
+	p.inflight[name] = c
+	p.mu.Unlock()
+
+	c.id, c.err = p.createOrFind(ctx, name, nodeClass, lt)
+	p.mu.Lock()
+	delete(p.inflight, name)
+	if c.err == nil {
+		p.cache[name] = &entry{id: c.id, nodeClass: nodeClass, expires: p.clk.Now().Add(p.opts.TTL)}
+	}
+	p.mu.Unlock()
+	close(c.done)
+	return c.id, c.err
+}
+
+func (p *Provider) createOrFind(ctx context.Context, name, nodeClass string, lt *amifamily.LaunchTemplate) (string, error) {
+	out, err := p.ec2.CreateLaunchTemplate(ctx, p.createInput(name, nodeClass, lt))
+	if err == nil {
+		log.FromContext(ctx).V(1).Info("created launch template", "name", name, "id", aws.ToString(out.LaunchTemplate.LaunchTemplateId))
+		return aws.ToString(out.LaunchTemplate.LaunchTemplateId), nil
+	}
+	if awserr.Code(err) != "InvalidLaunchTemplateName.AlreadyExistsException" {
+		return "", fmt.Errorf("creating launch template %s: %w", name, err)
+	}
+	// Created by another replica or before a restart: same name, same content.
+	found, err := p.ec2.DescribeLaunchTemplates(ctx, &ec2.DescribeLaunchTemplatesInput{LaunchTemplateNames: []string{name}})
+	if err != nil {
+		return "", fmt.Errorf("describing existing launch template %s: %w", name, err)
+	}
+	if len(found.LaunchTemplates) == 0 {
+		return "", fmt.Errorf("launch template %s exists but was not found", name)
+	}
+	return aws.ToString(found.LaunchTemplates[0].LaunchTemplateId), nil
+}
+
+// Tags of the launch template itself: the launch's tags, the cluster's and
+// the class's, so hydration and DeleteAll find it.
+func (p *Provider) templateTags(nodeClass string, lt *amifamily.LaunchTemplate) map[string]string {
+	out := map[string]string{}
+	for k, v := range lt.Tags {
+		out[k] = v
+	}
+	out[awsv1.TagClusterPrefix+p.opts.ClusterName] = "owned"
+	out[awsv1.TagEKSClusterName] = p.opts.ClusterName
+	out[awsv1.TagEC2NodeClass] = nodeClass
+	return out
+}
+
+func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTemplate) *ec2.CreateLaunchTemplateInput {
+	data := &ec2types.RequestLaunchTemplateData{
+		ImageId:             aws.String(lt.ImageID),
+		BlockDeviceMappings: blockDevices(lt.BlockDeviceMappings),
+		MetadataOptions:     MetadataOptions(lt.MetadataOptions),
+		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(lt.DetailedMonitoring)},
+	}
+	if lt.CapacityReservationID != "" {
+		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{
+			CapacityReservationTarget: &ec2types.CapacityReservationTarget{CapacityReservationId: aws.String(lt.CapacityReservationID)},
+		}
+		if lt.CapacityReservationType == awsv1.CapacityReservationTypeCapacityBlock {
+			data.InstanceMarketOptions = &ec2types.LaunchTemplateInstanceMarketOptionsRequest{MarketType: ec2types.MarketTypeCapacityBlock}
+		}
+	}
+	if lt.InstanceProfile != "" {
+		data.IamInstanceProfile = &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(lt.InstanceProfile)}
+	}
+	if lt.UserData != "" {
+		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(lt.UserData)))
+	}
+	if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 {
+		// Security groups then belong to the interfaces, not the template.
+		n := max(1, lt.EFACount)
+		for i := 0; i < n; i++ {
+			ni := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				DeviceIndex: aws.Int32(int32(min(i, 1))), NetworkCardIndex: aws.Int32(int32(i)), Groups: lt.SecurityGroupIDs,
+			}
+			if lt.EFACount > 0 {
+				ni.InterfaceType = aws.String("efa")
+			}
+			if i == 0 {
+				ni.AssociatePublicIpAddress = lt.AssociatePublicIPAddress
+			}
+			data.NetworkInterfaces = append(data.NetworkInterfaces, ni)
+		}
+	} else {
+		data.SecurityGroupIds = lt.SecurityGroupIDs
+	}
+	tags := EC2Tags(lt.Tags)
+	for _, rt := range []ec2types.ResourceType{ec2types.ResourceTypeInstance, ec2types.ResourceTypeVolume, ec2types.ResourceTypeNetworkInterface} {
+		data.TagSpecifications = append(data.TagSpecifications, ec2types.LaunchTemplateTagSpecificationRequest{ResourceType: rt, Tags: tags})
+	}
+	return &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String(name),
+		LaunchTemplateData: data,
+		TagSpecifications: []ec2types.TagSpecification{{
+			ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: EC2Tags(p.templateTags(nodeClass, lt)),
+		}},
+	}
+}
+
+// EC2Tags renders tags for EC2 requests, sorted by key so that equal maps
+// make equal requests (CreateFleet batching hashes them).
+func EC2Tags(m map[string]string) []ec2types.Tag {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := make([]ec2types.Tag, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, ec2types.Tag{Key: aws.String(k), Value: aws.String(m[k])})
+	}
+	return out
+}
+
+// MetadataOptions renders an EC2NodeClass's metadataOptions for a launch
+// template (also the EC2NodeClass validation's dry run).
+func MetadataOptions(m *awsv1.MetadataOptions) *ec2types.LaunchTemplateInstanceMetadataOptionsRequest {
+	if m == nil {
+		return nil
+	}
+	out := &ec2types.LaunchTemplateInstanceMetadataOptionsRequest{}
+	if m.HTTPPutResponseHopLimit != nil {
+		out.HttpPutResponseHopLimit = aws.Int32(int32(*m.HTTPPutResponseHopLimit))
+	}
+	if m.HTTPEndpoint != nil {
+		out.HttpEndpoint = ec2types.LaunchTemplateInstanceMetadataEndpointState(*m.HTTPEndpoint)
+	}
+	if m.HTTPProtocolIPv6 != nil {
+		out.HttpProtocolIpv6 = ec2types.LaunchTemplateInstanceMetadataProtocolIpv6(*m.HTTPProtocolIPv6)
+	}
+	if m.HTTPTokens != nil {
+		out.HttpTokens = ec2types.LaunchTemplateHttpTokensState(*m.HTTPTokens)
+	}
+	return out
+}
+
+func blockDevices(bdms []*awsv1.BlockDeviceMapping) []ec2types.LaunchTemplateBlockDeviceMappingRequest {
+	var out []ec2types.LaunchTemplateBlockDeviceMappingRequest
+	for _, b := range bdms {
+		if b == nil {
+			continue
+		}
+		m := ec2types.LaunchTemplateBlockDeviceMappingRequest{DeviceName: b.DeviceName}
+		if e := b.EBS; e != nil {
+			m.Ebs = &ec2types.LaunchTemplateEbsBlockDeviceRequest{
+				DeleteOnTermination: e.DeleteOnTermination, Encrypted: e.Encrypted, KmsKeyId: e.KMSKeyID, SnapshotId: e.SnapshotID,
+				VolumeType: ec2types.VolumeType(aws.ToString(e.VolumeType)),
+			}
+			if e.VolumeSize != nil {
+				// EBS sizes are whole GiB; round up.
+				m.Ebs.VolumeSize = aws.Int32(int32((e.VolumeSize.Value() + (1<<30 - 1)) >> 30))
+			}
+			if e.IOPS != nil {
+				m.Ebs.Iops = aws.Int32(int32(*e.IOPS))
+			}
+			if e.Throughput != nil {
+				m.Ebs.Throughput = aws.Int32(int32(*e.Throughput))
+			}
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// Hydrate caches the cluster's existing Karpenter launch templates (found by
+// their eks:eks-cluster-name tag), so that they are reused, and deleted if
+// unused for a TTL, after a restart.
+func (p *Provider) Hydrate(ctx context.Context) error {
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
+		Filters: []ec2types.Filter{{Name: aws.String("tag:" + awsv1.TagEKSClusterName), Values: []string{p.opts.ClusterName}}},
+	})
+	now := p.clk.Now()
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing the cluster's launch templates: %w", err)
+		}
+		p.mu.Lock()
+		for _, lt := range page.LaunchTemplates {
+			name := aws.ToString(lt.LaunchTemplateName)
+			if !strings.HasPrefix(name, NamePrefix) {
+				continue
+			}
+			if _, ok := p.cache[name]; !ok {
+				p.cache[name] = &entry{id: aws.ToString(lt.LaunchTemplateId), nodeClass: tagValue(lt.Tags, awsv1.TagEC2NodeClass), expires: now.Add(p.opts.TTL)}
+			}
+		}
+		p.mu.Unlock()
+	}
+	return nil
+}
+
+func tagValue(tags []ec2types.Tag, key string) string {
+	for _, t := range tags {
+		if aws.ToString(t.Key) == key {
+			return aws.ToString(t.Value)
+		}
+	}
+	return ""
+}
+
+// Sweep deletes the templates whose cache entry expired (unused for a TTL).
+func (p *Provider) Sweep(ctx context.Context) {
+	now := p.clk.Now()
+	var expired []*entry
+	var names []string
+	p.mu.Lock()
+	for name, e := range p.cache {
+		if !now.Before(e.expires) {
+			expired = append(expired, e)
+			names = append(names, name)
+			delete(p.cache, name)
+		}
+	}
+	p.mu.Unlock()
+	for i, e := range expired {
+		if err := p.delete(ctx, e.id); err != nil {
+			log.FromContext(ctx).Error(err, "deleting unused launch template", "name", names[i], "id", e.id)
+		}
+	}
+}
+
+func (p *Provider) delete(ctx context.Context, id string) error {
+	_, err := p.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateId: aws.String(id)})
+	if err != nil && !awserr.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// Start hydrates the cache, then sweeps it every TTL until ctx ends (a
+// manager Runnable: runs on the leader).
+func (p *Provider) Start(ctx context.Context) error {
+	if err := p.Hydrate(ctx); err != nil {
+		log.FromContext(ctx).Error(err, "hydrating the launch template cache")
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-p.clk.After(p.opts.TTL):
+			p.Sweep(ctx)
+		}
+	}
+}
+
+// DeleteAll deletes every launch template of the class (tags
+// kubernetes.io/cluster/<c> and karpenter.k8s.aws/ec2nodeclass=<name>).
+func (p *Provider) DeleteAll(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	pages := ec2.NewDescribeLaunchTemplatesPaginator(p.ec2, &ec2.DescribeLaunchTemplatesInput{
+		Filters: []ec2types.Filter{
+			{Name: aws.String("tag-key"), Values: []string{awsv1.TagClusterPrefix + p.opts.ClusterName}},
+			{Name: aws.String("tag:" + awsv1.TagEC2NodeClass), Values: []string{nc.Name}},
+		},
+	})
+	var errs []error
+	for pages.HasMorePages() {
+		page, err := pages.NextPage(ctx)
+		if err != nil {
+			return fmt.Errorf("listing launch templates of EC2NodeClass %q: %w", nc.Name, err)
+		}
+		for _, lt := range page.LaunchTemplates {
+			p.Invalidate(ctx, aws.ToString(lt.LaunchTemplateName), aws.ToString(lt.LaunchTemplateId))
+			if err := p.delete(ctx, aws.ToString(lt.LaunchTemplateId)); err != nil {
+				errs = append(errs, fmt.Errorf("deleting launch template %s: %w", aws.ToString(lt.LaunchTemplateName), err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Invalidate forgets a cached launch template (e.g. EC2 said it is gone), so
+// the next launch creates it again.
+func (p *Provider) Invalidate(_ context.Context, name, id string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if e, ok := p.cache[name]; ok && (id == "" || e.id == id) {
+		delete(p.cache, name)
+	}
+}

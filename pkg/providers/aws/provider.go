@@ -1,0 +1,102 @@
+package aws
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
+)
+
+// NodeClassLabelKey is the label naming a node's EC2NodeClass
+// (karpenter.k8s.aws/ec2nodeclass).
+var NodeClassLabelKey = v1.NodeClassLabelKey(schema.GroupKind{Group: awsv1.Group, Kind: "EC2NodeClass"})
+
+// Provider builds the AWS bundle: the CloudProvider over the instance type
+// and price providers, the EC2NodeClass status controller, the price
+// refresher, the interruption controller (INTERRUPTION_QUEUE), the AWS
+// well-known labels and the EC2NodeClass label.
+type Provider struct {
+	Options settings.Options
+}
+
+var _ cloudprovider.Provider = (*Provider)(nil)
+
+// NewProvider returns the AWS provider with its settings at their defaults.
+func NewProvider() cloudprovider.Provider { return &Provider{} }
+
+// Name is "aws".
+func (p *Provider) Name() string { return ProviderName }
+
+// AddFlags registers the AWS settings. cluster-name is the core's flag (one
+// CLUSTER_NAME for both, as upstream), not registered twice.
+func (p *Provider) AddFlags(fs *flag.FlagSet, env *options.Env) { p.Options.AddFlags(fs, env) }
+
+// Validate requires a cluster name (the AWS provider tags, names and
+// discovers by it; the message names CLUSTER_NAME) and checks the other AWS
+// settings. The core's cluster-name flag is the one read.
+func (p *Provider) Validate(*options.Options) error { return p.Options.Validate() }
+
+// New loads the AWS SDK configuration the standard way (AWS_REGION,
+// credentials chain, AWS_ENDPOINT_URL[_<SERVICE>]) and builds the bundle.
+func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprovider.Bundle, error) {
+	// Again here: Validate is also what copies the shared cluster-name, and a
+	// caller may build the bundle without the registry having validated.
+	if err := p.Options.Validate(); err != nil {
+		return nil, err
+	}
+	cfg, err := settings.LoadAWSConfig(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// Without it the SDK and net/http race on request bodies and drop
+	// connections under responses (see the httpclient package).
+	httpclient.Configure(&cfg)
+
+	// The Kubernetes version selects the EKS AMIs of an alias when the
+	// cluster is not an EKS cluster the account can describe.
+	var disc discovery.ServerVersionInterface
+	if deps.Manager != nil {
+		if disc, err = discovery.NewDiscoveryClientForConfig(deps.Manager.GetConfig()); err != nil {
+			return nil, fmt.Errorf("building the API server discovery client: %w", err)
+		}
+	}
+	opts := &p.Options
+	providers := nodeclass.NewProviders(cfg, opts, disc, deps.Clock)
+	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
+	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
+	unavailable := instancetype.NewUnavailableOfferings(deps.Clock)
+	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, instancetype.Options{
+		Region:                  cfg.Region,
+		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
+		ReservedENIs:            opts.ReservedENIs,
+	})
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
+	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
+	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
+	priceRefresh := pricing.NewController(prices, deps.Clock)
+	return &cloudprovider.Bundle{
+		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
+			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
+		Controllers: append([]cloudprovider.Controller{
+			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
+			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
+			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
+			interruptionController(cfg, deps, opts, unavailable),
+		}, lifecycleControllers(deps, opts.ClusterName, instances)...),
+		WellKnownLabels:   awsv1.WellKnownLabels,
+		NodeClassLabelKey: NodeClassLabelKey,
+	}, nil
+}

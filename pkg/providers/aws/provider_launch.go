@@ -1,0 +1,39 @@
+package aws
+
+import (
+	"encoding/base64"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/eks"
+
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instance"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
+)
+
+// newLaunch builds the launch path: launch templates (a manager Runnable
+// that hydrates and sweeps them) and the instance provider, sharing the
+// EC2 client, subnets and unavailable offerings of the rest of the bundle.
+// Without CLUSTER_CA_BUNDLE, nodes trust the CA of the controller's own
+// kubeconfig; an empty endpoint, CA or service CIDR is read from EKS.
+func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, providers nodeclass.Providers,
+	unavailable *instancetype.UnavailableOfferings) (*launchtemplate.Provider, *instance.Provider) {
+	ca := opts.ClusterCABundle
+	if ca == "" && deps.Manager != nil {
+		if rc := deps.Manager.GetConfig(); rc != nil && len(rc.CAData) > 0 {
+			ca = base64.StdEncoding.EncodeToString(rc.CAData)
+		}
+	}
+	lts := launchtemplate.NewProvider(providers.EC2, amifamily.NewResolver(), deps.Clock, launchtemplate.Options{
+		ClusterName:     opts.ClusterName,
+		ClusterEndpoint: opts.ClusterEndpoint,
+		ClusterCABundle: ca,
+		EKS:             eks.NewFromConfig(cfg),
+	})
+	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instance.Options{ClusterName: opts.ClusterName})
+	return lts, instances
+}

@@ -1,0 +1,120 @@
+package kwok_test
+
+import (
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
+)
+
+func TestEmbeddedCatalogShape(t *testing.T) {
+	catalog, err := kwok.LoadInstanceTypes("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(catalog) != 144 {
+		t.Fatalf("expected 144 instance types (12 sizes x 3 families x 2 arches x 2 OSes), got %d", len(catalog))
+	}
+	families, arches, oses, cpus := map[string]bool{}, map[string]bool{}, map[corev1.OSName]bool{}, map[int64]bool{}
+	for _, it := range catalog {
+		families[it.Name[:1]] = true
+		arches[it.Architecture] = true
+		for _, os := range it.OperatingSystems {
+			oses[os] = true
+		}
+		cpu := it.Resources.Cpu().Value()
+		cpus[cpu] = true
+		if len(it.Offerings) != 8 {
+			t.Fatalf("%s: expected 8 offerings (4 zones x spot/on-demand), got %d", it.Name, len(it.Offerings))
+		}
+		onDemand := map[string]float64{}
+		spot := map[string]float64{}
+		for _, o := range it.Offerings {
+			if !o.Available {
+				t.Fatalf("%s: offering %s/%s unavailable", it.Name, o.Zone(), o.CapacityType())
+			}
+			switch o.CapacityType() {
+			case v1.CapacityTypeOnDemand:
+				onDemand[o.Zone()] = o.Price
+			case v1.CapacityTypeSpot:
+				spot[o.Zone()] = o.Price
+			}
+		}
+		for _, z := range kwok.Zones {
+			if math.Abs(spot[z]-0.7*onDemand[z]) > 1e-9 || onDemand[z] <= 0 {
+				t.Fatalf("%s in %s: spot %v is not 70%% of on-demand %v", it.Name, z, spot[z], onDemand[z])
+			}
+		}
+		wantOnDemand := 0.025*float64(cpu) + 0.001*float64(it.Resources.Memory().Value())/1e9
+		if math.Abs(onDemand[kwok.Zones[0]]-wantOnDemand) > 1e-9 {
+			t.Fatalf("%s: on-demand price %v, want %v", it.Name, onDemand[kwok.Zones[0]], wantOnDemand)
+		}
+	}
+	if len(families) != 3 || !families["c"] || !families["s"] || !families["m"] {
+		t.Fatalf("families %v", families)
+	}
+	if len(arches) != 2 || !arches["amd64"] || !arches["arm64"] || len(oses) != 2 || !oses[corev1.Linux] || !oses[corev1.Windows] {
+		t.Fatalf("arches %v oses %v", arches, oses)
+	}
+	if !cpus[1] || !cpus[256] || len(cpus) != 12 {
+		t.Fatalf("cpus %v", cpus)
+	}
+}
+
+func TestInstanceTypesFilePathOverridesTheEmbeddedCatalog(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "types.json")
+	const one = `[{"name":"tiny-1x-amd64-linux","architecture":"amd64","operatingSystems":["linux"],
+	  "resources":{"cpu":"1","memory":"1Gi"},
+	  "offerings":[{"Price":0.5,"Available":false,"Requirements":[
+	    {"key":"karpenter.sh/capacity-type","operator":"In","values":["on-demand"]},
+	    {"key":"topology.kubernetes.io/zone","operator":"In","values":["zone-x"]}]}]}]`
+	if err := os.WriteFile(path, []byte(one), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(kwok.InstanceTypesFilePathEnv, path)
+	catalog, err := kwok.LoadInstanceTypesFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(catalog) != 1 || catalog[0].Name != "tiny-1x-amd64-linux" || catalog[0].Offerings[0].Zone() != "zone-x" {
+		t.Fatalf("override not loaded: %+v", catalog)
+	}
+	cp := kwok.New(t.Context(), nil, nil, catalog)
+	its, _ := cp.GetInstanceTypes(t.Context(), nil)
+	if len(its) != 1 {
+		t.Fatalf("expected one instance type, got %d", len(its))
+	}
+	it := its[0]
+	// Pods default to 110; every offering is made available; labels derived from the name.
+	if it.Capacity.Pods().Value() != 110 || !it.Offerings[0].Available {
+		t.Fatalf("defaults not applied: pods %v available %v", it.Capacity.Pods(), it.Offerings[0].Available)
+	}
+	if !it.Requirements.Has("karpenter.kwok.sh/instance-family", "tiny") || !it.Requirements.Has("karpenter.kwok.sh/instance-memory", "1024") {
+		t.Fatalf("derived labels missing: %s", it.Requirements)
+	}
+	if a := it.Allocatable(); a.Cpu().MilliValue() != 900 {
+		t.Fatalf("allocatable cpu should be capacity minus 100m kube-reserved, got %v", a.Cpu())
+	}
+
+	for name, bad := range map[string]string{
+		"not json":  `{`,
+		"empty":     `[]`,
+		"duplicate": `[{"name":"a"},{"name":"a"}]`,
+		"zoneless":  `[{"name":"a","offerings":[{"Price":1,"Available":true,"Requirements":[]}]}]`,
+	} {
+		if err := os.WriteFile(path, []byte(bad), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kwok.LoadInstanceTypes(path); err == nil {
+			t.Errorf("%s catalog was accepted", name)
+		}
+	}
+	if _, err := kwok.LoadInstanceTypes(filepath.Join(t.TempDir(), "missing.json")); err == nil {
+		t.Error("missing file was accepted")
+	}
+}
