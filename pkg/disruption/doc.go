@@ -94,10 +94,12 @@
 // cron expression, in UTC (ParseSchedule). An unparseable schedule allows
 // nothing.
 //
-// Simulation uses pkg/scheduling's Solve, narrowed to the nodes that matter;
-// see simulate.go for why that gives the whole-cluster answer, and
-// partition.go for why pods that can never meet (pods of different NodePools,
-// typically) are solved apart. Its work per
+// Simulation (simulate.go) uses pkg/scheduling's Solve, narrowed to the nodes
+// that matter; simulate.go says why that gives the whole-cluster answer,
+// pack.go holds the packer, the fast bin packing of the candidates' pods onto
+// the remaining nodes that picks those nodes (and answers multi-node
+// consolidation's probes alone), and partition.go says why pods that can never
+// meet (pods of different NodePools, typically) are solved apart. Its work per
 // pass is bounded (Options.MaxSimulationWork), in units of solver input rather
 // than wall time so that passes stay deterministic.
 package disruption

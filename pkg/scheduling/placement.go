@@ -26,7 +26,7 @@ import (
 //
 // A new kind of constraint is taught to the solver (pods.go, compile.go, topology.go) and shows
 // up here through those functions; a constraint that fits none of the kinds above needs a new
-// method here and its use in pkg/disruption's simulate.go.
+// method here and its use in pkg/disruption's packer (pack.go).
 //
 // A Placement is not safe for concurrent use.
 type Placement struct {
