@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // TestCheckerCatchesViolations makes sure the independent checker is not vacuous: each
@@ -16,9 +17,9 @@ func TestCheckerCatchesViolations(t *testing.T) {
 	base := func() (*scheduling.Input, *scheduling.Results) {
 		np := pool("default", func(np *scheduling.NodePool) { np.Remaining = rl("cpu", "100") })
 		in := &scheduling.Input{NodePools: []*scheduling.NodePool{np}, Pods: append(append(
-			pods(2, "anti", "1", "1Gi", web, withPodAntiAffinity(affTerm(hostKey, sel("app", "web")))),
+			pods(2, "anti", "1", "1Gi", web, fixtures.WithPodAntiAffinity(affTerm(hostKey, sel("app", "web")))),
 			pods(1, "zonal", "100m", "100Mi", withSelector(zoneKey, "us-west-2a"))...),
-			pods(1, "port", "100m", "100Mi", withHostPort(80, "", ""))...)}
+			pods(1, "port", "100m", "100Mi", fixtures.WithHostPort(80, "", ""))...)}
 		return in, scheduling.Solve(in)
 	}
 	in, res := base()
@@ -72,7 +73,7 @@ func TestCheckerCatchesViolations(t *testing.T) {
 			}
 		}, "nodeSelector topology.kubernetes.io/zone=us-west-2a"},
 		{"host port conflict", func(in *scheduling.Input, r *scheduling.Results) {
-			p2 := mkPod("port2", "100m", "100Mi", withHostPort(80, "", ""))
+			p2 := mkPod("port2", "100m", "100Mi", fixtures.WithHostPort(80, "", ""))
 			in.Pods = append(in.Pods, p2)
 			for _, c := range r.NewClaims {
 				for _, p := range c.Pods {

@@ -9,9 +9,9 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ktypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var testZones = []string{"us-west-2a", "us-west-2b", "us-west-2c"}
@@ -57,48 +57,27 @@ func pool(name string, mods ...func(*scheduling.NodePool)) *scheduling.NodePool 
 	return np
 }
 
-type podOpt func(*corev1.Pod)
+type podOpt = fixtures.PodOption
 
+// mkPod is a pod of namespace default whose UID is its name, requesting cpu
+// and memory.
 func mkPod(name, cpu, mem string, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, UID: ktypes.UID(name), Labels: map[string]string{}},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
-		}}}}},
-	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+	base := []podOpt{fixtures.WithUID(name), fixtures.WithRequests("cpu", cpu, "memory", mem)}
+	return fixtures.Pod(name, append(base, opts...)...)
 }
 
-func withLabels(kv ...string) podOpt {
-	return func(p *corev1.Pod) {
-		for i := 0; i < len(kv); i += 2 {
-			p.Labels[kv[i]] = kv[i+1]
-		}
+// pairs is the map of key, value pairs.
+func pairs(kv ...string) map[string]string {
+	m := map[string]string{}
+	for i := 0; i < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
 	}
+	return m
 }
 
-func withNS(ns string) podOpt { return func(p *corev1.Pod) { p.Namespace = ns } }
+func withLabels(kv ...string) podOpt { return fixtures.WithLabels(pairs(kv...)) }
 
-func withSelector(kv ...string) podOpt {
-	return func(p *corev1.Pod) {
-		if p.Spec.NodeSelector == nil {
-			p.Spec.NodeSelector = map[string]string{}
-		}
-		for i := 0; i < len(kv); i += 2 {
-			p.Spec.NodeSelector[kv[i]] = kv[i+1]
-		}
-	}
-}
-
-func ensureAffinity(p *corev1.Pod) *corev1.Affinity {
-	if p.Spec.Affinity == nil {
-		p.Spec.Affinity = &corev1.Affinity{}
-	}
-	return p.Spec.Affinity
-}
+func withSelector(kv ...string) podOpt { return fixtures.WithNodeSelector(pairs(kv...)) }
 
 func nodeTerm(exprs ...corev1.NodeSelectorRequirement) corev1.NodeSelectorTerm {
 	return corev1.NodeSelectorTerm{MatchExpressions: exprs}
@@ -108,112 +87,27 @@ func expr(key string, op corev1.NodeSelectorOperator, vals ...string) corev1.Nod
 	return corev1.NodeSelectorRequirement{Key: key, Operator: op, Values: vals}
 }
 
-func withRequired(terms ...corev1.NodeSelectorTerm) podOpt {
-	return func(p *corev1.Pod) {
-		a := ensureAffinity(p)
-		if a.NodeAffinity == nil {
-			a.NodeAffinity = &corev1.NodeAffinity{}
-		}
-		a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{NodeSelectorTerms: terms}
-	}
-}
-
-func withPreferred(weight int32, term corev1.NodeSelectorTerm) podOpt {
-	return func(p *corev1.Pod) {
-		a := ensureAffinity(p)
-		if a.NodeAffinity == nil {
-			a.NodeAffinity = &corev1.NodeAffinity{}
-		}
-		a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.NodeAffinity.PreferredDuringSchedulingIgnoredDuringExecution, corev1.PreferredSchedulingTerm{Weight: weight, Preference: term})
-	}
-}
-
+// withToleration tolerates the taint's value, or any value when it is "".
 func withToleration(key, value string, effect corev1.TaintEffect) podOpt {
-	return func(p *corev1.Pod) {
-		op := corev1.TolerationOpEqual
-		if value == "" {
-			op = corev1.TolerationOpExists
-		}
-		p.Spec.Tolerations = append(p.Spec.Tolerations, corev1.Toleration{Key: key, Operator: op, Value: value, Effect: effect})
+	op := corev1.TolerationOpEqual
+	if value == "" {
+		op = corev1.TolerationOpExists
 	}
+	return fixtures.WithTolerations(corev1.Toleration{Key: key, Operator: op, Value: value, Effect: effect})
 }
 
-func sel(kv ...string) *metav1.LabelSelector {
-	m := map[string]string{}
-	for i := 0; i < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return &metav1.LabelSelector{MatchLabels: m}
-}
+func sel(kv ...string) *metav1.LabelSelector { return &metav1.LabelSelector{MatchLabels: pairs(kv...)} }
 
 func withSpread(key string, skew int32, when corev1.UnsatisfiableConstraintAction, s *metav1.LabelSelector, mods ...func(*corev1.TopologySpreadConstraint)) podOpt {
-	return func(p *corev1.Pod) {
-		c := corev1.TopologySpreadConstraint{TopologyKey: key, MaxSkew: skew, WhenUnsatisfiable: when, LabelSelector: s}
-		for _, m := range mods {
-			m(&c)
-		}
-		p.Spec.TopologySpreadConstraints = append(p.Spec.TopologySpreadConstraints, c)
+	c := corev1.TopologySpreadConstraint{TopologyKey: key, MaxSkew: skew, WhenUnsatisfiable: when, LabelSelector: s}
+	for _, m := range mods {
+		m(&c)
 	}
+	return fixtures.WithTopologySpread(c)
 }
 
 func affTerm(key string, s *metav1.LabelSelector) corev1.PodAffinityTerm {
 	return corev1.PodAffinityTerm{TopologyKey: key, LabelSelector: s}
-}
-
-func withPodAffinity(term corev1.PodAffinityTerm) podOpt {
-	return func(p *corev1.Pod) {
-		a := ensureAffinity(p)
-		if a.PodAffinity == nil {
-			a.PodAffinity = &corev1.PodAffinity{}
-		}
-		a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term)
-	}
-}
-
-func withPodAntiAffinity(term corev1.PodAffinityTerm) podOpt {
-	return func(p *corev1.Pod) {
-		a := ensureAffinity(p)
-		if a.PodAntiAffinity == nil {
-			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
-		}
-		a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution, term)
-	}
-}
-
-func withPreferredPodAffinity(weight int32, term corev1.PodAffinityTerm) podOpt {
-	return func(p *corev1.Pod) {
-		a := ensureAffinity(p)
-		if a.PodAffinity == nil {
-			a.PodAffinity = &corev1.PodAffinity{}
-		}
-		a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAffinity.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term})
-	}
-}
-
-func withPreferredAntiAffinity(weight int32, term corev1.PodAffinityTerm) podOpt {
-	return func(p *corev1.Pod) {
-		a := ensureAffinity(p)
-		if a.PodAntiAffinity == nil {
-			a.PodAntiAffinity = &corev1.PodAntiAffinity{}
-		}
-		a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = append(a.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution, corev1.WeightedPodAffinityTerm{Weight: weight, PodAffinityTerm: term})
-	}
-}
-
-func withHostPort(port int32, proto corev1.Protocol, ip string) podOpt {
-	return func(p *corev1.Pod) {
-		p.Spec.Containers[0].Ports = append(p.Spec.Containers[0].Ports, corev1.ContainerPort{ContainerPort: port, HostPort: port, Protocol: proto, HostIP: ip})
-	}
-}
-
-func withPVC(name string) podOpt {
-	return func(p *corev1.Pod) {
-		p.Spec.Volumes = append(p.Spec.Volumes, corev1.Volume{Name: name, VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: name}}})
-	}
-}
-
-func withResource(name corev1.ResourceName, q string) podOpt {
-	return func(p *corev1.Pod) { p.Spec.Containers[0].Resources.Requests[name] = resource.MustParse(q) }
 }
 
 func node(name, zone, itName string, cpu, memGi, pods int64, mods ...func(*scheduling.ExistingNode)) *scheduling.ExistingNode {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 func rl(kv ...string) corev1.ResourceList {
@@ -39,9 +40,9 @@ func TestResources(t *testing.T) {
 			expect: []expectation{claims(3), allScheduled()}},
 		{name: "extended resource selects the type that has it",
 			pools:  []*scheduling.NodePool{pool("default", func(np *scheduling.NodePool) { np.InstanceTypes = append(np.InstanceTypes, gpuType) })},
-			pods:   pods(1, "p", "1", "1Gi", withResource("nvidia.com/gpu", "1")),
+			pods:   pods(1, "p", "1", "1Gi", fixtures.WithRequests("nvidia.com/gpu", "1")),
 			expect: []expectation{types("p-0", "gpu")}},
-		{name: "extended resource nobody has is reported", pods: pods(1, "p", "1", "1Gi", withResource("example.com/fpga", "1")),
+		{name: "extended resource nobody has is reported", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequests("example.com/fpga", "1")),
 			expect: []expectation{podErr("p-0", "example.com/fpga: 1")}},
 		{name: "instance type overhead reduces allocatable",
 			pools: []*scheduling.NodePool{pool("default", func(np *scheduling.NodePool) {
@@ -101,49 +102,49 @@ func TestNodeSelector(t *testing.T) {
 func TestNodeAffinity(t *testing.T) {
 	zoneIn := func(z ...string) corev1.NodeSelectorTerm { return nodeTerm(expr(scheduling.LabelZone, in, z...)) }
 	runAll(t, []scenario{
-		{name: "In with several zones keeps them open", pods: pods(1, "p", "1", "1Gi", withRequired(zoneIn("us-west-2a", "us-west-2b"))),
+		{name: "In with several zones keeps them open", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(zoneIn("us-west-2a", "us-west-2b"))),
 			expect: []expectation{labelIn("p-0", scheduling.LabelZone, "us-west-2a", "us-west-2b")}},
-		{name: "NotIn zone excludes it", pods: pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr(scheduling.LabelZone, notIn, "us-west-2a")))),
+		{name: "NotIn zone excludes it", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr(scheduling.LabelZone, notIn, "us-west-2a")))),
 			expect: []expectation{custom(func(t *testing.T, r *result) {
 				rq, _ := r.claim["p-0"].Requirements.Get(scheduling.LabelZone)
 				if rq.Has("us-west-2a") || !rq.Has("us-west-2b") {
 					t.Fatalf("zone requirement %s", rq)
 				}
 			})}},
-		{name: "second term used when first cannot be met", pods: pods(1, "p", "1", "1Gi", withRequired(
+		{name: "second term used when first cannot be met", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(
 			nodeTerm(expr(scheduling.LabelArch, in, "s390x")), nodeTerm(expr(scheduling.LabelArch, in, "arm64")))),
 			expect: []expectation{types("p-0", "arm-medium")}},
-		{name: "first term preferred when both can be met", pods: pods(1, "p", "1", "1Gi", withRequired(zoneIn("us-west-2c"), zoneIn("us-west-2a"))),
+		{name: "first term preferred when both can be met", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(zoneIn("us-west-2c"), zoneIn("us-west-2a"))),
 			expect: []expectation{label("p-0", scheduling.LabelZone, "us-west-2c")}},
-		{name: "no term can be met", pods: pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr(scheduling.LabelArch, in, "s390x")), nodeTerm(expr(scheduling.LabelOS, in, "plan9")))),
+		{name: "no term can be met", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr(scheduling.LabelArch, in, "s390x")), nodeTerm(expr(scheduling.LabelOS, in, "plan9")))),
 			expect: []expectation{podErr("p-0", "requires kubernetes.io/os In [plan9]")}},
-		{name: "Gt on a numeric label", pods: pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr("example.com/cpu", gt, "4")))),
+		{name: "Gt on a numeric label", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr("example.com/cpu", gt, "4")))),
 			expect: []expectation{types("p-0", "large")}},
-		{name: "Lt on a numeric label", pods: pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr("example.com/cpu", lt, "4")))),
+		{name: "Lt on a numeric label", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr("example.com/cpu", lt, "4")))),
 			expect: []expectation{types("p-0", "small")}},
-		{name: "Gt and Lt together", pods: pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr("example.com/cpu", gt, "2"), expr("example.com/cpu", lt, "16")))),
+		{name: "Gt and Lt together", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr("example.com/cpu", gt, "2"), expr("example.com/cpu", lt, "16")))),
 			expect: []expectation{types("p-0", "arm-medium", "medium")}},
 		{name: "Exists on a pool-defined custom key",
 			pools: []*scheduling.NodePool{pool("default", func(np *scheduling.NodePool) { np.Labels = map[string]string{"team": "red"} })},
-			pods:  pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr("team", exists)))), expect: []expectation{label("p-0", "team", "red")}},
-		{name: "DoesNotExist on an undefined custom key", pods: pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr("gpu", dne)))),
+			pods:  pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr("team", exists)))), expect: []expectation{label("p-0", "team", "red")}},
+		{name: "DoesNotExist on an undefined custom key", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr("gpu", dne)))),
 			expect: []expectation{allScheduled()}},
 		{name: "DoesNotExist on a defined key fails",
 			pools: []*scheduling.NodePool{pool("default", func(np *scheduling.NodePool) { np.Labels = map[string]string{"gpu": "yes"} })},
-			pods:  pods(1, "p", "1", "1Gi", withRequired(nodeTerm(expr("gpu", dne)))), expect: []expectation{podErr("p-0", "requires gpu DoesNotExist")}},
-		{name: "preferred zone is honoured", pods: pods(1, "p", "1", "1Gi", withPreferred(10, zoneIn("us-west-2c"))),
+			pods:  pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr("gpu", dne)))), expect: []expectation{podErr("p-0", "requires gpu DoesNotExist")}},
+		{name: "preferred zone is honoured", pods: pods(1, "p", "1", "1Gi", fixtures.WithPreferredNodeAffinity(10, zoneIn("us-west-2c"))),
 			expect: []expectation{label("p-0", scheduling.LabelZone, "us-west-2c")}},
-		{name: "unsatisfiable preference is relaxed", pods: pods(1, "p", "1", "1Gi", withPreferred(10, zoneIn("us-west-2z"))),
+		{name: "unsatisfiable preference is relaxed", pods: pods(1, "p", "1", "1Gi", fixtures.WithPreferredNodeAffinity(10, zoneIn("us-west-2z"))),
 			expect: []expectation{allScheduled(), label("p-0", scheduling.LabelZone, "")}},
-		{name: "heaviest preference wins", pods: pods(1, "p", "1", "1Gi", withPreferred(1, zoneIn("us-west-2a")), withPreferred(50, zoneIn("us-west-2b"))),
+		{name: "heaviest preference wins", pods: pods(1, "p", "1", "1Gi", fixtures.WithPreferredNodeAffinity(1, zoneIn("us-west-2a")), fixtures.WithPreferredNodeAffinity(50, zoneIn("us-west-2b"))),
 			expect: []expectation{label("p-0", scheduling.LabelZone, "us-west-2b")}},
-		{name: "next preference after the heaviest is relaxed", pods: pods(1, "p", "1", "1Gi", withPreferred(1, zoneIn("us-west-2a")), withPreferred(50, zoneIn("us-west-2z"))),
+		{name: "next preference after the heaviest is relaxed", pods: pods(1, "p", "1", "1Gi", fixtures.WithPreferredNodeAffinity(1, zoneIn("us-west-2a")), fixtures.WithPreferredNodeAffinity(50, zoneIn("us-west-2z"))),
 			expect: []expectation{label("p-0", scheduling.LabelZone, "us-west-2a")}},
 		{name: "Ignore preference policy drops preferred node affinity", opts: scheduling.Options{PreferencePolicy: scheduling.PreferencePolicyIgnore},
-			pods: pods(1, "p", "1", "1Gi", withPreferred(10, zoneIn("us-west-2c"))), expect: []expectation{label("p-0", scheduling.LabelZone, "")}},
-		{name: "matchFields is rejected", pods: pods(1, "p", "1", "1Gi", withRequired(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: in, Values: []string{"n"}}}})),
+			pods: pods(1, "p", "1", "1Gi", fixtures.WithPreferredNodeAffinity(10, zoneIn("us-west-2c"))), expect: []expectation{label("p-0", scheduling.LabelZone, "")}},
+		{name: "matchFields is rejected", pods: pods(1, "p", "1", "1Gi", fixtures.WithRequiredNodeAffinity(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{{Key: "metadata.name", Operator: in, Values: []string{"n"}}}})),
 			expect: []expectation{podErr("p-0", "matchFields is not supported")}},
-		{name: "selector and affinity combine", pods: pods(1, "p", "1", "1Gi", withSelector(scheduling.LabelArch, "amd64"), withRequired(nodeTerm(expr("example.com/cpu", gt, "2")))),
+		{name: "selector and affinity combine", pods: pods(1, "p", "1", "1Gi", withSelector(scheduling.LabelArch, "amd64"), fixtures.WithRequiredNodeAffinity(nodeTerm(expr("example.com/cpu", gt, "2")))),
 			expect: []expectation{types("p-0", "medium", "large")}},
 	})
 }
@@ -230,7 +231,7 @@ func TestNodePoolsAndLimits(t *testing.T) {
 		{name: "limit below every type", pools: []*scheduling.NodePool{pool("default", limits("cpu", "1"))},
 			pods: pods(1, "p", "500m", "1Gi"), expect: []expectation{podErr("p-0", "incompatible with nodepool default: exceeds nodepool limits (remaining cpu: 1)")}},
 		{name: "limit reserved at the largest candidate type", pools: []*scheduling.NodePool{pool("default", limits("cpu", "4"))},
-			pods:   pods(2, "p", "1", "1Gi", withLabels("app", "x"), withPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
+			pods:   pods(2, "p", "1", "1Gi", withLabels("app", "x"), fixtures.WithPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
 			expect: []expectation{claims(1), podErr("p-1", "exceeds nodepool limits")}},
 		{name: "limit shared by claims", pools: []*scheduling.NodePool{pool("default", limits("cpu", "4"), func(np *scheduling.NodePool) { np.InstanceTypes = np.InstanceTypes[:1] })},
 			pods: pods(3, "p", "1500m", "1Gi"), expect: []expectation{claims(2), podErr("p-2", "exceeds nodepool limits (remaining cpu: 0)")}},
@@ -239,7 +240,7 @@ func TestNodePoolsAndLimits(t *testing.T) {
 		{name: "memory limit explained", pools: []*scheduling.NodePool{pool("default", limits("memory", "10Gi"))},
 			pods: pods(1, "p", "100m", "5Gi"), expect: []expectation{podErr("p-0", "larger instance types exceed the nodepool's remaining limits")}},
 		{name: "nodes limit", pools: []*scheduling.NodePool{pool("default", limits("nodes", "1"))},
-			pods:   pods(2, "p", "1", "1Gi", withLabels("app", "x"), withPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
+			pods:   pods(2, "p", "1", "1Gi", withLabels("app", "x"), fixtures.WithPodAntiAffinity(affTerm(scheduling.LabelHostname, sel("app", "x")))),
 			expect: []expectation{claims(1), podErr("p-1", "exceeds nodepool limits (nodes: 1)")}},
 		{name: "limited pool overflows into the next", pools: []*scheduling.NodePool{pool("first", weight(10), limits("cpu", "2")), pool("second")},
 			pods: pods(2, "p", "1500m", "1Gi"), expect: []expectation{claimPool("p-0", "first"), claimPool("p-1", "second")}},
@@ -267,10 +268,10 @@ func TestDaemonSets(t *testing.T) {
 		{name: "daemonset selecting arm only weighs on arm types", ds: []*corev1.Pod{ds("2", withSelector(scheduling.LabelArch, "arm64"))},
 			pods: pods(1, "p", "3", "1Gi"), expect: []expectation{types("p-0", "medium", "large")}},
 		{name: "daemonset with required affinity to another zone adds nothing",
-			ds: []*corev1.Pod{ds("2", withRequired(nodeTerm(expr("example.com/cpu", in, "999"))))}, pods: pods(1, "p", "1", "1Gi"),
+			ds: []*corev1.Pod{ds("2", fixtures.WithRequiredNodeAffinity(nodeTerm(expr("example.com/cpu", in, "999"))))}, pods: pods(1, "p", "1", "1Gi"),
 			expect: []expectation{types("p-0", "small", "arm-medium", "medium", "large")}},
-		{name: "daemonset host port conflicts with pod", ds: []*corev1.Pod{ds("100m", withHostPort(9100, "", ""))},
-			pods: pods(1, "p", "1", "1Gi", withHostPort(9100, "", "")), expect: []expectation{podErr("p-0", "conflicts with a daemonset")}},
+		{name: "daemonset host port conflicts with pod", ds: []*corev1.Pod{ds("100m", fixtures.WithHostPort(9100, "", ""))},
+			pods: pods(1, "p", "1", "1Gi", fixtures.WithHostPort(9100, "", "")), expect: []expectation{podErr("p-0", "conflicts with a daemonset")}},
 		{name: "daemonset pods count against pods capacity", ds: []*corev1.Pod{ds("10m")}, pods: pods(10, "p", "10m", "10Mi"),
 			expect: []expectation{claims(1), types("p-0", "arm-medium", "medium", "large")}},
 	})
@@ -278,20 +279,20 @@ func TestDaemonSets(t *testing.T) {
 
 func TestHostPorts(t *testing.T) {
 	runAll(t, []scenario{
-		{name: "same host port goes apart", pods: pods(2, "p", "100m", "100Mi", withHostPort(80, "", "")),
+		{name: "same host port goes apart", pods: pods(2, "p", "100m", "100Mi", fixtures.WithHostPort(80, "", "")),
 			expect: []expectation{claims(2), apart("p-0", "p-1")}},
-		{name: "different protocols share", pods: append(pods(1, "tcp", "100m", "100Mi", withHostPort(53, corev1.ProtocolTCP, "")), pods(1, "udp", "100m", "100Mi", withHostPort(53, corev1.ProtocolUDP, ""))...),
+		{name: "different protocols share", pods: append(pods(1, "tcp", "100m", "100Mi", fixtures.WithHostPort(53, corev1.ProtocolTCP, "")), pods(1, "udp", "100m", "100Mi", fixtures.WithHostPort(53, corev1.ProtocolUDP, ""))...),
 			expect: []expectation{claims(1), together("tcp-0", "udp-0")}},
-		{name: "different specific IPs share", pods: append(pods(1, "a", "100m", "100Mi", withHostPort(80, "", "10.0.0.1")), pods(1, "b", "100m", "100Mi", withHostPort(80, "", "10.0.0.2"))...),
+		{name: "different specific IPs share", pods: append(pods(1, "a", "100m", "100Mi", fixtures.WithHostPort(80, "", "10.0.0.1")), pods(1, "b", "100m", "100Mi", fixtures.WithHostPort(80, "", "10.0.0.2"))...),
 			expect: []expectation{claims(1)}},
-		{name: "wildcard IP conflicts with specific", pods: append(pods(1, "a", "100m", "100Mi", withHostPort(80, "", "10.0.0.1")), pods(1, "b", "100m", "100Mi", withHostPort(80, "", ""))...),
+		{name: "wildcard IP conflicts with specific", pods: append(pods(1, "a", "100m", "100Mi", fixtures.WithHostPort(80, "", "10.0.0.1")), pods(1, "b", "100m", "100Mi", fixtures.WithHostPort(80, "", ""))...),
 			expect: []expectation{claims(2), apart("a-0", "b-0")}},
 		{name: "bound pod port blocks existing node",
-			existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("web", "100m", "100Mi", withHostPort(8080, "", ""))))},
-			pods:     pods(1, "p", "100m", "100Mi", withHostPort(8080, "", "")), expect: []expectation{onNewClaim("p-0")}},
+			existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("web", "100m", "100Mi", fixtures.WithHostPort(8080, "", ""))))},
+			pods:     pods(1, "p", "100m", "100Mi", fixtures.WithHostPort(8080, "", "")), expect: []expectation{onNewClaim("p-0")}},
 		{name: "other port fits existing node",
-			existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("web", "100m", "100Mi", withHostPort(8080, "", ""))))},
-			pods:     pods(1, "p", "100m", "100Mi", withHostPort(8081, "", "")), expect: []expectation{onNode("p-0", "n1")}},
+			existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("web", "100m", "100Mi", fixtures.WithHostPort(8080, "", ""))))},
+			pods:     pods(1, "p", "100m", "100Mi", fixtures.WithHostPort(8081, "", "")), expect: []expectation{onNode("p-0", "n1")}},
 	})
 }
 
@@ -346,33 +347,33 @@ func TestExistingNodes(t *testing.T) {
 func TestVolumeTopology(t *testing.T) {
 	sc := func(name string, zones ...string) *storagev1StorageClass { return newStorageClass(name, zones...) }
 	runAll(t, []scenario{
-		{name: "bound volume pins the zone", pods: pods(1, "p", "1", "1Gi", withPVC("data")),
+		{name: "bound volume pins the zone", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("data")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("data", "", "pv-1")}
 				in.PersistentVolumes = []*corev1.PersistentVolume{pv("pv-1", "us-west-2c")}
 			},
 			expect: []expectation{label("p-0", scheduling.LabelZone, "us-west-2c")}},
-		{name: "unbound claim uses storage class topologies as alternatives", pods: pods(1, "p", "1", "1Gi", withPVC("data")),
+		{name: "unbound claim uses storage class topologies as alternatives", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("data")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("data", "zonal", "")}
 				in.StorageClasses = sc("zonal", "us-west-2a", "us-west-2b").list()
 			},
 			expect: []expectation{labelIn("p-0", scheduling.LabelZone, "us-west-2a", "us-west-2b")}},
-		{name: "missing claim is reported", pods: pods(1, "p", "1", "1Gi", withPVC("nope")),
+		{name: "missing claim is reported", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("nope")),
 			expect: []expectation{podErr("p-0", `persistent volume claim "nope" not found`)}},
-		{name: "volumes in different zones cannot be combined", pods: pods(1, "p", "1", "1Gi", withPVC("a"), withPVC("b")),
+		{name: "volumes in different zones cannot be combined", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("a"), fixtures.WithPVC("b")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("a", "", "pv-a"), pvc("b", "", "pv-b")}
 				in.PersistentVolumes = []*corev1.PersistentVolume{pv("pv-a", "us-west-2a"), pv("pv-b", "us-west-2b")}
 			},
 			expect: []expectation{podErr("p-0", "topology.kubernetes.io/zone")}},
-		{name: "volume zone combines with pod selector", pods: pods(1, "p", "1", "1Gi", withPVC("data"), withSelector(scheduling.LabelArch, "arm64")),
+		{name: "volume zone combines with pod selector", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("data"), withSelector(scheduling.LabelArch, "arm64")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("data", "", "pv-1")}
 				in.PersistentVolumes = []*corev1.PersistentVolume{pv("pv-1", "us-west-2b")}
 			},
 			expect: []expectation{label("p-0", scheduling.LabelZone, "us-west-2b"), types("p-0", "arm-medium")}},
-		{name: "local volume hostname affinity ignored", pods: pods(1, "p", "1", "1Gi", withPVC("data")),
+		{name: "local volume hostname affinity ignored", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("data")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("data", "", "pv-1")}
 				v := pv("pv-1", "us-west-2a")
@@ -381,19 +382,19 @@ func TestVolumeTopology(t *testing.T) {
 				in.PersistentVolumes = []*corev1.PersistentVolume{v}
 			},
 			expect: []expectation{label("p-0", scheduling.LabelZone, "us-west-2a")}},
-		{name: "storage class without topologies adds nothing", pods: pods(1, "p", "1", "1Gi", withPVC("data")),
+		{name: "storage class without topologies adds nothing", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("data")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("data", "any", "")}
 				in.StorageClasses = sc("any").list()
 			},
 			expect: []expectation{label("p-0", scheduling.LabelZone, "")}},
-		{name: "missing storage class is reported", pods: pods(1, "p", "1", "1Gi", withPVC("data")),
+		{name: "missing storage class is reported", pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("data")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("data", "gone", "")}
 			},
 			expect: []expectation{podErr("p-0", `storage class "gone" of claim "data" not found`)}},
 		{name: "volume zone steers to the matching existing node", existing: []*scheduling.ExistingNode{node("na", "us-west-2a", "medium", 4, 16, 20), node("nb", "us-west-2b", "medium", 4, 16, 20)},
-			pods: pods(1, "p", "1", "1Gi", withPVC("data")),
+			pods: pods(1, "p", "1", "1Gi", fixtures.WithPVC("data")),
 			mutate: func(in *scheduling.Input) {
 				in.PersistentVolumeClaims = []*corev1.PersistentVolumeClaim{pvc("data", "", "pv-1")}
 				in.PersistentVolumes = []*corev1.PersistentVolume{pv("pv-1", "us-west-2b")}

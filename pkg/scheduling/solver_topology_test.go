@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 const (
@@ -72,7 +73,7 @@ func matchLabelKeys(keys ...string) func(*corev1.TopologySpreadConstraint) {
 func TestTopologySpread(t *testing.T) {
 	app := withLabels("app", "web")
 	webSel := sel("app", "web")
-	twoZones := withRequired(nodeTerm(expr(zoneKey, in, "us-west-2a", "us-west-2b")))
+	twoZones := fixtures.WithRequiredNodeAffinity(nodeTerm(expr(zoneKey, in, "us-west-2a", "us-west-2b")))
 	runAll(t, []scenario{
 		{name: "zonal spread over three zones", pods: pods(3, "p", "100m", "100Mi", app, withSpread(zoneKey, 1, dns, webSel)),
 			expect: []expectation{allScheduled(), distinctDomains(zoneKey, 3, names("p", 3)...)}},
@@ -119,7 +120,7 @@ func TestTopologySpread(t *testing.T) {
 			pods:   pods(2, "p", "100m", "100Mi", app, withSpread(zoneKey, 1, dns, webSel)),
 			expect: []expectation{zoneCountsAre(map[string]int{"us-west-2b": 1, "us-west-2c": 1}, "p-0", "p-1")}},
 		{name: "pods in other namespaces do not count", existing: []*scheduling.ExistingNode{node("na", "us-west-2a", "small", 2, 4, 10,
-			boundPod(mkPod("old-1", "100m", "100Mi", app, withNS("other"))))},
+			boundPod(mkPod("old-1", "100m", "100Mi", app, fixtures.WithNamespace("other"))))},
 			pods:   pods(3, "p", "100m", "100Mi", app, withSpread(zoneKey, 1, dns, webSel)),
 			expect: []expectation{distinctDomains(zoneKey, 3, names("p", 3)...)}},
 		{name: "matchLabelKeys spreads each version separately",
@@ -174,44 +175,46 @@ func TestTopologySpread(t *testing.T) {
 }
 
 func TestPodAffinity(t *testing.T) {
-	db := func(ns string) *corev1.Pod { return mkPod("db", "100m", "100Mi", withLabels("app", "db"), withNS(ns)) }
+	db := func(ns string) *corev1.Pod {
+		return mkPod("db", "100m", "100Mi", withLabels("app", "db"), fixtures.WithNamespace(ns))
+	}
 	dbSel := sel("app", "db")
 	runAll(t, []scenario{
 		{name: "zonal affinity follows an existing pod", existing: []*scheduling.ExistingNode{node("nb", "us-west-2b", "small", 2, 4, 10, boundPod(db("default")), func(n *scheduling.ExistingNode) {
 			n.Allocatable = rl("cpu", "200m", "memory", "1Gi", "pods", "10")
 		})},
-			pods: pods(1, "p", "1", "100Mi", withPodAffinity(affTerm(zoneKey, dbSel))), expect: []expectation{onNewClaim("p-0"), label("p-0", zoneKey, "us-west-2b")}},
+			pods: pods(1, "p", "1", "100Mi", fixtures.WithPodAffinity(affTerm(zoneKey, dbSel))), expect: []expectation{onNewClaim("p-0"), label("p-0", zoneKey, "us-west-2b")}},
 		{name: "hostname affinity joins the existing node", existing: []*scheduling.ExistingNode{node("n1", "us-west-2b", "medium", 4, 16, 20, boundPod(db("default"))), node("n0", "us-west-2b", "medium", 4, 16, 20)},
-			pods: pods(1, "p", "1", "100Mi", withPodAffinity(affTerm(hostKey, dbSel))), expect: []expectation{onNode("p-0", "n1")}},
-		{name: "self affinity keeps a group in one zone", pods: pods(4, "p", "1500m", "100Mi", withLabels("app", "db"), withPodAffinity(affTerm(zoneKey, dbSel))),
+			pods: pods(1, "p", "1", "100Mi", fixtures.WithPodAffinity(affTerm(hostKey, dbSel))), expect: []expectation{onNode("p-0", "n1")}},
+		{name: "self affinity keeps a group in one zone", pods: pods(4, "p", "1500m", "100Mi", withLabels("app", "db"), fixtures.WithPodAffinity(affTerm(zoneKey, dbSel))),
 			expect: []expectation{allScheduled(), distinctDomains(zoneKey, 1, names("p", 4)...)}},
-		{name: "self affinity on hostname packs together", pods: pods(3, "p", "100m", "100Mi", withLabels("app", "db"), withPodAffinity(affTerm(hostKey, dbSel))),
+		{name: "self affinity on hostname packs together", pods: pods(3, "p", "100m", "100Mi", withLabels("app", "db"), fixtures.WithPodAffinity(affTerm(hostKey, dbSel))),
 			expect: []expectation{claims(1)}},
-		{name: "affinity to absent pods is reported", pods: pods(1, "p", "100m", "100Mi", withPodAffinity(affTerm(zoneKey, dbSel))),
+		{name: "affinity to absent pods is reported", pods: pods(1, "p", "100m", "100Mi", fixtures.WithPodAffinity(affTerm(zoneKey, dbSel))),
 			expect: []expectation{podErr("p-0", "no topology.kubernetes.io/zone domain with pods matching pod affinity selector app=db")}},
 		{name: "affinity to a pod placed earlier in the same solve", pods: []*corev1.Pod{mkPod("db", "2", "100Mi", withLabels("app", "db"), withSelector(zoneKey, "us-west-2c")),
-			mkPod("p", "100m", "100Mi", withPodAffinity(affTerm(zoneKey, dbSel)))},
+			mkPod("p", "100m", "100Mi", fixtures.WithPodAffinity(affTerm(zoneKey, dbSel)))},
 			expect: []expectation{label("p", zoneKey, "us-west-2c")}},
 		{name: "affinity to a pod placed later is retried", pods: []*corev1.Pod{mkPod("db", "100m", "100Mi", withLabels("app", "db"), withSelector(zoneKey, "us-west-2c")),
-			mkPod("p", "2", "100Mi", withPodAffinity(affTerm(zoneKey, dbSel)))},
+			mkPod("p", "2", "100Mi", fixtures.WithPodAffinity(affTerm(zoneKey, dbSel)))},
 			expect: []expectation{allScheduled(), label("p", zoneKey, "us-west-2c")}},
 		{name: "affinity namespaces list", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("other")))},
-			pods:   pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, Namespaces: []string{"other"}})),
+			pods:   pods(1, "p", "100m", "100Mi", fixtures.WithPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, Namespaces: []string{"other"}})),
 			expect: []expectation{onNode("p-0", "n1")}},
 		{name: "affinity namespaceSelector", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("other")))},
-			pods:   pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: sel("team", "b")})),
+			pods:   pods(1, "p", "100m", "100Mi", fixtures.WithPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: sel("team", "b")})),
 			expect: []expectation{onNode("p-0", "n1")}},
 		{name: "affinity defaults to the pod's namespace", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("other")))},
-			pods: pods(1, "p", "100m", "100Mi", withPodAffinity(affTerm(hostKey, dbSel))), expect: []expectation{podErr("p-0", "pod affinity")}},
+			pods: pods(1, "p", "100m", "100Mi", fixtures.WithPodAffinity(affTerm(hostKey, dbSel))), expect: []expectation{podErr("p-0", "pod affinity")}},
 		{name: "empty namespaceSelector means all namespaces", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("third")))},
-			pods:   pods(1, "p", "100m", "100Mi", withPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: &metav1.LabelSelector{}})),
+			pods:   pods(1, "p", "100m", "100Mi", fixtures.WithPodAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: dbSel, NamespaceSelector: &metav1.LabelSelector{}})),
 			expect: []expectation{onNode("p-0", "n1")}},
 		{name: "preferred affinity honoured", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("default"))), node("n0", "us-west-2a", "medium", 4, 16, 20)},
-			pods: pods(1, "p", "100m", "100Mi", withPreferredPodAffinity(10, affTerm(hostKey, dbSel))), expect: []expectation{onNode("p-0", "n1")}},
-		{name: "preferred affinity relaxed when impossible", pods: pods(1, "p", "100m", "100Mi", withPreferredPodAffinity(10, affTerm(hostKey, dbSel))),
+			pods: pods(1, "p", "100m", "100Mi", fixtures.WithPreferredPodAffinity(10, affTerm(hostKey, dbSel))), expect: []expectation{onNode("p-0", "n1")}},
+		{name: "preferred affinity relaxed when impossible", pods: pods(1, "p", "100m", "100Mi", fixtures.WithPreferredPodAffinity(10, affTerm(hostKey, dbSel))),
 			expect: []expectation{allScheduled()}},
 		{name: "affinity and selector intersect", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(db("default")))},
-			pods:   pods(1, "p", "100m", "100Mi", withSelector(zoneKey, "us-west-2b"), withPodAffinity(affTerm(zoneKey, dbSel))),
+			pods:   pods(1, "p", "100m", "100Mi", withSelector(zoneKey, "us-west-2b"), fixtures.WithPodAffinity(affTerm(zoneKey, dbSel))),
 			expect: []expectation{podErr("p-0", "pod affinity")}},
 	})
 }
@@ -224,15 +227,15 @@ func TestPodAntiAffinity(t *testing.T) {
 		if len(ns) > 0 {
 			term.Namespaces = ns
 		}
-		return mkPod("guard", "100m", "100Mi", withLabels("app", "guard"), withPodAntiAffinity(term))
+		return mkPod("guard", "100m", "100Mi", withLabels("app", "guard"), fixtures.WithPodAntiAffinity(term))
 	}
 	runAll(t, []scenario{
-		{name: "hostname anti-affinity gives each pod a node", pods: pods(3, "p", "100m", "100Mi", web, withPodAntiAffinity(affTerm(hostKey, webSel))),
+		{name: "hostname anti-affinity gives each pod a node", pods: pods(3, "p", "100m", "100Mi", web, fixtures.WithPodAntiAffinity(affTerm(hostKey, webSel))),
 			expect: []expectation{claims(3), distinctDomains(hostKey, 3, names("p", 3)...)}},
-		{name: "zonal anti-affinity allows one per zone", pods: pods(4, "p", "100m", "100Mi", web, withPodAntiAffinity(affTerm(zoneKey, webSel))),
+		{name: "zonal anti-affinity allows one per zone", pods: pods(4, "p", "100m", "100Mi", web, fixtures.WithPodAntiAffinity(affTerm(zoneKey, webSel))),
 			expect: []expectation{distinctDomains(zoneKey, 3, names("p", 3)...), podErr("p-3", "every topology.kubernetes.io/zone domain already has pods matching pod anti-affinity selector app=web")}},
 		{name: "anti-affinity avoids nodes with matching pods", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("old", "100m", "100Mi", web)))},
-			pods: pods(1, "p", "100m", "100Mi", withPodAntiAffinity(affTerm(hostKey, webSel))), expect: []expectation{onNewClaim("p-0")}},
+			pods: pods(1, "p", "100m", "100Mi", fixtures.WithPodAntiAffinity(affTerm(hostKey, webSel))), expect: []expectation{onNewClaim("p-0")}},
 		{name: "inverse: existing pod's anti-affinity repels new pods", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(guard(hostKey)))},
 			pods: pods(1, "p", "100m", "100Mi", web), expect: []expectation{onNewClaim("p-0")}},
 		{name: "inverse zonal anti-affinity keeps new pods out of the zone", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(guard(zoneKey)))},
@@ -246,21 +249,21 @@ func TestPodAntiAffinity(t *testing.T) {
 			pods: pods(1, "p", "100m", "100Mi", withLabels("app", "api")), expect: []expectation{onNode("p-0", "n1")}},
 		{name: "inverse respects the owner's namespaces", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(guard(hostKey, "other")))},
 			pods: pods(1, "p", "100m", "100Mi", web), expect: []expectation{onNode("p-0", "n1")}},
-		{name: "inverse from a pod placed in the same solve", pods: []*corev1.Pod{mkPod("guard", "2", "100Mi", withLabels("app", "guard"), withPodAntiAffinity(affTerm(hostKey, webSel))),
+		{name: "inverse from a pod placed in the same solve", pods: []*corev1.Pod{mkPod("guard", "2", "100Mi", withLabels("app", "guard"), fixtures.WithPodAntiAffinity(affTerm(hostKey, webSel))),
 			mkPod("p", "100m", "100Mi", web)},
 			expect: []expectation{claims(2), apart("guard", "p")}},
-		{name: "anti-affinity in another namespace does not apply", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("old", "100m", "100Mi", web, withNS("other"))))},
-			pods: pods(1, "p", "100m", "100Mi", withPodAntiAffinity(affTerm(hostKey, webSel))), expect: []expectation{onNode("p-0", "n1")}},
-		{name: "anti-affinity with all namespaces applies", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("old", "100m", "100Mi", web, withNS("other"))))},
-			pods:   pods(1, "p", "100m", "100Mi", withPodAntiAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: webSel, NamespaceSelector: &metav1.LabelSelector{}})),
+		{name: "anti-affinity in another namespace does not apply", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("old", "100m", "100Mi", web, fixtures.WithNamespace("other"))))},
+			pods: pods(1, "p", "100m", "100Mi", fixtures.WithPodAntiAffinity(affTerm(hostKey, webSel))), expect: []expectation{onNode("p-0", "n1")}},
+		{name: "anti-affinity with all namespaces applies", existing: []*scheduling.ExistingNode{node("n1", "us-west-2a", "medium", 4, 16, 20, boundPod(mkPod("old", "100m", "100Mi", web, fixtures.WithNamespace("other"))))},
+			pods:   pods(1, "p", "100m", "100Mi", fixtures.WithPodAntiAffinity(corev1.PodAffinityTerm{TopologyKey: hostKey, LabelSelector: webSel, NamespaceSelector: &metav1.LabelSelector{}})),
 			expect: []expectation{onNewClaim("p-0")}},
-		{name: "preferred anti-affinity spreads when possible", pods: pods(2, "p", "100m", "100Mi", web, withPreferredAntiAffinity(5, affTerm(hostKey, webSel))),
+		{name: "preferred anti-affinity spreads when possible", pods: pods(2, "p", "100m", "100Mi", web, fixtures.WithPreferredPodAntiAffinity(5, affTerm(hostKey, webSel))),
 			expect: []expectation{apart("p-0", "p-1")}},
 		{name: "preferred anti-affinity ignored under Ignore", opts: scheduling.Options{PreferencePolicy: scheduling.PreferencePolicyIgnore},
-			pods: pods(2, "p", "100m", "100Mi", web, withPreferredAntiAffinity(5, affTerm(hostKey, webSel))), expect: []expectation{together("p-0", "p-1")}},
-		{name: "unsatisfiable preferred zonal anti-affinity is relaxed", pods: pods(5, "p", "100m", "100Mi", web, withPreferredAntiAffinity(5, affTerm(zoneKey, webSel))),
+			pods: pods(2, "p", "100m", "100Mi", web, fixtures.WithPreferredPodAntiAffinity(5, affTerm(hostKey, webSel))), expect: []expectation{together("p-0", "p-1")}},
+		{name: "unsatisfiable preferred zonal anti-affinity is relaxed", pods: pods(5, "p", "100m", "100Mi", web, fixtures.WithPreferredPodAntiAffinity(5, affTerm(zoneKey, webSel))),
 			expect: []expectation{allScheduled()}},
-		{name: "anti-affinity and hostname spread together", pods: pods(3, "p", "100m", "100Mi", web, withPodAntiAffinity(affTerm(hostKey, webSel)), withSpread(zoneKey, 1, dns, webSel)),
+		{name: "anti-affinity and hostname spread together", pods: pods(3, "p", "100m", "100Mi", web, fixtures.WithPodAntiAffinity(affTerm(hostKey, webSel)), withSpread(zoneKey, 1, dns, webSel)),
 			expect: []expectation{claims(3), distinctDomains(zoneKey, 3, names("p", 3)...)}},
 	})
 }
@@ -270,10 +273,10 @@ func TestRelaxationOrder(t *testing.T) {
 	webSel := sel("app", "web")
 	runAll(t, []scenario{
 		{name: "preferred pod affinity relaxed before preferred anti-affinity",
-			pods:   pods(2, "p", "100m", "100Mi", web, withPreferredPodAffinity(10, affTerm(hostKey, sel("app", "nothing"))), withPreferredAntiAffinity(1, affTerm(hostKey, webSel))),
+			pods:   pods(2, "p", "100m", "100Mi", web, fixtures.WithPreferredPodAffinity(10, affTerm(hostKey, sel("app", "nothing"))), fixtures.WithPreferredPodAntiAffinity(1, affTerm(hostKey, webSel))),
 			expect: []expectation{apart("p-0", "p-1")}},
 		{name: "preferred anti-affinity relaxed before preferred node affinity",
-			pods: pods(4, "p", "100m", "100Mi", web, withPreferred(1, nodeTerm(expr(zoneKey, in, "us-west-2b"))), withPreferredAntiAffinity(1, affTerm(zoneKey, webSel))),
+			pods: pods(4, "p", "100m", "100Mi", web, fixtures.WithPreferredNodeAffinity(1, nodeTerm(expr(zoneKey, in, "us-west-2b"))), fixtures.WithPreferredPodAntiAffinity(1, affTerm(zoneKey, webSel))),
 			expect: []expectation{allScheduled(), custom(func(t *testing.T, r *result) {
 				// the fourth pod cannot avoid the others by zone; it drops the anti-affinity but keeps the zone preference
 				if zoneCounts(r, "p-3")["us-west-2b"] != 1 {
@@ -281,13 +284,13 @@ func TestRelaxationOrder(t *testing.T) {
 				}
 			})}},
 		{name: "required terms relaxed before preferences",
-			pods: pods(1, "p", "100m", "100Mi", withRequired(nodeTerm(expr(zoneKey, in, "us-west-2z")), nodeTerm(expr(zoneKey, in, "us-west-2a", "us-west-2b"))),
-				withPreferred(1, nodeTerm(expr(zoneKey, in, "us-west-2b")))),
+			pods: pods(1, "p", "100m", "100Mi", fixtures.WithRequiredNodeAffinity(nodeTerm(expr(zoneKey, in, "us-west-2z")), nodeTerm(expr(zoneKey, in, "us-west-2a", "us-west-2b"))),
+				fixtures.WithPreferredNodeAffinity(1, nodeTerm(expr(zoneKey, in, "us-west-2b")))),
 			expect: []expectation{label("p-0", zoneKey, "us-west-2b")}},
 		{name: "ScheduleAnyway relaxed after node preference",
 			pods:   pods(2, "p", "100m", "100Mi", web, withSpread(hostKey, 1, sa, webSel), withSelector(scheduling.LabelHostname, "x")),
 			expect: []expectation{podErr("p-0", "which a new node cannot have")}},
-		{name: "error reports the most relaxed attempt", pods: pods(1, "p", "100m", "100Mi", withPreferred(1, nodeTerm(expr(zoneKey, in, "us-west-2a"))), withSelector(scheduling.LabelArch, "s390x")),
+		{name: "error reports the most relaxed attempt", pods: pods(1, "p", "100m", "100Mi", fixtures.WithPreferredNodeAffinity(1, nodeTerm(expr(zoneKey, in, "us-west-2a"))), withSelector(scheduling.LabelArch, "s390x")),
 			expect: []expectation{podErr("p-0", "requires kubernetes.io/arch In [s390x]")}},
 	})
 }
@@ -355,7 +358,7 @@ func TestOfferings(t *testing.T) {
 			pods:   pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved")),
 			expect: []expectation{totalPrice(0.001), label("p-0", scheduling.LabelCapacityType, "reserved")}},
 		{name: "pod requiring a different reservation", pools: withTypes(reserved),
-			pods:   pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved"), withRequired(nodeTerm(expr("example.com/reservation-id", in, "r-2")))),
+			pods:   pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved"), fixtures.WithRequiredNodeAffinity(nodeTerm(expr("example.com/reservation-id", in, "r-2")))),
 			expect: []expectation{podErr("p-0", "no available offering matches")}},
 		{name: "capacity type with no offerings is explained", pools: withTypes(onlyA),
 			pods:   pods(1, "p", "100m", "100Mi", withSelector(scheduling.LabelCapacityType, "reserved")),
