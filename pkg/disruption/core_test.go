@@ -12,13 +12,14 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // expect describes what a case must produce. Empty fields are not checked.
 type expect struct {
 	method     disruption.Method
 	reason     v1.DisruptionReason
-	action     string
+	action     disruption.Action
 	candidates []string
 	none       bool // no decision
 	// explained maps node -> substring of its explanation; code optional.
@@ -279,9 +280,7 @@ func TestDrift(t *testing.T) {
 			w.pool("default", []*scheduling.InstanceType{itype("s", 2, 8, 0.17, 0), itype("l", 8, 32, 0.68, 0)}, onDemandOnly)
 			a := w.node("a", "default", "l", notConsolidatable, drifted(now.Add(-time.Hour)))
 			for _, n := range []string{"p1", "p2", "p3"} {
-				w.pod(a, n, "1500m", func(p *corev1.Pod) {
-					p.Spec.NodeSelector = map[string]string{corev1.LabelInstanceTypeStable: "s"}
-				})
+				w.pod(a, n, "1500m", fixtures.WithNodeSelector(map[string]string{corev1.LabelInstanceTypeStable: "s"}))
 			}
 		}, expect{method: disruption.MethodDrift, action: "replace", check: func(t *testing.T, r *disruption.Result) {
 			if n := len(r.Decision.Replacements); n != 3 {
@@ -330,7 +329,7 @@ func TestDrift(t *testing.T) {
 		{"pods that cannot be rescheduled keep the drifted node and say why", func(w *world) {
 			w.pool("default", standardTypes())
 			a := w.node("a", "default", "m", notConsolidatable, drifted(now.Add(-time.Hour)))
-			w.pod(a, "gpu", "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"example.com/gpu": "true"} })
+			w.pod(a, "gpu", "1", fixtures.WithNodeSelector(map[string]string{"example.com/gpu": "true"}))
 		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeUnschedulable}, explained: map[string]string{"a": "node a drifted (NodePoolDrifted) but its pods cannot be rescheduled: pod default/gpu"}}},
 
 		{"terminationGracePeriod lets drift past a PDB", func(w *world) {
@@ -832,11 +831,11 @@ func TestTopologySpreadSeesWholeCluster(t *testing.T) {
 	// empty-of-web node keeps 0. Only a solve over every node sees that.
 	w := newWorld(t)
 	w.pool("default", standardTypes(), onDemandOnly)
-	spread := func(p *corev1.Pod) {
+	spread := fixtures.PodFunc(func(p *corev1.Pod) {
 		p.Labels = map[string]string{"app": "web"}
 		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelHostname,
 			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: metav1LabelSelector("app", "web")}}
-	}
+	})
 	full := w.node("full", "default", "s", notConsolidatable)
 	w.pod(full, "db", "1800m")
 	roomy := w.node("roomy", "default", "l", notConsolidatable)
@@ -862,10 +861,8 @@ func TestZonalAntiAffinityOwnerElsewhereCounts(t *testing.T) {
 	w.pool("default", standardTypes(), onDemandOnly)
 	// Named to sort last: the roomy node, of the same shape, represents it.
 	owner := w.node("z-owner", "default", "l", notConsolidatable)
-	w.pod(owner, "guard", "7800m", func(p *corev1.Pod) {
-		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{{
-			TopologyKey: corev1.LabelTopologyZone, LabelSelector: metav1LabelSelector("app", "web")}}}}
-	})
+	w.pod(owner, "guard", "7800m", fixtures.WithPodAntiAffinity(corev1.PodAffinityTerm{
+		TopologyKey: corev1.LabelTopologyZone, LabelSelector: metav1LabelSelector("app", "web")}))
 	w.node("roomy", "default", "l", notConsolidatable)
 	a := w.node("a", "default", "m")
 	w.pod(a, "web-1", "500m", labeled("app", "web"))
@@ -888,11 +885,11 @@ func TestZoneSpreadCountsPodsOnNodesThePackerSkips(t *testing.T) {
 		it.Offerings = append(it.Offerings, scheduling.Offering{Zone: "zone-b", CapacityType: scheduling.CapacityTypeOnDemand, Price: it.Offerings[0].Price, Available: true})
 	}
 	w.pool("default", its, onDemandOnly)
-	spread := func(p *corev1.Pod) {
+	spread := fixtures.PodFunc(func(p *corev1.Pod) {
 		p.Labels = map[string]string{"app": "web"}
 		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{MaxSkew: 1, TopologyKey: corev1.LabelTopologyZone,
 			WhenUnsatisfiable: corev1.DoNotSchedule, LabelSelector: metav1LabelSelector("app", "web")}}
-	}
+	})
 	full := w.node("z-full", "default", "l", notConsolidatable)
 	w.pod(full, "web-1", "3900m", spread)
 	w.pod(full, "web-2", "3900m", spread)
@@ -913,7 +910,7 @@ func TestSimulationWorkIsBounded(t *testing.T) {
 	w.pool("default", standardTypes())
 	for _, n := range []string{"a", "b"} {
 		x := w.node(n, "default", "m", notConsolidatable, drifted(now.Add(-time.Hour)))
-		w.pod(x, "gpu-"+n, "1", func(p *corev1.Pod) { p.Spec.NodeSelector = map[string]string{"example.com/gpu": "true"} })
+		w.pod(x, "gpu-"+n, "1", fixtures.WithNodeSelector(map[string]string{"example.com/gpu": "true"}))
 	}
 	r := w.run()
 	if r.Decision != nil || !reflect.DeepEqual(r.TimedOut, []disruption.Method{disruption.MethodDrift}) || r.Simulations != 1 {

@@ -10,13 +10,13 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // now is the fixed time every table case evaluates at: a Wednesday, 10:30 UTC.
@@ -73,24 +73,18 @@ func newWorld(t *testing.T) *world {
 	return &world{t: t, in: &disruption.Input{Now: now, Scheduling: &scheduling.Input{}}, pools: map[string]*disruption.NodePool{}, types: map[string]*scheduling.InstanceType{}}
 }
 
-type poolOpt func(*v1.NodePool)
+type poolOpt = fixtures.NodePoolOption
 
-func whenEmpty(np *v1.NodePool) {
-	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
-}
+var (
+	whenEmpty = fixtures.WithConsolidationPolicy(v1.ConsolidationPolicyWhenEmpty)
+	never     = fixtures.WithConsolidateAfter("Never")
+	budgetsOf = fixtures.WithBudgets
+)
 
-func never(np *v1.NodePool) {
-	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
-}
-
-func budgetsOf(bs ...v1.Budget) poolOpt {
-	return func(np *v1.NodePool) { np.Spec.Disruption.Budgets = bs }
-}
-
-func onDemandOnly(np *v1.NodePool) {
-	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{
-		Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}})
-}
+var onDemandOnly = fixtures.NodePoolFunc(func(np *v1.NodePool) {
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+		fixtures.Requirement(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand))
+})
 
 func nodes(n string, reasons ...v1.DisruptionReason) v1.Budget {
 	return v1.Budget{Nodes: n, Reasons: reasons}
@@ -103,24 +97,14 @@ func scheduled(n, schedule string, d time.Duration, reasons ...v1.DisruptionReas
 // pool adds a NodePool (consolidateAfter 0s, WhenEmptyOrUnderutilized, budget
 // 100%, on-demand and spot) that launches from its.
 func (w *world) pool(name string, its []*scheduling.InstanceType, opts ...poolOpt) *v1.NodePool {
-	np := &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("uid-" + name)},
-		Spec: v1.NodePoolSpec{
-			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{
-					{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand, v1.CapacityTypeSpot}},
-				},
-			}},
-			Disruption: v1.Disruption{
-				ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
-				ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
-				Budgets:             []v1.Budget{{Nodes: "100%"}},
-			},
-		},
+	base := []poolOpt{
+		fixtures.WithUID("uid-" + name),
+		fixtures.WithRequirements(fixtures.Requirement(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand, v1.CapacityTypeSpot)),
+		fixtures.WithConsolidateAfter("0s"),
+		fixtures.WithConsolidationPolicy(v1.ConsolidationPolicyWhenEmptyOrUnderutilized),
+		fixtures.WithBudgets(v1.Budget{Nodes: "100%"}),
 	}
-	for _, o := range opts {
-		o(np)
-	}
+	np := fixtures.NodePool(name, append(base, opts...)...)
 	for _, it := range its {
 		w.types[it.Name] = it
 	}
@@ -186,29 +170,20 @@ func (w *world) node(name, pool, it string, opts ...nodeOpt) *disruption.Node {
 	if !ok {
 		w.t.Fatalf("unknown instance type %s", it)
 	}
-	lbls := func() map[string]string {
-		return map[string]string{
-			v1.NodePoolLabelKey:            pool,
-			corev1.LabelInstanceTypeStable: it,
-			corev1.LabelTopologyZone:       zone,
-			v1.CapacityTypeLabelKey:        v1.CapacityTypeOnDemand,
-			corev1.LabelArchStable:         "amd64",
-			corev1.LabelOSStable:           "linux",
-			corev1.LabelHostname:           name,
-		}
-	}
-	k := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("node-" + name), Labels: lbls()},
-		Spec:       corev1.NodeSpec{ProviderID: "kwok://" + name},
-		Status: corev1.NodeStatus{
-			Allocatable: t.Allocatable(),
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
-	}
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID("nc-" + name), Labels: lbls(), CreationTimestamp: metav1.NewTime(now.Add(-24 * time.Hour))},
-		Status:     v1.NodeClaimStatus{NodeName: name, ProviderID: "kwok://" + name},
-	}
+	lbls := fixtures.WithLabels(map[string]string{
+		v1.NodePoolLabelKey:            pool,
+		corev1.LabelInstanceTypeStable: it,
+		corev1.LabelTopologyZone:       zone,
+		v1.CapacityTypeLabelKey:        v1.CapacityTypeOnDemand,
+		corev1.LabelArchStable:         "amd64",
+		corev1.LabelOSStable:           "linux",
+		corev1.LabelHostname:           name,
+	})
+	k := fixtures.Node(name, fixtures.WithUID("node-"+name), lbls, fixtures.WithProviderID("kwok://"+name),
+		fixtures.WithAllocatable(t.Allocatable()),
+		fixtures.WithNodeConditions(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}))
+	nc := fixtures.NodeClaim(name, fixtures.WithUID("nc-"+name), lbls, fixtures.CreatedAt(now.Add(-24*time.Hour)),
+		fixtures.WithNodeName(name), fixtures.WithProviderID("kwok://"+name))
 	nc.StatusConditions().SetTrue(v1.ConditionTypeInitialized)
 	nc.StatusConditions().SetTrue(v1.ConditionTypeConsolidatable)
 	n := &disruption.Node{Name: name, Node: k, NodeClaim: nc, NodePool: pool, Initialized: true}
@@ -223,49 +198,33 @@ func (w *world) node(name, pool, it string, opts ...nodeOpt) *disruption.Node {
 	return n
 }
 
-type podOpt func(*corev1.Pod)
+type podOpt = fixtures.PodOption
 
-func podAnnotated(k, v string) podOpt {
-	return func(p *corev1.Pod) { p.Annotations = map[string]string{k: v} }
-}
+func podAnnotated(k, v string) podOpt { return fixtures.WithAnnotations(map[string]string{k: v}) }
 
 func started(ago time.Duration) podOpt {
-	return func(p *corev1.Pod) {
+	return fixtures.PodFunc(func(p *corev1.Pod) {
 		t := metav1.NewTime(now.Add(-ago))
 		p.Status.StartTime = &t
-	}
+	})
 }
 
-func daemonSetPod(p *corev1.Pod) {
-	p.OwnerReferences = []metav1.OwnerReference{{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1"}}
-}
+var (
+	daemonSetPod = fixtures.WithOwners(metav1.OwnerReference{Kind: "DaemonSet", Name: "ds", APIVersion: "apps/v1"})
+	mirrorPod    = fixtures.WithAnnotations(map[string]string{corev1.MirrorPodAnnotationKey: "x"})
+	phase        = fixtures.WithPhase
+)
 
-func mirrorPod(p *corev1.Pod) {
-	p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "x"}
-}
+func labeled(k, v string) podOpt { return fixtures.WithLabels(map[string]string{k: v}) }
 
-func phase(ph corev1.PodPhase) podOpt { return func(p *corev1.Pod) { p.Status.Phase = ph } }
-
-func labeled(k, v string) podOpt {
-	return func(p *corev1.Pod) {
-		if p.Labels == nil {
-			p.Labels = map[string]string{}
-		}
-		p.Labels[k] = v
-	}
-}
-
+// podOf is a Running pod of namespace ns, created an hour before now, whose
+// UID is ns/name, requesting cpu and 256Mi.
 func podOf(ns, name, cpu string, opts ...podOpt) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, UID: types.UID(ns + "/" + name), CreationTimestamp: metav1.NewTime(now.Add(-time.Hour))},
-		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
+	base := []podOpt{
+		fixtures.WithNamespace(ns), fixtures.WithUID(ns + "/" + name), fixtures.CreatedAt(now.Add(-time.Hour)),
+		fixtures.WithRequests("cpu", cpu, "memory", "256Mi"), fixtures.WithPhase(corev1.PodRunning),
 	}
-	for _, o := range opts {
-		o(p)
-	}
-	return p
+	return fixtures.Pod(name, append(base, opts...)...)
 }
 
 // pod binds a new pod requesting cpu to the node.
@@ -285,14 +244,9 @@ func (w *world) pending(name, cpu string, opts ...podOpt) *corev1.Pod {
 }
 
 func (w *world) pdb(name string, allowed int32, selector map[string]string) {
-	w.in.PDBs = append(w.in.PDBs, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: ptrIntStr(1), Selector: &metav1.LabelSelector{MatchLabels: selector}},
-		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed},
-	})
+	w.in.PDBs = append(w.in.PDBs, fixtures.PodDisruptionBudget(name, fixtures.WithMinAvailable(intstr.FromInt32(1)),
+		fixtures.WithSelector(selector), fixtures.WithPDBStatus(policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed})))
 }
-
-func ptrIntStr(i int) *intstr.IntOrString { v := intstr.FromInt32(int32(i)); return &v }
 
 func (w *world) run() *disruption.Result {
 	w.t.Helper()
