@@ -23,6 +23,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var testEnv *env.Environment
@@ -43,44 +44,34 @@ func cleanup(t *testing.T) {
 	})
 }
 
+// nodeClaim is a NodeClaim of NodePool "default" for 3 cpu and 3 pods,
+// tainted dedicated=x, requiring reqs (when none, a c-4x-amd64-linux in
+// test-zone-a or test-zone-b).
 func nodeClaim(name string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
 	if len(reqs) == 0 {
 		reqs = []v1.NodeSelectorRequirementWithMinValues{
-			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c-4x-amd64-linux"}},
-			{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-a", "test-zone-b"}},
+			fixtures.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c-4x-amd64-linux"),
+			fixtures.Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "test-zone-a", "test-zone-b"),
 		}
 	}
-	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: reqs,
-			Resources:    v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3"), corev1.ResourcePods: resource.MustParse("3")}},
-			NodeClassRef: &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
-			Taints:       []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
-		},
-	}
+	return fixtures.NodeClaim(name,
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default"}),
+		fixtures.WithRequirements(reqs...),
+		fixtures.WithRequests("cpu", "3", "pods", "3"),
+		fixtures.WithTaints(corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}))
 }
 
+// node is a Ready node of 4 cpu (3900m allocatable) and 110 pods.
 func node(name, providerID string, labels map[string]string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels},
-		Spec:       corev1.NodeSpec{ProviderID: providerID},
-		Status: corev1.NodeStatus{
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("110")},
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3900m"), corev1.ResourcePods: resource.MustParse("110")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		},
-	}
+	return fixtures.Node(name, fixtures.WithLabels(labels), fixtures.WithProviderID(providerID),
+		fixtures.WithCapacity(fixtures.ResourceList("cpu", "4", "pods", "110")),
+		fixtures.WithAllocatable(fixtures.ResourceList("cpu", "3900m", "pods", "110")),
+		fixtures.WithNodeConditions(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue, LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}))
 }
 
+// pod is a pod bound to nodeName ("" for pending) requesting 1 cpu.
 func pod(name, nodeName string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
-			Name: "c", Image: "x",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-		}}},
-	}
+	return fixtures.Pod(name, fixtures.OnNode(nodeName), fixtures.WithRequests("cpu", "1"))
 }
 
 type fixture struct {
@@ -297,18 +288,7 @@ func TestNodeJoinsItsClaimAndCarriesItsPods(t *testing.T) {
 
 func TestDaemonSetsBecomePodTemplates(t *testing.T) {
 	f := newFixture(t)
-	labels := map[string]string{"app": "agent"}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: "agent", Namespace: "default"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: labels},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: labels},
-				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "a", Image: "x",
-					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("200m")}}}}},
-			},
-		},
-	}
+	ds := fixtures.DaemonSet("agent", fixtures.WithSelector(map[string]string{"app": "agent"}), fixtures.WithRequests("cpu", "200m"))
 	ExpectApplied(f.ctx, t, testEnv.Client, ds)
 	ExpectReconciled(f.ctx, t, f.daemonSets, ds)
 	pods := f.cluster.DaemonSetPods()
