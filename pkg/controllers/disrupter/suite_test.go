@@ -12,8 +12,6 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -89,24 +87,14 @@ func newFixture(t *testing.T, budgets ...v1.Budget) *fixture {
 	if len(budgets) == 0 {
 		budgets = []v1.Budget{{Nodes: "100%"}}
 	}
-	np := &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1.NodePoolSpec{
-			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{
-					{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
-					{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}},
-					{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
-				},
-			}},
-			Disruption: v1.Disruption{
-				ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
-				ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
-				Budgets:             budgets,
-			},
-		},
-	}
+	np := fixtures.NodePool("default",
+		fixtures.WithRequirements(
+			fixtures.Requirement(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand),
+			fixtures.Requirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, "amd64"),
+			fixtures.Requirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux")),
+		fixtures.WithConsolidateAfter("0s"),
+		fixtures.WithConsolidationPolicy(v1.ConsolidationPolicyWhenEmptyOrUnderutilized),
+		fixtures.WithBudgets(budgets...))
 	ExpectApplied(ctx, t, testEnv.Client, nc, np)
 	return f
 }
@@ -119,20 +107,16 @@ func (f *fixture) node(t *testing.T, name, itName string, opts ...func(*v1.NodeC
 	if !ok {
 		t.Fatalf("unknown instance type %s", itName)
 	}
-	lbls := map[string]string{
+	lbls := fixtures.WithLabels(map[string]string{
 		v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: itName, corev1.LabelTopologyZone: kwok.Zones[0],
 		v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
 		corev1.LabelHostname: name, v1.NodeInitializedLabelKey: "true", v1.NodeRegisteredLabelKey: "true",
-	}
-	providerID := kwok.ProviderIDPrefix + name
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
-		Spec: v1.NodeClaimSpec{
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{itName}}},
-		},
-		Status: v1.NodeClaimStatus{NodeName: name, ProviderID: providerID, Capacity: it.Capacity, Allocatable: it.Allocatable()},
-	}
+	})
+	providerID := fixtures.WithProviderID(kwok.ProviderIDPrefix + name)
+	capacity, allocatable := fixtures.WithCapacity(it.Capacity), fixtures.WithAllocatable(it.Allocatable())
+	nc := fixtures.NodeClaim(name, lbls,
+		fixtures.WithRequirements(fixtures.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, itName)),
+		fixtures.WithNodeName(name), providerID, capacity, allocatable)
 	cs := nc.StatusConditions()
 	cs.Now = f.clock.Now
 	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized, v1.ConditionTypeConsolidatable} {
@@ -141,14 +125,7 @@ func (f *fixture) node(t *testing.T, name, itName string, opts ...func(*v1.NodeC
 	for _, o := range opts {
 		o(nc)
 	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
-		Spec:       corev1.NodeSpec{ProviderID: providerID},
-		Status: corev1.NodeStatus{
-			Capacity: it.Capacity, Allocatable: it.Allocatable(),
-			Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady", LastHeartbeatTime: metav1.Now(), LastTransitionTime: metav1.Now()}},
-		},
-	}
+	node := fixtures.Node(name, lbls, providerID, capacity, allocatable, fixtures.NodeReady())
 	ExpectApplied(f.ctx, t, testEnv.Client, nc, node)
 	// The API server's admission taints new nodes not-ready; a Ready node's
 	// taint is gone.
@@ -168,24 +145,16 @@ func driftedCondition(nc *v1.NodeClaim) {
 // pod creates a running pod bound to the node.
 func (f *fixture) pod(t *testing.T, name, node, cpu string, lbls map[string]string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name, Labels: lbls},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse("256Mi")}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	p := fixtures.Pod(name, fixtures.WithLabels(lbls), fixtures.OnNode(node),
+		fixtures.WithRequests("cpu", cpu, "memory", "256Mi"), fixtures.WithPhase(corev1.PodRunning))
 	ExpectApplied(f.ctx, t, testEnv.Client, p)
 	return p
 }
 
 func (f *fixture) pdb(t *testing.T, name string, allowed int32, lbls map[string]string) {
 	t.Helper()
-	one := intstr.FromInt32(1)
-	p := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name},
-		Spec:       policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: lbls}},
-		Status:     policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, ExpectedPods: 1, CurrentHealthy: 1, DesiredHealthy: 1},
-	}
+	p := fixtures.PodDisruptionBudget(name, fixtures.WithMinAvailable(intstr.FromInt32(1)), fixtures.WithSelector(lbls),
+		fixtures.WithPDBStatus(policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, ExpectedPods: 1, CurrentHealthy: 1, DesiredHealthy: 1}))
 	ExpectApplied(f.ctx, t, testEnv.Client, p)
 }
 
