@@ -348,7 +348,7 @@ func (p *pass) revalidateConsolidation(m Method, cands []*node, d *Decision, mul
 	if again.Action() != d.Action() {
 		return false, fmt.Sprintf("the decision changed from %s to %s", d.Action(), again.Action())
 	}
-	if d.Action() == "replace" {
+	if d.Action() == ActionReplace {
 		allowed := map[string]bool{}
 		for _, it := range d.Replacements[0].InstanceTypes {
 			allowed[it.Name] = true

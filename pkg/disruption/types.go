@@ -117,12 +117,26 @@ type Decision struct {
 	ReplacementsPrice float64
 }
 
-// Action is "delete" or "replace".
-func (d *Decision) Action() string {
+// Action is what a decision does to its candidates. Its values are the words
+// of the decision metrics' action label, of events and of the kubectl plugin's
+// output.
+type Action string
+
+const (
+	// ActionDelete deletes the candidates: their pods fit on the remaining nodes.
+	ActionDelete Action = "delete"
+	// ActionReplace launches the decision's Replacements, then deletes the
+	// candidates.
+	ActionReplace Action = "replace"
+)
+
+// Action is ActionReplace when the decision launches replacements,
+// ActionDelete otherwise.
+func (d *Decision) Action() Action {
 	if len(d.Replacements) > 0 {
-		return "replace"
+		return ActionReplace
 	}
-	return "delete"
+	return ActionDelete
 }
 
 // CandidateNames lists the candidates' names in order.

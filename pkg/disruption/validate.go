@@ -54,7 +54,7 @@ func Validate(in *Input, d *Decision) (bool, string) {
 // the previous command land on some of them; one changed candidate used to
 // abandon all 200 and start over a pass and a delay later.
 func ValidateNarrowing(in *Input, d *Decision) (*Decision, bool, string) {
-	if d.Method != MethodMultiNodeConsolidation || d.Action() != "delete" {
+	if d.Method != MethodMultiNodeConsolidation || d.Action() != ActionDelete {
 		ok, why := Validate(in, d)
 		if !ok {
 			return nil, false, why
@@ -90,7 +90,7 @@ func ValidateNarrowing(in *Input, d *Decision) (*Decision, bool, string) {
 	if again == nil {
 		return nil, false, why
 	}
-	if again.Action() != "delete" {
+	if again.Action() != ActionDelete {
 		return nil, false, fmt.Sprintf("the decision changed from delete to %s", again.Action())
 	}
 	again.Method = d.Method

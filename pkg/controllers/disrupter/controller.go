@@ -188,12 +188,12 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 	if err := c.queue.StartCommand(ctx, cmd); err != nil {
 		return false, fmt.Errorf("starting disruption of %v: %w", cmd.CandidateNames(), err)
 	}
-	DecisionsTotal.WithLabelValues(d.Action(), disruption.MetricReason(d.Method.Reason()), ct).Inc()
+	DecisionsTotal.WithLabelValues(string(d.Action()), disruption.MetricReason(d.Method.Reason()), ct).Inc()
 	counted := map[string]bool{}
 	for _, nc := range cmd.Candidates {
 		if np := nc.Labels[v1.NodePoolLabelKey]; !counted[np] {
 			counted[np] = true
-			DecisionsByNodePoolTotal.WithLabelValues(np, d.Action(), disruption.MetricReason(d.Method.Reason()), ct).Inc()
+			DecisionsByNodePoolTotal.WithLabelValues(np, string(d.Action()), disruption.MetricReason(d.Method.Reason()), ct).Inc()
 		}
 	}
 	return true, nil
@@ -205,7 +205,7 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestration.Command, error) {
 	cmd := &orchestration.Command{
 		Method:      d.Method,
-		Decision:    orchestration.Decision(d.Action()),
+		Decision:    d.Action(),
 		Explanation: d.Explanation,
 	}
 	byName := map[string]*disruption.Node{}

@@ -201,7 +201,7 @@ func describeLaunch(c *scheduling.NewClaim) Launch {
 // disrupt applies a decision as the orchestration queue does once the
 // replacements exist: replacements in flight, candidates marked for deletion.
 func (p *Planner) disrupt(step int, d *disruption.Decision) Disruption {
-	out := Disruption{Step: step, Method: d.Method.String(), Reason: string(d.Method.Reason()), Action: d.Action(),
+	out := Disruption{Step: step, Method: d.Method.String(), Reason: string(d.Method.Reason()), Action: string(d.Action()),
 		Explanation: d.Explanation, PricePerHourRemoved: d.CandidatesPrice, PricePerHourAdded: d.ReplacementsPrice}
 	out.Replacements = p.launch(d.Replacements, fmt.Sprintf("disruption %d", step))
 	seen := map[string]bool{}

@@ -6,12 +6,13 @@ import (
 )
 
 // Decision is what a command does to its candidates: delete them, or replace
-// them with the command's Replacements.
-type Decision string
+// them with the command's Replacements. It is the disruption decision's
+// Action, under the name the queue's commands, logs and events use.
+type Decision = disruption.Action
 
 const (
-	DecisionDelete  Decision = "delete"
-	DecisionReplace Decision = "replace"
+	DecisionDelete  = disruption.ActionDelete
+	DecisionReplace = disruption.ActionReplace
 )
 
 // Command is one disruption decision, ready to act on.
