@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -26,6 +25,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var testEnv *env.Environment
@@ -84,20 +84,9 @@ func (f *fixture) node(t *testing.T, name, nodePool string) *corev1.Node {
 	if nodePool != "" {
 		lbls[v1.NodePoolLabelKey] = nodePool
 	}
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: lbls},
-		Spec:       corev1.NodeSpec{ProviderID: kwok.ProviderIDPrefix + name},
-		Status: corev1.NodeStatus{
-			Capacity: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"),
-				corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"), corev1.ResourcePods: resource.MustParse("110"),
-			},
-			Allocatable: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("3800m"), corev1.ResourceMemory: resource.MustParse("15Gi"),
-				corev1.ResourceEphemeralStorage: resource.MustParse("90Gi"), corev1.ResourcePods: resource.MustParse("110"),
-			},
-		},
-	}
+	n := fixtures.Node(name, fixtures.WithLabels(lbls), fixtures.WithProviderID(kwok.ProviderIDPrefix+name),
+		fixtures.WithCapacity(fixtures.ResourceList("cpu", "4", "memory", "16Gi", "ephemeral-storage", "100Gi", "pods", "110")),
+		fixtures.WithAllocatable(fixtures.ResourceList("cpu", "3800m", "memory", "15Gi", "ephemeral-storage", "90Gi", "pods", "110")))
 	ExpectApplied(f.ctx, t, testEnv.Client, n)
 	ExpectReconciled(f.ctx, t, f.nodes, n)
 	return n
@@ -107,37 +96,20 @@ func (f *fixture) node(t *testing.T, name, nodePool string) *corev1.Node {
 // and feeds it into cluster state; ds makes it a DaemonSet's pod.
 func (f *fixture) pod(t *testing.T, name, nodeName string, ds *appsv1.DaemonSet, reqCPU, reqMem, limCPU, limMem string) {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: nodeName, Containers: []corev1.Container{{
-			Name: "c", Image: "busybox",
-			Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(reqCPU), corev1.ResourceMemory: resource.MustParse(reqMem)},
-				Limits:   corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(limCPU), corev1.ResourceMemory: resource.MustParse(limMem)},
-			},
-		}}},
-	}
+	opts := []fixtures.PodOption{fixtures.OnNode(nodeName),
+		fixtures.WithRequests("cpu", reqCPU, "memory", reqMem), fixtures.WithLimits("cpu", limCPU, "memory", limMem)}
 	if ds != nil {
 		isController := true
-		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &isController}}
+		opts = append(opts, fixtures.WithOwners(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: ds.Name, UID: ds.UID, Controller: &isController}))
 	}
+	p := fixtures.Pod(name, opts...)
 	ExpectApplied(f.ctx, t, testEnv.Client, p)
 	ExpectReconciled(f.ctx, t, f.pods, p)
 }
 
 func (f *fixture) daemonSet(t *testing.T, name string) *appsv1.DaemonSet {
 	t.Helper()
-	sel := map[string]string{"app": name}
-	ds := &appsv1.DaemonSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: appsv1.DaemonSetSpec{
-			Selector: &metav1.LabelSelector{MatchLabels: sel},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Labels: sel},
-				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-			},
-		},
-	}
+	ds := fixtures.DaemonSet(name, fixtures.WithSelector(map[string]string{"app": name}))
 	ExpectApplied(f.ctx, t, testEnv.Client, ds)
 	return ds
 }
