@@ -22,6 +22,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var testEnv *env.Environment
@@ -206,16 +207,9 @@ const (
 // nodeClaim is a NodeClaim of NodePool pool-a and KWOKNodeClass default,
 // labelled with both, as the provisioner labels the NodeClaims it creates.
 func nodeClaim(name string, conds ...status.Condition) *v1.NodeClaim {
-	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
-			v1.NodePoolLabelKey: "pool-a", kwok.NodeClassLabelKey: "default",
-		}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		},
-		Status: v1.NodeClaimStatus{Conditions: conds},
-	}
+	return fixtures.NodeClaim(name,
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "pool-a", kwok.NodeClassLabelKey: "default"}),
+		fixtures.WithClaimConditions(conds...))
 }
 
 // ncExtra are the extra labels every nodeclaim series of nodeClaim carries.
