@@ -43,7 +43,7 @@
 // AddCapacityReservation). Every ID is derived from a hash of stable inputs (hexID, upperID),
 // so the default seed is identical on every run and generated IDs follow the call order.
 //
-// # Instances, Nodes and events (issue 14)
+// # Instances, Nodes and events
 //
 // lifecycle.go advances instances (pending -> running after Options.BootDelay on
 // Options.Clock, shutting-down -> terminated) on observation and on a 100 ms tick;
@@ -66,6 +66,6 @@
 //     with the call's page bounds; filters: checkFilters + matchFilters.
 //  4. Test it through the SDK client (awsemulator_test: *_test.go next to the service).
 //
-// New resource kinds (instances, launch templates, fleets for issue 14) get a map in
-// state, a seed or creation path, and exported test helpers next to the existing ones.
+// New resource kinds get a map in state (as instances and launch templates have), a
+// seed or creation path, and exported test helpers next to the existing ones.
 package awsemulator

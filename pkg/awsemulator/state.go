@@ -10,8 +10,8 @@ import (
 )
 
 // state is everything the emulator knows. One mutex (Emulator.mu) guards all of it:
-// handlers lock, read or edit, unlock. Issue 14 adds instances, fleets and launch
-// templates as further maps here (see doc.go).
+// handlers lock, read or edit, unlock. Instances and launch templates are maps here
+// like the rest (see doc.go).
 type state struct {
 	opts  Options
 	vpcID string

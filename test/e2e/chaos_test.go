@@ -75,8 +75,8 @@ func (tl *timeline) Log() {
 
 // TestChaosAPIServerRestartDuringProvisioning: the API server is restarted
 // while instances launch (NodeClaims launched, no Node yet). Every pod runs,
-// nothing leaks, and the test logs "API back → pods Running", the figure
-// issue 19 asks for, with a timeline of what happened in between.
+// nothing leaks, and the test logs "API back → pods Running" (the recovery
+// time docs/chaos.md reports), with a timeline of what happened in between.
 func TestChaosAPIServerRestartDuringProvisioning(t *testing.T) {
 	t.Parallel()
 	apiOutageDuringProvisioning(t, func(e *provisioningEnv, tl *timeline) {

@@ -87,7 +87,7 @@ func BenchmarkScaleFleet(b *testing.B) {
 	// kube-scheduler kept up, the API server was the busiest process (95% of a core three
 	// minutes into a 2,000-node scale-up), a third of it allocation and garbage
 	// collection. At 5,000 nodes its RSS peaked at 3.4 GB with Go's default and at 13.4 GB
-	// with 300 (session 13): it trades most of the machine's 23 GB for that CPU, so lower
+	// with 300 (e303521, 2026-11-27): it trades most of the machine's 23 GB for that CPU, so lower
 	// it first on a smaller machine.
 	gogc := envInt(b, "FLEET_APISERVER_GOGC", 300, 100, math.MaxInt32, "percent")
 	opts := localcluster.Options{NodeLeaseSeconds: leaseSeconds, NodeMonitorGracePeriod: time.Duration(max(leaseSeconds, 50)) * time.Second,
