@@ -35,10 +35,11 @@
 // value says everything the pass, Validate, the controller, the orchestration
 // queue and the metrics need: name, reason (whose budget it consumes),
 // consolidation_type label, whether its decisions are validated after
-// ValidationDelay, whether it simulates (and so can time out), whether blocking
-// pods hold it back, its candidate filter, its decision and what Validate
-// re-checks. For example, a method deleting, one per command, the nodes whose
-// NodeClaim has a (hypothetical) Idle condition, in idle.go:
+// ValidationDelay, whether it simulates (and so can time out), whether its
+// delete decisions may be narrowed on validation, whether blocking pods hold it
+// back, its candidate filter, its decision and what Validate re-checks. For
+// example, a method deleting, one per command, the nodes whose NodeClaim has a
+// (hypothetical) Idle condition, in idle.go:
 //
 //	var MethodIdle Method = idle{}
 //
@@ -49,6 +50,7 @@
 //	func (idle) ConsolidationType() string     { return "" }
 //	func (idle) Validated() bool               { return true }
 //	func (idle) Simulates() bool               { return false }
+//	func (idle) Narrows() bool                 { return false }
 //	func (idle) graceful() bool                { return true }
 //	func (idle) revalidate(*pass, []*node, *Decision) (bool, string) { return true, "" }
 //

@@ -25,6 +25,7 @@ func (drift) Validated() bool { return false }
 
 // graceful: drift is eventual; a terminationGracePeriod lets it past blocking pods.
 func (drift) Simulates() bool { return true }
+func (drift) Narrows() bool   { return false }
 func (drift) graceful() bool  { return false }
 
 func (drift) wants(n *node) (bool, *block) { return n.drifted, nil }

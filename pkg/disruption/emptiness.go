@@ -18,6 +18,7 @@ func (emptiness) Reason() v1.DisruptionReason { return v1.DisruptionReasonEmpty 
 func (emptiness) ConsolidationType() string   { return "empty" }
 func (emptiness) Validated() bool             { return true }
 func (emptiness) Simulates() bool             { return false }
+func (emptiness) Narrows() bool               { return false }
 func (emptiness) graceful() bool              { return true }
 
 // revalidate: the candidates are still empty and allowed; nothing else to check.

@@ -36,6 +36,11 @@ type Method interface {
 	// Options.MaxSimulationWork; a pass that reaches the bound lists it in
 	// Result.TimedOut.
 	Simulates() bool
+	// Narrows: a delete decision of the method may be narrowed when it is
+	// validated (ValidateNarrowing): candidates no longer valid are dropped and
+	// the rest, at least two, are consolidated afresh together, where any other
+	// decision stands or falls whole. Multi-node consolidation narrows.
+	Narrows() bool
 
 	// graceful methods respect blocking pods whatever the NodeClaim's
 	// terminationGracePeriod; an eventual one (drift) does not when one is set,

@@ -18,6 +18,7 @@ func (multiNode) Reason() v1.DisruptionReason { return v1.DisruptionReasonUnderu
 func (multiNode) ConsolidationType() string   { return "multi" }
 func (multiNode) Validated() bool             { return true }
 func (multiNode) Simulates() bool             { return true }
+func (multiNode) Narrows() bool               { return true }
 func (multiNode) graceful() bool              { return true }
 
 func (multiNode) wants(n *node) (bool, *block) { return wantsConsolidation(n) }

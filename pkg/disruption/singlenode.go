@@ -18,6 +18,7 @@ func (singleNode) Reason() v1.DisruptionReason { return v1.DisruptionReasonUnder
 func (singleNode) ConsolidationType() string   { return "single" }
 func (singleNode) Validated() bool             { return true }
 func (singleNode) Simulates() bool             { return true }
+func (singleNode) Narrows() bool               { return false }
 func (singleNode) graceful() bool              { return true }
 
 func (singleNode) wants(n *node) (bool, *block) { return wantsConsolidation(n) }

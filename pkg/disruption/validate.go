@@ -41,10 +41,10 @@ func Validate(in *Input, d *Decision) (bool, string) {
 	return d.Method.revalidate(&p.pass, cands, d)
 }
 
-// ValidateNarrowing is Validate for a multi-node consolidation that deletes:
-// candidates that are gone, no longer candidates, already being disrupted or
-// beyond what the budgets allow now are dropped rather than failing the whole
-// decision, and the rest are simulated afresh. It returns the decision to act
+// ValidateNarrowing is Validate for a delete decision of a method that Narrows
+// (multi-node consolidation): candidates that are gone, no longer candidates,
+// already being disrupted or beyond what the budgets allow now are dropped
+// rather than failing the whole decision, and the rest are simulated afresh. It returns the decision to act
 // on (the remaining candidates, at least two, still deleted without a
 // replacement) or false and why not. Other decisions are validated as Validate
 // does, and returned unchanged when valid.
@@ -54,7 +54,7 @@ func Validate(in *Input, d *Decision) (bool, string) {
 // the previous command land on some of them; one changed candidate used to
 // abandon all 200 and start over a pass and a delay later.
 func ValidateNarrowing(in *Input, d *Decision) (*Decision, bool, string) {
-	if d.Method != MethodMultiNodeConsolidation || d.Action() != ActionDelete {
+	if !d.Method.Narrows() || d.Action() != ActionDelete {
 		ok, why := Validate(in, d)
 		if !ok {
 			return nil, false, why

@@ -162,8 +162,9 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 		if s, err = c.snapshot(ctx); err != nil {
 			return false, err
 		}
-		// A multi-node delete keeps its candidates that are still valid (see
-		// disruption.ValidateNarrowing); any other decision stands or falls whole.
+		// A delete of a method that Narrows (multi-node consolidation) keeps its
+		// candidates that are still valid (see disruption.ValidateNarrowing); any
+		// other decision stands or falls whole.
 		v, ok, why := disruption.ValidateNarrowing(s.in, d)
 		if !ok {
 			FailedValidationsTotal.WithLabelValues(ct).Inc()
