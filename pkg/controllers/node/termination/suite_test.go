@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -98,32 +97,18 @@ func cleanup(ctx context.Context, t *testing.T) {
 
 func nodeClass() *kwokv1alpha1.KWOKNodeClass { return fixtures.KWOKNodeClass("default", 0, true) }
 
-func nodePool() *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		}}},
-	}
-}
+func nodePool() *v1.NodePool { return fixtures.NodePool("default") }
 
 // launch creates a NodeClaim, lets the lifecycle controller launch and
 // register it (KWOK writes the node at once) and plays the kubelet: the node
 // becomes Ready. tgp is the NodeClaim's terminationGracePeriod (0: none).
 func (f *fixture) launch(t *testing.T, name string, tgp time.Duration) (*v1.NodeClaim, *corev1.Node) {
 	t.Helper()
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			Resources:    v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		},
-	}
+	opts := []fixtures.NodeClaimOption{fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default"}), fixtures.WithRequests("cpu", "1")}
 	if tgp > 0 {
-		nc.Spec.TerminationGracePeriod = &metav1.Duration{Duration: tgp}
+		opts = append(opts, fixtures.WithTerminationGracePeriod(tgp))
 	}
+	nc := fixtures.NodeClaim(name, opts...)
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, f.lifecycle, nc)
 	nc = ExpectExists(f.ctx, t, e.Client, nc)
@@ -136,37 +121,27 @@ func (f *fixture) launch(t *testing.T, name string, tgp time.Duration) (*v1.Node
 	return nc, ExpectExists(f.ctx, t, e.Client, node)
 }
 
-type podOpt func(*corev1.Pod)
+type podOpt = fixtures.PodOption
 
-func withAnnotation(k, v string) podOpt {
-	return func(p *corev1.Pod) { p.Annotations = map[string]string{k: v} }
-}
-func withLabels(l map[string]string) podOpt {
-	return func(p *corev1.Pod) {
-		for k, v := range l {
-			p.Labels[k] = v
-		}
-	}
-}
-func withGrace(s int64) podOpt {
-	return func(p *corev1.Pod) { p.Spec.TerminationGracePeriodSeconds = ptr.To(s) }
-}
-func critical(p *corev1.Pod) {
+func withAnnotation(k, v string) podOpt { return fixtures.WithAnnotations(map[string]string{k: v}) }
+
+var critical = fixtures.PodFunc(func(p *corev1.Pod) {
 	p.Namespace = "kube-system"
 	p.Spec.PriorityClassName = "system-cluster-critical"
-}
-func daemon(p *corev1.Pod) {
-	p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: types.UID("ds-uid")}}
-}
-func succeeded(p *corev1.Pod) { p.Status.Phase = corev1.PodSucceeded }
-func tolerating(p *corev1.Pod) {
-	p.Spec.Tolerations = []corev1.Toleration{{Key: v1.DisruptedTaintKey, Operator: corev1.TolerationOpExists}}
-}
+})
+
+var (
+	daemon     = fixtures.WithOwners(metav1.OwnerReference{APIVersion: "apps/v1", Kind: "DaemonSet", Name: "ds", UID: types.UID("ds-uid")})
+	succeeded  = fixtures.WithPhase(corev1.PodSucceeded)
+	tolerating = fixtures.WithTolerations(corev1.Toleration{Key: v1.DisruptedTaintKey, Operator: corev1.TolerationOpExists})
+)
+
+// mirror makes the pod the kubelet's mirror of a static pod of node.
 func mirror(node *corev1.Node) podOpt {
-	return func(p *corev1.Pod) {
+	return fixtures.PodFunc(func(p *corev1.Pod) {
 		p.Annotations = map[string]string{corev1.MirrorPodAnnotationKey: "hash"}
 		p.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID, Controller: ptr.To(true)}}
-	}
+	})
 }
 
 // pod creates a Running, Ready pod bound to node. Its terminationGracePeriod
@@ -174,17 +149,8 @@ func mirror(node *corev1.Node) podOpt {
 // complete, while an eviction of a 0-grace pod removes it at once.
 func (f *fixture) pod(t *testing.T, name string, node *corev1.Node, opts ...podOpt) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: map[string]string{testLabel: "true"}},
-		Spec: corev1.PodSpec{
-			NodeName:                      node.Name,
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers:                    []corev1.Container{{Name: "c", Image: "registry.k8s.io/pause:3.10"}},
-		},
-	}
-	for _, o := range opts {
-		o(p)
-	}
+	base := []podOpt{fixtures.WithLabels(map[string]string{testLabel: "true"}), fixtures.OnNode(node.Name), fixtures.WithTerminationGracePeriodSeconds(0)}
+	p := fixtures.Pod(name, append(base, opts...)...)
 	// Status is dropped on create; write it after.
 	phase := p.Status.Phase
 	if phase == "" {
@@ -253,13 +219,7 @@ func terminating(ctx context.Context, t *testing.T, p *corev1.Pod) bool {
 // status.disruptionsAllowed.
 func (f *fixture) pdb(t *testing.T, name, app string, allowed int32) *policyv1.PodDisruptionBudget {
 	t.Helper()
-	pdb := &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(0)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-		},
-	}
+	pdb := fixtures.PodDisruptionBudget(name, fixtures.WithMaxUnavailable(intstr.FromInt32(0)), fixtures.WithSelector(map[string]string{"app": app}))
 	if err := e.Client.Create(f.ctx, pdb); err != nil {
 		t.Fatal(err)
 	}

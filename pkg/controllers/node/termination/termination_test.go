@@ -22,6 +22,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/instance"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // Pods leave in four tiers, each only once the previous one is gone; pods
@@ -135,8 +136,8 @@ func TestDrainEvictsTiersInOrder(t *testing.T) {
 func TestPDBBlocksEvictionUntilItAllows(t *testing.T) {
 	f := setup(t)
 	nc, node := f.launch(t, "pdb", 0)
-	a := f.pod(t, "web-a", node, withLabels(map[string]string{"app": "web"}))
-	b := f.pod(t, "web-b", node, withLabels(map[string]string{"app": "web"}))
+	a := f.pod(t, "web-a", node, fixtures.WithLabels(map[string]string{"app": "web"}))
+	b := f.pod(t, "web-b", node, fixtures.WithLabels(map[string]string{"app": "web"}))
 	pdb := f.pdb(t, "web", "web", 0)
 	refused := func() float64 { return testutil.ToFloat64(eviction.EvictionRequestsTotal.WithLabelValues("429")) }
 	refusedBefore := refused()
@@ -206,7 +207,7 @@ func TestPDBBlocksEvictionUntilItAllows(t *testing.T) {
 func TestPodUnderTwoPDBsIsRetried(t *testing.T) {
 	f := setup(t)
 	_, node := f.launch(t, "two-pdbs", 0)
-	p := f.pod(t, "web", node, withLabels(map[string]string{"app": "web"}))
+	p := f.pod(t, "web", node, fixtures.WithLabels(map[string]string{"app": "web"}))
 	f.pdb(t, "web-1", "web", 1)
 	second := f.pdb(t, "web-2", "web", 1)
 	failed := testutil.ToFloat64(eviction.EvictionRequestsTotal.WithLabelValues("500"))
@@ -320,7 +321,7 @@ func TestDoNotDisruptPodWithoutDeadlineHoldsTheNode(t *testing.T) {
 func TestDeadlineDeletesPDBBlockedPodsEarlyEnough(t *testing.T) {
 	f := setup(t)
 	nc, node := f.launch(t, "deadline", 5*time.Minute)
-	slow := f.pod(t, "web", node, withLabels(map[string]string{"app": "web"}), withGrace(120))
+	slow := f.pod(t, "web", node, fixtures.WithLabels(map[string]string{"app": "web"}), fixtures.WithTerminationGracePeriodSeconds(120))
 	f.pdb(t, "web", "web", 0)
 	ExpectDeleted(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, f.lifecycle, nc)
@@ -414,9 +415,7 @@ func TestVolumeAttachmentsAreWaitedFor(t *testing.T) {
 	}
 	ExpectApplied(f.ctx, t, e.Client, pvc)
 	t.Cleanup(func() { ExpectDeleted(f.ctx, t, e.Client, pvc) })
-	f.pod(t, "agent", node, tolerating, func(p *corev1.Pod) {
-		p.Spec.Volumes = []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data"}}}}
-	})
+	f.pod(t, "agent", node, tolerating, fixtures.WithPVC("data"))
 
 	ExpectDeleted(f.ctx, t, e.Client, node)
 	f.pass(t, node)
@@ -461,7 +460,7 @@ func TestVolumeAttachmentsAreNotWaitedForPastTheDeadline(t *testing.T) {
 func TestEvictionQueueRetriesOnItsClock(t *testing.T) {
 	f := setup(t)
 	_, node := f.launch(t, "queue", 0)
-	p := f.pod(t, "web", node, withLabels(map[string]string{"app": "web"}))
+	p := f.pod(t, "web", node, fixtures.WithLabels(map[string]string{"app": "web"}))
 	pdb := f.pdb(t, "web", "web", 0)
 	refused := testutil.ToFloat64(eviction.EvictionRequestsTotal.WithLabelValues("429"))
 	ctx, cancel := context.WithCancel(f.ctx)
@@ -549,9 +548,9 @@ func btoi(b bool) int {
 func TestGrantedEvictionIsCompleted(t *testing.T) {
 	f := setup(t)
 	_, node := f.launch(t, "granted", 0)
-	granted := f.pod(t, "web-granted", node, withLabels(map[string]string{"app": "web"}))
-	other := f.pod(t, "web-other", node, withLabels(map[string]string{"app": "web"}))
-	stale := f.pod(t, "web-stale", node, withLabels(map[string]string{"app": "web"}))
+	granted := f.pod(t, "web-granted", node, fixtures.WithLabels(map[string]string{"app": "web"}))
+	other := f.pod(t, "web-other", node, fixtures.WithLabels(map[string]string{"app": "web"}))
+	stale := f.pod(t, "web-stale", node, fixtures.WithLabels(map[string]string{"app": "web"}))
 	pdb := f.pdb(t, "web", "web", 0)
 	pdb = ExpectExists(f.ctx, t, e.Client, pdb)
 	pdb.Status.DisruptedPods = map[string]metav1.Time{

@@ -13,6 +13,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 )
 
@@ -31,7 +32,7 @@ func TestDrainWritesTheNodeClaimOncePerState(t *testing.T) {
 	nc, node := f.launch(t, "writes", 0)
 	var pods []*corev1.Pod
 	for _, name := range []string{"a", "b", "c", "d"} {
-		pods = append(pods, f.pod(t, "web-"+name, node, withGrace(30)))
+		pods = append(pods, f.pod(t, "web-"+name, node, fixtures.WithTerminationGracePeriodSeconds(30)))
 	}
 	ExpectDeleted(f.ctx, t, e.Client, node)
 	f.pass(t, node) // evictions requested
@@ -52,7 +53,7 @@ func TestDrainWritesTheNodeClaimOncePerState(t *testing.T) {
 	}
 	// Pods that come back (not terminating) keep the node draining; after
 	// MessageRefresh the current message is written.
-	f.pod(t, "web-e", node, withGrace(30))
+	f.pod(t, "web-e", node, fixtures.WithTerminationGracePeriodSeconds(30))
 	f.clk.Step(termination.MessageRefresh)
 	f.pass(t, node)
 	if n := count(); n != 2 {
@@ -88,7 +89,7 @@ func TestStaleReadKeepsTerminationsOwnConditions(t *testing.T) {
 	f.ctrl = termination.NewController(l, f.cp, f.clk, f.recorder)
 
 	nc, node := f.launch(t, "stale", 0)
-	p := f.pod(t, "web", node, withGrace(30))
+	p := f.pod(t, "web", node, fixtures.WithTerminationGracePeriodSeconds(30))
 	ExpectDeleted(f.ctx, t, e.Client, node)
 	f.pass(t, node) // Drained Unknown, the eviction requested
 	f.pass(t, node)
