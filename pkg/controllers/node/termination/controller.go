@@ -29,9 +29,9 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/instance"
 	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
-	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/instance"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 

@@ -17,9 +17,9 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/instance"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
-	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/instance"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 	"github.com/karpenter-go/karpenter/pkg/test/fixtures"

@@ -14,7 +14,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/instance"
+	"github.com/karpenter-go/karpenter/pkg/controllers/internal/instance"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
