@@ -10,7 +10,6 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
@@ -18,6 +17,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -70,22 +70,12 @@ func setup(t *testing.T) *fixture {
 }
 
 func nodePool(name string, consolidateAfter string) *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodePoolSpec{
-			Template: v1.NodeClaimTemplate{
-				ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "a"}},
-				Spec: v1.NodeClaimTemplateSpec{
-					Requirements: []v1.NodeSelectorRequirementWithMinValues{
-						{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}},
-						{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeSpot, v1.CapacityTypeOnDemand}},
-					},
-					NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-				},
-			},
-			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration(consolidateAfter)},
-		},
-	}
+	return fixtures.NodePool(name,
+		fixtures.WithTemplateLabels(map[string]string{"team": "a"}),
+		fixtures.WithRequirements(
+			fixtures.Requirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, "linux"),
+			fixtures.Requirement(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeSpot, v1.CapacityTypeOnDemand)),
+		fixtures.WithConsolidateAfter(consolidateAfter))
 }
 
 // launched creates a NodeClaim of np as the provisioner and the lifecycle
@@ -105,21 +95,16 @@ func launched(f *fixture, t *testing.T, np *v1.NodePool, name string, initialize
 	for k, v := range np.Spec.Template.ObjectMeta.Labels {
 		labels[k] = v
 	}
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:   name,
-			Labels: labels,
-			Annotations: map[string]string{
-				v1.NodePoolHashAnnotationKey:        np.Hash(),
-				v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion,
-			},
-		},
-		Spec: v1.NodeClaimSpec{
-			Requirements: np.Spec.Template.Spec.Requirements,
-			Taints:       np.Spec.Template.Spec.Taints,
-			NodeClassRef: np.Spec.Template.Spec.NodeClassRef,
-		},
-	}
+	nc := fixtures.NodeClaim(name,
+		fixtures.WithLabels(labels),
+		fixtures.WithAnnotations(map[string]string{
+			v1.NodePoolHashAnnotationKey:        np.Hash(),
+			v1.NodePoolHashVersionAnnotationKey: v1.NodePoolHashVersion,
+		}),
+		fixtures.WithRequirements(np.Spec.Template.Spec.Requirements...),
+		fixtures.WithTaints(np.Spec.Template.Spec.Taints...),
+		fixtures.WithNodeClassRef(np.Spec.Template.Spec.NodeClassRef),
+		fixtures.WithProviderID("kwok://"+name), fixtures.WithNodeName(name))
 	conds := nc.StatusConditions()
 	conds.Now = f.clk.Now
 	conds.SetTrue(v1.ConditionTypeLaunched)
@@ -129,8 +114,6 @@ func launched(f *fixture, t *testing.T, np *v1.NodePool, name string, initialize
 	} else {
 		conds.SetUnknown(v1.ConditionTypeInitialized, "NodeNotReady", "Node status is NotReady")
 	}
-	nc.Status.ProviderID = "kwok://" + name
-	nc.Status.NodeName = name
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	return nc
 }
@@ -161,14 +144,9 @@ func statusTrue(typ string, at time.Time) status.Condition {
 // registration).
 func nodeFor(f *fixture, t *testing.T, nc *v1.NodeClaim) *corev1.Node {
 	t.Helper()
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            nc.Status.NodeName,
-			Labels:          nc.Labels,
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID}},
-		},
-		Spec: corev1.NodeSpec{ProviderID: nc.Status.ProviderID},
-	}
+	node := fixtures.Node(nc.Status.NodeName, fixtures.WithLabels(nc.Labels),
+		fixtures.WithOwners(metav1.OwnerReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID}),
+		fixtures.WithProviderID(nc.Status.ProviderID))
 	ExpectApplied(f.ctx, t, e.Client, node)
 	return node
 }
