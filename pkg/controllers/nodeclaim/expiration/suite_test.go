@@ -6,15 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -43,23 +42,17 @@ func setup(t *testing.T) *fixture {
 // given expireAfter ("" leaves the API default).
 func nodeClaim(f *fixture, t *testing.T, name, expireAfter string) *v1.NodeClaim {
 	t.Helper()
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:       name,
-			Labels:     map[string]string{v1.NodePoolLabelKey: "default", v1.CapacityTypeLabelKey: v1.CapacityTypeSpot},
-			Finalizers: []string{v1.TerminationFinalizer},
-		},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-			// A terminationGracePeriod makes the disruption counter's
-			// termination_mode "eventual".
-			TerminationGracePeriod: &metav1.Duration{Duration: time.Hour},
-		},
+	opts := []fixtures.NodeClaimOption{
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default", v1.CapacityTypeLabelKey: v1.CapacityTypeSpot}),
+		fixtures.WithFinalizers(v1.TerminationFinalizer),
+		// A terminationGracePeriod makes the disruption counter's
+		// termination_mode "eventual".
+		fixtures.WithTerminationGracePeriod(time.Hour),
 	}
 	if expireAfter != "" {
-		nc.Spec.ExpireAfter = v1.MustParseNillableDuration(expireAfter)
+		opts = append(opts, fixtures.WithExpireAfter(expireAfter))
 	}
+	nc := fixtures.NodeClaim(name, opts...)
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	t.Cleanup(func() { ExpectFinalizersRemoved(context.Background(), t, e.Client, nc) })
 	return nc
