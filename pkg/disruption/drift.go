@@ -23,10 +23,11 @@ func (drift) ConsolidationType() string { return "" }
 // Validated: the Drifted condition does not flicker, so a decision starts at once.
 func (drift) Validated() bool { return false }
 
-// graceful: drift is eventual; a terminationGracePeriod lets it past blocking pods.
 func (drift) Simulates() bool { return true }
 func (drift) Narrows() bool   { return false }
-func (drift) graceful() bool  { return false }
+
+// graceful: drift is eventual; a terminationGracePeriod lets it past blocking pods.
+func (drift) graceful() bool { return false }
 
 func (drift) wants(n *node) (bool, *block) { return n.drifted, nil }
 

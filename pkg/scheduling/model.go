@@ -17,6 +17,7 @@ const (
 	LabelCapacityType = "karpenter.sh/capacity-type"
 	LabelNodePool     = "karpenter.sh/nodepool"
 
+	// Values of LabelCapacityType.
 	CapacityTypeSpot     = "spot"
 	CapacityTypeOnDemand = "on-demand"
 	CapacityTypeReserved = "reserved"
@@ -36,6 +37,18 @@ type Offering struct {
 	Available    bool
 	// Requirements carries any further labels the offering implies (e.g. a reservation ID).
 	Requirements Requirements
+}
+
+// compatible reports whether the offering is available and reqs allow it: its zone, its
+// capacity type and any further labels it implies.
+func (o *Offering) compatible(reqs Requirements) bool {
+	if !o.Available {
+		return false
+	}
+	if !reqs.Has(LabelZone, o.Zone) || !reqs.Has(LabelCapacityType, o.CapacityType) {
+		return false
+	}
+	return o.Requirements.Len() == 0 || reqs.Intersects(o.Requirements) == nil
 }
 
 // InstanceType is what the cloud provider can launch.
@@ -61,17 +74,6 @@ func (it *InstanceType) Allocatable() corev1.ResourceList {
 		out[n] = q
 	}
 	return out
-}
-
-// offeringCompatible reports whether the offering can satisfy reqs.
-func (o *Offering) compatible(reqs Requirements) bool {
-	if !o.Available {
-		return false
-	}
-	if !reqs.Has(LabelZone, o.Zone) || !reqs.Has(LabelCapacityType, o.CapacityType) {
-		return false
-	}
-	return o.Requirements.Len() == 0 || reqs.Intersects(o.Requirements) == nil
 }
 
 // NodePool is the solver's view of a karpenter.sh/v1 NodePool, adapted by the provisioner.
@@ -179,7 +181,7 @@ type UnavailableNodePool struct {
 	Message string
 }
 
-// ExistingPlacement is a pod placed on an existing or in-flight node.
+// ExistingPlacement is the pods placed on one existing or in-flight node.
 type ExistingPlacement struct {
 	Node *ExistingNode
 	Pods []*corev1.Pod
