@@ -60,31 +60,25 @@ func setupB(t testing.TB) *fixture {
 
 var nodeClass = fixtures.KWOKNodeClass
 
+// nodeClaim is a NodeClaim of NodePool "default" and the KWOKNodeClass
+// nodeClassName for 1 cpu, labelled, annotated, tainted and startup-tainted
+// for the tests to find those on its node, requiring reqs (linux when none).
 func nodeClaim(name, nodeClassName string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
-	if len(reqs) == 0 {
-		reqs = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}}
+	opts := []fixtures.NodeClaimOption{
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default", "team": "a"}),
+		fixtures.WithAnnotations(map[string]string{"example.com/owner": "me"}),
+		fixtures.WithTaints(corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}),
+		fixtures.WithStartupTaints(corev1.Taint{Key: "example.com/booting", Effect: corev1.TaintEffectNoSchedule}),
+		fixtures.WithRequests("cpu", "1"),
+		fixtures.WithNodeClass(nodeClassName),
 	}
-	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Labels:      map[string]string{v1.NodePoolLabelKey: "default", "team": "a"},
-			Annotations: map[string]string{"example.com/owner": "me"},
-		},
-		Spec: v1.NodeClaimSpec{
-			Requirements:  reqs,
-			Taints:        []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
-			StartupTaints: []corev1.Taint{{Key: "example.com/booting", Effect: corev1.TaintEffectNoSchedule}},
-			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"),
-			}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: nodeClassName},
-		},
+	if len(reqs) > 0 {
+		opts = append(opts, fixtures.WithRequirements(reqs...))
 	}
+	return fixtures.NodeClaim(name, opts...)
 }
 
-func nodeOf(nc *v1.NodeClaim) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}}
-}
+func nodeOf(nc *v1.NodeClaim) *corev1.Node { return fixtures.Node(nc.Name) }
 
 // makeReady plays kubelet and node lifecycle controller: Ready=True and the
 // not-ready taint (added by the API server's admission on creation) removed.
@@ -153,15 +147,7 @@ func gpuInstanceType() kwok.InstanceTypeOptions {
 	}
 }
 
-func nodePool(name string) *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		}}},
-	}
-}
+func nodePool(name string) *v1.NodePool { return fixtures.NodePool(name) }
 
 // histogram reads a histogram series' sample count and sum.
 func histogram(t *testing.T, o prometheus.Observer) (uint64, float64) {
