@@ -6,16 +6,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -43,39 +41,23 @@ func setup(t *testing.T) *fixture {
 // owner reference when owned) as the lifecycle controller leaves them.
 func launched(f *fixture, t *testing.T, name string, owned bool) (*v1.NodeClaim, *corev1.Node) {
 	t.Helper()
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		},
-	}
+	nc := fixtures.NodeClaim(name, fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default"}))
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	nc.Status.ProviderID = "kwok://" + name
 	nc.Status.NodeName = name
 	ExpectStatusUpdated(f.ctx, t, e.Client, nc)
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec:       corev1.NodeSpec{ProviderID: "kwok://" + name},
-	}
+	opts := []fixtures.NodeOption{fixtures.WithProviderID("kwok://" + name)}
 	if owned {
-		node.OwnerReferences = []metav1.OwnerReference{{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID}}
+		opts = append(opts, fixtures.WithOwners(metav1.OwnerReference{APIVersion: v1.SchemeGroupVersion.String(), Kind: "NodeClaim", Name: nc.Name, UID: nc.UID}))
 	}
+	node := fixtures.Node(name, opts...)
 	ExpectApplied(f.ctx, t, e.Client, node)
 	return ExpectExists(f.ctx, t, e.Client, nc), node
 }
 
+// pod is a pod on nodeName ("" for pending) requesting 100m, deleted at once.
 func pod(name, nodeName string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{
-			NodeName:                      nodeName,
-			TerminationGracePeriodSeconds: ptr.To[int64](0),
-			Containers: []corev1.Container{{Name: "app", Image: "app", Resources: corev1.ResourceRequirements{
-				Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
-			}}},
-		},
-	}
+	return fixtures.Pod(name, fixtures.OnNode(nodeName), fixtures.WithTerminationGracePeriodSeconds(0), fixtures.WithRequests("cpu", "100m"))
 }
 
 // bind plays the kube-scheduler: it binds the pod through the binding
@@ -99,14 +81,5 @@ func lastPodEvent(f *fixture, t *testing.T, nc *v1.NodeClaim) time.Time {
 // nodePool is the NodePool "default" the fixtures' NodeClaims belong to, with
 // the given consolidateAfter.
 func nodePool(consolidateAfter string) *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1.NodePoolSpec{
-			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-			}},
-			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration(consolidateAfter)},
-		},
-	}
+	return fixtures.NodePool("default", fixtures.WithConsolidateAfter(consolidateAfter))
 }
