@@ -6,7 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -28,22 +27,12 @@ func setup(t *testing.T) (context.Context, *clocktesting.FakeClock) {
 }
 
 func nodePool(name, nodeClassName string) *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodePoolSpec{
-			Template: v1.NodeClaimTemplate{
-				ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "a"}},
-				Spec: v1.NodeClaimTemplateSpec{
-					Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-					Taints: []corev1.Taint{
-						{Key: "b", Effect: corev1.TaintEffectNoSchedule},
-						{Key: "a", Effect: corev1.TaintEffectNoExecute},
-					},
-					NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: nodeClassName},
-				},
-			},
-		},
-	}
+	return fixtures.NodePool(name,
+		fixtures.WithTemplateLabels(map[string]string{"team": "a"}),
+		fixtures.WithTaints(
+			corev1.Taint{Key: "b", Effect: corev1.TaintEffectNoSchedule},
+			corev1.Taint{Key: "a", Effect: corev1.TaintEffectNoExecute}),
+		fixtures.WithNodeClass(nodeClassName))
 }
 
 func kwokNodeClass(name string, ready bool) *kwokv1alpha1.KWOKNodeClass {
@@ -51,12 +40,5 @@ func kwokNodeClass(name string, ready bool) *kwokv1alpha1.KWOKNodeClass {
 }
 
 func nodeClaim(name, pool string, capacity corev1.ResourceList) *v1.NodeClaim {
-	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: pool}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		},
-		Status: v1.NodeClaimStatus{Capacity: capacity},
-	}
+	return fixtures.NodeClaim(name, fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: pool}), fixtures.WithCapacity(capacity))
 }
