@@ -6,13 +6,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // deletingCapacity applies a launched NodeClaim with its registered Node and
@@ -20,21 +18,13 @@ import (
 // as the termination controller would while it drains).
 func deletingCapacity(t *testing.T, f *fixture) (*v1.NodeClaim, *corev1.Pod) {
 	t.Helper()
-	labels := map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "interrupted", Labels: labels, Finalizers: []string{v1.TerminationFinalizer}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		},
-		Status: v1.NodeClaimStatus{ProviderID: "test:///interrupted", NodeName: "interrupted"},
-	}
-	resources := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "interrupted", Labels: labels},
-		Spec:       corev1.NodeSpec{ProviderID: "test:///interrupted"},
-		Status:     corev1.NodeStatus{Allocatable: resources, Capacity: resources},
-	}
+	labels := fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"})
+	providerID := fixtures.WithProviderID("test:///interrupted")
+	nc := fixtures.NodeClaim("interrupted", labels, providerID, fixtures.WithFinalizers(v1.TerminationFinalizer),
+		fixtures.WithRequirements(fixtures.Requirement(v1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "default")),
+		fixtures.WithNodeName("interrupted"))
+	resources := fixtures.ResourceList("cpu", "4", "pods", "10")
+	node := fixtures.Node("interrupted", labels, providerID, fixtures.WithAllocatable(resources), fixtures.WithCapacity(resources))
 	pod := pendingPod("running-there", "1")
 	pod.Spec.NodeName = node.Name
 	pod.Status = corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue}}}

@@ -7,13 +7,13 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	schedulingv1 "k8s.io/api/scheduling/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // untriedPod is a pod kube-scheduler has not looked at yet: no PodScheduled
@@ -110,14 +110,11 @@ func closeWindow(t *testing.T, f *fixture, b *provisioning.Batcher) provisioning
 // existingNode is a Ready, initialized node of the default pool with cpu cores.
 func existingNode(t *testing.T, f *fixture, cpu string) *corev1.Node {
 	t.Helper()
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "existing", Labels: map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}},
-		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "example.com/dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}}},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("10")},
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourcePods: resource.MustParse("10")},
-		},
-	}
+	resources := fixtures.ResourceList("cpu", cpu, "pods", "10")
+	n := fixtures.Node("existing",
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}),
+		fixtures.WithTaints(corev1.Taint{Key: "example.com/dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}),
+		fixtures.WithAllocatable(resources), fixtures.WithCapacity(resources))
 	ExpectApplied(f.ctx, t, testEnv.Client, n)
 	// Admission added node.kubernetes.io/not-ready; no node lifecycle controller runs here.
 	n.Spec.Taints = n.Spec.Taints[:1]

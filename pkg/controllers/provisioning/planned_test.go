@@ -4,15 +4,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
-func podWithUID(uid string) *corev1.Pod {
-	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: uid, UID: types.UID(uid)}}
-}
+func podWithUID(uid string) *corev1.Pod { return fixtures.Pod(uid, fixtures.WithUID(uid)) }
 
 func TestPlannedPodsStayOnTheirComingNodeClaim(t *testing.T) {
 	a, b, c := podWithUID("a"), podWithUID("b"), podWithUID("c")

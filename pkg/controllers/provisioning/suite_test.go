@@ -140,33 +140,21 @@ func nodeClass(name string, ready bool) *kwokv1alpha1.KWOKNodeClass {
 }
 
 func nodePool(name, nodeClassName string) *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{
-			ObjectMeta: v1.ObjectMeta{Labels: map[string]string{"team": "blue"}, Annotations: map[string]string{"example.com/owner": "blue"}},
-			Spec: v1.NodeClaimTemplateSpec{
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{
-					{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"on-demand"}},
-				},
-				Taints:       []corev1.Taint{{Key: "example.com/dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}},
-				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: nodeClassName},
-			},
-		}},
-	}
+	return fixtures.NodePool(name,
+		fixtures.WithTemplateLabels(map[string]string{"team": "blue"}),
+		fixtures.WithTemplateAnnotations(map[string]string{"example.com/owner": "blue"}),
+		fixtures.WithRequirements(fixtures.Requirement(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, "on-demand")),
+		fixtures.WithTaints(corev1.Taint{Key: "example.com/dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}),
+		fixtures.WithNodeClass(nodeClassName))
 }
 
+// pendingPod is a pod kube-scheduler found no node for, requesting cpu and
+// tolerating the NodePool's taint.
 func pendingPod(name, cpu string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{
-			Tolerations: []corev1.Toleration{{Key: "example.com/dedicated", Operator: corev1.TolerationOpExists}},
-			Containers: []corev1.Container{{Name: "c", Image: "x",
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}}},
-		},
-		Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
-			Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable,
-		}}},
-	}
+	return fixtures.Pod(name,
+		fixtures.WithTolerations(corev1.Toleration{Key: "example.com/dedicated", Operator: corev1.TolerationOpExists}),
+		fixtures.WithRequests("cpu", cpu),
+		fixtures.Unschedulable())
 }
 
 func TestNodeClaimCarriesTemplateLabelsHashOwnerFinalizerAndRequirements(t *testing.T) {
@@ -392,19 +380,8 @@ func TestHeavierNodePoolWins(t *testing.T) {
 func TestPodsOnExistingCapacityLaunchNothing(t *testing.T) {
 	f := newFixture(t)
 	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), nodePool("default", "default"))
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: "existing", Labels: map[string]string{v1.NodePoolLabelKey: "default", v1.NodeInitializedLabelKey: "true"}},
-		Spec:       corev1.NodeSpec{Taints: []corev1.Taint{{Key: "example.com/dedicated", Value: "blue", Effect: corev1.TaintEffectNoSchedule}}},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")},
-			Capacity:    corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourcePods: resource.MustParse("10")},
-		},
-	}
-	ExpectApplied(f.ctx, t, testEnv.Client, n, pendingPod("p", "1"))
-	// The API server's admission adds node.kubernetes.io/not-ready to a new node; the
-	// node lifecycle controller (absent here) would lift it once Ready.
-	n.Spec.Taints = n.Spec.Taints[:1]
-	ExpectApplied(f.ctx, t, testEnv.Client, n)
+	existingNode(t, f, "4")
+	ExpectApplied(f.ctx, t, testEnv.Client, pendingPod("p", "1"))
 	res := f.schedule(t)
 	if len(res.NodeClaims) != 0 || len(res.Solve.ExistingNodes) != 1 {
 		t.Fatalf("pod that fits the existing node caused %d launches", len(res.NodeClaims))
@@ -425,13 +402,9 @@ func TestNoDecisionOnUnsyncedState(t *testing.T) {
 	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), nodePool("default", "default"), pendingPod("p", "1"))
 	f.sync(t)
 	// A NodeClaim the state has not seen (e.g. created before a restart).
-	ExpectApplied(f.ctx, t, testEnv.Client, &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: "unseen", Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: v1.NodePoolLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"default"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-		},
-	})
+	ExpectApplied(f.ctx, t, testEnv.Client, fixtures.NodeClaim("unseen",
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default"}),
+		fixtures.WithRequirements(fixtures.Requirement(v1.NodePoolLabelKey, corev1.NodeSelectorOpIn, "default"))))
 	if _, err := f.provisioner.Schedule(f.ctx); err == nil || !strings.Contains(err.Error(), "sync") {
 		t.Fatalf("scheduled on an unsynced state (err %v)", err)
 	}
