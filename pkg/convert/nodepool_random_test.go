@@ -314,7 +314,7 @@ func (g *coreGen) v1CompatAnnotations(meta *metav1.ObjectMeta, ref **v1.NodeClas
 
 // V1beta1NodeClaim returns a random valid v1beta1 NodeClaim.
 func (g *coreGen) V1beta1NodeClaim() *v1beta1.NodeClaim {
-	nc := &v1beta1.NodeClaim{
+	nodeClaim := &v1beta1.NodeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "karpenter.sh/v1beta1", Kind: "NodeClaim"},
 		ObjectMeta: g.meta(),
 		Spec: v1beta1.NodeClaimSpec{
@@ -323,16 +323,16 @@ func (g *coreGen) V1beta1NodeClaim() *v1beta1.NodeClaim {
 			Kubelet:   g.kubelet(), NodeClassRef: g.v1beta1Ref(),
 		},
 	}
-	nc.Status = v1beta1.NodeClaimStatus{Capacity: g.resources(), Allocatable: g.resources(), Conditions: g.conditions()}
+	nodeClaim.Status = v1beta1.NodeClaimStatus{Capacity: g.resources(), Allocatable: g.resources(), Conditions: g.conditions()}
 	if g.coin() {
-		nc.Status.NodeName, nc.Status.ProviderID, nc.Status.ImageID = g.word(), "aws:///us-west-2a/i-"+g.word(), "ami-"+g.word()
+		nodeClaim.Status.NodeName, nodeClaim.Status.ProviderID, nodeClaim.Status.ImageID = g.word(), "aws:///us-west-2a/i-"+g.word(), "ami-"+g.word()
 	}
-	return nc
+	return nodeClaim
 }
 
 // V1NodeClaim returns a random valid v1 NodeClaim.
 func (g *coreGen) V1NodeClaim() *v1.NodeClaim {
-	nc := &v1.NodeClaim{
+	nodeClaim := &v1.NodeClaim{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "karpenter.sh/v1", Kind: "NodeClaim"},
 		ObjectMeta: g.meta(),
 		Spec: v1.NodeClaimSpec{
@@ -343,13 +343,13 @@ func (g *coreGen) V1NodeClaim() *v1.NodeClaim {
 		},
 	}
 	if g.coin() {
-		nc.Spec.TerminationGracePeriod = g.metaDuration("30s", "1h", "48h")
+		nodeClaim.Spec.TerminationGracePeriod = g.metaDuration("30s", "1h", "48h")
 	}
-	g.v1CompatAnnotations(&nc.ObjectMeta, &nc.Spec.NodeClassRef)
-	nc.Status = v1.NodeClaimStatus{Capacity: g.resources(), Allocatable: g.resources(), Conditions: g.conditions()}
+	g.v1CompatAnnotations(&nodeClaim.ObjectMeta, &nodeClaim.Spec.NodeClassRef)
+	nodeClaim.Status = v1.NodeClaimStatus{Capacity: g.resources(), Allocatable: g.resources(), Conditions: g.conditions()}
 	if g.coin() {
-		nc.Status.NodeName, nc.Status.ProviderID, nc.Status.ImageID = g.word(), "kwok://"+g.word(), "ami-"+g.word()
-		nc.Status.LastPodEventTime = g.time()
+		nodeClaim.Status.NodeName, nodeClaim.Status.ProviderID, nodeClaim.Status.ImageID = g.word(), "kwok://"+g.word(), "ami-"+g.word()
+		nodeClaim.Status.LastPodEventTime = g.time()
 	}
-	return nc
+	return nodeClaim
 }

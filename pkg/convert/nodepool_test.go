@@ -186,17 +186,17 @@ func TestNodePoolV1ToV1beta1Rules(t *testing.T) {
 // TestNodeClaimExpireAfterFromNodePool: a v1beta1 NodeClaim takes the owning
 // NodePool's expireAfter when converted with it.
 func TestNodeClaimExpireAfterFromNodePool(t *testing.T) {
-	nc := &v1beta1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1beta1.NodeClaimSpec{NodeClassRef: &v1beta1.NodeClassReference{Name: "default"}}}
+	nodeClaim := &v1beta1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Spec: v1beta1.NodeClaimSpec{NodeClassRef: &v1beta1.NodeClassReference{Name: "default"}}}
 	np := &v1.NodePool{}
 	np.Spec.Template.Spec.ExpireAfter = v1.MustParseNillableDuration("48h")
-	out, err := convert.NodeClaimV1beta1ToV1WithNodePool(nc, np)
+	out, err := convert.NodeClaimV1beta1ToV1WithNodePool(nodeClaim, np)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if out.Spec.ExpireAfter.String() != "48h" {
 		t.Errorf("expireAfter = %s, want 48h", out.Spec.ExpireAfter)
 	}
-	out, err = convert.NodeClaimV1beta1ToV1(nc)
+	out, err = convert.NodeClaimV1beta1ToV1(nodeClaim)
 	if err != nil {
 		t.Fatal(err)
 	}

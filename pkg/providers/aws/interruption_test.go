@@ -74,7 +74,7 @@ func TestTheBundleHandlesInterruptions(t *testing.T) {
 
 	id := "i-0wired0000000001"
 	labels := map[string]string{v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: "m5.large", corev1.LabelTopologyZone: zone, v1.CapacityTypeLabelKey: v1.CapacityTypeSpot}
-	nc := &v1.NodeClaim{
+	nodeClaim := &v1.NodeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "spot", Labels: labels, Finalizers: []string{v1.TerminationFinalizer}},
 		Spec: v1.NodeClaimSpec{
 			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
@@ -82,7 +82,7 @@ func TestTheBundleHandlesInterruptions(t *testing.T) {
 		},
 		Status: v1.NodeClaimStatus{ProviderID: "aws:///" + zone + "/" + id},
 	}
-	ExpectApplied(ctx, t, e.Client, nc)
+	ExpectApplied(ctx, t, e.Client, nodeClaim)
 	Eventually(t, 30*time.Second, func() error {
 		l := &v1.NodeClaimList{}
 		if err := mgr.GetClient().List(ctx, l, client.MatchingFields{interruption.NodeClaimInstanceIDIndex: id}); err != nil {
@@ -101,7 +101,7 @@ func TestTheBundleHandlesInterruptions(t *testing.T) {
 		if visible, inFlight := em.QueueDepth("interruptions"); visible+inFlight > 0 {
 			return fmt.Errorf("message still queued")
 		}
-		if cur := ExpectExists(ctx, t, e.Client, nc.DeepCopy()); cur.DeletionTimestamp == nil {
+		if cur := ExpectExists(ctx, t, e.Client, nodeClaim.DeepCopy()); cur.DeletionTimestamp == nil {
 			return fmt.Errorf("nodeclaim not deleted")
 		}
 		ok, err := spotAvailable()

@@ -249,21 +249,21 @@ func TestV1beta1NodeClaimThroughWebhook(t *testing.T) {
 	if err := c.Create(ctx, in.DeepCopy()); err != nil {
 		t.Fatalf("create v1beta1: %v", err)
 	}
-	nc := &v1.NodeClaim{}
-	if err := c.Get(ctx, client.ObjectKey{Name: in.GetName()}, nc); err != nil {
+	nodeClaim := &v1.NodeClaim{}
+	if err := c.Get(ctx, client.ObjectKey{Name: in.GetName()}, nodeClaim); err != nil {
 		t.Fatal(err)
 	}
-	if got := *nc.Spec.NodeClassRef; got != (v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}) {
+	if got := *nodeClaim.Spec.NodeClassRef; got != (v1.NodeClassReference{Group: "karpenter.k8s.aws", Kind: "EC2NodeClass", Name: "default"}) {
 		t.Errorf("v1 nodeClassRef = %+v", got)
 	}
-	if nc.Spec.ExpireAfter.String() != "720h" {
-		t.Errorf("v1 expireAfter = %s", nc.Spec.ExpireAfter)
+	if nodeClaim.Spec.ExpireAfter.String() != "720h" {
+		t.Errorf("v1 expireAfter = %s", nodeClaim.Spec.ExpireAfter)
 	}
-	if nc.Spec.Resources.Requests.Cpu().String() != "1" {
-		t.Errorf("requests = %v", nc.Spec.Resources.Requests)
+	if nodeClaim.Spec.Resources.Requests.Cpu().String() != "1" {
+		t.Errorf("requests = %v", nodeClaim.Spec.Resources.Requests)
 	}
 	var kubelet map[string]interface{}
-	if err := json.Unmarshal([]byte(nc.Annotations[v1.KubeletCompatibilityAnnotationKey]), &kubelet); err != nil {
+	if err := json.Unmarshal([]byte(nodeClaim.Annotations[v1.KubeletCompatibilityAnnotationKey]), &kubelet); err != nil {
 		t.Fatalf("kubelet annotation: %v", err)
 	}
 	if kubelet["maxPods"] != float64(20) || kubelet["podsPerCore"] != float64(2) {

@@ -157,11 +157,11 @@ func (c *Controller) Register(mgr manager.Manager) error {
 			}},
 		))).
 		Watches(&karpv1.NodeClaim{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
-			nc, ok := o.(*karpv1.NodeClaim)
-			if !ok || !usesEC2NodeClass(nc) {
+			nodeClaim, ok := o.(*karpv1.NodeClaim)
+			if !ok || !usesEC2NodeClass(nodeClaim) {
 				return nil
 			}
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nc.Spec.NodeClassRef.Name}}}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: nodeClaim.Spec.NodeClassRef.Name}}}
 		}), builder.WithPredicates(predicate.Funcs{
 			CreateFunc:  func(event.CreateEvent) bool { return false },
 			UpdateFunc:  func(event.UpdateEvent) bool { return false },
@@ -173,8 +173,8 @@ func (c *Controller) Register(mgr manager.Manager) error {
 }
 
 // usesEC2NodeClass reports whether a NodeClaim references an EC2NodeClass.
-func usesEC2NodeClass(nc *karpv1.NodeClaim) bool {
-	ref := nc.Spec.NodeClassRef
+func usesEC2NodeClass(nodeClaim *karpv1.NodeClaim) bool {
+	ref := nodeClaim.Spec.NodeClassRef
 	if ref == nil {
 		return false
 	}
