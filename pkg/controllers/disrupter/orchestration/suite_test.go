@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -19,6 +18,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -53,14 +53,7 @@ func setup(t *testing.T) *fixture {
 // unrelated taint that must survive), both known to cluster state.
 func (f *fixture) candidate(t *testing.T, name string) *v1.NodeClaim {
 	t.Helper()
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:       name,
-			Labels:     map[string]string{v1.NodePoolLabelKey: "default", v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand},
-			Finalizers: []string{v1.TerminationFinalizer},
-		},
-		Spec: spec(),
-	}
+	nc := claim(name, fixtures.WithLabels(map[string]string{v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand}))
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	nc.Status.NodeName = name
 	nc.Status.ProviderID = "kwok://" + name
@@ -69,13 +62,8 @@ func (f *fixture) candidate(t *testing.T, name string) *v1.NodeClaim {
 	}
 	ExpectStatusUpdated(f.ctx, t, e.Client, nc)
 	nc = ExpectExists(f.ctx, t, e.Client, nc)
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}},
-		Spec: corev1.NodeSpec{
-			ProviderID: "kwok://" + name,
-			Taints:     []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
-		},
-	}
+	node := fixtures.Node(name, fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default"}), fixtures.WithProviderID("kwok://"+name),
+		fixtures.WithTaints(corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}))
 	ExpectApplied(f.ctx, t, e.Client, node)
 	f.cluster.UpdateNodeClaim(nc)
 	f.cluster.UpdateNode(node)
@@ -83,25 +71,18 @@ func (f *fixture) candidate(t *testing.T, name string) *v1.NodeClaim {
 }
 
 // replacement is a NodeClaim as the disruption controller hands it over: complete, not created.
-func replacement() *v1.NodeClaim {
-	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			GenerateName: "default-",
-			Labels:       map[string]string{v1.NodePoolLabelKey: "default"},
-			Finalizers:   []string{v1.TerminationFinalizer},
-		},
-		Spec: spec(),
-	}
-}
+func replacement() *v1.NodeClaim { return claim("", fixtures.WithGenerateName("default-")) }
 
-func spec() v1.NodeClaimSpec {
-	return v1.NodeClaimSpec{
-		Requirements: []v1.NodeSelectorRequirementWithMinValues{
-			{Key: corev1.LabelInstanceTypeStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"c-4x-amd64-linux"}},
-		},
-		Resources:    v1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
-		NodeClassRef: &v1.NodeClassReference{Group: "karpenter.kwok.sh", Kind: "KWOKNodeClass", Name: "default"},
+// claim is a NodeClaim of NodePool "default" with the termination finalizer,
+// for 1 cpu of a c-4x-amd64-linux.
+func claim(name string, opts ...fixtures.NodeClaimOption) *v1.NodeClaim {
+	base := []fixtures.NodeClaimOption{
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default"}),
+		fixtures.WithFinalizers(v1.TerminationFinalizer),
+		fixtures.WithRequirements(fixtures.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "c-4x-amd64-linux")),
+		fixtures.WithRequests("cpu", "1"),
 	}
+	return fixtures.NodeClaim(name, append(base, opts...)...)
 }
 
 // initialize plays the lifecycle controller: the replacement's Initialized condition becomes True.
