@@ -50,7 +50,7 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	}
 	cluster := state.NewCluster(op.Clock, op.Client)
 	bundle, err := provider.New(ctx, cloudprovider.Deps{
-		Manager: op.Manager, KubeClient: op.Client, Clock: op.Clock, Recorder: op.Recorder, Options: opts, Cluster: cluster,
+		Manager: op.Manager, KubeClient: op.Client, Clock: op.Clock, Recorder: op.Recorder,
 	})
 	if err != nil {
 		return err

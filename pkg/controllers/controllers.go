@@ -78,14 +78,14 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		PreferencePolicy:  d.Options.PreferencePolicy,
 		MinValuesPolicy:   d.Options.MinValuesPolicy,
 	})
-	all = append(all, runnable(prov), cloudprovider.ControllerFunc(func(ctx context.Context, mgr manager.Manager) error {
+	all = append(all, cloudprovider.Runnable(prov), cloudprovider.ControllerFunc(func(ctx context.Context, mgr manager.Manager) error {
 		// Decisions list the unbound pods through the index (see podindex).
 		if err := podindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {
 			// Decisions still work, filtering a full list (see podindex.OnNode).
 			mgr.GetLogger().Info("pod index not added", "field", podindex.NodeName, "error", err.Error())
 		}
 		return provisioning.NewPodTrigger(d.KubeClient, prov.Batcher()).Register(mgr, d.Options.CPUConcurrency(10, 1000))
-	}), registerer(provisioning.NewDeletionTrigger(prov.Batcher()).Register))
+	}), cloudprovider.Registerer(provisioning.NewDeletionTrigger(prov.Batcher()).Register))
 	if !d.Options.DisableClusterStateObservability {
 		metrics, err := observability(d)
 		if err != nil {
@@ -101,7 +101,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	// The disruption controller decides; the orchestration queue carries its
 	// commands out.
 	queue := orchestration.NewQueue(d.KubeClient, d.Cluster, d.Recorder, d.Clock)
-	all = append(all, registerer(queue.Register), runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, cp, queue, d.Recorder, d.Clock, disrupter.Options{
+	all = append(all, cloudprovider.Registerer(queue.Register), cloudprovider.Runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, cp, queue, d.Recorder, d.Clock, disrupter.Options{
 		SpotToSpotConsolidation: d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation),
 	})))
 
@@ -150,9 +150,9 @@ func NodeLifecycle(kube client.Client, cp cloudprovider.CloudProvider, clk clock
 		lifecycle.NewController(kube, cp, clk, recorder),
 		termination.NewController(kube, cp, clk, recorder),
 		podevents.NewController(kube, clk),
-		registerer(candidacy.NewController(kube, cp, clk).Register),
-		registerer(expiration.NewController(kube, clk, recorder).Register),
-		registerer(garbagecollection.NewController(kube, cp, clk, recorder).Register),
+		cloudprovider.Registerer(candidacy.NewController(kube, cp, clk).Register),
+		cloudprovider.Registerer(expiration.NewController(kube, clk, recorder).Register),
+		cloudprovider.Registerer(garbagecollection.NewController(kube, cp, clk, recorder).Register),
 	}
 }
 
@@ -160,10 +160,10 @@ func NodeLifecycle(kube client.Client, cp cloudprovider.CloudProvider, clk clock
 // validation and the hash annotations.
 func NodePools(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clock) []cloudprovider.Controller {
 	return []cloudprovider.Controller{
-		registerer(nodepool.NewCounter(kube, clk).Register),
-		registerer(nodepool.NewReadiness(kube, cp, clk).Register),
-		registerer(nodepool.NewValidation(kube, clk).Register),
-		registerer(nodepool.NewHashController(kube).Register),
+		cloudprovider.Registerer(nodepool.NewCounter(kube, clk).Register),
+		cloudprovider.Registerer(nodepool.NewReadiness(kube, cp, clk).Register),
+		cloudprovider.Registerer(nodepool.NewValidation(kube, clk).Register),
+		cloudprovider.Registerer(nodepool.NewHashController(kube).Register),
 	}
 }
 
@@ -172,7 +172,7 @@ func NodePools(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clo
 // and waiting-pod gauges (metrics.pod), and operator_<kind>_status_condition_*
 // and _termination_* (operatorpkg's status controllers).
 func observability(d Deps) ([]cloudprovider.Controller, error) {
-	out := []cloudprovider.Controller{runnable(&provisioning.MetricsExporter{Cluster: d.Cluster, Clock: d.Clock})}
+	out := []cloudprovider.Controller{cloudprovider.Runnable(&provisioning.MetricsExporter{Cluster: d.Cluster, Clock: d.Clock})}
 	nodeMetrics, err := nodemetrics.NewController(d.Cluster, d.Clock, crmetrics.Registry, d.Bundle.WellKnownLabels...)
 	if err != nil {
 		return nil, err
@@ -181,7 +181,7 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, runnable(nodeMetrics), registerer(podMetrics.Register))
+	out = append(out, cloudprovider.Runnable(nodeMetrics), cloudprovider.Registerer(podMetrics.Register))
 	for _, kind := range []conditions.Kind{
 		conditions.NodeClaimKind(d.Bundle.NodeClassLabelKey),
 		conditions.NodePoolKind(),
@@ -191,19 +191,9 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, registerer(statusMetrics.Register))
+		out = append(out, cloudprovider.Registerer(statusMetrics.Register))
 	}
 	return out, nil
-}
-
-// registerer adapts a controller whose Register takes no context.
-func registerer(register func(manager.Manager) error) cloudprovider.Controller {
-	return cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return register(mgr) })
-}
-
-// runnable adapts a manager Runnable (a controller with its own loop).
-func runnable(r manager.Runnable) cloudprovider.Controller {
-	return cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(r) })
 }
 
 // ownConnectionClient is an uncached client on a TCP connection of its own to

@@ -4,7 +4,6 @@ import (
 	"context"
 	"testing"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +16,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // startOperator builds what cmd/karpenter builds (the KWOK bundle, cluster
@@ -36,7 +36,7 @@ func startOperator(t *testing.T, args ...string) (context.Context, *env.Environm
 	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // the controllers take a record.EventRecorder
 	cluster := state.NewCluster(clk, mgr.GetClient())
 	bundle, err := kwok.NewProvider().New(ctx, cloudprovider.Deps{
-		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: cluster,
+		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -57,16 +57,7 @@ func startOperator(t *testing.T, args ...string) (context.Context, *env.Environm
 func createDefaultPool(ctx context.Context, t *testing.T, e *env.Environment) *v1.NodePool {
 	t.Helper()
 	create(ctx, t, e, &kwokv1alpha1.KWOKNodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
-	np := &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1.NodePoolSpec{
-			Disruption: v1.Disruption{ConsolidateAfter: v1.MustParseNillableDuration("Never")},
-			Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-				Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-				NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: "default"},
-			}},
-		},
-	}
+	np := fixtures.NodePool("default", fixtures.WithConsolidateAfter("Never"))
 	create(ctx, t, e, np)
 	return np
 }

@@ -97,6 +97,17 @@ var (
 	}, []string{LabelNodePool})
 )
 
+// DurationBuckets are upstream's buckets for duration histograms (seconds):
+// controller-runtime's reconcile buckets extended to 10 minutes, since binding
+// a pod that needs a new node takes minutes. A new slice on every call.
+func DurationBuckets() []float64 {
+	return []float64{
+		0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1,
+		1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
+		120, 150, 300, 450, 600,
+	}
+}
+
 func init() {
 	crmetrics.Registry.MustRegister(NodeClaimsCreatedTotal, NodesCreatedTotal, NodesTerminatedTotal, NodeClaimsTerminatedTotal, NodeClaimsDisruptedTotal, PodsDisruptionInitiatedTotal, NodeClaimTerminationDuration, InstanceTerminationDuration)
 }

@@ -51,7 +51,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string, core *options.Option
 	return func() (cloudprovider.Provider, error) {
 		for i, p := range all {
 			if p.Name() == core.CloudProvider {
-				if err := errors.Join(envs[i].Err(), p.Validate(core)); err != nil {
+				if err := errors.Join(envs[i].Err(), p.Validate()); err != nil {
 					return nil, err
 				}
 				return p, nil

@@ -1,11 +1,8 @@
 package aws
 
 import (
-	"context"
-
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/interruption"
@@ -21,7 +18,7 @@ import (
 // replacement avoids the reclaimed pool.
 func interruptionController(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, unavailable *instancetype.UnavailableOfferings) cloudprovider.Controller {
 	if opts.InterruptionQueue == "" {
-		return cloudprovider.ControllerFunc(func(context.Context, manager.Manager) error { return nil })
+		return cloudprovider.NoController
 	}
 	queue := awssqs.NewProvider(sqs.NewFromConfig(cfg), opts.InterruptionQueue)
 	return interruption.NewController(deps.KubeClient, queue, unavailable, deps.Recorder, deps.Clock, interruption.Options{})

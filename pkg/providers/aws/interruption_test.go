@@ -17,7 +17,6 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/interruption"
-	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -34,10 +33,10 @@ func TestTheBundleHandlesInterruptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	pointSDKAt(t, em)
-	opts, provider := parseAWS(t, em.Options().ClusterName, "--interruption-queue=interruptions")
+	_, provider := parseAWS(t, em.Options().ClusterName, "--interruption-queue=interruptions")
 	mgr := env.NewManager(t, e.Config, e.Scheme)
 	bundle, err := provider.New(ctx, cloudprovider.Deps{
-		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clock.RealClock{}, Options: opts, Cluster: state.NewCluster(clock.RealClock{}, mgr.GetClient()),
+		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clock.RealClock{},
 		Recorder: mgr.GetEventRecorderFor("karpenter"), //nolint:staticcheck // the controllers take a record.EventRecorder
 	})
 	if err != nil {

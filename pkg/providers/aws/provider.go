@@ -5,14 +5,13 @@ import (
 	"flag"
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/operator/options"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
@@ -42,12 +41,25 @@ func (p *Provider) Name() string { return ProviderName }
 
 // AddFlags registers the AWS settings. cluster-name is the core's flag (one
 // CLUSTER_NAME for both, as upstream), not registered twice.
-func (p *Provider) AddFlags(fs *flag.FlagSet, env *options.Env) { p.Options.AddFlags(fs, env) }
+func (p *Provider) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) { p.Options.AddFlags(fs, env) }
 
 // Validate requires a cluster name (the AWS provider tags, names and
 // discovers by it; the message names CLUSTER_NAME) and checks the other AWS
 // settings. The core's cluster-name flag is the one read.
-func (p *Provider) Validate(*options.Options) error { return p.Options.Validate() }
+func (p *Provider) Validate() error { return p.Options.Validate() }
+
+// ClusterRules: read EC2NodeClasses, and write them (finalizer, hash
+// annotations) and their status.
+func (p *Provider) ClusterRules() []cloudprovider.ClusterRule {
+	return []cloudprovider.ClusterRule{
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{awsv1.Group}, Resources: []string{"ec2nodeclasses"}, Verbs: []string{"get", "list", "watch"}}},
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{awsv1.Group}, Resources: []string{"ec2nodeclasses", "ec2nodeclasses/status"}, Verbs: []string{"patch", "update"}}},
+	}
+}
+
+// Offline plans with the instance types EC2 describes (read calls only) and
+// prices AWS nodes from the reference prices.
+func (p *Provider) Offline() cloudprovider.Offline { return offline{} }
 
 // New loads the AWS SDK configuration the standard way (AWS_REGION,
 // credentials chain, AWS_ENDPOINT_URL[_<SERVICE>]) and builds the bundle.
@@ -74,7 +86,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		}
 	}
 	opts := &p.Options
-	providers := nodeclass.NewProviders(cfg, opts, disc, deps.Clock)
+	providers := NewProviders(cfg, opts, disc, deps.Clock)
 	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
 	unavailable := instancetype.NewUnavailableOfferings(deps.Clock)
@@ -91,9 +103,9 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
 			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
 		Controllers: append([]cloudprovider.Controller{
-			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(launchTemplates) }),
-			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return nodeClasses.Register(mgr) }),
-			cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return mgr.Add(priceRefresh) }),
+			cloudprovider.Runnable(launchTemplates),
+			cloudprovider.Registerer(nodeClasses.Register),
+			cloudprovider.Runnable(priceRefresh),
 			interruptionController(cfg, deps, opts, unavailable),
 		}, lifecycleControllers(deps, opts.ClusterName, instances)...),
 		WellKnownLabels:   awsv1.WellKnownLabels,

@@ -1,10 +1,6 @@
 package aws
 
 import (
-	"context"
-
-	"sigs.k8s.io/controller-runtime/pkg/manager"
-
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/instance/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclaim/tagging"
@@ -20,8 +16,8 @@ func lifecycleControllers(deps cloudprovider.Deps, clusterName string, instances
 	tags := tagging.NewController(deps.KubeClient, instances, clusterName)
 	gc := garbagecollection.NewController(deps.KubeClient, instances, deps.Clock)
 	return []cloudprovider.Controller{
-		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return hash.Register(mgr) }),
-		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return tags.Register(mgr) }),
-		cloudprovider.ControllerFunc(func(_ context.Context, mgr manager.Manager) error { return gc.Register(mgr) }),
+		cloudprovider.Registerer(hash.Register),
+		cloudprovider.Registerer(tags.Register),
+		cloudprovider.Registerer(gc.Register),
 	}
 }

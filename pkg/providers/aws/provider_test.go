@@ -90,7 +90,7 @@ func TestTheBundleRuns(t *testing.T) {
 	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // the controllers take a record.EventRecorder
 	clusterState := state.NewCluster(clk, mgr.GetClient())
 	bundle, err := provider.New(ctx, cloudprovider.Deps{
-		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: clusterState,
+		Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder,
 	})
 	if err != nil {
 		t.Fatal(err)

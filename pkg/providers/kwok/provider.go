@@ -5,8 +5,10 @@ import (
 	"flag"
 	"fmt"
 
+	rbacv1 "k8s.io/api/rbac/v1"
+
+	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
 // Options are the KWOK provider's settings (upstream KWOK's
@@ -18,7 +20,7 @@ type Options struct {
 }
 
 // AddFlags registers the settings on fs, with defaults from env.
-func (o *Options) AddFlags(fs *flag.FlagSet, env *options.Env) {
+func (o *Options) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) {
 	fs.StringVar(&o.InstanceTypesFilePath, "instance-types-file-path", env.String(InstanceTypesFilePathEnv, ""),
 		"KWOK provider: JSON file of instance types replacing the embedded catalog.")
 }
@@ -39,11 +41,11 @@ func NewProvider() *Provider { return &Provider{} }
 func (p *Provider) Name() string { return ProviderName }
 
 // AddFlags registers the KWOK settings.
-func (p *Provider) AddFlags(fs *flag.FlagSet, env *options.Env) { p.Options.AddFlags(fs, env) }
+func (p *Provider) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) { p.Options.AddFlags(fs, env) }
 
 // Validate accepts every setting: the catalog file is read (and checked) by
 // New.
-func (p *Provider) Validate(*options.Options) error { return nil }
+func (p *Provider) Validate() error { return nil }
 
 // New loads the catalog and builds the bundle.
 func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprovider.Bundle, error) {
@@ -58,3 +60,18 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		NodeClassLabelKey: NodeClassLabelKey,
 	}, nil
 }
+
+// ClusterRules: read KWOKNodeClasses and write their status, and create the
+// Node of a launched NodeClaim.
+func (p *Provider) ClusterRules() []cloudprovider.ClusterRule {
+	return []cloudprovider.ClusterRule{
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{kwokv1alpha1.Group}, Resources: []string{"kwoknodeclasses"}, Verbs: []string{"get", "list", "watch"}}},
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{kwokv1alpha1.Group}, Resources: []string{"kwoknodeclasses/status"}, Verbs: []string{"patch", "update"}}},
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"create"}},
+			Why: "The KWOK provider registers the Node of a launched NodeClaim itself (no kubelet does)."},
+	}
+}
+
+// Offline plans with the KWOK catalog in-process (INSTANCE_TYPES_FILE_PATH
+// as the controller reads it) and prices KWOK nodes from it.
+func (p *Provider) Offline() cloudprovider.Offline { return offline{} }

@@ -28,7 +28,7 @@ func parseProvider(t *testing.T, args []string, env map[string]string) *kwok.Pro
 	if err := e.Err(); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.Validate(&options.Options{}); err != nil {
+	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
 	return p

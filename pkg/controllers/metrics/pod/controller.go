@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
 // Label names of the per-pod gauges (upstream's).
@@ -61,7 +63,7 @@ func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registere
 		boundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Namespace: "karpenter", Subsystem: "pods", Name: "bound_duration_seconds",
 			Help:    "Seconds from a pod's creation until its PodScheduled condition became True.",
-			Buckets: DurationBuckets(),
+			Buckets: metrics.DurationBuckets(),
 		}),
 		startupDuration: prometheus.NewSummary(prometheus.SummaryOpts{
 			Namespace: "karpenter", Subsystem: "pods", Name: "startup_duration_seconds",
@@ -80,17 +82,6 @@ func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registere
 		}
 	}
 	return c, nil
-}
-
-// DurationBuckets are upstream's buckets for duration histograms (seconds):
-// controller-runtime's reconcile buckets extended to 10 minutes, since binding
-// a pod that needs a new node takes minutes. A new slice on every call.
-func DurationBuckets() []float64 {
-	return []float64{
-		0.005, 0.01, 0.025, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1,
-		1.25, 1.5, 1.75, 2, 2.5, 3, 3.5, 4, 4.5, 5, 6, 7, 8, 9, 10, 15, 20, 25, 30, 40, 50, 60,
-		120, 150, 300, 450, 600,
-	}
 }
 
 // SummaryObjectives are upstream's summary quantiles: min, median, p90, p99

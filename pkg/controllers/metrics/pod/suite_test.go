@@ -15,8 +15,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var testEnv *env.Environment
@@ -62,11 +64,7 @@ func newFixture(t *testing.T) *fixture {
 // is written explicitly: ExpectApplied writes the status it is given).
 func (f *fixture) pendingPod(t *testing.T, name string) *corev1.Pod {
 	t.Helper()
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}},
-		Status:     corev1.PodStatus{Phase: corev1.PodPending},
-	}
+	p := fixtures.Pod(name, fixtures.WithPhase(corev1.PodPending))
 	ExpectApplied(f.ctx, t, testEnv.Client, p)
 	p = ExpectExists(f.ctx, t, testEnv.Client, p)
 	if p.Status.Phase != corev1.PodPending {
@@ -209,8 +207,8 @@ func TestPodLifecycleObservedOnce(t *testing.T) {
 			t.Errorf("bucket le=%v: count %d, want %d", b.GetUpperBound(), b.GetCumulativeCount(), want)
 		}
 	}
-	if n := len(h.GetBucket()); n != len(pod.DurationBuckets()) {
-		t.Errorf("%d buckets, want %d", n, len(pod.DurationBuckets()))
+	if n := len(h.GetBucket()); n != len(metrics.DurationBuckets()) {
+		t.Errorf("%d buckets, want %d", n, len(metrics.DurationBuckets()))
 	}
 	f.expectNoSeries(t, unbound)
 	f.expectGauge(t, unstarted, p, 60)

@@ -20,6 +20,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsconfig "github.com/aws/aws-sdk-go-v2/config"
 
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 )
 
@@ -92,7 +93,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) *Options {
 //
 // cluster-name is shared with the core options: when fs already has it, that
 // flag is used instead of defining a second one, and Validate copies its value.
-func (o *Options) AddFlags(fs *flag.FlagSet, env *options.Env) {
+func (o *Options) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) {
 	if f := fs.Lookup("cluster-name"); f != nil {
 		o.sharedClusterName = f
 	} else {

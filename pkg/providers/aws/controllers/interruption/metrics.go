@@ -4,7 +4,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
 // LabelMessageType is the message kind (messages.Kind), or MessageTypeUnparsable.
@@ -27,7 +27,7 @@ var (
 	MessageQueueDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Namespace: "karpenter", Subsystem: "interruption", Name: "message_queue_duration_seconds",
 		Help:    "Amount of time an interruption message is on the queue before it is processed by karpenter.",
-		Buckets: podmetrics.DurationBuckets(),
+		Buckets: metrics.DurationBuckets(),
 	})
 )
 

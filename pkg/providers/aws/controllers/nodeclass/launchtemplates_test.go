@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	awsprovider "github.com/karpenter-go/karpenter/pkg/providers/aws"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
@@ -25,7 +26,7 @@ func (f *fixture) withLaunchTemplates(t *testing.T) *ec2.Client {
 	t.Helper()
 	cfg := awstest.Config(f.aws)
 	httpclient.Configure(&cfg)
-	providers := nodeclass.NewProviders(cfg, f.opts, e.KubeClient.Discovery(), f.clk)
+	providers := awsprovider.NewProviders(cfg, f.opts, e.KubeClient.Discovery(), f.clk)
 	providers.LaunchTemplates = launchtemplate.NewProvider(providers.EC2, amifamily.NewResolver(), f.clk, launchtemplate.Options{ClusterName: cluster})
 	f.c = nodeclass.NewController(e.Client, f.clk, nil, f.opts, providers)
 	return providers.EC2

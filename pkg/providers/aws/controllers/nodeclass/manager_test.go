@@ -30,7 +30,7 @@ func TestManagerFinalizerWaitsForNodeClaims(t *testing.T) {
 	ExpectCleanedUp(ctx, t, e.Client, &karpv1.NodeClaimList{}, &v1.EC2NodeClassList{})
 	em := awsemulator.StartForTest(t, awsemulator.Options{})
 	mgr := env.NewManager(t, e.Config, e.Scheme)
-	c := nodeclass.New(mgr.GetClient(), clock.RealClock{}, mgr.GetEventRecorderFor("karpenter"), defaultOptions(), awstest.Config(em), e.KubeClient.Discovery()) //nolint:staticcheck // the controller takes a record.EventRecorder
+	c := newController(mgr.GetClient(), clock.RealClock{}, mgr.GetEventRecorderFor("karpenter"), defaultOptions(), awstest.Config(em), e.KubeClient.Discovery()) //nolint:staticcheck // the controller takes a record.EventRecorder
 	if err := c.Register(mgr); err != nil {
 		t.Fatal(err)
 	}
@@ -133,7 +133,7 @@ func BenchmarkReconcile(b *testing.B) {
 			for i := 0; i < b.N; i++ {
 				if !warm {
 					b.StopTimer()
-					f.c = nodeclass.New(e.Client, f.clk, nil, f.opts, awstest.Config(f.aws), e.KubeClient.Discovery())
+					f.c = newController(e.Client, f.clk, nil, f.opts, awstest.Config(f.aws), e.KubeClient.Discovery())
 					b.StartTimer()
 				}
 				ExpectReconciled(f.ctx, b, f.c, nc)

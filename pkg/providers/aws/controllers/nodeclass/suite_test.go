@@ -7,12 +7,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sdiscovery "k8s.io/client-go/discovery"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
+	awsprovider "github.com/karpenter-go/karpenter/pkg/providers/aws"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
@@ -56,7 +62,7 @@ func setup(t testing.TB, mutate ...func(*settings.Options)) *fixture {
 		m(opts)
 	}
 	clk := clocktesting.NewFakeClock(time.Now())
-	c := nodeclass.New(e.Client, clk, nil, opts, awstest.Config(em), e.KubeClient.Discovery())
+	c := newController(e.Client, clk, nil, opts, awstest.Config(em), e.KubeClient.Discovery())
 	return &fixture{ctx: ctx, aws: em, clk: clk, opts: opts, c: c}
 }
 
@@ -102,4 +108,10 @@ func conditionSummary(nc *v1.EC2NodeClass) string {
 		parts = append(parts, fmt.Sprintf("%s=%s(%s: %s)", c.Type, c.Status, c.Reason, c.Message))
 	}
 	return strings.Join(parts, "\n")
+}
+
+// newController is the controller over the provider's own resolvers, as
+// the AWS provider wires it.
+func newController(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder, opts *settings.Options, cfg aws.Config, disc k8sdiscovery.ServerVersionInterface) *nodeclass.Controller {
+	return nodeclass.NewController(kubeClient, clk, recorder, opts, awsprovider.NewProviders(cfg, opts, disc, clk))
 }

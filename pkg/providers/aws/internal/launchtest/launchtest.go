@@ -18,6 +18,7 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
+	awsprovider "github.com/karpenter-go/karpenter/pkg/providers/aws"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/batcher"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
@@ -54,7 +55,7 @@ func New(t testing.TB) *Env {
 	clk := clocktesting.NewFakeClock(time.Now())
 	opts := &settings.Options{ClusterName: em.Options().ClusterName, VMMemoryOverheadPercent: 0.075,
 		AMIRefreshInterval: time.Minute, SubnetRefreshInterval: time.Minute}
-	providers := nodeclass.NewProviders(cfg, opts, nil, clk)
+	providers := awsprovider.NewProviders(cfg, opts, nil, clk)
 	ec2api := providers.EC2
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, false, clk)
 	unavailable := instancetype.NewUnavailableOfferings(clk)
