@@ -60,8 +60,20 @@ func TestPlanWithAWSInstanceTypes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// The plugin reaches AWS as the controller does: the SDK's standard
+	// environment, here pointing at the emulator.
+	for _, kv := range em.Env() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+	}
 	ctx := context.Background()
-	cp := plan.AWSCloudProvider(ctx, s, em.AWSConfig(), clock.RealClock{})
+	cp, err := plan.CloudProvider(ctx, s, nil, clock.RealClock{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cp.Name() != "aws" {
+		t.Fatalf("a NodePool on an EC2NodeClass is planned with %q, want aws", cp.Name())
+	}
 	p, err := plan.NewPlanner(s, cp, plan.Options{Now: plantest.Now, Provider: cp.Name()}).Compute(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

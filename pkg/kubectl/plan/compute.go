@@ -34,6 +34,9 @@ type Options struct {
 	SpotToSpotConsolidation bool
 	// Provider names the cloud provider in the output.
 	Provider string
+	// Providers are the providers a plan may use and prices nodes with
+	// (nil: every provider compiled in, pkg/providers.All).
+	Providers []cloudprovider.Provider
 }
 
 // Planner runs the controller's code over one snapshot. Its fields are
@@ -45,7 +48,8 @@ type Planner struct {
 	Provisioner   *provisioning.Provisioner
 	Opts          Options
 
-	cache *scheduling.Cache
+	cache   *scheduling.Cache
+	catalog *catalog.Catalog
 	// prices of the NodeClaims the plan launched, by name.
 	planned map[string]float64
 }
@@ -63,7 +67,7 @@ func NewPlanner(snap *snapshot.Snapshot, cp cloudprovider.CloudProvider, opts Op
 	cluster := snap.Cluster(clk)
 	prov := provisioning.NewProvisioner(snap.Store, cp, cluster, &record.FakeRecorder{}, clk, provisioning.Options{})
 	return &Planner{Snapshot: snap, Cluster: cluster, CloudProvider: cp, Provisioner: prov, Opts: opts,
-		cache: scheduling.NewCache(), planned: map[string]float64{}}
+		cache: scheduling.NewCache(), catalog: catalogOf(opts.Providers), planned: map[string]float64{}}
 }
 
 // Provision is one provisioning decision: the solver's results on the
@@ -246,14 +250,25 @@ func podNames(pods []*corev1.Pod) []string {
 
 // cost sums the $/h of the capacity in cluster state that is not going away.
 func (p *Planner) cost() (float64, int) {
-	return costOf(p.Cluster, p.planned)
+	return costOf(p.Cluster, p.catalog, p.planned)
 }
 
 // CostOf is the $/h of a cluster state's capacity not being deleted (nodes
-// priced from their labels, see catalog.PriceOf), and how many could not be priced.
-func CostOf(c *state.Cluster) (float64, int) { return costOf(c, nil) }
+// priced from their labels, see catalog.PriceOf), and how many could not be
+// priced, with the catalogs of providers (nil: every provider compiled in).
+func CostOf(c *state.Cluster, providers []cloudprovider.Provider) (float64, int) {
+	return costOf(c, catalogOf(providers), nil)
+}
 
-func costOf(c *state.Cluster, planned map[string]float64) (float64, int) {
+// catalogOf prices through providers, or through the registry's when nil.
+func catalogOf(providers []cloudprovider.Provider) *catalog.Catalog {
+	if providers == nil {
+		return catalog.Default()
+	}
+	return catalog.New(providers)
+}
+
+func costOf(c *state.Cluster, cat *catalog.Catalog, planned map[string]float64) (float64, int) {
 	total, unpriced := 0.0, 0
 	for _, sn := range c.Nodes() {
 		if sn.MarkedForDeletion() {
@@ -265,7 +280,7 @@ func costOf(c *state.Cluster, planned map[string]float64) (float64, int) {
 				continue
 			}
 		}
-		if price, ok := priceOf(sn); ok {
+		if price, ok := priceOf(cat, sn); ok {
 			total += price
 		} else {
 			unpriced++
@@ -276,12 +291,12 @@ func costOf(c *state.Cluster, planned map[string]float64) (float64, int) {
 
 // priceOf prices a node, or a NodeClaim not registered yet from the labels
 // its Node will carry.
-func priceOf(sn *state.StateNode) (float64, bool) {
+func priceOf(cat *catalog.Catalog, sn *state.StateNode) (float64, bool) {
 	n := sn.Node
 	if n == nil {
 		n = &corev1.Node{}
 		n.Labels = sn.Labels()
 		n.Spec.ProviderID = sn.ProviderID()
 	}
-	return catalog.PriceOf(n)
+	return cat.PriceOf(n)
 }

@@ -206,7 +206,7 @@ func Take(ctx context.Context, flags kubeflags.Flags, dump string, stdin io.Read
 
 // PlanSnapshot edits the snapshot and computes the plan on it.
 func PlanSnapshot(ctx context.Context, snap *snapshot.Snapshot, applied, deleted []snapshot.Manifest, scales []snapshot.Scale, notes []string, opts Options) (*Plan, error) {
-	before, _ := CostOf(snap.Cluster(clock.RealClock{}))
+	before, _ := CostOf(snap.Cluster(clock.RealClock{}), opts.Providers)
 	if err := snap.Apply(applied); err != nil {
 		return nil, err
 	}
@@ -219,7 +219,7 @@ func PlanSnapshot(ctx context.Context, snap *snapshot.Snapshot, applied, deleted
 		}
 	}
 	snap.Notes = append(snap.Notes, notes...)
-	cp, err := CloudProvider(ctx, snap, clock.RealClock{})
+	cp, err := CloudProvider(ctx, snap, opts.Providers, clock.RealClock{})
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,6 @@ import (
 
 	"github.com/karpenter-go/karpenter/pkg/kubectl/catalog"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/kubeflags"
-	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 )
 
 const usageText = `Usage: kubectl karpenter top [--once] [--min-interval DURATION] [--stats]
@@ -137,19 +136,9 @@ func printOnce(ctx context.Context, m *Model, w *Watcher, out *os.File, outTTY b
 	return 0
 }
 
-// PriceOf prices a node from the catalog, else from the price label KWOK's
-// provider puts on its nodes.
-func PriceOf(n *corev1.Node) (float64, bool) {
-	if p, ok := catalog.PriceOf(n); ok {
-		return p, true
-	}
-	if s, ok := n.Labels[kwok.InstancePriceLabelKey]; ok {
-		if p, err := strconv.ParseFloat(s, 64); err == nil {
-			return p, true
-		}
-	}
-	return 0, false
-}
+// PriceOf prices a node through the providers' reference catalogs
+// (catalog.PriceOf), as plan and why do.
+func PriceOf(n *corev1.Node) (float64, bool) { return catalog.PriceOf(n) }
 
 // clusterName is the kubeconfig context in use, else the server address.
 func clusterName(kf kubeflags.Flags, cfg *rest.Config) string {

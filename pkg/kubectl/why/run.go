@@ -98,7 +98,7 @@ func Run(ctx context.Context, flags kubeflags.Flags, args []string, stdout, stde
 }
 
 func planner(ctx context.Context, snap *snapshot.Snapshot) (*plan.Planner, error) {
-	cp, err := plan.CloudProvider(ctx, snap, clock.RealClock{})
+	cp, err := plan.CloudProvider(ctx, snap, nil, clock.RealClock{})
 	if err != nil {
 		return nil, err
 	}
