@@ -29,6 +29,9 @@ if [[ "$CRD_DIR" == pkg/apis/crds ]]; then
 	go run ./hack/chartcrds -root .
 fi
 
+# The chart's provider ClusterRole from each provider's ClusterRules.
+go run ./hack/chartrbac -root .
+
 # Tables generated from the instance type facts file (the AWS emulator's copy):
 # VPC limits and network bandwidth of the instance types, static on-demand prices.
 go generate ./pkg/providers/aws/instancetype ./pkg/providers/aws/pricing

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails, naming the stale files, when the committed generated files
 # (zz_generated.deepcopy.go, pkg/apis/crds/*.yaml, the instance type tables
-# docs/aws-instance-types.md and the Helm charts' CRDs) differ from what
+# docs/aws-instance-types.md, the Helm charts' CRDs and the chart's provider
+# ClusterRole) differ from what
 # hack/generate.sh produces from the current types. The work tree is left
 # untouched: generation runs in a scratch copy of the module.
 set -euo pipefail
@@ -22,6 +23,7 @@ while IFS= read -r f; do
 done < <(find "$scratch/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '*/crds/*.yaml' \) -type f;
 	find "$scratch/pkg/providers/aws" -name 'zz_generated.*.go' -type f;
 	echo "$scratch/docs/aws-instance-types.md";
+	echo "$scratch/charts/karpenter/templates/clusterrole.yaml";
 	find "$scratch/charts/karpenter/crds" "$scratch/charts/karpenter-crd/templates" -name '*.yaml' -type f)
 # Generated files that exist in the tree but would no longer be generated.
 while IFS= read -r f; do
