@@ -6,8 +6,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
 
@@ -40,31 +38,23 @@ func setup(t *testing.T) (context.Context, *kwok.CloudProvider, *clocktesting.Fa
 
 var nodeClass = fixtures.KWOKNodeClass
 
+// nodeClaim is a NodeClaim of NodePool "default" and the KWOKNodeClass
+// nodeClassName for 1 cpu, labelled, annotated, tainted and startup-tainted,
+// requiring reqs (when none, any OS: the API requires one requirement).
 func nodeClaim(name, nodeClassName string, reqs ...v1.NodeSelectorRequirementWithMinValues) *v1.NodeClaim {
 	if len(reqs) == 0 {
-		// The API requires at least one requirement.
 		reqs = append(reqs, req(corev1.LabelOSStable, corev1.NodeSelectorOpExists))
 	}
-	return &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        name,
-			Labels:      map[string]string{v1.NodePoolLabelKey: "default", "team": "a"},
-			Annotations: map[string]string{"example.com/owner": "me"},
-		},
-		Spec: v1.NodeClaimSpec{
-			Requirements:  reqs,
-			Taints:        []corev1.Taint{{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}},
-			StartupTaints: []corev1.Taint{{Key: "example.com/booting", Effect: corev1.TaintEffectNoSchedule}},
-			Resources: v1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("1"),
-			}},
-			NodeClassRef: &v1.NodeClassReference{Group: kwokv1alpha1.Group, Kind: "KWOKNodeClass", Name: nodeClassName},
-		},
-	}
+	return fixtures.NodeClaim(name,
+		fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default", "team": "a"}),
+		fixtures.WithAnnotations(map[string]string{"example.com/owner": "me"}),
+		fixtures.WithRequirements(reqs...),
+		fixtures.WithTaints(corev1.Taint{Key: "dedicated", Value: "x", Effect: corev1.TaintEffectNoSchedule}),
+		fixtures.WithStartupTaints(corev1.Taint{Key: "example.com/booting", Effect: corev1.TaintEffectNoSchedule}),
+		fixtures.WithRequests("cpu", "1"),
+		fixtures.WithNodeClass(nodeClassName))
 }
 
-func req(key string, op corev1.NodeSelectorOperator, values ...string) v1.NodeSelectorRequirementWithMinValues {
-	return v1.NodeSelectorRequirementWithMinValues{Key: key, Operator: op, Values: values}
-}
+var req = fixtures.Requirement
 
 func clientKey(name string) types.NamespacedName { return types.NamespacedName{Name: name} }
