@@ -33,15 +33,15 @@ func (c *NodeClassController) Name() string { return "kwoknodeclass.readiness" }
 
 // Reconcile sets Ready on one KWOKNodeClass.
 func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
-	nc := &kwokv1alpha1.KWOKNodeClass{}
-	if err := c.kubeClient.Get(ctx, req.NamespacedName, nc); err != nil {
+	nodeClass := &kwokv1alpha1.KWOKNodeClass{}
+	if err := c.kubeClient.Get(ctx, req.NamespacedName, nodeClass); err != nil {
 		return reconcile.Result{}, client.IgnoreNotFound(err)
 	}
-	stored := nc.DeepCopy()
-	conds := nc.StatusConditions()
+	stored := nodeClass.DeepCopy()
+	conds := nodeClass.StatusConditions()
 	conds.Now = c.clock.Now
 	var changed bool
-	if nc.DeletionTimestamp.IsZero() {
+	if nodeClass.DeletionTimestamp.IsZero() {
 		changed = conds.SetTrue(status.ConditionReady)
 	} else {
 		changed = conds.SetFalse(status.ConditionReady, "Deleting", "the KWOKNodeClass is being deleted")
@@ -49,7 +49,7 @@ func (c *NodeClassController) Reconcile(ctx context.Context, req reconcile.Reque
 	if !changed {
 		return reconcile.Result{}, nil
 	}
-	if err := c.kubeClient.Status().Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+	if err := c.kubeClient.Status().Patch(ctx, nodeClass, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		if apierrors.IsConflict(err) {
 			return reconcile.Result{Requeue: true}, nil
 		}
