@@ -20,6 +20,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -41,13 +42,7 @@ func setup(t *testing.T) (context.Context, *aws.CloudProvider, *awsemulator.Emul
 }
 
 func nodePool(nodeClassName string) *v1.NodePool {
-	return &v1.NodePool{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: v1.NodePoolSpec{Template: v1.NodeClaimTemplate{Spec: v1.NodeClaimTemplateSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: nodeClassName},
-		}}},
-	}
+	return fixtures.NodePool("default", fixtures.WithNodeClassRef(fixtures.EC2NodeClassRef(nodeClassName)))
 }
 
 // ec2NodeClass is an AL2023 class; ready gives it the status the EC2NodeClass

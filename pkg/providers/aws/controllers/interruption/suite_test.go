@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
-	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
@@ -30,6 +29,7 @@ import (
 	awssqs "github.com/karpenter-go/karpenter/pkg/providers/aws/sqs"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -122,22 +122,14 @@ func (i instance) providerID() string { return "aws:///" + i.zone + "/" + i.id }
 // cache sees both.
 func (f *fixture) launched(t testing.TB, in instance) (*v1.NodeClaim, *corev1.Node) {
 	t.Helper()
-	labels := map[string]string{
+	labels := fixtures.WithLabels(map[string]string{
 		v1.NodePoolLabelKey: "default", corev1.LabelInstanceTypeStable: in.instanceType,
 		corev1.LabelTopologyZone: in.zone, v1.CapacityTypeLabelKey: in.capacityType,
-	}
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: in.name, Labels: labels, Finalizers: []string{v1.TerminationFinalizer}},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		},
-		Status: v1.NodeClaimStatus{ProviderID: in.providerID(), NodeName: in.name},
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: in.name, Labels: labels},
-		Spec:       corev1.NodeSpec{ProviderID: in.providerID()},
-	}
+	})
+	providerID := fixtures.WithProviderID(in.providerID())
+	nc := fixtures.NodeClaim(in.name, labels, providerID, fixtures.WithFinalizers(v1.TerminationFinalizer),
+		fixtures.WithNodeClassRef(fixtures.EC2NodeClassRef("default")), fixtures.WithNodeName(in.name))
+	node := fixtures.Node(in.name, labels, providerID)
 	ExpectApplied(f.ctx, t, e.Client, nc, node)
 	Eventually(t, 30*time.Second, func() error {
 		ncs, nodes := &v1.NodeClaimList{}, &corev1.NodeList{}

@@ -20,6 +20,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // The controller registered with a manager, as cmd/karpenter runs it: watches
@@ -103,13 +104,7 @@ func TestManagerFinalizerWaitsForNodeClaims(t *testing.T) {
 }
 
 func nodeClaim(name, nodeClass string) *karpv1.NodeClaim {
-	return &karpv1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: karpv1.NodeClaimSpec{
-			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &karpv1.NodeClassReference{Group: v1.Group, Kind: "EC2NodeClass", Name: nodeClass},
-		},
-	}
+	return fixtures.NodeClaim(name, fixtures.WithNodeClassRef(fixtures.EC2NodeClassRef(nodeClass)))
 }
 
 // BenchmarkReconcile measures one full EC2NodeClass reconcile against the

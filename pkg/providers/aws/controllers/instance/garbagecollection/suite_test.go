@@ -8,10 +8,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
-	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/instance/garbagecollection"
@@ -20,6 +18,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 var e *env.Environment
@@ -86,17 +85,9 @@ func (f *fixture) alive(t *testing.T, id string) bool {
 }
 
 func nodeClaim(name, providerID string) *v1.NodeClaim {
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
-	nc.Status.ProviderID = providerID
-	return nc
+	return fixtures.NodeClaim(name, fixtures.WithNodeClassRef(fixtures.EC2NodeClassRef("default")), fixtures.WithProviderID(providerID))
 }
 
 func node(name, providerID string) *corev1.Node {
-	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: corev1.NodeSpec{ProviderID: providerID}}
+	return fixtures.Node(name, fixtures.WithProviderID(providerID))
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -25,6 +24,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 	"github.com/karpenter-go/karpenter/pkg/test/lagging"
 )
 
@@ -63,14 +63,8 @@ func (f *fixture) launch(t *testing.T, name string, extra map[string]string) (st
 		tags[k] = v
 	}
 	id := awstest.LaunchInstance(f.ctx, t, f.cfg, awstest.Launch{Tags: tags})
-	nc := &v1.NodeClaim{
-		ObjectMeta: metav1.ObjectMeta{Name: name},
-		Spec: v1.NodeClaimSpec{
-			Requirements: []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelOSStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"linux"}}},
-			NodeClassRef: &v1.NodeClassReference{Group: awsv1.Group, Kind: "EC2NodeClass", Name: "default"},
-		},
-	}
-	nc.Status.ProviderID = "aws:///" + f.instance(t, id).Zone + "/" + id
+	nc := fixtures.NodeClaim(name, fixtures.WithNodeClassRef(fixtures.EC2NodeClassRef("default")),
+		fixtures.WithProviderID("aws:///"+f.instance(t, id).Zone+"/"+id))
 	return id, nc
 }
 
