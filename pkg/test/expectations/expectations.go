@@ -14,6 +14,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/yaml"
@@ -44,8 +45,23 @@ func ExpectApplied(ctx context.Context, t testing.TB, c client.Client, objs ...c
 		}
 		// Write the status we were given. Kinds without a status subresource
 		// answer NotFound here, and their status (if any) was stored already.
-		desired.SetResourceVersion(o.GetResourceVersion())
-		if err := c.Status().Update(ctx, desired); err == nil {
+		// A controller running beside the test may write the object between
+		// the two writes (a finalizer, its own status): the given status is
+		// written again over the newer version.
+		rv := o.GetResourceVersion()
+		err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+			desired.SetResourceVersion(rv)
+			err := c.Status().Update(ctx, desired)
+			if apierrors.IsConflict(err) {
+				latest := o.DeepCopyObject().(client.Object)
+				if getErr := c.Get(ctx, client.ObjectKeyFromObject(o), latest); getErr != nil {
+					return getErr
+				}
+				rv = latest.GetResourceVersion()
+			}
+			return err
+		})
+		if err == nil {
 			o.SetResourceVersion(desired.GetResourceVersion())
 		} else if !apierrors.IsNotFound(err) {
 			t.Fatalf("updating status of %s: %v", describe(o), err)
