@@ -4,18 +4,15 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/catalog"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 func node(providerID, instanceType, zone, capacityType string) *corev1.Node {
-	return &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{corev1.LabelInstanceTypeStable: instanceType,
-			corev1.LabelTopologyZone: zone, v1.CapacityTypeLabelKey: capacityType}},
-		Spec: corev1.NodeSpec{ProviderID: providerID},
-	}
+	return fixtures.Node("", fixtures.WithProviderID(providerID), fixtures.WithLabels(map[string]string{
+		corev1.LabelInstanceTypeStable: instanceType, corev1.LabelTopologyZone: zone, v1.CapacityTypeLabelKey: capacityType}))
 }
 
 func TestPriceOf(t *testing.T) {

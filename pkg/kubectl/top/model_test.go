@@ -12,34 +12,24 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 func testNode(name, pool string, created time.Time) *corev1.Node {
-	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: name, CreationTimestamp: metav1.NewTime(created), Labels: map[string]string{
-			corev1.LabelInstanceTypeStable: "c-4x-amd64-linux", v1.CapacityTypeLabelKey: "spot", corev1.LabelTopologyZone: "test-zone-a",
-			"eks-node-viewer/instance-price": "0.25",
-		}},
-		Spec: corev1.NodeSpec{ProviderID: "kwok://" + name},
-		Status: corev1.NodeStatus{
-			Allocatable: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi")},
-			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
-		},
+	labels := map[string]string{
+		corev1.LabelInstanceTypeStable: "c-4x-amd64-linux", v1.CapacityTypeLabelKey: "spot", corev1.LabelTopologyZone: "test-zone-a",
+		"eks-node-viewer/instance-price": "0.25",
 	}
 	if pool != "" {
-		n.Labels[v1.NodePoolLabelKey] = pool
+		labels[v1.NodePoolLabelKey] = pool
 	}
-	return n
+	return fixtures.Node(name, fixtures.CreatedAt(created), fixtures.WithLabels(labels), fixtures.WithProviderID("kwok://"+name),
+		fixtures.WithAllocatable(fixtures.ResourceList("cpu", "4", "memory", "16Gi")),
+		fixtures.WithNodeConditions(corev1.NodeCondition{Type: corev1.NodeReady, Status: corev1.ConditionTrue}))
 }
 
 func testPod(name, node, cpu, mem string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
-		Spec: corev1.PodSpec{NodeName: node, Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-			corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(mem),
-		}}}}},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning},
-	}
+	return fixtures.Pod(name, fixtures.OnNode(node), fixtures.WithRequests("cpu", cpu, "memory", mem), fixtures.WithPhase(corev1.PodRunning))
 }
 
 func labelPrice(n *corev1.Node) (float64, bool) {
