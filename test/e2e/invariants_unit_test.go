@@ -9,10 +9,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // These tests feed the invariant watcher synthetic events (no cluster) to
@@ -25,14 +25,11 @@ func testWatcher() *invariantWatcher {
 	return newInvariantWatcher("default", func() time.Time { return watcherNow })
 }
 
+// runningPod is a Ready pod app=web on node, whose UID is its name.
 func runningPod(name, node string, ann map[string]string) *corev1.Pod {
-	return &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", UID: types.UID(name), Labels: map[string]string{"app": "web"}, Annotations: ann},
-		Spec:       corev1.PodSpec{NodeName: node},
-		Status: corev1.PodStatus{Phase: corev1.PodRunning, Conditions: []corev1.PodCondition{
-			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
-		}},
-	}
+	return fixtures.Pod(name, fixtures.WithUID(name), fixtures.WithLabels(map[string]string{"app": "web"}), fixtures.WithAnnotations(ann),
+		fixtures.OnNode(node), fixtures.WithPhase(corev1.PodRunning),
+		fixtures.WithPodConditions(corev1.PodCondition{Type: corev1.PodReady, Status: corev1.ConditionTrue}))
 }
 
 // evicted is p as the API server leaves it after an Eviction: marked with a
@@ -53,18 +50,15 @@ func scaledDown(p *corev1.Pod) *corev1.Pod {
 }
 
 func kwokNode(name string, disrupted bool) *corev1.Node {
-	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{v1.NodePoolLabelKey: "default"}}}
+	opts := []fixtures.NodeOption{fixtures.WithLabels(map[string]string{v1.NodePoolLabelKey: "default"})}
 	if disrupted {
-		n.Spec.Taints = []corev1.Taint{v1.DisruptedNoScheduleTaint}
+		opts = append(opts, fixtures.WithTaints(v1.DisruptedNoScheduleTaint))
 	}
-	return n
+	return fixtures.Node(name, opts...)
 }
 
 func claimFor(node string, created time.Time, expireAfter string) *v1.NodeClaim {
-	nc := &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: "nc-" + node, CreationTimestamp: metav1.NewTime(created)}}
-	nc.Spec.ExpireAfter = v1.MustParseNillableDuration(expireAfter)
-	nc.Status.NodeName = node
-	return nc
+	return fixtures.NodeClaim("nc-"+node, fixtures.CreatedAt(created), fixtures.WithExpireAfter(expireAfter), fixtures.WithNodeName(node))
 }
 
 func expectViolations(t *testing.T, w *invariantWatcher, want int, mentions ...string) {

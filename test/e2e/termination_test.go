@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/watch"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
@@ -112,13 +112,7 @@ func TestTerminationDeleteNodePoolForeground(t *testing.T) {
 }
 
 func maxUnavailablePDB(app string, n int32) *policyv1.PodDisruptionBudget {
-	return &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: app, Namespace: "default"},
-		Spec: policyv1.PodDisruptionBudgetSpec{
-			MaxUnavailable: ptr.To(intstr.FromInt32(n)),
-			Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}},
-		},
-	}
+	return fixtures.PodDisruptionBudget(app, fixtures.WithMaxUnavailable(intstr.FromInt32(n)), fixtures.WithSelector(map[string]string{"app": app}))
 }
 
 // kubectl runs bin/kubectl against the local cluster and fails the test when
