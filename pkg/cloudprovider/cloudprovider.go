@@ -1,13 +1,18 @@
 // Package cloudprovider is the contract between Karpenter's controllers and the
 // infrastructure that runs nodes. Nothing outside pkg/providers/<name> and
-// the registry that lists them (pkg/providers) knows which
-// provider is in use: controllers hold a CloudProvider and act through it.
+// the registry that lists them (pkg/providers) knows which provider is in
+// use: controllers hold a CloudProvider and act through it, and
+// kubectl-karpenter plans and prices through each provider's Offline side.
 //
 // A provider plugs in as one Bundle (bundle.go): its CloudProvider, its own
 // controllers, its well-known labels and NodeClass label, built by a Provider
-// that also owns the provider's settings. Adding a provider is a package
-// pkg/providers/<name> with a constructor returning its Provider, and one
-// line in pkg/providers.
+// that also owns the provider's settings, its read-only side (offline.go)
+// and its RBAC rules. Adding a provider is a package pkg/providers/<name>
+// with a constructor returning its Provider, its NodeClass API, and one line
+// each in pkg/providers.All and pkg/apis (docs/architecture.md).
+//
+// The package is a leaf: it imports no project package but the APIs and
+// pkg/scheduling, so every provider can implement it.
 package cloudprovider
 
 import (

@@ -5,7 +5,9 @@
 //
 // Adding a provider: write pkg/providers/<name> with a constructor
 // returning a cloudprovider.Provider (see kwok.NewProvider: its settings, its
-// Validate, and New building the Bundle), then add one line to All.
+// Validate, New building the Bundle, Offline for kubectl-karpenter and
+// ClusterRules for the chart), then add one line to All. kubectl-karpenter
+// and the chart's RBAC (hack/chartrbac) take every provider from All.
 package providers
 
 import (
