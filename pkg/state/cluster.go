@@ -29,7 +29,20 @@ type Cluster struct {
 	podNode    map[types.NamespacedName]string // bound pod -> node name
 	podsByNode map[string]map[types.NamespacedName]*corev1.Pod
 	daemonSets map[types.NamespacedName]*appsv1.DaemonSet
-	nodePools  map[string]*v1.NodePool
+	// daemonPods: per DaemonSet, the newest pod it controls that state has
+	// seen, bound or not; DaemonSetPods sizes the daemon overhead with it (see
+	// daemonpods.go). daemonPodOf maps each of those pods back to its
+	// DaemonSet, so that the pod's deletion is found without a scan. One entry
+	// per DaemonSet: state never indexes every pod of every DaemonSet.
+	daemonPods  map[types.NamespacedName]*daemonExample
+	daemonPodOf map[types.NamespacedName]types.NamespacedName
+	// builtDaemonPods memoizes DaemonSetPods' pod per DaemonSet, so that
+	// decisions see the same pods while nothing changed (the solver's cache of
+	// prepared NodePools is keyed by them). Guarded by dsMu, taken under mu's
+	// read lock; under mu's write lock nobody else holds it.
+	dsMu            sync.Mutex
+	builtDaemonPods map[types.NamespacedName]*builtDaemonPod
+	nodePools       map[string]*v1.NodePool
 	// namespaces (their labels), PVCs, PVs and StorageClasses: what snapshots
 	// need besides capacity (see volumes.go).
 	namespaces     map[string]map[string]string
@@ -60,6 +73,10 @@ func NewCluster(clk clock.Clock, kube client.Reader) *Cluster {
 		podsByNode: map[string]map[types.NamespacedName]*corev1.Pod{},
 		daemonSets: map[types.NamespacedName]*appsv1.DaemonSet{},
 		nodePools:  map[string]*v1.NodePool{},
+
+		daemonPods:      map[types.NamespacedName]*daemonExample{},
+		daemonPodOf:     map[types.NamespacedName]types.NamespacedName{},
+		builtDaemonPods: map[types.NamespacedName]*builtDaemonPod{},
 
 		namespaces:     map[string]map[string]string{},
 		pvcs:           map[types.NamespacedName]*corev1.PersistentVolumeClaim{},
@@ -170,7 +187,8 @@ func olderVersion(a, b string) bool {
 }
 
 // UpdatePod records a pod's binding. Only bound, non-terminal pods occupy a node;
-// anything else is forgotten.
+// anything else is forgotten. A pod controlled by a DaemonSet, bound or not, may
+// also become its DaemonSet's example (see DaemonSetPods).
 func (c *Cluster) UpdatePod(p *corev1.Pod) { c.updatePod(p, true) }
 
 // UpdatePodShared is UpdatePod keeping the object itself (the informer's cached object, which
@@ -182,7 +200,13 @@ func (c *Cluster) updatePod(p *corev1.Pod, copyIt bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unbind(key)
-	if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+	bound := p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed
+	ds, controlled := controllingDaemonSet(p)
+	if copyIt && (bound || controlled) {
+		p = p.DeepCopy()
+	}
+	c.trackDaemonPod(key, p, ds, controlled)
+	if !bound {
 		c.generation++
 		return
 	}
@@ -190,9 +214,6 @@ func (c *Cluster) updatePod(p *corev1.Pod, copyIt bool) {
 	if m == nil {
 		m = map[types.NamespacedName]*corev1.Pod{}
 		c.podsByNode[p.Spec.NodeName] = m
-	}
-	if copyIt {
-		p = p.DeepCopy()
 	}
 	m[key] = p
 	c.podNode[key] = p.Spec.NodeName
@@ -204,6 +225,7 @@ func (c *Cluster) DeletePod(key types.NamespacedName) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.unbind(key)
+	c.forgetDaemonPod(key)
 	c.generation++
 }
 
@@ -222,8 +244,20 @@ func (c *Cluster) UpdateDaemonSet(ds *appsv1.DaemonSet) {
 	record(c, c.daemonSets, client.ObjectKeyFromObject(ds), ds.DeepCopy())
 }
 
-// DeleteDaemonSet forgets a DaemonSet.
-func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) { forget(c, c.daemonSets, key) }
+// DeleteDaemonSet forgets a DaemonSet and its example pod.
+func (c *Cluster) DeleteDaemonSet(key types.NamespacedName) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.daemonSets, key)
+	if ex, ok := c.daemonPods[key]; ok {
+		if c.daemonPodOf[ex.key] == key {
+			delete(c.daemonPodOf, ex.key)
+		}
+		delete(c.daemonPods, key)
+	}
+	delete(c.builtDaemonPods, key)
+	c.generation++
+}
 
 // UpdateNodePool records a NodePool.
 func (c *Cluster) UpdateNodePool(np *v1.NodePool) { record(c, c.nodePools, np.Name, np.DeepCopy()) }

@@ -1,7 +1,9 @@
 // Package state keeps Karpenter's in-memory view of the cluster: nodes, the
 // NodeClaims behind them (including those still being launched), the pods bound to
-// each, DaemonSets and NodePools, plus what the solver reads besides capacity
-// (namespace labels, PersistentVolumeClaims, PersistentVolumes, StorageClasses).
+// each, DaemonSets (with the newest pod of each, which sizes the daemon
+// overhead: see daemonpods.go) and NodePools, plus what the solver reads besides
+// capacity (namespace labels, PersistentVolumeClaims, PersistentVolumes,
+// StorageClasses).
 // Informer-driven controllers (package state/informer) feed it; the provisioner
 // reads it to build the solver's snapshot, which therefore never reads the API.
 //

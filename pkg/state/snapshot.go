@@ -2,7 +2,6 @@ package state
 
 import (
 	"context"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,9 +12,9 @@ import (
 func resourceCount(n int64) *resource.Quantity { return resource.NewQuantity(n, resource.DecimalSI) }
 
 // Snapshot fills a solver input for the given pending pods: existing and in-flight
-// capacity with the pods bound to it, the DaemonSets' pod templates, namespace
-// labels and the volumes the pods use. NodePools and Options are the caller's.
-// Capacity being deleted is left out: its pods come back as pending pods.
+// capacity with the pods bound to it, the pod each DaemonSet would run on a new
+// node (DaemonSetPods), namespace labels and the volumes the pods use. NodePools
+// and Options are the caller's. Capacity being deleted is left out: its pods come back as pending pods.
 //
 // Everything comes from state's own copies, which the informer controllers keep
 // (see package informer): a snapshot never reads the API, so it costs no request
@@ -44,23 +43,6 @@ func (c *Cluster) Snapshot(_ context.Context, pods []*corev1.Pod) (*scheduling.I
 	in.Namespaces = c.namespaceLabels()
 	c.volumes(in)
 	return in, nil
-}
-
-// DaemonSetPods returns one pod per DaemonSet, built from its template: what the
-// DaemonSet would run on a new node.
-func (c *Cluster) DaemonSetPods() []*corev1.Pod {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]*corev1.Pod, 0, len(c.daemonSets))
-	for _, ds := range c.daemonSets {
-		p := &corev1.Pod{ObjectMeta: *ds.Spec.Template.ObjectMeta.DeepCopy(), Spec: *ds.Spec.Template.Spec.DeepCopy()}
-		p.Namespace, p.Name = ds.Namespace, ds.Name
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		return out[i].Namespace+"/"+out[i].Name < out[j].Namespace+"/"+out[j].Name
-	})
-	return out
 }
 
 // PodsOnDeletingCapacity returns the non-DaemonSet pods bound to nodes being

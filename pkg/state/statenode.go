@@ -4,6 +4,7 @@ import (
 	"sort"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
@@ -230,6 +231,41 @@ func (c *Cluster) podsOn(node string) []*corev1.Pod {
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+// NodeClaimNode returns, for the NodeClaim with this name, the name of its node
+// ("" until it registered), whether that node is initialized, and the pods bound
+// to it (state's own: read, never modify). ok is false once state no longer
+// knows the NodeClaim. It costs a lookup, not a join of the whole cluster.
+func (c *Cluster) NodeClaimNode(name string) (node string, initialized bool, pods []*corev1.Pod, ok bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	nc, ok := c.nodeClaims[name]
+	if !ok {
+		return "", false, nil, false
+	}
+	node = nc.Status.NodeName
+	if node == "" {
+		return "", false, nil, true
+	}
+	n, found := c.nodes[node]
+	if !found {
+		return node, false, c.podsOn(node), true
+	}
+	sn := &StateNode{Node: n, NodeClaim: nc}
+	return node, sn.Initialized(), c.podsOn(node), true
+}
+
+// BoundPod returns the pod state knows bound under key (state's own: read,
+// never modify), or nil when it knows none: pending, terminal or gone.
+func (c *Cluster) BoundPod(key types.NamespacedName) *corev1.Pod {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	node, ok := c.podNode[key]
+	if !ok {
+		return nil
+	}
+	return c.podsByNode[node][key]
 }
 
 // NodePoolUsage sums the capacity of the NodePool's nodes, plus "nodes" = their

@@ -126,7 +126,8 @@ func NewNodeClaimController(kube client.Reader, cluster *state.Cluster) *Control
 	}
 }
 
-// NewPodController feeds pod bindings.
+// NewPodController feeds pod bindings, and the pods of DaemonSets that size
+// the daemon overhead (state.Cluster.DaemonSetPods), bound or not.
 func NewPodController(kube client.Reader, cluster *state.Cluster) *Controller {
 	return &Controller{
 		name: "state.pod", kube: kube, concurrency: 20,
