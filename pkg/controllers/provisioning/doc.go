@@ -13,4 +13,11 @@
 // cluster state to be synced, takes a snapshot, adapts NodePools and the cloud
 // provider's instance types into the pure solver's input, solves, and creates one
 // NodeClaim per new claim (nodeclaim.go), recording per-pod events.
+//
+// The daemon overhead a new claim is sized with is what the DaemonSets run on
+// a new node: the newest pod of each as admitted (state.Cluster.DaemonSetPods).
+// Should NodeClaims launched for some pods keep becoming nodes those pods do not
+// run on, the provisioner stops launching for them, with a LaunchLoop event and
+// karpenter_provisioner_launch_loops_total (loops.go), instead of launching
+// forever.
 package provisioning

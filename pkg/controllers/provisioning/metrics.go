@@ -46,13 +46,23 @@ var (
 	}, []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"})
 )
 
+// LaunchLoops is karpenter_provisioner_launch_loops_total, this implementation's
+// own (upstream has no such metric): how many times the provisioner stopped
+// launching NodeClaims for a workload's pods because the ones launched for them
+// became nodes they did not run on, over and over (see loops.go). Any increase
+// is worth an alert: pods stay pending until the cause is fixed.
+var LaunchLoops = prometheus.NewCounter(prometheus.CounterOpts{
+	Namespace: "karpenter", Subsystem: "provisioner", Name: "launch_loops_total",
+	Help: "Number of times the provisioner stopped launching NodeClaims for pods because the NodeClaims launched for them became nodes they did not run on (a launch loop). Pods of the workload get a LaunchLoop event.",
+})
+
 // Reasons of karpenter_nodeclaims_created_total (metrics.NodeClaimsCreatedTotal in pkg/metrics).
 const (
 	ReasonProvisioning = "provisioning"
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, QueueDepth, NodePoolUsage, NodePoolLimit, PodsState)
+	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, QueueDepth, NodePoolUsage, NodePoolLimit, PodsState, LaunchLoops)
 }
 
 // MetricsExporter refreshes the NodePool and cluster state gauges every Period, so

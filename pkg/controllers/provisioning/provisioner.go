@@ -70,6 +70,9 @@ type Provisioner struct {
 	plans *plans
 	// nominations limits the Nominated events (see nominations).
 	nominations *nominations
+	// loops stops launching for pods whose NodeClaims keep becoming nodes
+	// they do not run on (see loops.go).
+	loops *loopGuard
 }
 
 // NewProvisioner wires the provisioner; its Batcher is shared with the pod trigger.
@@ -90,6 +93,7 @@ func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster 
 		plans:   newPlans(),
 
 		nominations: newNominations(clk),
+		loops:       newLoopGuard(clk),
 	}
 }
 
@@ -123,6 +127,9 @@ type Result struct {
 	NodeClaims []*v1.NodeClaim
 	// SkippedNodePools maps a NodePool that launched nothing to why.
 	SkippedNodePools map[string]string
+	// Held are the pods nothing was launched for because NodeClaims launched
+	// for them before kept becoming nodes they did not run on (loops.go).
+	Held []*corev1.Pod
 }
 
 // Schedule makes one decision: pending pods (plus pods on capacity being deleted,
@@ -158,8 +165,12 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	for _, name := range keptOn {
 		p.cluster.Nominate(name)
 	}
+	launches := p.loops.observe(p.cluster)
+	var held []*corev1.Pod
+	in.Pods, held = p.loops.held(in)
+	p.launchLoopEvents(held)
 	if len(in.Pods) == 0 {
-		return &Result{Solve: &scheduling.Results{}, SkippedNodePools: skipped}, nil
+		return &Result{Solve: &scheduling.Results{}, SkippedNodePools: skipped, Held: held}, nil
 	}
 	pods = in.Pods
 	awaiting := 0
@@ -173,6 +184,13 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	start := time.Now()
 	results := scheduling.Solve(in)
 	SchedulingDuration.WithLabelValues("provisioner").Observe(time.Since(start).Seconds())
+	if stopped := p.loops.judge(p.cluster, in, results, launches); len(stopped) > 0 {
+		var stoppedPods []*corev1.Pod
+		results.NewClaims, stoppedPods = withoutWorkloads(results.NewClaims, stopped)
+		logger.Info("stopped launching for pods whose nodeclaims keep becoming nodes they do not run on", "pods", len(stoppedPods))
+		p.launchLoopEvents(stoppedPods)
+		held = append(held, stoppedPods...)
+	}
 	QueueDepth.WithLabelValues("provisioner").Set(0)
 	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(results.PodErrors)))
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "awaiting-scheduler", awaiting, "nodeclaims", len(results.NewClaims),
@@ -206,7 +224,44 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		p.recorder.Eventf(pod, corev1.EventTypeWarning, EventFailedScheduling, "Failed to schedule pod, %s", perr.Error())
 	}
 	p.exportNodePoolMetrics()
-	return &Result{Solve: results, NodeClaims: created, SkippedNodePools: skipped}, err
+	return &Result{Solve: results, NodeClaims: created, SkippedNodePools: skipped, Held: held}, err
+}
+
+// launchLoopEvents records the LaunchLoop event on pods nothing is launched for.
+func (p *Provisioner) launchLoopEvents(pods []*corev1.Pod) {
+	for _, pod := range pods {
+		if msg := p.loops.message(pod); msg != "" {
+			p.recorder.Eventf(pod, corev1.EventTypeWarning, EventLaunchLoop, "%s", msg)
+		}
+	}
+}
+
+// withoutWorkloads takes the pods of the stopped workloads off the claims; a
+// claim left without pods is not launched. It returns the claims and the pods
+// taken off.
+func withoutWorkloads(claims []*scheduling.NewClaim, stopped map[types.UID]bool) ([]*scheduling.NewClaim, []*corev1.Pod) {
+	out := make([]*scheduling.NewClaim, 0, len(claims))
+	var taken []*corev1.Pod
+	for _, c := range claims {
+		var keep []*corev1.Pod
+		for _, pod := range c.Pods {
+			if stopped[workloadOf(pod)] {
+				taken = append(taken, pod)
+			} else {
+				keep = append(keep, pod)
+			}
+		}
+		switch {
+		case len(keep) == 0:
+			continue
+		case len(keep) < len(c.Pods):
+			cc := *c
+			cc.Pods = keep
+			c = &cc
+		}
+		out = append(out, c)
+	}
+	return out, taken
 }
 
 // SolverInput is the solver's input for placing pods: the cluster state
@@ -516,6 +571,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			p.cluster.UpdateNodeClaim(nc)
 			p.cluster.Nominate(nc.Name)
 			p.plans.record(nc.Name, c.Pods)
+			p.loops.launched(nc.Name, c.Pods)
 			metrics.NodeClaimsCreatedTotal.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
 			for _, pod := range c.Pods {
 				if p.nominations.allow(pod) {

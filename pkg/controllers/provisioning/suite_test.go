@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -84,7 +85,7 @@ func newFixture(t *testing.T) *fixture {
 			ExpectFinalizersRemoved(ctx, t, testEnv.Client, &ncs.Items[i])
 		}
 		_ = testEnv.Client.DeleteAllOf(ctx, &corev1.Pod{}, client.InNamespace("default"), client.GracePeriodSeconds(0))
-		ExpectCleanedUp(ctx, t, testEnv.Client, &v1.NodeClaimList{}, &corev1.NodeList{}, &v1.NodePoolList{}, &kwokv1alpha1.KWOKNodeClassList{}, &corev1.PodList{})
+		ExpectCleanedUp(ctx, t, testEnv.Client, &v1.NodeClaimList{}, &corev1.NodeList{}, &v1.NodePoolList{}, &kwokv1alpha1.KWOKNodeClassList{}, &corev1.PodList{}, &appsv1.DaemonSetList{})
 	})
 	return f
 }
@@ -92,7 +93,7 @@ func newFixture(t *testing.T) *fixture {
 // sync feeds every object of the API into cluster state, as the informers would.
 func (f *fixture) sync(t *testing.T) {
 	t.Helper()
-	lists := []client.ObjectList{&v1.NodePoolList{}, &v1.NodeClaimList{}, &corev1.NodeList{}, &corev1.PodList{}}
+	lists := []client.ObjectList{&v1.NodePoolList{}, &v1.NodeClaimList{}, &corev1.NodeList{}, &corev1.PodList{}, &appsv1.DaemonSetList{}}
 	for _, l := range lists {
 		if err := testEnv.Client.List(f.ctx, l); err != nil {
 			t.Fatal(err)
@@ -109,6 +110,9 @@ func (f *fixture) sync(t *testing.T) {
 	}
 	for _, p := range lists[3].(*corev1.PodList).Items {
 		ExpectReconciled(f.ctx, t, f.informers[2], &p)
+	}
+	for _, ds := range lists[4].(*appsv1.DaemonSetList).Items {
+		ExpectReconciled(f.ctx, t, f.informers[3], &ds)
 	}
 }
 
