@@ -60,9 +60,10 @@ func TestCreatePicksCheapestCompatibleOfferingAndWritesTheNode(t *testing.T) {
 		kwok.NodeClaimLabelKey:              "claim-a",
 		kwok.NodeClassLabelKey:              "default",
 		kwokv1alpha1.InstanceFamilyLabelKey: "m",
-		kwokv1alpha1.InstanceSizeLabelKey:   "2x",
+		kwokv1alpha1.InstanceSizeLabelKey:   "2",
 		kwokv1alpha1.InstanceCPULabelKey:    "2",
-		kwokv1alpha1.InstanceMemoryLabelKey: "16384",
+		kwokv1alpha1.InstanceMemoryLabelKey: "16Gi",
+		kwok.KwokPartitionLabelKey:          "a",
 		"example.com/custom":                "yes",
 		"team":                              "a",
 	}

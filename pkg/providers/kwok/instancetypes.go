@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -116,14 +116,50 @@ var kubeReserved = corev1.ResourceList{
 // defaultPods is the pod capacity of an entry that does not state one.
 const defaultPods = 110
 
-// Names are "<family>-<cpu>x-<arch>-<os>"; the family and size labels are
-// derived from them when they have that shape.
-func nameParts(name string) (family, size string) {
-	parts := strings.Split(name, "-")
-	if len(parts) >= 2 {
-		return parts[0], parts[1]
+// awsTypeName matches names in AWS's "<family>.<size>" form, whose size the
+// instance-size label carries.
+var awsTypeName = regexp.MustCompile(`^\w+\.(nano|micro|small|medium|large|\d*xlarge|metal)$`)
+
+// instanceSize is the karpenter.kwok.sh/instance-size value of a type: the size
+// of an AWS-style name (m5.large gives "large"), otherwise its vCPU count as
+// the catalog writes it (c-16x-amd64-linux with 16 vCPUs gives "16").
+func instanceSize(name, cpu string) string {
+	if m := awsTypeName.FindStringSubmatch(name); m != nil {
+		return m[1]
 	}
-	return "", ""
+	return cpu
+}
+
+// instanceFamily is the karpenter.kwok.sh/instance-family value of a type: the
+// name up to its first "." or "-" (c-16x-amd64-linux gives "c", m5.large
+// "m5", n2-standard-8 "n2"), or its first character when it has neither.
+func instanceFamily(name string) string {
+	if name == "" {
+		return ""
+	}
+	if i := strings.IndexAny(name, ".-"); i >= 0 {
+		return name[:i]
+	}
+	return name[:1]
+}
+
+// instanceTypeLabels are the provider's four labels of a catalog entry. The cpu
+// and memory values are the entry's quantities as Kubernetes prints them ("16",
+// "32Gi", "2Ti"), empty when the entry states none.
+func instanceTypeLabels(o InstanceTypeOptions) map[string]string {
+	var cpu, memory string
+	if q, ok := o.Resources[corev1.ResourceCPU]; ok {
+		cpu = q.String()
+	}
+	if q, ok := o.Resources[corev1.ResourceMemory]; ok {
+		memory = q.String()
+	}
+	return map[string]string{
+		kwokv1alpha1.InstanceSizeLabelKey:   instanceSize(o.Name, cpu),
+		kwokv1alpha1.InstanceFamilyLabelKey: instanceFamily(o.Name),
+		kwokv1alpha1.InstanceCPULabelKey:    cpu,
+		kwokv1alpha1.InstanceMemoryLabelKey: memory,
+	}
 }
 
 // toSchedulingInstanceType converts a catalog entry to the solver's model.
@@ -146,17 +182,9 @@ func toSchedulingInstanceType(o InstanceTypeOptions) *scheduling.InstanceType {
 		scheduling.NewRequirement(corev1.LabelArchStable, corev1.NodeSelectorOpIn, o.Architecture),
 		scheduling.NewRequirement(corev1.LabelOSStable, corev1.NodeSelectorOpIn, oss...),
 	}
-	family, size := nameParts(o.Name)
-	if family != "" {
-		reqs = append(reqs,
-			scheduling.NewRequirement(kwokv1alpha1.InstanceFamilyLabelKey, corev1.NodeSelectorOpIn, family),
-			scheduling.NewRequirement(kwokv1alpha1.InstanceSizeLabelKey, corev1.NodeSelectorOpIn, size))
-	}
-	if cpu, ok := capacity[corev1.ResourceCPU]; ok {
-		reqs = append(reqs, scheduling.NewRequirement(kwokv1alpha1.InstanceCPULabelKey, corev1.NodeSelectorOpIn, strconv.FormatInt(cpu.Value(), 10)))
-	}
-	if mem, ok := capacity[corev1.ResourceMemory]; ok {
-		reqs = append(reqs, scheduling.NewRequirement(kwokv1alpha1.InstanceMemoryLabelKey, corev1.NodeSelectorOpIn, strconv.FormatInt(mem.Value()/(1<<20), 10)))
+	labels := instanceTypeLabels(o)
+	for _, k := range WellKnownLabels {
+		reqs = append(reqs, scheduling.NewRequirement(k, corev1.NodeSelectorOpIn, labels[k]))
 	}
 	offerings := make([]scheduling.Offering, 0, len(o.Offerings))
 	for _, off := range o.Offerings {

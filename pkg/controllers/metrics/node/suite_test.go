@@ -77,8 +77,8 @@ func (f *fixture) node(t *testing.T, name, nodePool string) *corev1.Node {
 	lbls := map[string]string{
 		corev1.LabelInstanceTypeStable: "c-4x-amd64-linux", corev1.LabelTopologyZone: "test-zone-a", corev1.LabelTopologyRegion: "test-region",
 		v1.CapacityTypeLabelKey: v1.CapacityTypeOnDemand, corev1.LabelArchStable: "amd64", corev1.LabelOSStable: "linux",
-		kwokv1alpha1.InstanceSizeLabelKey: "4x", kwokv1alpha1.InstanceFamilyLabelKey: "c",
-		kwokv1alpha1.InstanceCPULabelKey: "4", kwokv1alpha1.InstanceMemoryLabelKey: "16384",
+		kwokv1alpha1.InstanceSizeLabelKey: "4", kwokv1alpha1.InstanceFamilyLabelKey: "c",
+		kwokv1alpha1.InstanceCPULabelKey: "4", kwokv1alpha1.InstanceMemoryLabelKey: "16Gi",
 		corev1.LabelHostname: name,
 	}
 	if nodePool != "" {
@@ -150,7 +150,7 @@ func nodeLabels(name, nodePool string) map[string]string {
 		"node_name": name, "phase": "", "managed": "true",
 		"nodepool": nodePool, "zone": "test-zone-a", "region": "test-region", "instance_type": "c-4x-amd64-linux",
 		"arch": "amd64", "os": "linux", "capacity_type": "on-demand", "windows_build": "",
-		"instance_size": "4x", "instance_family": "c", "instance_cpu": "4", "instance_memory": "16384",
+		"instance_size": "4", "instance_family": "c", "instance_cpu": "4", "instance_memory": "16Gi",
 	}
 }
 
