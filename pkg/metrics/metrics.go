@@ -43,8 +43,11 @@ const (
 // Disruption reasons recorded by the lifecycle controllers.
 const (
 	ReasonInsufficientCapacity = "insufficient_capacity"
-	ReasonLiveness             = "liveness"
-	ReasonGarbageCollected     = "garbage_collected"
+	// ReasonNodeClassNotReady: the launch failed because the NodeClaim's
+	// NodeClass was not ready.
+	ReasonNodeClassNotReady = "nodeclass_not_ready"
+	ReasonLiveness          = "liveness"
+	ReasonGarbageCollected  = "garbage_collected"
 )
 
 var (

@@ -130,7 +130,14 @@ func (c *CloudProvider) nodeClassByRef(ctx context.Context, ref *v1.NodeClassRef
 		if ready != nil && ready.Message != "" {
 			msg = ready.Message
 		}
-		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("EC2NodeClass %q is not ready: %s", nc.Name, msg))
+		err := fmt.Errorf("EC2NodeClass %q is not ready: %s", nc.Name, msg)
+		if ownerKind == "NodeClaim" && !ready.IsFalse() {
+			// A launch waits while the class's readiness is not known yet
+			// (it is retried, within the launch timeout); only Ready=False
+			// deletes the NodeClaim.
+			return nil, cloudprovider.NewCreateError(err, "NodeClassReadinessUnknown", "NodeClass is in Ready=Unknown")
+		}
+		return nil, cloudprovider.NewNodeClassNotReadyError(err)
 	}
 	return nc, nil
 }

@@ -39,11 +39,6 @@ const (
 	// InstancePriceLabelKey carries the hourly price of the offering launched,
 	// read by tools such as eks-node-viewer and by the demo's cost view.
 	InstancePriceLabelKey = "eks-node-viewer/instance-price"
-	// KwokPartitionLabelKey puts every simulated node in a KWOK controller
-	// partition (a large cluster can split its nodes between several KWOK
-	// controllers by this label); there is one, KwokPartitionValue.
-	KwokPartitionLabelKey = "kwok-partition"
-	KwokPartitionValue    = "a"
 )
 
 // kubeletBetaLabels are the deprecated os and arch labels a kubelet puts on its
@@ -177,8 +172,9 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 }
 
 // resolveNodeClass returns the KWOKNodeClass the NodeClaim references, or a
-// NodeClassNotReadyError while it is missing or not Ready (the claim waits for
-// it, within the launch timeout).
+// NodeClassNotReadyError when it is missing, being deleted or Ready=False (the
+// NodeClaim is then deleted). A NodeClass whose Ready condition is not known
+// yet launches, as upstream's KWOK provider does.
 func (c *CloudProvider) resolveNodeClass(ctx context.Context, nc *v1.NodeClaim) (*kwokv1alpha1.KWOKNodeClass, error) {
 	ref := nc.Spec.NodeClassRef
 	if ref == nil {
@@ -198,8 +194,8 @@ func (c *CloudProvider) resolveNodeClass(ctx context.Context, nc *v1.NodeClaim) 
 	if !nodeClass.DeletionTimestamp.IsZero() {
 		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("KWOKNodeClass %q is being deleted", ref.Name))
 	}
-	if !nodeClass.StatusConditions().Root().IsTrue() {
-		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("KWOKNodeClass %q is not ready", ref.Name))
+	if ready := nodeClass.StatusConditions().Root(); ready.IsFalse() {
+		return nil, cloudprovider.NewNodeClassNotReadyError(fmt.Errorf("KWOKNodeClass %q is not ready: %s", ref.Name, ready.Message))
 	}
 	return nodeClass, nil
 }
@@ -326,7 +322,6 @@ func (c *CloudProvider) node(nc *v1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeC
 	labels[NodeClassLabelKey] = nodeClass.Name
 	labels[FakeNodeKey] = FakeNodeValue
 	labels[InstancePriceLabelKey] = fmt.Sprintf("%.6f", o.Price)
-	labels[KwokPartitionLabelKey] = KwokPartitionValue
 	if nc.Labels[v1.NodePoolLabelKey] != "" {
 		labels[v1.NodePoolLabelKey] = nc.Labels[v1.NodePoolLabelKey]
 	}

@@ -1,9 +1,11 @@
 // Package lifecycle drives a NodeClaim from creation to a working node and
-// back: launch (CloudProvider.Create), registration (the Node for the instance
-// joined: labels, taints and finalizer synced, unregistered taint removed),
-// initialization (the Node is Ready, startup and boot taints are gone, requested
-// extended resources are allocatable) and liveness (a NodeClaim that does not
-// launch within 5 minutes or register within 15 is deleted). Each step is its
+// back: launch (CloudProvider.Create; a NodeClaim whose NodeClass is not
+// ready, or for which no capacity is available, is deleted at once),
+// registration (the Node for the instance joined: labels, taints and finalizer
+// synced, unregistered taint removed), initialization (the Node is Ready,
+// startup and boot taints are gone, requested extended resources are
+// allocatable) and liveness (a NodeClaim that does not launch within 5 minutes
+// or register within 15 is deleted). Each step is its
 // own small type with one concern; Controller runs them in order and writes the
 // NodeClaim back once, only when its conditions or fields changed. NodeClaim
 // status writes are the API server's costliest requests, so a pass starts from

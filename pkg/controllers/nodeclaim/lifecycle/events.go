@@ -5,7 +5,6 @@ import "k8s.io/apimachinery/pkg/runtime"
 // Event reasons, as upstream Karpenter emits them.
 const (
 	ReasonInsufficientCapacity     = "InsufficientCapacityError"
-	ReasonNodeClassNotReady        = "NodeClassNotReady"
 	ReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
 	ReasonLaunchFailed             = "FailedLaunch"
 	ReasonLivenessTimeout          = "Liveness"

@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -18,10 +18,6 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
-
-// NodeClassNotReadyRetry is how soon a launch blocked on a NodeClass that is
-// not ready is tried again (the liveness timeout bounds the retries).
-const NodeClassNotReadyRetry = 10 * time.Second
 
 // Launch creates the instance of a NodeClaim through the cloud provider.
 type Launch struct {
@@ -70,9 +66,15 @@ func (l *Launch) failed(ctx context.Context, nc *v1.NodeClaim, err error) (recon
 		log.FromContext(ctx).Info("deleted nodeclaim: insufficient capacity", "NodeClaim", nc.Name, "error", err.Error())
 		return reconcile.Result{}, true, nil
 	case cloudprovider.IsNodeClassNotReadyError(err):
-		l.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonNodeClassNotReady, "NodeClaim %s: %s", nc.Name, truncate(err.Error()))
-		conditions(nc, l.clock).SetFalse(v1.ConditionTypeLaunched, "NodeClassNotReady", truncate(err.Error()))
-		return reconcile.Result{RequeueAfter: NodeClassNotReadyRetry}, false, nil
+		// The NodeClass cannot launch anything: the NodeClaim is deleted at
+		// once, as upstream does, and its pods go back to the provisioner,
+		// which launches from no NodePool whose NodeClass is not ready.
+		log.FromContext(ctx).Error(err, "failed launching nodeclaim", "NodeClaim", nc.Name)
+		if err := l.kubeClient.Delete(ctx, nc); err != nil {
+			return reconcile.Result{}, apierrors.IsNotFound(err), client.IgnoreNotFound(err)
+		}
+		metrics.CountDisrupted(nc, metrics.ReasonNodeClassNotReady, "", 0)
+		return reconcile.Result{}, true, nil
 	case errors.As(err, &createErr):
 		reason := createErr.ConditionReason
 		if reason == "" {

@@ -15,6 +15,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 func TestLaunchRegisterInitialize(t *testing.T) {
@@ -157,23 +158,32 @@ func TestInsufficientCapacityDeletesTheNodeClaim(t *testing.T) {
 	}
 }
 
-func TestNodeClassNotReadyRetriesThenLaunches(t *testing.T) {
+// A NodeClaim whose NodeClass is not ready is deleted by its first launch,
+// counted as nodeclass_not_ready, with no event and nothing launched.
+func TestNodeClassNotReadyDeletesTheNodeClaim(t *testing.T) {
 	f := setup(t)
-	ExpectApplied(f.ctx, t, e.Client, nodeClass("later", 0, false))
-	nc := nodeClaim("claim-wait", "later")
+	ExpectApplied(f.ctx, t, e.Client, nodeClass("unready", 0, false))
+	nc := nodeClaim("claim-unready", "unready")
 	ExpectApplied(f.ctx, t, e.Client, nc)
-	res := ExpectReconciled(f.ctx, t, f.ctrl, nc)
-	nc = ExpectExists(f.ctx, t, e.Client, nc)
-	if c := condition(nc, v1.ConditionTypeLaunched); !c.IsFalse() || c.Reason != "NodeClassNotReady" {
-		t.Fatalf("Launched: %+v", c)
-	}
-	if res.RequeueAfter != lifecycle.NodeClassNotReadyRetry {
-		t.Fatalf("expected a retry after %v, got %+v", lifecycle.NodeClassNotReadyRetry, res)
-	}
-	ExpectApplied(f.ctx, t, e.Client, nodeClass("later", 0, true))
+	disrupted := metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonNodeClassNotReady, "default", "", "", metrics.TerminationModeGraceful)
+	before := testutil.ToFloat64(disrupted)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
-	if !condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeLaunched).IsTrue() {
-		t.Fatal("not launched once the NodeClass became ready")
+	// Deleted, held only by our finalizer; the next pass finalizes it.
+	if nc = ExpectExists(f.ctx, t, e.Client, nc); nc.DeletionTimestamp.IsZero() {
+		t.Fatalf("NodeClaim not deleted when its NodeClass is not ready; Launched: %+v", condition(nc, v1.ConditionTypeLaunched))
+	}
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectNotFound(f.ctx, t, e.Client, nc)
+	if got := testutil.ToFloat64(disrupted); got != before+1 {
+		t.Fatalf("disrupted_total{reason=nodeclass_not_ready}: %v -> %v", before, got)
+	}
+	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
+		t.Fatalf("instances launched for a NodeClass that is not ready: %d", len(list))
+	}
+	select {
+	case ev := <-f.recorder.Events:
+		t.Fatalf("unexpected event %q", ev)
+	default:
 	}
 }
 
@@ -188,19 +198,18 @@ func TestCreateErrorSetsLaunchedFalseWithReason(t *testing.T) {
 	}
 }
 
+// A launch that keeps failing is retried until the launch timeout, which
+// deletes the NodeClaim.
 func TestLaunchTimeout(t *testing.T) {
 	f := setup(t)
-	ExpectApplied(f.ctx, t, e.Client, nodeClass("never", 0, false))
-	nc := nodeClaim("claim-never", "never")
+	nc := nodeClaim("claim-never", "default")
+	nc.Spec.NodeClassRef = fixtures.EC2NodeClassRef("default")
 	ExpectApplied(f.ctx, t, e.Client, nc)
-	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectReconcileFailed(f.ctx, t, f.ctrl, nc)
 	f.clk.Step(4 * time.Minute)
-	res := ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	ExpectReconcileFailed(f.ctx, t, f.ctrl, nc)
 	if nc = ExpectExists(f.ctx, t, e.Client, nc); !nc.DeletionTimestamp.IsZero() {
 		t.Fatal("deleted before the launch timeout")
-	}
-	if res.RequeueAfter <= 0 || res.RequeueAfter > lifecycle.NodeClassNotReadyRetry {
-		t.Fatalf("requeue %v", res.RequeueAfter)
 	}
 	stepPast(f, nc, lifecycle.LaunchTimeout)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
