@@ -60,7 +60,7 @@ type preparedPool struct {
 	alloc       []resVec
 	overhead    []resVec
 	capacity    []resVec
-	dsPorts     []hostPort
+	portGroups  []portGroup
 	baseCompat  bitset
 	baseOrdered []priced
 	byName      []int

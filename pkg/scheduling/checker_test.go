@@ -457,25 +457,40 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 				}
 			}
 		}
-		var ports []string
-		pods := cn.pods
+		// A claim may become any of its instance types: the daemons of each (those that would
+		// run on a node of that type) bind their ports beside the pods'.
+		views := [][]*corev1.Pod{nil}
 		if cn.claim != nil {
-			lbls := cn.labels
-			for _, ds := range in.DaemonSetPods {
-				if cTolerates(ds, cn.claim.NodePool.Taints) == nil && cPodFitsLabels(ds, lbls) == nil {
-					pods = append(append([]*corev1.Pod(nil), ds), pods...)
+			views = views[:0]
+			for _, it := range cn.claim.InstanceTypes {
+				lbls, _, ok := cClaimLabels(cn.claim, it)
+				if !ok {
+					continue
 				}
-			}
-		}
-		for _, p := range pods {
-			for _, hp := range cHostPorts(p) {
-				for _, o := range ports {
-					a, b := strings.SplitN(hp, "/", 3), strings.SplitN(o, "/", 3)
-					if a[0] == b[0] && a[1] == b[1] && (a[2] == b[2] || a[2] == "0.0.0.0" || b[2] == "0.0.0.0") {
-						fail("node %s: host port %s conflicts with %s", cn.name, hp, o)
+				var daemons []*corev1.Pod
+				for _, ds := range in.DaemonSetPods {
+					if cTolerates(ds, cn.claim.NodePool.Taints) == nil && cPodFitsLabels(ds, lbls) == nil {
+						daemons = append(daemons, ds)
 					}
 				}
-				ports = append(ports, hp)
+				views = append(views, daemons)
+			}
+		}
+		for _, daemons := range views {
+			var ports []string
+			for _, ds := range daemons {
+				ports = append(ports, cHostPorts(ds)...)
+			}
+			for _, p := range cn.pods {
+				for _, hp := range cHostPorts(p) {
+					for _, o := range ports {
+						a, b := strings.SplitN(hp, "/", 3), strings.SplitN(o, "/", 3)
+						if a[0] == b[0] && a[1] == b[1] && (a[2] == b[2] || a[2] == "0.0.0.0" || b[2] == "0.0.0.0") {
+							fail("node %s: host port %s conflicts with %s", cn.name, hp, o)
+						}
+					}
+					ports = append(ports, hp)
+				}
 			}
 		}
 	}

@@ -3,6 +3,7 @@ package scheduling
 import (
 	"encoding/binary"
 	"fmt"
+	"sort"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
@@ -22,7 +23,7 @@ type poolState struct {
 	fit         *fitTable
 	overhead    []resVec // daemonset overhead per instance type
 	capacity    []resVec
-	dsPorts     []hostPort
+	portGroups  []portGroup // the types whose daemons bind host ports, by daemon group
 	baseReqs    Requirements
 	baseID      int32
 	limited     []bool // resources with a limit
@@ -62,7 +63,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		// Cached entries are read-only: they may be in use by concurrent solves.
 		p.baseReqs, p.itKeys = pp.baseReqs, pp.itKeys
 		p.baseID = s.intern(p.baseReqs)
-		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
+		p.alloc, p.overhead, p.capacity, p.portGroups = pp.alloc, pp.overhead, pp.capacity, pp.portGroups
 		p.compat[p.baseID] = pp.baseCompat
 		p.ordered[p.baseID] = pp.baseOrdered
 		p.byName = pp.byName
@@ -70,7 +71,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		pp = s.prepare(np)
 		p.baseReqs, p.itKeys = pp.baseReqs, pp.itKeys
 		p.baseID = s.intern(p.baseReqs)
-		p.alloc, p.overhead, p.capacity, p.dsPorts = pp.alloc, pp.overhead, pp.capacity, pp.dsPorts
+		p.alloc, p.overhead, p.capacity, p.portGroups = pp.alloc, pp.overhead, pp.capacity, pp.portGroups
 		pp.baseCompat = s.compatible(p, p.baseID)
 		pp.baseOrdered = s.ordered(p, p.baseID)
 		if s.cache == nil && s.sc != nil {
@@ -106,8 +107,14 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 }
 
 // prepare computes what a NodePool contributes independently of the pods: per-type resource
-// vectors (allocatable net of daemonset overhead), daemonset host ports and the label keys
-// its types define.
+// vectors (allocatable net of daemonset overhead), the host ports of each type's daemons and
+// the label keys its types define.
+//
+// A type's daemons are the DaemonSet pods a node of the pool and that type would run (they
+// tolerate the pool's taints, and their node selector and required node affinity admit the
+// pool's labels and the type's), so a DaemonSet that selects arm64 nodes weighs on arm64 types
+// only, with its requests and its host ports alike. Types are grouped by their daemons, as
+// upstream groups daemon overhead, and each group is worked out once (daemonGrouper).
 func (s *solver) prepare(np *NodePool) *preparedPool {
 	pp := &preparedPool{itKeys: map[string]bool{}}
 	pp.baseReqs = poolRequirements(np)
@@ -118,6 +125,10 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 			continue
 		}
 		dsPods = append(dsPods, &podInfo{pod: ds, requests: s.ri.vec(podRequests(ds)), podCons: &podCons{ports: podHostPorts(ds)}})
+	}
+	var dg *daemonGrouper
+	if len(dsPods) > 0 {
+		dg = newDaemonGrouper(s, pp.baseReqs, dsPods)
 	}
 	var prevKeys []Requirement
 	for _, it := range its {
@@ -175,24 +186,162 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 				}
 			}
 		}
-		if len(dsPods) > 0 {
-			node := pp.baseReqs.Intersect(its[i].Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, its[i].Name)))
-			for _, d := range dsPods {
-				if daemonCompatible(d.pod, node, s.wellKnownFn) {
-					over.add(d.requests)
-					over[resPods]++
-				}
-			}
+		if dg != nil {
+			copy(over, dg.groupOf(i, it).over)
 			alloc.sub(over)
 		}
 		pp.alloc[i], pp.overhead[i], pp.capacity[i] = alloc, over, capv
 	}
-	for _, d := range dsPods {
-		if daemonCompatible(d.pod, pp.baseReqs, s.wellKnownFn) {
-			pp.dsPorts = append(pp.dsPorts, d.ports...)
-		}
+	if dg != nil {
+		pp.portGroups = dg.portGroups(len(its))
 	}
 	return pp
+}
+
+// daemonGrouper sorts a pool's instance types into groups by the daemons a node of the type
+// would run. Whether a daemon runs on a type depends only on the type's requirements on the
+// keys the daemons select on (and on its name, when they select on it), so the types are first
+// told apart by those alone: a catalog of hundreds of types whose daemons select on the
+// architecture is judged twice, once per architecture.
+type daemonGrouper struct {
+	s      *solver
+	base   Requirements
+	pods   []*podInfo
+	keys   []string         // keys the daemons' selectors and required node affinities name, sorted
+	byView map[string]int32 // a type's requirements on keys → its group
+	byPods map[string]int32 // the daemons of a group (bits by position in pods) → the group
+	groups []daemonGroup
+	buf    []byte
+}
+
+// daemonGroup is a set of daemons that run together on some of the pool's types.
+type daemonGroup struct {
+	over  resVec // their requests, plus one pod each
+	ports []hostPort
+	types []int // the pool's types in the group, when it binds host ports
+}
+
+// portGroup is a daemon group that binds host ports, with its types: a pod binding one of the
+// ports cannot go to a node of those types.
+type portGroup struct {
+	ports []hostPort
+	types bitset
+}
+
+func newDaemonGrouper(s *solver, base Requirements, pods []*podInfo) *daemonGrouper {
+	g := &daemonGrouper{s: s, base: base, pods: pods, byView: map[string]int32{}, byPods: map[string]int32{}}
+	seen := map[string]bool{}
+	add := func(k string) {
+		if !seen[k] {
+			seen[k] = true
+			g.keys = append(g.keys, k)
+		}
+	}
+	for _, d := range pods {
+		for k := range d.pod.Spec.NodeSelector {
+			add(k)
+		}
+		if a := d.pod.Spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+			for _, t := range a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms {
+				for _, e := range t.MatchExpressions {
+					add(e.Key)
+				}
+			}
+		}
+	}
+	sort.Strings(g.keys)
+	return g
+}
+
+// groupOf returns the group of the pool's type i, it.
+func (g *daemonGrouper) groupOf(i int, it *InstanceType) *daemonGroup {
+	view := g.buf[:0]
+	for _, k := range g.keys {
+		if k == LabelInstanceType {
+			view = append(view, it.Name...)
+		} else if r, ok := it.Requirements.Get(k); ok {
+			view = r.appendKey(append(view, '+'))
+		} else {
+			view = append(view, '-')
+		}
+		view = append(view, 0)
+	}
+	g.buf = view
+	gi, ok := g.byView[string(view)]
+	if !ok {
+		gi = g.judge(it)
+		g.byView[string(view)] = gi
+	}
+	grp := &g.groups[gi]
+	if len(grp.ports) > 0 {
+		grp.types = append(grp.types, i)
+	}
+	return grp
+}
+
+// judge finds the daemons that run on a node of the pool and type it, and returns their group.
+func (g *daemonGrouper) judge(it *InstanceType) int32 {
+	node := g.base.Intersect(it.Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, it.Name)))
+	runs := newBitset(len(g.pods))
+	for j, d := range g.pods {
+		if daemonCompatible(d.pod, node, g.s.wellKnownFn) {
+			runs.set(j)
+		}
+	}
+	key := make([]byte, 0, 8*len(runs))
+	for _, w := range runs {
+		key = binary.LittleEndian.AppendUint64(key, w)
+	}
+	if gi, ok := g.byPods[string(key)]; ok {
+		return gi
+	}
+	grp := daemonGroup{over: make(resVec, len(g.s.ri.names))}
+	runs.forEach(func(j int) {
+		grp.over.add(g.pods[j].requests)
+		grp.over[resPods]++
+		grp.ports = append(grp.ports, g.pods[j].ports...)
+	})
+	g.groups = append(g.groups, grp)
+	gi := int32(len(g.groups) - 1)
+	g.byPods[string(key)] = gi
+	return gi
+}
+
+// portGroups lists the groups that bind host ports, each with its types among the pool's n.
+func (g *daemonGrouper) portGroups(n int) []portGroup {
+	var out []portGroup
+	for _, grp := range g.groups {
+		if len(grp.ports) == 0 {
+			continue
+		}
+		pg := portGroup{ports: grp.ports, types: newBitset(n)}
+		for _, i := range grp.types {
+			pg.types.set(i)
+		}
+		out = append(out, pg)
+	}
+	return out
+}
+
+// daemonPortConflicts returns the pool's types whose daemons bind one of the ports (nil when
+// none does), and the first of the ports that a daemon binds.
+func (s *solver) daemonPortConflicts(p *poolState, ports []hostPort) (bitset, hostPort) {
+	var out bitset
+	var first hostPort
+	for gi := range p.portGroups {
+		pg := &p.portGroups[gi]
+		hp, c := portsConflict(pg.ports, ports)
+		if !c {
+			continue
+		}
+		if out == nil {
+			out, first = bitset(s.bits.take(len(pg.types))), hp
+		}
+		for w := range out {
+			out[w] |= pg.types[w]
+		}
+	}
+	return out, first
 }
 
 // sameKeys reports whether two key-sorted requirement lists constrain the same keys.
@@ -241,7 +390,6 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	t := &s.claimSlab.take(1)[0]
 	*t = target{idx: len(s.targets), pool: p, reqs: p.baseReqs, reqID: p.baseID, used: resVec(s.vecs.take(len(s.ri.names)))}
 	t.hostname = p.np.Name + "-placeholder-" + strconv.Itoa(s.claimSeq)
-	t.ports = append(t.ports, p.dsPorts...)
 	if p.limited == nil || s.limitsCannotBind(p) {
 		if p.baseAvail == nil {
 			p.baseAvail = s.maxAlloc(p, s.compatible(p, p.baseID))
@@ -261,11 +409,6 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 	if !sumFitsIn(t.used, a.p.requests, t.avail) {
 		return nil, plan{}, s.explainTypes(t, p.baseID, a.p.requests)
 	}
-	if len(a.p.ports) > 0 {
-		if hp, c := portsConflict(t.ports, a.p.ports); c {
-			return nil, plan{}, fmt.Errorf("host port %s conflicts with a daemonset", hp)
-		}
-	}
 	m := s.merge(t, a.reqID)
 	if m.err != nil {
 		return nil, plan{}, m.err
@@ -275,12 +418,62 @@ func (s *solver) tryNewClaim(a *attempt, p *poolState) (*target, plan, error) {
 			return nil, plan{}, og.g.rejection()
 		}
 	}
-	pl, err := s.topologyAndTypes(a, t, m.merged)
+	pl, err := s.claimTopologyAndTypes(a, t, m.merged)
 	if err != nil {
 		return nil, plan{}, err
 	}
 	s.claimSeq++
 	return t, pl, nil
+}
+
+// claimTopologyAndTypes is topologyAndTypes for a claim, whose types are first narrowed, for a
+// pod binding host ports, to those whose daemons bind none of the pod's ports.
+func (s *solver) claimTopologyAndTypes(a *attempt, t *target, merged int32) (plan, error) {
+	if len(a.p.ports) == 0 || len(t.pool.portGroups) == 0 {
+		return s.topologyAndTypes(a, t, merged)
+	}
+	its, err := s.portTypes(t, a.p.ports)
+	if err != nil || its == nil {
+		if err != nil {
+			return plan{}, err
+		}
+		return s.topologyAndTypes(a, t, merged)
+	}
+	// The claim takes the narrowed types only if the pod joins it (commit).
+	kept, keptMin := t.its, t.minAvail
+	t.its, t.minAvail = its, nil
+	pl, err := s.topologyAndTypes(a, t, merged)
+	t.its, t.minAvail = kept, keptMin
+	return pl, err
+}
+
+// portTypes returns claim t's types whose daemons bind none of the ports, nil when that is all
+// of them, and an error when it is none.
+func (s *solver) portTypes(t *target, ports []hostPort) (bitset, error) {
+	ex, hp := s.daemonPortConflicts(t.pool, ports)
+	if ex == nil {
+		return nil, nil
+	}
+	hit, left := false, false
+	for w := range ex {
+		if t.its[w]&ex[w] != 0 {
+			hit = true
+		}
+		if t.its[w]&^ex[w] != 0 {
+			left = true
+		}
+	}
+	switch {
+	case !hit:
+		return nil, nil
+	case !left:
+		return nil, fmt.Errorf("host port %s conflicts with a daemonset", hp)
+	}
+	out := ex // from the scratch, used once
+	for w := range out {
+		out[w] = t.its[w] &^ ex[w]
+	}
+	return out, nil
 }
 
 // limitsCannotBind reports whether even the largest compatible type fits the remaining limits,

@@ -39,6 +39,14 @@
 // NotIn, Exists, DoesNotExist, Gt, Lt, Gte, Lte, minValues). Compatible/Intersects report the
 // conflicting key with both sides, and those messages reach users through Results.PodErrors.
 //
+// DaemonSets. A new node's DaemonSet pods depend on its instance type: those that tolerate the
+// NodePool's taints and whose node selector and required node affinity admit the pool's labels
+// and the type's. Each type's allocatable is net of its own daemons' requests, a pod binding a
+// host port that a type's daemons bind cannot take that type (the claim keeps the others), and
+// a claim requests, per resource, the least daemon overhead of its types. Types are grouped by
+// their daemons once per pool and solve (prepare in claims.go), as upstream groups daemon
+// overhead per NodeClaim template.
+//
 // Algorithm. Pods are sorted by cpu, then memory (descending), then age. Each pod tries, in
 // order, existing initialized nodes, in-flight nodes, claims opened earlier in this solve and
 // finally a new claim from each NodePool by weight. When nothing fits, one preference is

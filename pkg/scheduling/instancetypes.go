@@ -486,7 +486,11 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 	}
 	if len(chosen) > 0 {
 		ct.price = chosen[0].price
-		ct.overhead = s.ri.list(t.pool.overhead[chosen[0].i])
+		if len(s.in.DaemonSetPods) == 0 {
+			ct.overhead = s.ri.list(t.pool.overhead[chosen[0].i]) // zero
+		} else {
+			ct.overhead = s.ri.list(daemonOverhead(t.pool, chosen))
+		}
 	}
 	// The instance-type requirement lists names sorted; walking the pool's name order avoids a
 	// sort per claim.
@@ -505,6 +509,26 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 		ct.names = dedupSorted(ct.names)
 	}
 	return ct
+}
+
+// daemonOverhead is what a claim of the chosen types requests for its DaemonSets: the least,
+// per resource, that the daemons of one of the types request (upstream's minimum over the
+// claim's daemon groups), so that no type the claim lists is too small for what it requests.
+// A type without daemons makes it zero.
+func daemonOverhead(p *poolState, chosen []priced) resVec {
+	out := p.overhead[chosen[0].i]
+	owned := false
+	for _, pr := range chosen[1:] {
+		for r, v := range p.overhead[pr.i] {
+			if v < out[r] {
+				if !owned {
+					out, owned = out.clone(), true
+				}
+				out[r] = v
+			}
+		}
+	}
+	return out
 }
 
 // offeringCheck is Offering.compatible with the requirement set's zone and capacity-type

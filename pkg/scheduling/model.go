@@ -200,7 +200,8 @@ type NewClaim struct {
 	// with the same candidates share the slice.
 	InstanceTypes []*InstanceType
 	Pods          []*corev1.Pod
-	// Requests sums the pods' requests; DaemonSetOverhead is the overhead on the cheapest type.
+	// Requests sums the pods' requests; DaemonSetOverhead is what the claim requests for its
+	// DaemonSets: per resource, the least that the daemons of one of its instance types request.
 	// Both are read-only: claims with equal lists share them.
 	Requests          corev1.ResourceList
 	DaemonSetOverhead corev1.ResourceList

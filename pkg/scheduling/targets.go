@@ -137,6 +137,10 @@ func (s *solver) tryTarget(a *attempt, t *target) (plan, bool) {
 			return plan{}, false
 		}
 	}
+	if t.existing == nil {
+		pl, err := s.claimTopologyAndTypes(a, t, merged)
+		return pl, err == nil
+	}
 	pl, err := s.topologyAndTypes(a, t, merged)
 	return pl, err == nil
 }
