@@ -39,6 +39,11 @@ const (
 	// InstancePriceLabelKey carries the hourly price of the offering launched,
 	// read by tools such as eks-node-viewer and by the demo's cost view.
 	InstancePriceLabelKey = "eks-node-viewer/instance-price"
+	// KwokPartitionLabelKey puts every simulated node in a KWOK controller
+	// partition (a large cluster can split its nodes between several KWOK
+	// controllers by this label); there is one, KwokPartitionValue.
+	KwokPartitionLabelKey = "kwok-partition"
+	KwokPartitionValue    = "a"
 )
 
 // kubeletBetaLabels are the deprecated os and arch labels a kubelet puts on its
@@ -322,6 +327,7 @@ func (c *CloudProvider) node(nc *v1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeC
 	labels[NodeClassLabelKey] = nodeClass.Name
 	labels[FakeNodeKey] = FakeNodeValue
 	labels[InstancePriceLabelKey] = fmt.Sprintf("%.6f", o.Price)
+	labels[KwokPartitionLabelKey] = KwokPartitionValue
 	if nc.Labels[v1.NodePoolLabelKey] != "" {
 		labels[v1.NodePoolLabelKey] = nc.Labels[v1.NodePoolLabelKey]
 	}
