@@ -46,8 +46,13 @@ const (
 	// ReasonNodeClassNotReady: the launch failed because the NodeClaim's
 	// NodeClass was not ready.
 	ReasonNodeClassNotReady = "nodeclass_not_ready"
-	ReasonLiveness          = "liveness"
-	ReasonGarbageCollected  = "garbage_collected"
+	// ReasonLaunchTimeout: the NodeClaim was not launched within the launch
+	// timeout.
+	ReasonLaunchTimeout = "launch_timeout"
+	// ReasonRegistrationTimeout: the NodeClaim launched but its Node did not
+	// register within the registration timeout.
+	ReasonRegistrationTimeout = "registration_timeout"
+	ReasonGarbageCollected    = "garbage_collected"
 )
 
 var (
@@ -130,9 +135,10 @@ func TerminationMode(nc *v1.NodeClaim) string {
 // CountDisrupted adds one to karpenter_nodeclaims_disrupted_total for nc and
 // pods to karpenter_pods_disruption_initiated_total. policy is the owning
 // NodePool's consolidationPolicy when the disruption controller made the
-// decision, "" for lifecycle deletions (expiration, liveness, garbage
-// collection, insufficient capacity); pods is how many reschedulable pods the
-// node had, when the caller knows (only the disruption controller does).
+// decision, "" for lifecycle deletions (expiration, launch and registration
+// timeouts, garbage collection, insufficient capacity, a NodeClass not ready);
+// pods is how many reschedulable pods the node had, when the caller knows
+// (only the disruption controller does).
 func CountDisrupted(nc *v1.NodeClaim, reason string, policy v1.ConsolidationPolicy, pods int) {
 	labels := []string{reason, nc.Labels[v1.NodePoolLabelKey], nc.Labels[v1.CapacityTypeLabelKey], string(policy), TerminationMode(nc)}
 	NodeClaimsDisruptedTotal.WithLabelValues(labels...).Inc()

@@ -168,7 +168,17 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 				}
 				return existing, err
 			}
-			return nil, cloudprovider.NewCreateError(err, "NodeCreationFailed", fmt.Sprintf("creating node %s: %v", node.Name, err))
+			// The instance runs but its Node was not written: like a kubelet
+			// that cannot join, the launch stands (a refused Node stays out,
+			// any other error is retried in the background) and lifecycle
+			// deletes the NodeClaim if no Node registers within the
+			// registration timeout.
+			log.FromContext(ctx).Error(err, "failed creating node from nodeclaim", "NodeClaim", nc.Name, "Node", node.Name)
+			if refused(err) {
+				c.keepUnregistered(nc, node)
+			} else {
+				c.launchLater(nc, node, 0)
+			}
 		}
 	} else {
 		c.launchLater(nc, node, delay)
@@ -374,38 +384,69 @@ func (c *CloudProvider) node(nc *v1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeC
 	}
 }
 
-// launchLater writes the Node after delay on the provider's clock, unless the
-// launch is cancelled (Delete) or the NodeClaim went away meanwhile.
+// launchLater writes the Node after delay on the provider's clock (at once
+// when delay is not positive), unless the launch is cancelled (Delete) or the
+// NodeClaim went away meanwhile. A launch whose Node could not be written
+// stays pending (see writeNode).
 func (c *CloudProvider) launchLater(nc *v1.NodeClaim, node *corev1.Node, delay time.Duration) {
-	p := &pendingLaunch{node: node, since: c.clock.Now(), cancel: make(chan struct{})}
-	c.mu.Lock()
-	c.pending[nc.Name] = p
-	c.mu.Unlock()
-	timer := c.clock.NewTimer(delay)
+	p := c.addPending(nc, node)
+	var timer clock.Timer
+	if delay > 0 {
+		timer = c.clock.NewTimer(delay)
+	}
 	go func() {
+		keep := false
 		defer func() {
+			if keep {
+				return
+			}
 			c.mu.Lock()
 			if c.pending[nc.Name] == p {
 				delete(c.pending, nc.Name)
 			}
 			c.mu.Unlock()
 		}()
-		select {
-		case <-timer.C():
-		case <-p.cancel:
-			timer.Stop()
-			return
-		case <-c.ctx.Done():
-			timer.Stop()
-			return
+		if timer != nil {
+			select {
+			case <-timer.C():
+			case <-p.cancel:
+				timer.Stop()
+				return
+			case <-c.ctx.Done():
+				timer.Stop()
+				return
+			}
 		}
-		c.writeNode(nc.Name, node, p.cancel)
+		keep = c.writeNode(nc.Name, node, p.cancel)
 	}()
 }
 
+// keepUnregistered records a launch whose Node will never be written: the
+// instance is reported by Get and List, so it is not collected as vanished,
+// until Delete terminates it.
+func (c *CloudProvider) keepUnregistered(nc *v1.NodeClaim, node *corev1.Node) {
+	c.addPending(nc, node)
+}
+
+func (c *CloudProvider) addPending(nc *v1.NodeClaim, node *corev1.Node) *pendingLaunch {
+	p := &pendingLaunch{node: node, since: c.clock.Now(), cancel: make(chan struct{})}
+	c.mu.Lock()
+	c.pending[nc.Name] = p
+	c.mu.Unlock()
+	return p
+}
+
+// refused reports whether the API server rejected a Node for good (admission
+// denied it, or it is invalid): writing it again cannot succeed.
+func refused(err error) bool {
+	return apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || apierrors.IsBadRequest(err)
+}
+
 // writeNode creates the Node, retrying transient API errors with a short
-// backoff, as long as its NodeClaim still wants it.
-func (c *CloudProvider) writeNode(claimName string, node *corev1.Node, cancel <-chan struct{}) {
+// backoff, as long as its NodeClaim still wants it. It returns true when it
+// gave up while the NodeClaim still wanted the Node: the instance keeps
+// running without one, and the NodeClaim's registration timeout replaces it.
+func (c *CloudProvider) writeNode(claimName string, node *corev1.Node, cancel <-chan struct{}) bool {
 	logger := log.FromContext(c.ctx).WithValues("NodeClaim", claimName, "Node", node.Name)
 	backoff := 100 * time.Millisecond
 	for attempt := 0; ; attempt++ {
@@ -413,27 +454,31 @@ func (c *CloudProvider) writeNode(claimName string, node *corev1.Node, cancel <-
 		err := c.kubeClient.Get(c.ctx, types.NamespacedName{Name: claimName}, claim)
 		switch {
 		case apierrors.IsNotFound(err):
-			return
+			return false
 		case err == nil && !claim.DeletionTimestamp.IsZero():
-			return
+			return false
 		case err == nil:
 			err = c.kubeClient.Create(c.ctx, node.DeepCopy())
 			if err == nil || apierrors.IsAlreadyExists(err) {
-				return
+				return false
+			}
+			if refused(err) {
+				logger.Error(err, "failed creating node from nodeclaim")
+				return true
 			}
 		}
 		if attempt >= 10 {
 			// Give up: the NodeClaim is not registered within its timeout
-			// and is replaced; nothing was created, so nothing leaks.
+			// and is replaced (Delete then drops the launch).
 			logger.Error(err, "giving up writing simulated node")
-			return
+			return true
 		}
 		select {
 		case <-time.After(backoff):
 		case <-cancel:
-			return
+			return false
 		case <-c.ctx.Done():
-			return
+			return false
 		}
 		backoff = min(2*backoff, 5*time.Second)
 	}

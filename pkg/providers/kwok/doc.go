@@ -23,4 +23,11 @@
 // Before writing the Node the goroutine checks that its NodeClaim still exists
 // and is not being deleted, and a Node written anyway (e.g. by a replica that lost
 // leadership) has no NodeClaim and is collected as an orphan instance.
+//
+// A Node that cannot be written (an admission policy refuses it, or the API
+// keeps failing) leaves the instance running without one, like a kubelet that
+// cannot join: Create still succeeds, Get and List keep reporting the launch
+// (so garbage collection leaves its NodeClaim alone), and lifecycle deletes the
+// NodeClaim once the registration timeout (15 minutes) passes, as upstream does;
+// Delete then drops the launch.
 package kwok

@@ -76,7 +76,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 		Launch:         &Launch{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk, recorder: recorder, cache: newLaunchCache()},
 		Registration:   &Registration{kubeClient: kubeClient, clock: clk, recorder: recorder},
 		Initialization: &Initialization{kubeClient: kubeClient, clock: clk},
-		Liveness:       &Liveness{kubeClient: kubeClient, clock: clk, recorder: recorder},
+		Liveness:       &Liveness{kubeClient: kubeClient, clock: clk},
 		Terminator:     &Terminator{kubeClient: kubeClient, cloudProvider: cloudProvider, clock: clk, recorder: recorder},
 	}
 }

@@ -5,7 +5,8 @@
 // synced, unregistered taint removed), initialization (the Node is Ready,
 // startup and boot taints are gone, requested extended resources are
 // allocatable) and liveness (a NodeClaim that does not launch within 5 minutes
-// or register within 15 is deleted). Each step is its
+// or register within 15 is deleted: karpenter_nodeclaims_disrupted_total
+// reasons launch_timeout and registration_timeout). Each step is its
 // own small type with one concern; Controller runs them in order and writes the
 // NodeClaim back once, only when its conditions or fields changed. NodeClaim
 // status writes are the API server's costliest requests, so a pass starts from

@@ -7,7 +7,6 @@ const (
 	ReasonInsufficientCapacity     = "InsufficientCapacityError"
 	ReasonUnregisteredTaintMissing = "UnregisteredTaintMissing"
 	ReasonLaunchFailed             = "FailedLaunch"
-	ReasonLivenessTimeout          = "Liveness"
 )
 
 // nopRecorder drops events when no recorder is wired (e.g. in benchmarks).

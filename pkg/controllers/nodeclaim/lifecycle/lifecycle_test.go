@@ -199,12 +199,14 @@ func TestCreateErrorSetsLaunchedFalseWithReason(t *testing.T) {
 }
 
 // A launch that keeps failing is retried until the launch timeout, which
-// deletes the NodeClaim.
+// deletes the NodeClaim and counts it as launch_timeout.
 func TestLaunchTimeout(t *testing.T) {
 	f := setup(t)
 	nc := nodeClaim("claim-never", "default")
 	nc.Spec.NodeClassRef = fixtures.EC2NodeClassRef("default")
 	ExpectApplied(f.ctx, t, e.Client, nc)
+	disrupted := metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonLaunchTimeout, "default", "", "", metrics.TerminationModeGraceful)
+	before := testutil.ToFloat64(disrupted)
 	ExpectReconcileFailed(f.ctx, t, f.ctrl, nc)
 	f.clk.Step(4 * time.Minute)
 	ExpectReconcileFailed(f.ctx, t, f.ctrl, nc)
@@ -215,6 +217,9 @@ func TestLaunchTimeout(t *testing.T) {
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	ExpectNotFound(f.ctx, t, e.Client, nc)
+	if got := testutil.ToFloat64(disrupted); got != before+1 {
+		t.Fatalf("disrupted_total{reason=launch_timeout}: %v -> %v", before, got)
+	}
 }
 
 // stepPast moves the fake clock a second past timeout after nc's creation.
@@ -245,8 +250,13 @@ func TestRegistrationTimeoutDeletesClaimAndInstance(t *testing.T) {
 	if res.RequeueAfter <= 0 || res.RequeueAfter > time.Minute+time.Second {
 		t.Fatalf("expected to be called back by the timeout, got %v", res.RequeueAfter)
 	}
+	disrupted := metrics.NodeClaimsDisruptedTotal.WithLabelValues(metrics.ReasonRegistrationTimeout, "default", nc.Labels[v1.CapacityTypeLabelKey], "", metrics.TerminationModeGraceful)
+	before := testutil.ToFloat64(disrupted)
 	stepPast(f, nc, lifecycle.RegistrationTimeout)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if got := testutil.ToFloat64(disrupted); got != before+1 {
+		t.Fatalf("disrupted_total{reason=registration_timeout}: %v -> %v", before, got)
+	}
 	if c := ExpectExists(f.ctx, t, e.Client, nodePool("default")).StatusConditions().Get(v1.ConditionTypeNodeRegistrationHealthy); !c.IsFalse() || !strings.Contains(c.Message, "claim-slow") {
 		t.Fatalf("NodePool NodeRegistrationHealthy after a registration timeout: %+v", c)
 	}

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -25,11 +23,13 @@ var (
 	RegistrationTimeout = 15 * time.Minute
 )
 
-// Liveness deletes NodeClaims that never launch or never register.
+// Liveness deletes NodeClaims that never launch or never register, counting
+// them in karpenter_nodeclaims_disrupted_total with reason launch_timeout or
+// registration_timeout. Like upstream it emits no event: the deletion itself
+// and the NodePool's NodeRegistrationHealthy condition tell.
 type Liveness struct {
 	kubeClient client.Client
 	clock      clock.Clock
-	recorder   record.EventRecorder
 }
 
 // Reconcile deletes the NodeClaim past its timeout, or asks to be called again
@@ -39,9 +39,9 @@ func (l *Liveness) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 	if conds.Get(v1.ConditionTypeRegistered).IsTrue() {
 		return reconcile.Result{}, false, nil
 	}
-	timeout, what := RegistrationTimeout, "registration"
+	timeout, what, reason := RegistrationTimeout, "registration", metrics.ReasonRegistrationTimeout
 	if !conds.Get(v1.ConditionTypeLaunched).IsTrue() {
-		timeout, what = LaunchTimeout, "launch"
+		timeout, what, reason = LaunchTimeout, "launch", metrics.ReasonLaunchTimeout
 	}
 	if left := timeout - l.clock.Since(nc.CreationTimestamp.Time); left > 0 {
 		return reconcile.Result{RequeueAfter: left}, false, nil
@@ -53,8 +53,7 @@ func (l *Liveness) Reconcile(ctx context.Context, nc *v1.NodeClaim) (reconcile.R
 		setNodeRegistrationHealthy(ctx, l.kubeClient, l.clock, nodePoolOf(nc), false,
 			fmt.Sprintf("NodeClaim %s launched but its node did not register within %s", nc.Name, timeout))
 	}
-	l.recorder.Eventf(nc, corev1.EventTypeWarning, ReasonLivenessTimeout, "NodeClaim %s did not complete %s within %s, deleting", nc.Name, what, timeout)
-	metrics.CountDisrupted(nc, metrics.ReasonLiveness, "", 0)
-	log.FromContext(ctx).Info("deleted nodeclaim: "+what+" timed out", "NodeClaim", nc.Name, "timeout", timeout.String())
+	metrics.CountDisrupted(nc, reason, "", 0)
+	log.FromContext(ctx).Info("deleted nodeclaim: "+what+" timed out", "NodeClaim", nc.Name, "timeout", timeout.String(), "reason", reason)
 	return reconcile.Result{}, true, nil
 }
