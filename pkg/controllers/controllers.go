@@ -77,7 +77,13 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		BatchMaxDuration:  d.Options.BatchMaxDuration,
 		PreferencePolicy:  d.Options.PreferencePolicy,
 		MinValuesPolicy:   d.Options.MinValuesPolicy,
+		// kube-scheduler's default topology spread (SCHEDULER_CONFIG), for
+		// provisioning and disruption alike.
+		DefaultTopologySpread: d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(),
 	})
+	if defaults := d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(); len(defaults) > 0 {
+		mgr.GetLogger().Info("scheduler-config is set: pods that declare no topology spread constraints are simulated with these defaults", "default-topology-spread-constraints", defaults)
+	}
 	all = append(all, cloudprovider.Runnable(prov), cloudprovider.ControllerFunc(func(ctx context.Context, mgr manager.Manager) error {
 		// Decisions list the unbound pods through the index (see podindex).
 		if err := podindex.Register(ctx, mgr.GetFieldIndexer()); err != nil {

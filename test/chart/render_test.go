@@ -263,7 +263,8 @@ func TestEveryValue(t *testing.T) {
 		"CLUSTER_ENDPOINT": "https://api.example.com", "ISOLATED_VPC": "true", "EKS_CONTROL_PLANE": "true",
 		"VM_MEMORY_OVERHEAD_PERCENT": "0.1", "INTERRUPTION_QUEUE": "prod-queue", "RESERVED_ENIS": "2",
 		"PREFERENCE_POLICY": "Ignore", "MIN_VALUES_POLICY": "BestEffort", "CLOUD_PROVIDER": "aws", "KARPENTER_SERVICE": "kp-full",
-		"FEATURE_GATES": "ReservedCapacity=false,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=true,StaticCapacity=true",
+		"SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: ScheduleAnyway\n",
+		"FEATURE_GATES":    "ReservedCapacity=false,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=true,StaticCapacity=true",
 	} {
 		check("env "+k, env[k], v)
 	}

@@ -66,6 +66,9 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 	if err != nil {
 		return nil, nil, err
 	}
+	// The pods a simulation moves are scheduled again: they get the default
+	// topology spread constraints as the pending ones did.
+	src.Provisioner.DefaultSpread().ApplyToNodes(ctx, sched.ExistingNodes)
 	sched.Cache = src.Cache
 	existing := make(map[string]*scheduling.ExistingNode, len(sched.ExistingNodes))
 	for _, e := range sched.ExistingNodes {

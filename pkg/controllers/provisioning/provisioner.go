@@ -51,6 +51,10 @@ type Options struct {
 	// shared one a create's request and response queue behind the watch
 	// streams, which carry every pod change of a scale-up.
 	CreateClient client.Client
+	// DefaultTopologySpread are kube-scheduler's default topology spread
+	// constraints (SCHEDULER_CONFIG): the solver input gives them to pods that
+	// declare none (see defaultspread).
+	DefaultTopologySpread []corev1.TopologySpreadConstraint
 }
 
 // Provisioner turns batches of pending pods into NodeClaims.
@@ -275,6 +279,7 @@ func (p *Provisioner) SolverInput(ctx context.Context, pods []*corev1.Pod) (*sch
 	if err != nil {
 		return nil, nil, err
 	}
+	in.Pods = p.DefaultSpread().Apply(ctx, in.Pods)
 	pools, unavailable, skipped, err := p.nodePools(ctx)
 	if err != nil {
 		return nil, nil, err

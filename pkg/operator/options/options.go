@@ -69,7 +69,9 @@ type Options struct {
 	MinValuesPolicy                  scheduling.MinValuesPolicy
 	IgnoreDRARequests                bool
 	FeatureGates                     map[string]bool
-	SchedulerConfig                  string
+	// SchedulerConfig is the parsed --scheduler-config (SCHEDULER_CONFIG)
+	// document, nil when unset.
+	SchedulerConfig *SchedulerConfiguration
 	// DisableWebhook turns off the v1beta1 conversion webhook (pkg/webhook/conversion).
 	DisableWebhook bool
 	// WebhookPort is where the conversion webhook serves TLS.
@@ -100,7 +102,7 @@ func Parse(args []string, getenv func(string) string) (*Options, error) {
 func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() error) {
 	o := &Options{}
 	env := NewEnv(getenv)
-	var preference, minValues, gates string
+	var preference, minValues, gates, schedulerConfig string
 	fs.StringVar(&o.ClusterName, "cluster-name", env.String("CLUSTER_NAME", ""), "[REQUIRED for aws] Name of the cluster; tags and names instances.")
 	fs.StringVar(&o.ServiceName, "karpenter-service", env.String("KARPENTER_SERVICE", ""), "The Karpenter Service name for the dynamic webhook certificate.")
 	fs.IntVar(&o.MetricsPort, "metrics-port", env.Int("METRICS_PORT", 8080), "Port the Prometheus metrics endpoint binds to.")
@@ -127,14 +129,19 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", env.Int("WEBHOOK_PORT", 8443), "Port the conversion webhook serves TLS on (the Service port too).")
 	fs.StringVar(&o.WebhookCertificate, "webhook-certificate", env.String("WEBHOOK_CERTIFICATE", WebhookCertificateSelf), "Who issues the conversion webhook's certificate in the Secret karpenter-cert: self or cert-manager.")
-	fs.StringVar(&o.SchedulerConfig, "scheduler-config", env.String("SCHEDULER_CONFIG", ""), "Path to a kube-scheduler configuration with default topology spread constraints.")
+	fs.StringVar(&schedulerConfig, "scheduler-config", env.String("SCHEDULER_CONFIG", ""), "A YAML/JSON document (the value itself, not a file) with the kube-scheduler settings Karpenter mirrors: podTopologySpread.defaultConstraints, applied to pods that declare no topology spread constraints. Empty: none.")
 
 	finish := func() error {
 		o.PreferencePolicy = scheduling.PreferencePolicy(preference)
 		o.MinValuesPolicy = scheduling.MinValuesPolicy(minValues)
 		fg, err := ParseFeatureGates(gates)
 		o.FeatureGates = fg
-		return errors.Join(env.Err(), err, o.Validate())
+		sc, scErr := ParseSchedulerConfiguration(schedulerConfig)
+		if scErr != nil {
+			scErr = fmt.Errorf("scheduler-config (SCHEDULER_CONFIG): %w", scErr)
+		}
+		o.SchedulerConfig = sc
+		return errors.Join(env.Err(), err, scErr, o.Validate())
 	}
 	return o, finish
 }
@@ -181,10 +188,10 @@ func (o *Options) Validate() error {
 	if o.KubeClientQPS <= 0 || o.KubeClientBurst <= 0 {
 		errs = append(errs, fmt.Errorf("kube-client-qps and kube-client-burst must be positive"))
 	}
-	if o.SchedulerConfig != "" {
-		// Accepting it silently would leave users believing their default topology
-		// spread constraints apply.
-		errs = append(errs, fmt.Errorf("scheduler-config: default topology spread constraints are not supported yet"))
+	if o.SchedulerConfig != nil {
+		if err := o.SchedulerConfig.Validate(); err != nil {
+			errs = append(errs, fmt.Errorf("scheduler-config (SCHEDULER_CONFIG): %w", err))
+		}
 	}
 	if o.CPURequests <= 0 {
 		errs = append(errs, fmt.Errorf("cpu-requests must be positive"))

@@ -88,7 +88,7 @@ func TestInvalidSettingsAreRejected(t *testing.T) {
 		"bad policy":       {env: map[string]string{"MIN_VALUES_POLICY": "Loose"}, want: "min-values-policy"},
 		"bad log level":    {env: map[string]string{"LOG_LEVEL": "chatty"}, want: "log-level"},
 		"bad port":         {env: map[string]string{"METRICS_PORT": "eighty"}, want: "METRICS_PORT"},
-		"scheduler config": {env: map[string]string{"SCHEDULER_CONFIG": "/etc/sched.yaml"}, want: "not supported"},
+		"scheduler config": {env: map[string]string{"SCHEDULER_CONFIG": "podTopologySpread: {defaultConstraints: [{maxSkew: 0}]}"}, want: "SCHEDULER_CONFIG"},
 		"bad cert issuer":  {env: map[string]string{"WEBHOOK_CERTIFICATE": "vault"}, want: "webhook-certificate \"vault\": must be self or cert-manager"},
 	} {
 		t.Run(name, func(t *testing.T) {
