@@ -16,7 +16,7 @@ import (
 // bootstrap does, and checks the Node it would register: the generator and the
 // emulator agree on every family and kubelet setting.
 func TestGoldenUserDataBecomesTheExpectedNode(t *testing.T) {
-	root := filepath.Join("..", "cloudprovider", "aws", "amifamily", "bootstrap", "testdata")
+	root := filepath.Join("..", "providers", "aws", "amifamily", "bootstrap", "testdata")
 	formats := map[string]string{"al2": BootstrapAL2, "al2023": BootstrapAL2023, "bottlerocket": BootstrapBottlerocket, "windows2022": BootstrapWindows}
 	cat, err := loadCatalog()
 	if err != nil {
