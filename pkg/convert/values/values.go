@@ -38,7 +38,7 @@ var TopLevelKeys = []string{
 var SettingsKeys = []string{
 	"batchIdleDuration", "batchMaxDuration", "clusterCABundle", "clusterEndpoint", "clusterName", "eksControlPlane",
 	"featureGates", "interruptionQueue", "isolatedVPC", "minValuesPolicy", "preferencePolicy", "reservedENIs",
-	"vmMemoryOverheadPercent",
+	"schedulerConfig", "vmMemoryOverheadPercent",
 }
 
 // FeatureGates are the v1 chart's settings.featureGates.* keys.
