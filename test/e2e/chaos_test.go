@@ -441,9 +441,12 @@ func TestChaosAPIServerDuringConsolidation(t *testing.T) {
 	e := startProvisioning(t)
 	const n = 6
 	w := consolidationLayout(t, e, n)
-	startConsolidating(t, e)
 	tl := startTimeline(t, e)
 	restarts := e.supervise(t, tl)
+	// Consolidation starts only now, with the timeline and the supervisor
+	// running: its drains take about 5 s (the pods' grace period), and a
+	// set-up slowed by a loaded machine must not let one pass unseen.
+	startConsolidating(t, e)
 	waitDrain := func() {
 		if err := poll(e.ctx, 2*time.Minute, func() (bool, error) { _, pod := e.drainInFlight(t); return pod != "", nil }); err != nil {
 			t.Fatalf("no drain in flight; karpenter log %s", e.current().LogPath)
