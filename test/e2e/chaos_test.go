@@ -349,7 +349,7 @@ func (e *provisioningEnv) expectConverged(t testing.TB, pool string, want, repli
 // consolidationLayout builds TestDisruptionConsolidation's half-empty layout
 // with n nodes: one web pod (1.5 vCPU, grace 5 s, PDB maxUnavailable 1) on
 // each 4-vCPU node, consolidation off until the caller turns it on.
-func consolidationLayout(t *testing.T, e *provisioningEnv, n int32) *invariantWatcher {
+func consolidationLayout(t *testing.T, e *provisioningEnv, n int32, grace int64) *invariantWatcher {
 	t.Helper()
 	pool := disruptionPool("default", v1.Never, "50%")
 	pool.Spec.Template.Spec.Requirements = setRequirement(pool.Spec.Template.Spec.Requirements,
@@ -357,7 +357,7 @@ func consolidationLayout(t *testing.T, e *provisioningEnv, n int32) *invariantWa
 	w := startInvariantWatcher(t, e, "default")
 	e.apply(t, kit.DefaultNodeClass(0), pool, oneper(kit.Deployment("default", "placeholder", n, "2", "256Mi", false)))
 	e.waitRunning(t, int(n), 3*time.Minute)
-	e.apply(t, withGrace(kit.Deployment("default", "web", n, "1500m", "256Mi", false), 5), maxUnavailablePDB("web", 1))
+	e.apply(t, withGrace(kit.Deployment("default", "web", n, "1500m", "256Mi", false), grace), maxUnavailablePDB("web", 1))
 	e.waitRunning(t, 2*int(n), 2*time.Minute)
 	if err := e.Client.Delete(e.ctx, &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: "placeholder", Namespace: "default"}}); err != nil {
 		t.Fatal(err)
@@ -383,7 +383,7 @@ func TestChaosKillDuringConsolidation(t *testing.T) {
 	t.Parallel()
 	e := startProvisioning(t)
 	const n = 6
-	w := consolidationLayout(t, e, n)
+	w := consolidationLayout(t, e, n, 5)
 	start := time.Now()
 	startConsolidating(t, e)
 	kills := e.killDuringDrains(t, 3, func() bool { return len(e.nodesOf(t, "default")) == n/2 })
@@ -440,12 +440,13 @@ func TestChaosAPIServerDuringConsolidation(t *testing.T) {
 	t.Parallel()
 	e := startProvisioning(t)
 	const n = 6
-	w := consolidationLayout(t, e, n)
+	// The pods take 20 s to terminate, so each drain stays in flight long
+	// enough to be seen and interrupted on a loaded machine (with 5 s, all
+	// three drains of one decision ended unseen between two polls in
+	// e2e runs four clusters at a time).
+	w := consolidationLayout(t, e, n, 20)
 	tl := startTimeline(t, e)
 	restarts := e.supervise(t, tl)
-	// Consolidation starts only now, with the timeline and the supervisor
-	// running: its drains take about 5 s (the pods' grace period), and a
-	// set-up slowed by a loaded machine must not let one pass unseen.
 	startConsolidating(t, e)
 	waitDrain := func() {
 		if err := poll(e.ctx, 2*time.Minute, func() (bool, error) { _, pod := e.drainInFlight(t); return pod != "", nil }); err != nil {
