@@ -39,7 +39,14 @@ import (
 // InstallCRDs creates (or updates) every CRD of pkg/apis/crds and waits until the
 // API server serves them.
 func InstallCRDs(ctx context.Context, c client.Client) error {
-	for _, crd := range crds.CRDs() {
+	return InstallCRDList(ctx, c, crds.CRDs())
+}
+
+// InstallCRDList creates (or updates) the CRDs and waits until the API server
+// serves them. The list is not modified (clusters in parallel share it).
+func InstallCRDList(ctx context.Context, c client.Client, list []*apiextensionsv1.CustomResourceDefinition) error {
+	for _, crd := range list {
+		crd := crd.DeepCopy()
 		cur := &apiextensionsv1.CustomResourceDefinition{}
 		err := c.Get(ctx, types.NamespacedName{Name: crd.Name}, cur)
 		switch {
@@ -57,7 +64,7 @@ func InstallCRDs(ctx context.Context, c client.Client) error {
 		}
 	}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		for _, crd := range crds.CRDs() {
+		for _, crd := range list {
 			cur := &apiextensionsv1.CustomResourceDefinition{}
 			if err := c.Get(ctx, types.NamespacedName{Name: crd.Name}, cur); err != nil {
 				return false, err

@@ -1,0 +1,260 @@
+package conformance_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+
+	"github.com/karpenter-go/karpenter/pkg/apis/crds"
+	"github.com/karpenter-go/karpenter/pkg/test/kit"
+	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
+	"github.com/karpenter-go/karpenter/test/conformance"
+)
+
+var (
+	suite       = flag.String("conformance.suite", "regression", "upstream suite to run: "+strings.Join(conformance.Suites, ", "))
+	full        = flag.Bool("conformance.full", false, "run every spec of the suite (default: the fast subset, FastFocus)")
+	focus       = flag.String("conformance.focus", "", "run only the specs whose full text matches this regular expression")
+	skip        = flag.String("conformance.skip", "", "do not run the specs whose full text matches this regular expression")
+	parallel    = flag.Int("conformance.parallel", 2, "specs run at once, each worker on its own cluster with its own controller")
+	specTimeout = flag.Duration("conformance.spec-timeout", 20*time.Minute, "Ginkgo's timeout for one spec (upstream's Eventually waits up to 15 minutes)")
+	outDir      = flag.String("conformance.out", "", "where each spec's output, report and controller log go (default bin/conformance/results/<suite>-<time>)")
+)
+
+// FastFocus is the subset `make test` runs: the regression suite's admission
+// validation and CRD hash specs and its standalone NodeClaim lifecycle specs
+// (a NodeClaim created by hand is launched, registers, propagates its spec,
+// and is deleted through the termination finalizer), a few minutes in all.
+// The registration-timeout spec waits 15 minutes by design and is left to
+// `make conformance`.
+const FastFocus = `^Integration (Validation|CRD Hash) |^NodeClaim StandaloneNodeClaim should (create|remove|delete a NodeClaim (from|if))`
+
+// ControllerEnv is how the controller runs for upstream's suites: the settings
+// upstream's KWOK end-to-end workflow installs its chart with (debug logs, the
+// NodeRepair, CapacityBuffer and StaticCapacity gates, profiling).
+var ControllerEnv = []string{
+	"LOG_LEVEL=debug",
+	"FEATURE_GATES=NodeRepair=true,CapacityBuffer=true,StaticCapacity=true",
+	"ENABLE_PROFILING=true",
+}
+
+// TestUpstreamSuite runs an upstream suite's specs one by one against this
+// controller on local clusters and fails on every spec that fails. Without
+// flags it is the fast regression subset; `make conformance` runs a whole
+// suite (SUITE=regression|performance|disruption|dra).
+func TestUpstreamSuite(t *testing.T) {
+	root, err := kit.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := conformance.OpenModule(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	bin, err := mod.Build(*suite)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("upstream %s suite of sigs.k8s.io/karpenter %s (%s): %s, ready after %s", *suite, mod.Version, mod.Toolchain, bin, time.Since(start).Round(time.Second))
+	upstreamDir, err := mod.UpstreamDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := conformance.UpstreamOnlyCRDs(upstreamDir, crds.CRDs())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range extra {
+		t.Logf("environment: upstream's CRD %s (a kind this controller does not serve yet)", c.Name)
+	}
+	all, err := conformance.ListSpecs(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := *focus
+	if f == "" && !*full {
+		f = FastFocus
+	}
+	specs, err := conformance.Select(all, f, *skip)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(specs) == 0 {
+		t.Fatalf("no spec of the %s suite's %d matches focus %q, skip %q", *suite, len(all), f, *skip)
+	}
+	out := *outDir
+	if out == "" {
+		out = filepath.Join(mod.Dir, "results", fmt.Sprintf("%s-%s", *suite, time.Now().UTC().Format("20060102T150405Z")))
+	}
+	karpenter := filepath.Join(t.TempDir(), "karpenter")
+	if err := kit.Build(root, karpenter); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("running %d of the suite's %d specs, %d at a time; output in %s", len(specs), len(all), *parallel, out)
+
+	results := make([]conformance.Result, len(specs))
+	next := make(chan int, len(specs))
+	for i := range specs {
+		next <- i
+	}
+	close(next)
+	var mu sync.Mutex
+	done := 0
+	t.Run("workers", func(t *testing.T) {
+		for w := 0; w < min(*parallel, len(specs)); w++ {
+			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
+				t.Parallel()
+				wk := &worker{id: w, karpenter: karpenter, extra: extra}
+				wk.up(t)
+				for i := range next {
+					s := specs[i]
+					dir := filepath.Join(out, fmt.Sprintf("%03d-%s", i, slug(s.Where())))
+					from := wk.logSize()
+					r := conformance.RunSpec(context.Background(), bin, s, wk.c.Kubeconfig, dir, *specTimeout)
+					wk.copyLog(t, from, filepath.Join(dir, "karpenter.log"))
+					if wk.k.Exited() && r.Outcome != conformance.Fail {
+						r.Outcome, r.State, r.Message = conformance.Fail, "controller exited", "the controller exited during the spec; see karpenter.log"
+					}
+					mu.Lock()
+					results[i] = r
+					done++
+					n := done
+					mu.Unlock()
+					t.Logf("[%d/%d] %s %7s  %s (%s)%s", n, len(specs), r.Outcome, r.Duration.Round(100*time.Millisecond), s.Text, s.Where(), reason(r))
+					// A failed spec may leave objects behind that the next
+					// spec's clean-cluster check would trip on: start over.
+					if r.Outcome == conformance.Fail {
+						wk.down(t)
+						wk.up(t)
+					}
+				}
+			})
+		}
+	})
+	table := conformance.Table(results)
+	summary := conformance.Summary(*suite, results, len(all))
+	if err := os.MkdirAll(out, 0o755); err == nil {
+		_ = os.WriteFile(filepath.Join(out, "results.md"), []byte(fmt.Sprintf("%s\n\n%s\n%s\n", summary, table, environment(mod, extra))), 0o644)
+	}
+	t.Logf("\n%s\n%s", table, summary)
+	for _, r := range results {
+		if r.Outcome == conformance.Fail {
+			t.Errorf("FAIL %s (%s): %s [%s]; output in %s", r.Spec.Text, r.Spec.Where(), conformance.FirstLine(r.Message, 300), r.State, r.Dir)
+		}
+	}
+}
+
+// worker is one local cluster with our CRDs (and upstream's for kinds we do
+// not serve) and our controller as a process holding the
+// kube-system/karpenter-leader-election Lease, as upstream's chart runs it.
+type worker struct {
+	id        int
+	karpenter string
+	extra     []*apiextensionsv1.CustomResourceDefinition
+	started   int
+	c         *localcluster.Cluster
+	k         *kit.Process
+	logPath   string
+}
+
+func (w *worker) up(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	w.c = localcluster.Start(t)
+	if err := kit.InstallCRDs(ctx, w.c.Client); err != nil {
+		t.Fatal(err)
+	}
+	if err := kit.InstallCRDList(ctx, w.c.Client, w.extra); err != nil {
+		t.Fatal(err)
+	}
+	w.started++
+	w.logPath = filepath.Join(w.c.StateDir, "karpenter.log")
+	env := append([]string{fmt.Sprintf("POD_NAME=karpenter-%d-%d", w.id, w.started)}, ControllerEnv...)
+	p, err := kit.Start(w.karpenter, w.c.Kubeconfig, w.logPath, env...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.k = p
+	if err := p.Ready(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *worker) down(t *testing.T) {
+	if err := w.k.Stop(30 * time.Second); err != nil {
+		t.Log(err)
+	}
+	if err := w.c.Stop(); err != nil {
+		t.Log(err)
+	}
+}
+
+func (w *worker) logSize() int64 {
+	fi, err := os.Stat(w.logPath)
+	if err != nil {
+		return 0
+	}
+	return fi.Size()
+}
+
+// copyLog writes what the controller logged since offset from to path.
+func (w *worker) copyLog(t *testing.T, from int64, path string) {
+	in, err := os.Open(w.logPath)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer in.Close()
+	if _, err := in.Seek(from, io.SeekStart); err != nil {
+		t.Log(err)
+		return
+	}
+	outf, err := os.Create(path)
+	if err != nil {
+		t.Log(err)
+		return
+	}
+	defer outf.Close()
+	if _, err := io.Copy(outf, in); err != nil {
+		t.Log(err)
+	}
+}
+
+func reason(r conformance.Result) string {
+	if r.Outcome == conformance.Pass {
+		return ""
+	}
+	msg := conformance.FirstLine(r.Message, 200)
+	if r.Where != "" {
+		msg += " at " + r.Where
+	}
+	return fmt.Sprintf("\n        %s: %s", r.State, msg)
+}
+
+func environment(mod *conformance.Module, extra []*apiextensionsv1.CustomResourceDefinition) string {
+	var names []string
+	for _, c := range extra {
+		names = append(names, c.Name)
+	}
+	return fmt.Sprintf("Environment: sigs.k8s.io/karpenter %s built with %s; local cluster (hack/cluster) with our CRDs and upstream's for %s; our controller as a process holding kube-system/karpenter-leader-election with %s.",
+		mod.Version, mod.Toolchain, strings.Join(names, ", "), strings.Join(ControllerEnv, " "))
+}
+
+func slug(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '.' {
+			return r
+		}
+		return '-'
+	}, s)
+}
