@@ -264,13 +264,9 @@ func btoi(b bool) int {
 
 // requestsView is the pod's requests, read in place when a single container
 // sets them alone (most pods), computed otherwise: newPacker reads every bound
-// pod of the cluster, and a copy each is a million maps at 100,000 nodes.
-func requestsView(pod *corev1.Pod) corev1.ResourceList {
-	if len(pod.Spec.Containers) == 1 && len(pod.Spec.InitContainers) == 0 && len(pod.Spec.Overhead) == 0 && len(pod.Spec.Containers[0].Resources.Limits) == 0 {
-		return pod.Spec.Containers[0].Resources.Requests
-	}
-	return scheduling.PodRequests(pod)
-}
+// pod of the cluster, and a copy each is a million maps at 100,000 nodes. The
+// result must not be modified.
+func requestsView(pod *corev1.Pod) corev1.ResourceList { return scheduling.PodRequestsView(pod) }
 
 // podReq returns the packer's view of a pod's requests, computed once per pass.
 func (pk *packer) podReq(pod *corev1.Pod) *podReq {

@@ -44,6 +44,14 @@ func cPodRequests(p *corev1.Pod) map[corev1.ResourceName]int64 {
 			}
 		}
 	}
+	// Pod-level requests (cpu, memory, hugepages) stand for the containers'.
+	if p.Spec.Resources != nil {
+		for n, q := range p.Spec.Resources.Requests {
+			if n == corev1.ResourceCPU || n == corev1.ResourceMemory || strings.HasPrefix(string(n), corev1.ResourceHugePagesPrefix) {
+				out[n] = milli(q)
+			}
+		}
+	}
 	out[corev1.ResourcePods] += 1000
 	return out
 }
