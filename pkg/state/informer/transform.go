@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // LastAppliedAnnotation is kubectl's copy of the whole applied manifest.
@@ -23,8 +24,11 @@ const LastAppliedAnnotation = "kubectl.kubernetes.io/last-applied-configuration"
 //     working directory, probes, lifecycle hooks and volume mounts, the container statuses and
 //     IPs, every volume but claims (persistent or ephemeral), and every condition but
 //     PodScheduled, Ready and DisruptionTarget; what scheduling, disruption, termination and
-//     the metrics read (resources, ports, affinity, tolerations, topology spread, claims,
-//     owners, labels, annotations, priority, phase, start time, those conditions) stays;
+//     the metrics read (resources, pod-level resources, ports, affinity, tolerations, topology
+//     spread, claims, owners, labels, annotations, priority, phase, start time, those
+//     conditions) stays. A pod resized in place whose status leaves its requests other than
+//     its spec has them (scheduling.ResizeChangesRequests) keeps, of its container statuses,
+//     the names and allocated and applied requests, and its PodResizePending condition;
 //   - Nodes: the list of images present on the node;
 //   - NodeClaims: nothing more (Karpenter writes their status from cached copies).
 //
@@ -108,12 +112,22 @@ func transformPod(o *corev1.Pod) {
 	sp.SchedulerName, sp.PriorityClassName = str(sp.SchedulerName), str(sp.PriorityClassName)
 	sp.DNSPolicy, sp.RestartPolicy = corev1.DNSPolicy(str(string(sp.DNSPolicy))), corev1.RestartPolicy(str(string(sp.RestartPolicy)))
 
+	if sp.Resources != nil {
+		sp.Resources.Limits, sp.Resources.Requests = internResources(sp.Resources.Limits), internResources(sp.Resources.Requests)
+	}
+
 	st := &o.Status
-	st.ContainerStatuses, st.InitContainerStatuses, st.EphemeralContainerStatuses = nil, nil, nil
+	resized := scheduling.ResizeChangesRequests(o)
+	if resized {
+		st.ContainerStatuses, st.InitContainerStatuses = slimStatuses(st.ContainerStatuses), slimStatuses(st.InitContainerStatuses)
+	} else {
+		st.ContainerStatuses, st.InitContainerStatuses = nil, nil
+	}
+	st.EphemeralContainerStatuses = nil
 	st.PodIP, st.PodIPs, st.HostIP, st.HostIPs = "", nil, "", nil
 	var conds []corev1.PodCondition
 	for _, c := range st.Conditions {
-		if podConditions[c.Type] {
+		if podConditions[c.Type] || (resized && c.Type == corev1.PodResizePending) {
 			c.Type, c.Status = corev1.PodConditionType(str(string(c.Type))), corev1.ConditionStatus(str(string(c.Status)))
 			c.Reason, c.Message = str(c.Reason), str(c.Message)
 			conds = append(conds, c)
@@ -166,6 +180,22 @@ func transformNodeClaim(o *v1.NodeClaim) {
 		c.Type, c.Status = str(c.Type), metav1.ConditionStatus(str(string(c.Status)))
 		c.Reason, c.Message = str(c.Reason), str(c.Message)
 	}
+}
+
+// slimStatuses keeps of container statuses what PodRequests reads of a resized pod: the name
+// and the allocated and applied requests.
+func slimStatuses(in []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(in) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(in))
+	for i := range in {
+		out[i] = corev1.ContainerStatus{Name: str(in[i].Name), AllocatedResources: internResources(in[i].AllocatedResources)}
+		if r := in[i].Resources; r != nil && r.Requests != nil {
+			out[i].Resources = &corev1.ResourceRequirements{Requests: internResources(r.Requests)}
+		}
+	}
+	return out
 }
 
 func slimContainer(c *corev1.Container) {

@@ -6,7 +6,10 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 )
 
@@ -80,5 +83,48 @@ func TestTransformNode(t *testing.T) {
 	}
 	if len(n.Labels) != 29 || n.Spec.ProviderID == "" || n.Status.Allocatable.Cpu().MilliValue() != 15890 || len(n.Status.Conditions) != 4 {
 		t.Errorf("lost labels (%d), provider ID %q, allocatable %v or conditions (%d)", len(n.Labels), n.Spec.ProviderID, n.Status.Allocatable, len(n.Status.Conditions))
+	}
+}
+
+// A resized pod whose status holds more than its spec keeps, of its status, what its requests
+// read; one whose status is its spec keeps none of it; pod-level resources always stay.
+func TestTransformKeepsWhatResizedPodRequestsRead(t *testing.T) {
+	cpu := func(s string) corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(s)}
+	}
+	pod := func(allocated string) *corev1.Pod {
+		p := &corev1.Pod{Spec: corev1.PodSpec{
+			Containers: []corev1.Container{{Name: "c", Image: "img", Resources: corev1.ResourceRequirements{Requests: cpu("1")}}},
+			Resources:  &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}},
+		}}
+		p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "c", Image: "img", ImageID: "id", Ready: true,
+			AllocatedResources: cpu(allocated), Resources: &corev1.ResourceRequirements{Requests: cpu(allocated), Limits: cpu("8")}}}
+		p.Status.Conditions = []corev1.PodCondition{
+			{Type: corev1.PodReady, Status: corev1.ConditionTrue},
+			{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred},
+		}
+		return p
+	}
+
+	got, _ := informer.Transform(pod("4"))
+	p := got.(*corev1.Pod)
+	want := []corev1.ContainerStatus{{Name: "c", AllocatedResources: cpu("4"), Resources: &corev1.ResourceRequirements{Requests: cpu("4")}}}
+	if !equality.Semantic.DeepEqual(p.Status.ContainerStatuses, want) {
+		t.Errorf("resized pod's statuses: %+v, want %+v", p.Status.ContainerStatuses, want)
+	}
+	if len(p.Status.Conditions) != 2 || p.Status.Conditions[1].Type != corev1.PodResizePending {
+		t.Errorf("resized pod's conditions: %+v", p.Status.Conditions)
+	}
+	if q := scheduling.PodRequests(p)[corev1.ResourceCPU]; q.Cmp(resource.MustParse("4")) != 0 {
+		t.Errorf("resized pod's cpu request from the cache: %s, want 4", q.String())
+	}
+
+	got, _ = informer.Transform(pod("1"))
+	p = got.(*corev1.Pod)
+	if p.Status.ContainerStatuses != nil || len(p.Status.Conditions) != 1 {
+		t.Errorf("a status that is the spec was kept: %+v, %+v", p.Status.ContainerStatuses, p.Status.Conditions)
+	}
+	if p.Spec.Resources == nil || p.Spec.Resources.Requests.Memory().Cmp(resource.MustParse("1Gi")) != 0 {
+		t.Errorf("pod-level resources: %+v", p.Spec.Resources)
 	}
 }
