@@ -175,6 +175,31 @@ func TestTransformsKeepWhatTheModelReads(t *testing.T) {
 	}
 }
 
+// The slim pod keeps the pod-level requests and, for a pod resized in place, what its status
+// holds: top's requests are the pod-level cpu, or the larger allocation while a resize is pending.
+func TestSlimPodKeepsPodLevelAndResizedRequests(t *testing.T) {
+	cpuReq := func(p *corev1.Pod) int64 {
+		t.Helper()
+		o, _ := slimPod(p)
+		m := NewModel(nil)
+		m.UpsertNode(testNode("n", "p", now))
+		m.UpsertPod(o.(*corev1.Pod))
+		return m.Frame(now).Pools[0].Nodes[0].CPUReq
+	}
+	p := testPod("p", "n", "250m", "1Gi")
+	p.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}}
+	if got := cpuReq(p); got != 2000 {
+		t.Fatalf("pod-level requests: %dm cpu, want 2000m", got)
+	}
+	p = testPod("p", "n", "250m", "1Gi")
+	p.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: p.Spec.Containers[0].Name, Image: "x", Ready: true,
+		AllocatedResources: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}
+	p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodResizePending, Status: corev1.ConditionTrue, Reason: corev1.PodReasonDeferred}}
+	if got := cpuReq(p); got != 1000 {
+		t.Fatalf("resized pod: %dm cpu, want the 1000m still allocated", got)
+	}
+}
+
 // BenchmarkRedraw200Nodes: one redraw of a 200-node, 4,000-pod fleet, as the
 // live view does it: a pod event applied to the model, the frame taken from
 // the model, and rendered for a 160x50 terminal.

@@ -7,6 +7,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // The transforms run before an object enters an informer's cache and keep
@@ -32,6 +33,7 @@ func slimContainers(cs []corev1.Container) []corev1.Container {
 	out := make([]corev1.Container, len(cs))
 	for i := range cs {
 		out[i] = corev1.Container{
+			Name:          cs[i].Name,
 			Resources:     corev1.ResourceRequirements{Requests: cs[i].Resources.Requests, Limits: cs[i].Resources.Limits},
 			RestartPolicy: cs[i].RestartPolicy,
 		}
@@ -45,16 +47,42 @@ func slimPod(obj any) (any, error) {
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{
+	out := &corev1.Pod{
 		ObjectMeta: slimMeta(&p.ObjectMeta, false),
 		Spec: corev1.PodSpec{
 			NodeName:       p.Spec.NodeName,
 			Containers:     slimContainers(p.Spec.Containers),
 			InitContainers: slimContainers(p.Spec.InitContainers),
 			Overhead:       p.Spec.Overhead,
+			Resources:      p.Spec.Resources,
 		},
 		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}, nil
+	}
+	// A pod resized in place keeps what its requests read of its status.
+	if scheduling.ResizeChangesRequests(p) {
+		out.Status.ContainerStatuses = slimStatuses(p.Status.ContainerStatuses)
+		out.Status.InitContainerStatuses = slimStatuses(p.Status.InitContainerStatuses)
+		for _, c := range p.Status.Conditions {
+			if c.Type == corev1.PodResizePending {
+				out.Status.Conditions = []corev1.PodCondition{{Type: c.Type, Status: c.Status, Reason: c.Reason}}
+			}
+		}
+	}
+	return out, nil
+}
+
+func slimStatuses(cs []corev1.ContainerStatus) []corev1.ContainerStatus {
+	if len(cs) == 0 {
+		return nil
+	}
+	out := make([]corev1.ContainerStatus, len(cs))
+	for i := range cs {
+		out[i] = corev1.ContainerStatus{Name: cs[i].Name, AllocatedResources: cs[i].AllocatedResources}
+		if r := cs[i].Resources; r != nil && r.Requests != nil {
+			out[i].Resources = &corev1.ResourceRequirements{Requests: r.Requests}
+		}
+	}
+	return out
 }
 
 // slimNode keeps labels, the provider ID, the taints and cordon, the Ready
