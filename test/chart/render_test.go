@@ -60,7 +60,7 @@ func TestRenderDefaults(t *testing.T) {
 		"BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "VM_MEMORY_OVERHEAD_PERCENT": "0.075", "RESERVED_ENIS": "0",
 		"ISOLATED_VPC": "false", "EKS_CONTROL_PLANE": "false", "PREFERENCE_POLICY": "Respect", "MIN_VALUES_POLICY": "Strict",
 		"FEATURE_GATES":   "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false",
-		"DISABLE_WEBHOOK": "true", "SYSTEM_NAMESPACE": "<from>", "MEMORY_LIMIT": "<from>", "LOG_OUTPUT_PATHS": "stdout", "LOG_ERROR_OUTPUT_PATHS": "stderr",
+		"DISABLE_WEBHOOK": "true", "SYSTEM_NAMESPACE": "<from>", "POD_NAME": "<from>", "MEMORY_LIMIT": "<from>", "LOG_OUTPUT_PATHS": "stdout", "LOG_ERROR_OUTPUT_PATHS": "stderr",
 	}
 	got := containerEnv(t, deploy)
 	for k, v := range want {

@@ -8,13 +8,9 @@ import (
 	"testing"
 	"time"
 
-	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpenter-go/karpenter/pkg/test/helm"
@@ -90,25 +86,8 @@ func literalEnv(t testing.TB, deploy *unstructured.Unstructured) []string {
 // controller then holds exactly the chart's RBAC, as in a pod.
 func (in *chartInstall) serviceAccountKubeconfig(t testing.TB, c client.Client, adminKubeconfig, dir string) string {
 	t.Helper()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: in.namespace, Name: in.serviceAccount}}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
-	if err := c.SubResource("token").Create(context.Background(), sa, tr); err != nil {
-		t.Fatalf("requesting a token for %s/%s: %v", in.namespace, in.serviceAccount, err)
-	}
-	cfg, err := clientcmd.LoadFromFile(adminKubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctxName := cfg.CurrentContext
-	kctx := cfg.Contexts[ctxName]
-	if kctx == nil {
-		t.Fatalf("kubeconfig %s has no current context", adminKubeconfig)
-	}
-	user := "system:serviceaccount:" + in.namespace + ":" + in.serviceAccount
-	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{user: {Token: tr.Status.Token}}
-	kctx.AuthInfo = user
 	path := filepath.Join(dir, "karpenter-sa.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := kit.ServiceAccountKubeconfig(context.Background(), c, adminKubeconfig, in.namespace, in.serviceAccount, path); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -27,6 +28,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -227,6 +230,11 @@ func (p *Process) Ready(ctx context.Context, timeout time.Duration) error {
 	})
 }
 
+// IsReady reports whether /readyz answers 200 now.
+func (p *Process) IsReady() bool {
+	return httpOK(fmt.Sprintf("http://127.0.0.1:%d/readyz", p.HealthPort))
+}
+
 // Stop sends SIGTERM and waits (then SIGKILL after timeout).
 func (p *Process) Stop(timeout time.Duration) error {
 	select {
@@ -405,6 +413,30 @@ func SortedKeys(m map[string]int) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// ServiceAccountKubeconfig writes to path a kubeconfig for the cluster of
+// adminKubeconfig that authenticates as the ServiceAccount ns/name with a
+// token from the TokenRequest API (valid an hour): a process started with it
+// holds exactly that ServiceAccount's RBAC, as in a pod.
+func ServiceAccountKubeconfig(ctx context.Context, c client.Client, adminKubeconfig, ns, name, path string) error {
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
+		return fmt.Errorf("requesting a token for %s/%s: %w", ns, name, err)
+	}
+	cfg, err := clientcmd.LoadFromFile(adminKubeconfig)
+	if err != nil {
+		return err
+	}
+	kctx := cfg.Contexts[cfg.CurrentContext]
+	if kctx == nil {
+		return fmt.Errorf("kubeconfig %s has no current context", adminKubeconfig)
+	}
+	user := "system:serviceaccount:" + ns + ":" + name
+	cfg.AuthInfos = map[string]*clientcmdapi.AuthInfo{user: {Token: tr.Status.Token}}
+	kctx.AuthInfo = user
+	return clientcmd.WriteToFile(*cfg, path)
 }
 
 // RepoRoot finds the module root above the working directory.
