@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-vs-upstream bench-scale kubectl-karpenter
+.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-vs-upstream bench-scale kubectl-karpenter conformance
 
 all: test
 
@@ -74,6 +74,21 @@ test-race: cluster-bins
 test: cluster-bins helm verify vet test-race
 	go -C hack/cluster test ./...
 	go test ./... -count=1 -timeout 45m -parallel $(E2E_PARALLEL)
+
+# Upstream's own end-to-end suites (test/conformance): SUITE picks one, FOCUS / SKIP are regular
+# expressions on spec texts, CONFORMANCE_PARALLEL specs run at once (each on its own cluster),
+# SPEC_TIMEOUT ends a spec that hangs.
+SUITE ?= regression
+FOCUS ?=
+SKIP ?=
+CONFORMANCE_PARALLEL ?= 2
+SPEC_TIMEOUT ?= 20m
+
+## conformance: upstream Karpenter's end-to-end suite SUITE (regression, performance, disruption, dra) built from the pinned release and run spec by spec against ours; prints PASS/FAIL/SKIP per spec and the totals (hours; make test runs a fast subset)
+conformance: cluster-bins
+	go test ./test/conformance -run '^TestUpstreamSuite$$' -count=1 -timeout 12h -v -args -conformance.full \
+		-conformance.suite='$(SUITE)' -conformance.focus='$(FOCUS)' -conformance.skip='$(SKIP)' \
+		-conformance.parallel=$(CONFORMANCE_PARALLEL) -conformance.spec-timeout=$(SPEC_TIMEOUT)
 
 ## bench-scheduling: the scheduling benchmark table
 bench-scheduling:

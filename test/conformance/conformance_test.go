@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -38,14 +39,11 @@ var (
 // `make conformance`.
 const FastFocus = `^Integration (Validation|CRD Hash) |^NodeClaim StandaloneNodeClaim should (create|remove|delete a NodeClaim (from|if))`
 
-// ControllerEnv is how the controller runs for upstream's suites: the settings
-// upstream's KWOK end-to-end workflow installs its chart with (debug logs, the
-// NodeRepair, CapacityBuffer and StaticCapacity gates, profiling).
-var ControllerEnv = []string{
-	"LOG_LEVEL=debug",
-	"FEATURE_GATES=NodeRepair=true,CapacityBuffer=true,StaticCapacity=true",
-	"ENABLE_PROFILING=true",
-}
+// hostPortSpecs start something that binds a fixed port of this host (the
+// Chaos specs run a controller-runtime manager of their own, whose metrics
+// server takes :8080): two of them at once would fail each other, so they
+// take turns.
+var hostPortSpecs = regexp.MustCompile(`^Chaos `)
 
 // TestUpstreamSuite runs an upstream suite's specs one by one against this
 // controller on local clusters and fails on every spec that fails. Without
@@ -108,23 +106,26 @@ func TestUpstreamSuite(t *testing.T) {
 		next <- i
 	}
 	close(next)
-	var mu sync.Mutex
+	var mu, hostPort sync.Mutex
 	done := 0
 	t.Run("workers", func(t *testing.T) {
 		for w := 0; w < min(*parallel, len(specs)); w++ {
 			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
 				t.Parallel()
-				wk := &worker{id: w, karpenter: karpenter, extra: extra}
+				wk := &worker{id: w, karpenter: karpenter, upstreamDir: upstreamDir, extra: extra}
 				wk.up(t)
 				for i := range next {
 					s := specs[i]
 					dir := filepath.Join(out, fmt.Sprintf("%03d-%s", i, slug(s.Where())))
-					from := wk.logSize()
-					r := conformance.RunSpec(context.Background(), bin, s, wk.c.Kubeconfig, dir, *specTimeout)
-					wk.copyLog(t, from, filepath.Join(dir, "karpenter.log"))
-					if wk.k.Exited() && r.Outcome != conformance.Fail {
-						r.Outcome, r.State, r.Message = conformance.Fail, "controller exited", "the controller exited during the spec; see karpenter.log"
+					from := wk.logSizes()
+					if hostPortSpecs.MatchString(s.Text) {
+						hostPort.Lock()
 					}
+					r := conformance.RunSpec(context.Background(), bin, s, wk.c.Kubeconfig, dir, *specTimeout)
+					if hostPortSpecs.MatchString(s.Text) {
+						hostPort.Unlock()
+					}
+					wk.copyLogs(t, from, filepath.Join(dir, "karpenter.log"))
 					mu.Lock()
 					results[i] = r
 					done++
@@ -155,78 +156,104 @@ func TestUpstreamSuite(t *testing.T) {
 }
 
 // worker is one local cluster with our CRDs (and upstream's for kinds we do
-// not serve) and our controller as a process holding the
-// kube-system/karpenter-leader-election Lease, as upstream's chart runs it.
+// not serve), our chart installed in kube-system as upstream's suites expect,
+// and a controller node whose kubelet (this harness) runs the chart's
+// controller pod as a process.
 type worker struct {
-	id        int
-	karpenter string
-	extra     []*apiextensionsv1.CustomResourceDefinition
-	started   int
-	c         *localcluster.Cluster
-	k         *kit.Process
-	logPath   string
+	id          int
+	karpenter   string
+	upstreamDir string
+	extra       []*apiextensionsv1.CustomResourceDefinition
+	c           *localcluster.Cluster
+	node        *conformance.ControllerNode
 }
 
 func (w *worker) up(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
-	w.c = localcluster.Start(t)
+	w.c = localcluster.StartWith(t, localcluster.Options{
+		// Upstream's suites configure the cluster's kube-scheduler with
+		// their own profiles (a second one carrying default topology spread
+		// constraints), at the path their specs look for in its arguments.
+		SchedulerProfiles:   filepath.Join(w.upstreamDir, "test", "suites", "regression", "testdata", "kube-scheduler-config.yaml"),
+		SchedulerConfigPath: "etc/kubernetes/karpenter-scheduler-config/kube-scheduler-config.yaml",
+	})
 	if err := kit.InstallCRDs(ctx, w.c.Client); err != nil {
 		t.Fatal(err)
 	}
 	if err := kit.InstallCRDList(ctx, w.c.Client, w.extra); err != nil {
 		t.Fatal(err)
 	}
-	w.started++
-	w.logPath = filepath.Join(w.c.StateDir, "karpenter.log")
-	env := append([]string{fmt.Sprintf("POD_NAME=karpenter-%d-%d", w.id, w.started)}, ControllerEnv...)
-	p, err := kit.Start(w.karpenter, w.c.Kubeconfig, w.logPath, env...)
-	if err != nil {
+	w.node = &conformance.ControllerNode{
+		Name: "karpenter-control-plane", Client: w.c.Client, KubeClient: w.c.KubeClient, AdminKubeconfig: w.c.Kubeconfig,
+		Binary: w.karpenter, Dir: filepath.Join(w.c.StateDir, "controller-node"), Logf: t.Logf,
+	}
+	if err := w.node.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	w.k = p
-	if err := p.Ready(ctx, 2*time.Minute); err != nil {
+	if err := w.mirrorScheduler(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := conformance.InstallController(ctx, w.c.Client); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conformance.WaitControllerLeading(ctx, w.c.Client, 3*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (w *worker) down(t *testing.T) {
-	if err := w.k.Stop(30 * time.Second); err != nil {
-		t.Log(err)
+// mirrorScheduler posts kube-scheduler's mirror pod with its command line.
+func (w *worker) mirrorScheduler(ctx context.Context) error {
+	pids, err := w.c.ChildPIDs()
+	if err != nil {
+		return err
 	}
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pids[localcluster.Scheduler]))
+	if err != nil {
+		return err
+	}
+	return w.node.MirrorPod(ctx, localcluster.Scheduler, strings.Split(strings.TrimRight(string(raw), "\x00"), "\x00"))
+}
+
+func (w *worker) down(t *testing.T) {
+	w.node.Stop()
 	if err := w.c.Stop(); err != nil {
 		t.Log(err)
 	}
 }
 
-func (w *worker) logSize() int64 {
-	fi, err := os.Stat(w.logPath)
-	if err != nil {
-		return 0
+// logSizes are the controller pods' log sizes now.
+func (w *worker) logSizes() map[string]int64 {
+	out := map[string]int64{}
+	for _, f := range w.node.Logs() {
+		if fi, err := os.Stat(f); err == nil {
+			out[f] = fi.Size()
+		}
 	}
-	return fi.Size()
+	return out
 }
 
-// copyLog writes what the controller logged since offset from to path.
-func (w *worker) copyLog(t *testing.T, from int64, path string) {
-	in, err := os.Open(w.logPath)
-	if err != nil {
-		t.Log(err)
-		return
-	}
-	defer in.Close()
-	if _, err := in.Seek(from, io.SeekStart); err != nil {
-		t.Log(err)
-		return
-	}
+// copyLogs writes what the controller pods logged since from to path, each
+// pod's lines under its name.
+func (w *worker) copyLogs(t *testing.T, from map[string]int64, path string) {
 	outf, err := os.Create(path)
 	if err != nil {
 		t.Log(err)
 		return
 	}
 	defer outf.Close()
-	if _, err := io.Copy(outf, in); err != nil {
-		t.Log(err)
+	for _, f := range w.node.Logs() {
+		in, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		if fi, err := in.Stat(); err == nil && fi.Size() > from[f] {
+			fmt.Fprintf(outf, "==> pod %s <==\n", strings.TrimSuffix(filepath.Base(f), ".log"))
+			if _, err := in.Seek(from[f], io.SeekStart); err == nil {
+				_, _ = io.Copy(outf, in)
+			}
+		}
+		in.Close()
 	}
 }
 
@@ -246,8 +273,9 @@ func environment(mod *conformance.Module, extra []*apiextensionsv1.CustomResourc
 	for _, c := range extra {
 		names = append(names, c.Name)
 	}
-	return fmt.Sprintf("Environment: sigs.k8s.io/karpenter %s built with %s; local cluster (hack/cluster) with our CRDs and upstream's for %s; our controller as a process holding kube-system/karpenter-leader-election with %s.",
-		mod.Version, mod.Toolchain, strings.Join(names, ", "), strings.Join(ControllerEnv, " "))
+	return fmt.Sprintf("Environment: sigs.k8s.io/karpenter %s built with %s; local cluster (hack/cluster) with our CRDs and upstream's for %s; "+
+		"our chart installed as release karpenter in kube-system (%s), its controller pod run as a process by the harness's kubelet on a tainted system node.",
+		mod.Version, mod.Toolchain, strings.Join(names, ", "), strings.Join(conformance.ChartValues, " "))
 }
 
 func slug(s string) string {

@@ -65,6 +65,12 @@ type Options struct {
 	// 0 keeps its adaptive default): a fleet of identical KWOK nodes need not
 	// have a third of its nodes scored for every pod.
 	SchedulerPercentageOfNodesToScore int
+	// SchedulerProfiles: kube-scheduler runs with the profiles of this
+	// KubeSchedulerConfiguration file (`--scheduler-profiles`), its
+	// configuration written at SchedulerConfigPath under the state
+	// directory (`--scheduler-config-path`; empty: kube-scheduler.yaml).
+	SchedulerProfiles   string
+	SchedulerConfigPath string
 	// Profiling serves pprof (`--profiling`) on kube-apiserver,
 	// kube-controller-manager and kube-scheduler (their secure ports) and on
 	// etcd (its client URL): a fleet benchmark reads where the control plane's
@@ -133,6 +139,12 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	}
 	if opts.SchedulerPercentageOfNodesToScore > 0 {
 		args = append(args, "--scheduler-percentage-of-nodes-to-score", strconv.Itoa(opts.SchedulerPercentageOfNodesToScore))
+	}
+	if opts.SchedulerProfiles != "" {
+		args = append(args, "--scheduler-profiles", opts.SchedulerProfiles)
+	}
+	if opts.SchedulerConfigPath != "" {
+		args = append(args, "--scheduler-config-path", filepath.Join(state, opts.SchedulerConfigPath))
 	}
 	if opts.Profiling {
 		args = append(args, "--profiling")

@@ -113,6 +113,8 @@ func cmdUp(args []string) error {
 	mostAllocated := fs.Bool("scheduler-most-allocated", false, "kube-scheduler scores nodes MostAllocated (bin-packing) rather than LeastAllocated")
 	noDefaultSpread := fs.Bool("scheduler-no-default-spread", false, "kube-scheduler without its system-default topology spreading (a cost per pod that grows with the cluster; pods' own constraints still apply)")
 	percentScore := fs.Int("scheduler-percentage-of-nodes-to-score", 0, "kube-scheduler's percentageOfNodesToScore (0: its adaptive default)")
+	schedProfiles := fs.String("scheduler-profiles", "", "kube-scheduler runs with the profiles of this KubeSchedulerConfiguration file (its other fields are the cluster's)")
+	schedConfigPath := fs.String("scheduler-config-path", "", "where kube-scheduler's configuration file is written (default: <state-dir>/kube-scheduler.yaml)")
 	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver, kube-controller-manager and kube-scheduler (/debug/pprof) and etcd (--enable-pprof)")
 	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40); above 600 also the period of its node status heartbeats")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
@@ -133,6 +135,8 @@ func cmdUp(args []string) error {
 		SchedulerMostAllocated:            *mostAllocated,
 		SchedulerNoDefaultSpread:          *noDefaultSpread,
 		SchedulerPercentageOfNodesToScore: *percentScore,
+		SchedulerProfiles:                 *schedProfiles,
+		SchedulerConfigPath:               *schedConfigPath,
 		Profiling:                         *profiling,
 		NodeLeaseSeconds:                  *leaseSeconds,
 		NodeMonitorGracePeriod:            *grace,

@@ -26,6 +26,8 @@ import (
 	"syscall"
 	"time"
 
+	"sigs.k8s.io/yaml"
+
 	"github.com/karpenter-go/karpenter/hack/cluster/internal/pki"
 )
 
@@ -59,6 +61,17 @@ type Config struct {
 	// small share, and the scheduler's CPU per pod stops growing with the
 	// fleet.
 	SchedulerPercentageOfNodesToScore int
+	// SchedulerProfiles: kube-scheduler runs with the profiles of this
+	// KubeSchedulerConfiguration file (e.g. one with a profile carrying
+	// podTopologySpread.defaultConstraints); the file's other fields are
+	// replaced by the cluster's (client connection, leader election). Not
+	// with SchedulerMostAllocated or SchedulerNoDefaultSpread, which write
+	// profiles of their own.
+	SchedulerProfiles string
+	// SchedulerConfigPath is where kube-scheduler's configuration file is
+	// written (default <state>/kube-scheduler.yaml): suites that recognise a
+	// cluster by the path in the scheduler's arguments can be given theirs.
+	SchedulerConfigPath string
 	// Profiling serves pprof on kube-apiserver, kube-controller-manager and
 	// kube-scheduler (/debug/pprof on their secure ports, behind their
 	// authorization: the admin certificate may read it) and on etcd's client
@@ -272,7 +285,7 @@ func boot(ctx context.Context, cfg Config, files pki.Files) (c *Cluster, err err
 		// binding them: it held Karpenter's batches open at their 10 s maximum.
 		"--kube-api-qps="+clientQPS, "--kube-api-burst="+clientBurst,
 	)
-	if cfg.SchedulerMostAllocated || cfg.SchedulerNoDefaultSpread || cfg.SchedulerPercentageOfNodesToScore > 0 {
+	if cfg.SchedulerMostAllocated || cfg.SchedulerNoDefaultSpread || cfg.SchedulerPercentageOfNodesToScore > 0 || cfg.SchedulerProfiles != "" {
 		path, err := writeSchedulerConfig(cfg.StateDir, c.Kubeconfig, cfg)
 		if err != nil {
 			return c, err
@@ -355,7 +368,7 @@ const (
 // without room there (with the default, about a third of a 1,000-pod
 // scale-up's NodeClaims were launched in later batches for pods kube-scheduler
 // had displaced). Client limits as the flags above.
-func schedulerConfig(kubeconfig string, cfg Config) string {
+func schedulerConfig(kubeconfig string, cfg Config) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, `apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -369,8 +382,19 @@ leaderElection:
 	if cfg.SchedulerPercentageOfNodesToScore > 0 {
 		fmt.Fprintf(&b, "percentageOfNodesToScore: %d\n", cfg.SchedulerPercentageOfNodesToScore)
 	}
+	if cfg.SchedulerProfiles != "" {
+		if cfg.SchedulerMostAllocated || cfg.SchedulerNoDefaultSpread {
+			return "", fmt.Errorf("scheduler profiles from %s: not with --scheduler-most-allocated or --scheduler-no-default-spread", cfg.SchedulerProfiles)
+		}
+		profiles, err := profilesOf(cfg.SchedulerProfiles)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(profiles)
+		return b.String(), nil
+	}
 	if !cfg.SchedulerMostAllocated && !cfg.SchedulerNoDefaultSpread {
-		return b.String()
+		return b.String(), nil
 	}
 	b.WriteString(`profiles:
 - schedulerName: default-scheduler
@@ -395,11 +419,32 @@ leaderElection:
           weight: 1
 `)
 	}
-	return b.String()
+	return b.String(), nil
+}
+
+// profilesOf is the profiles list of a KubeSchedulerConfiguration file, as
+// YAML ("profiles: ...").
+func profilesOf(path string) (string, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	var doc struct {
+		Kind     string `json:"kind"`
+		Profiles []any  `json:"profiles"`
+	}
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
+		return "", fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Kind != "KubeSchedulerConfiguration" || len(doc.Profiles) == 0 {
+		return "", fmt.Errorf("%s: want a KubeSchedulerConfiguration with profiles", path)
+	}
+	out, err := yaml.Marshal(map[string]any{"profiles": doc.Profiles})
+	return string(out), err
 }
 
 func writeSchedulerConfig(stateDir, kubeconfig string, cfg Config) (string, error) {
-	path, err := filepath.Abs(filepath.Join(stateDir, "kube-scheduler.yaml"))
+	path, err := filepath.Abs(cmp.Or(cfg.SchedulerConfigPath, filepath.Join(stateDir, "kube-scheduler.yaml")))
 	if err != nil {
 		return "", err
 	}
@@ -407,7 +452,14 @@ func writeSchedulerConfig(stateDir, kubeconfig string, cfg Config) (string, erro
 	if err != nil {
 		return "", err
 	}
-	return path, os.WriteFile(path, []byte(schedulerConfig(kc, cfg)), 0o644)
+	text, err := schedulerConfig(kc, cfg)
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, []byte(text), 0o644)
 }
 
 // Stop terminates every child, newest first, and removes the pid file.

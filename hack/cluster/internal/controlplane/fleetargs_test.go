@@ -1,6 +1,8 @@
 package controlplane
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -47,7 +49,7 @@ func TestSchedulerConfig(t *testing.T) {
 		{Config{SchedulerMostAllocated: true, SchedulerPercentageOfNodesToScore: 10}, []string{"type: MostAllocated", "\npercentageOfNodesToScore: 10\n"}, []string{"PodTopologySpread"}},
 		{Config{SchedulerNoDefaultSpread: true}, []string{"name: PodTopologySpread", "defaultingType: List", "\nprofiles:\n"}, []string{"MostAllocated", "percentageOfNodesToScore"}},
 	} {
-		got := schedulerConfig("/kc", tc.cfg)
+		got := mustSchedulerConfig(t, tc.cfg)
 		for _, w := range tc.want {
 			if !strings.Contains(got, w) {
 				t.Errorf("schedulerConfig(%+v) lacks %q:\n%s", tc.cfg, w, got)
@@ -76,7 +78,7 @@ func TestSchedulerConfigIsWhatKubeSchedulerReads(t *testing.T) {
 		{Config{SchedulerNoDefaultSpread: true}, false, false, 0},
 		{Config{SchedulerNoDefaultSpread: true, SchedulerMostAllocated: true, SchedulerPercentageOfNodesToScore: 5}, true, false, 5},
 	} {
-		obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(schedulerConfig("/kc", tc.cfg)), nil, nil)
+		obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(mustSchedulerConfig(t, tc.cfg)), nil, nil)
 		if err != nil {
 			t.Fatalf("%+v: kube-scheduler cannot decode the file: %v", tc.cfg, err)
 		}
@@ -106,5 +108,68 @@ func TestSchedulerConfigIsWhatKubeSchedulerReads(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+func mustSchedulerConfig(t *testing.T, cfg Config) string {
+	t.Helper()
+	got, err := schedulerConfig("/kc", cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// TestSchedulerProfilesFromAFile: the profiles of a KubeSchedulerConfiguration file (one
+// carrying default topology spread constraints on a second profile) are what kube-scheduler
+// reads; the file's own client connection is replaced by the cluster's; and the flags that
+// write profiles of their own are refused with it.
+func TestSchedulerProfilesFromAFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "kube-scheduler-config.yaml")
+	if err := os.WriteFile(path, []byte(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: /etc/kubernetes/scheduler.conf
+profiles:
+  - schedulerName: default-scheduler
+  - schedulerName: topology-spread-defaults
+    pluginConfig:
+      - name: PodTopologySpread
+        args:
+          defaultingType: List
+          defaultConstraints:
+            - maxSkew: 1
+              topologyKey: kubernetes.io/hostname
+              whenUnsatisfiable: DoNotSchedule
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	text := mustSchedulerConfig(t, Config{SchedulerProfiles: path})
+	obj, _, err := schedscheme.Codecs.UniversalDecoder().Decode([]byte(text), nil, nil)
+	if err != nil {
+		t.Fatalf("kube-scheduler cannot decode the file: %v\n%s", err, text)
+	}
+	cc := obj.(*schedconfig.KubeSchedulerConfiguration)
+	if err := schedvalidation.ValidateKubeSchedulerConfiguration(cc); err != nil {
+		t.Fatalf("kube-scheduler refuses the file: %v", err)
+	}
+	if cc.ClientConnection.Kubeconfig != "/kc" {
+		t.Errorf("kubeconfig %q, want the cluster's", cc.ClientConnection.Kubeconfig)
+	}
+	if len(cc.Profiles) != 2 || cc.Profiles[1].SchedulerName != "topology-spread-defaults" {
+		t.Fatalf("profiles %+v, want default-scheduler and topology-spread-defaults", cc.Profiles)
+	}
+	found := false
+	for _, pc := range cc.Profiles[1].PluginConfig {
+		if args, ok := pc.Args.(*schedconfig.PodTopologySpreadArgs); ok {
+			found = args.DefaultingType == schedconfig.ListDefaulting && len(args.DefaultConstraints) == 1 &&
+				args.DefaultConstraints[0].TopologyKey == "kubernetes.io/hostname"
+		}
+	}
+	if !found {
+		t.Errorf("the second profile lost its default constraints:\n%s", text)
+	}
+	if _, err := schedulerConfig("/kc", Config{SchedulerProfiles: path, SchedulerMostAllocated: true}); err == nil {
+		t.Error("profiles from a file and --scheduler-most-allocated together: want an error")
 	}
 }
