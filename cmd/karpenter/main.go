@@ -48,9 +48,12 @@ func run(ctx context.Context, args []string, getenv func(string) string) error {
 	if err != nil {
 		return err
 	}
+	gates, warnings := settingsReport(opts, provider)
+	operator.ReportSettings(op.Logger, gates, warnings)
 	cluster := state.NewCluster(op.Clock, op.Client)
 	bundle, err := provider.New(ctx, cloudprovider.Deps{
 		Manager: op.Manager, KubeClient: op.Client, Clock: op.Clock, Recorder: op.Recorder,
+		FeatureGates: opts.FeatureGates,
 	})
 	if err != nil {
 		return err
@@ -99,6 +102,19 @@ func runWithWebhook(ctx context.Context, op *operator.Operator, opts *options.Op
 	mgrErr := op.Start(ctx)
 	cancel()
 	return errors.Join(mgrErr, <-webhookErr)
+}
+
+// settingsReport gathers the feature gates (the core's and the provider's)
+// and the start-up warnings of the settings.
+func settingsReport(opts *options.Options, provider cloudprovider.Provider) ([]options.GateState, []string) {
+	gates, warnings := opts.Gates.States(), append(opts.Gates.Warnings(), opts.SettingWarnings()...)
+	if r, ok := provider.(cloudprovider.SettingsReporter); ok {
+		for _, g := range r.FeatureGates() {
+			gates = append(gates, options.GateState{Name: g.Name, Enabled: g.Enabled, Implemented: g.Implemented})
+		}
+		warnings = append(warnings, r.SettingWarnings()...)
+	}
+	return gates, warnings
 }
 
 // parse reads the core settings, --cloud-provider and the chosen provider's

@@ -73,6 +73,10 @@ type Deps struct {
 	Clock clock.Clock
 	// Recorder writes Kubernetes events.
 	Recorder record.EventRecorder
+	// FeatureGates are the core feature gates (FEATURE_GATES) by name; a
+	// gate missing (nil: all) has upstream's default. The operator's options
+	// package reads them so (options.FeatureGateValue).
+	FeatureGates map[string]bool
 }
 
 // Bundle is everything the operator takes from one cloud provider.

@@ -26,8 +26,10 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlconfig "sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -78,7 +80,7 @@ func NewScheme() (*runtime.Scheme, error) {
 // New builds the manager for cfg (the cluster to manage) with the options' client
 // limits, ports, leader election and logging.
 func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operator, error) {
-	logger, err := NewLogger(opts.LogLevel, opts.LogOutputPaths)
+	logger, err := NewLogger(opts.LogLevel, opts.LogOutputPaths, opts.LogErrorOutputPaths)
 	if err != nil {
 		return nil, err
 	}
@@ -136,6 +138,10 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 		// Cached objects slimmed to what Karpenter reads (managedFields, container env and
 		// probes, node images...): see informer.Transform.
 		Cache: cache.Options{DefaultTransform: informer.Transform},
+		// DISABLE_CONTROLLER_WARMUP=false: controllers start their watches
+		// while this replica waits for the Lease, so a new leader's caches
+		// are already full.
+		Controller: ctrlconfig.Controller{EnableWarmup: ptr.To(ControllerWarmup(opts))},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
@@ -260,10 +266,20 @@ func cacheCheck(mgr manager.Manager) healthz.Checker {
 	}
 }
 
-// NewLogger returns a JSON logger at level (debug, info, error) writing to the
-// first of outputs (stdout, stderr or a file path). Field names follow upstream's
-// zap configuration: level, time, logger, message.
-func NewLogger(level, outputs string) (logr.Logger, error) {
+// ControllerWarmup says whether controllers start their watches before this
+// replica leads: with leader election, unless DISABLE_CONTROLLER_WARMUP (as
+// upstream).
+func ControllerWarmup(opts *options.Options) bool {
+	return !opts.DisableLeaderElection && !opts.DisableControllerWarmup
+}
+
+// NewLogger returns a JSON logger at level (debug, info, error) writing every
+// line to each of outputs (comma-separated: stdout, stderr or file paths,
+// LOG_OUTPUT_PATHS). A line that cannot be written to one of them is reported
+// on errorOutputs (same form, LOG_ERROR_OUTPUT_PATHS), as upstream's zap
+// logger reports its own errors. Field names follow upstream's zap
+// configuration: level, time, logger, message.
+func NewLogger(level, outputs, errorOutputs string) (logr.Logger, error) {
 	var lvl slog.Level
 	switch level {
 	case "debug":
@@ -275,19 +291,59 @@ func NewLogger(level, outputs string) (logr.Logger, error) {
 	default:
 		return logr.Logger{}, fmt.Errorf("unknown log level %q", level)
 	}
-	var w io.Writer = os.Stdout
-	switch out := strings.TrimSpace(strings.Split(outputs, ",")[0]); out {
-	case "", "stdout":
-	case "stderr":
-		w = os.Stderr
-	default:
-		f, err := os.OpenFile(out, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-		if err != nil {
-			return logr.Logger{}, err
-		}
-		w = f
+	outs, err := openSinks(outputs, os.Stdout)
+	if err != nil {
+		return logr.Logger{}, fmt.Errorf("log-output-paths (LOG_OUTPUT_PATHS): %w", err)
 	}
+	errOuts, err := openSinks(errorOutputs, os.Stderr)
+	if err != nil {
+		return logr.Logger{}, fmt.Errorf("log-error-output-paths (LOG_ERROR_OUTPUT_PATHS): %w", err)
+	}
+	w := &logSinks{outs: outs, errOut: io.MultiWriter(errOuts...), now: time.Now}
 	return NewJSONLogger(w, lvl), nil
+}
+
+// openSinks opens each of the comma-separated paths: stdout, stderr or a file
+// (created, appended to). None given means def.
+func openSinks(paths string, def io.Writer) ([]io.Writer, error) {
+	var out []io.Writer
+	for _, p := range strings.Split(paths, ",") {
+		switch p = strings.TrimSpace(p); p {
+		case "":
+		case "stdout":
+			out = append(out, os.Stdout)
+		case "stderr":
+			out = append(out, os.Stderr)
+		default:
+			f, err := os.OpenFile(p, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, def)
+	}
+	return out, nil
+}
+
+// logSinks writes each log line to every output; a failed write is reported
+// on errOut ("<time> write error: <error>", zap's form) and does not keep the
+// line from the other outputs.
+type logSinks struct {
+	outs   []io.Writer
+	errOut io.Writer
+	now    func() time.Time
+}
+
+func (s *logSinks) Write(p []byte) (int, error) {
+	for _, w := range s.outs {
+		if _, err := w.Write(p); err != nil {
+			fmt.Fprintf(s.errOut, "%s write error: %v\n", s.now().UTC().Format(time.RFC3339Nano), err)
+		}
+	}
+	return len(p), nil
 }
 
 // NewJSONLogger writes JSON lines to w.

@@ -169,7 +169,7 @@ func TestLogsAreJSONWithUpstreamFieldNames(t *testing.T) {
 }
 
 func TestUnknownLogLevelRejected(t *testing.T) {
-	if _, err := operator.NewLogger("loud", "stdout"); err == nil {
+	if _, err := operator.NewLogger("loud", "stdout", "stderr"); err == nil {
 		t.Fatal("accepted log level loud")
 	}
 }

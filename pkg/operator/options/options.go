@@ -9,35 +9,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
-
-// Feature gate names (upstream's).
-const (
-	FeatureNodeRepair              = "NodeRepair"
-	FeatureReservedCapacity        = "ReservedCapacity"
-	FeatureSpotToSpotConsolidation = "SpotToSpotConsolidation"
-	FeatureNodeOverlay             = "NodeOverlay"
-	FeatureStaticCapacity          = "StaticCapacity"
-	FeatureCapacityBuffer          = "CapacityBuffer"
-)
-
-// DefaultFeatureGates are upstream's defaults.
-func DefaultFeatureGates() map[string]bool {
-	return map[string]bool{
-		FeatureNodeRepair:              false,
-		FeatureReservedCapacity:        true,
-		FeatureSpotToSpotConsolidation: false,
-		FeatureNodeOverlay:             false,
-		FeatureStaticCapacity:          false,
-		FeatureCapacityBuffer:          false,
-	}
-}
 
 // Options are the controller's settings. A cloud provider's own settings
 // live in its package (see pkg/cloudprovider.Provider).
@@ -68,7 +44,13 @@ type Options struct {
 	PreferencePolicy                 scheduling.PreferencePolicy
 	MinValuesPolicy                  scheduling.MinValuesPolicy
 	IgnoreDRARequests                bool
-	FeatureGates                     map[string]bool
+	// LegacyNodeRepair is upstream's choice of its older node repair
+	// controller; there is no node repair here, so it only draws a warning.
+	LegacyNodeRepair bool
+	// FeatureGates has every core gate (CoreGates) and its value.
+	FeatureGates map[string]bool
+	// Gates is the parsed FEATURE_GATES, with the names it did not know.
+	Gates GateSet
 	// SchedulerConfig is the parsed --scheduler-config (SCHEDULER_CONFIG)
 	// document, nil when unset.
 	SchedulerConfig *SchedulerConfiguration
@@ -110,7 +92,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.IntVar(&o.KubeClientQPS, "kube-client-qps", env.Int("KUBE_CLIENT_QPS", 200), "Maximum QPS to the Kubernetes API server.")
 	fs.IntVar(&o.KubeClientBurst, "kube-client-burst", env.Int("KUBE_CLIENT_BURST", 300), "Maximum burst of requests to the Kubernetes API server.")
 	fs.BoolVar(&o.EnableProfiling, "enable-profiling", env.Bool("ENABLE_PROFILING", false), "Serve pprof on the metrics port.")
-	fs.BoolVar(&o.DisableControllerWarmup, "disable-controller-warmup", env.Bool("DISABLE_CONTROLLER_WARMUP", true), "Do not warm controller caches before winning leader election.")
+	fs.BoolVar(&o.DisableControllerWarmup, "disable-controller-warmup", env.Bool("DISABLE_CONTROLLER_WARMUP", true), "Do not start controllers' watches before winning leader election (false warms their caches, so a new leader starts faster).")
 	fs.BoolVar(&o.DisableLeaderElection, "disable-leader-election", env.Bool("DISABLE_LEADER_ELECTION", false), "Run without leader election (only safe with one replica).")
 	fs.BoolVar(&o.DisableClusterStateObservability, "disable-cluster-state-observability", env.Bool("DISABLE_CLUSTER_STATE_OBSERVABILITY", false), "Turn off the cluster state metrics.")
 	fs.StringVar(&o.LeaderElectionName, "leader-election-name", env.String("LEADER_ELECTION_NAME", "karpenter-leader-election"), "Name of the leader election Lease.")
@@ -118,14 +100,15 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.Int64Var(&o.MemoryLimit, "memory-limit", env.Int64("MEMORY_LIMIT", -1), "Memory limit of the container in bytes; GOMEMLIMIT is set to 90% of it. -1 leaves it alone.")
 	fs.Int64Var(&o.CPURequests, "cpu-requests", env.Int64("CPU_REQUESTS", 1000), "CPU requests of the container in millicores; scales controller concurrency.")
 	fs.StringVar(&o.LogLevel, "log-level", env.String("LOG_LEVEL", "info"), "Log verbosity: debug, info or error.")
-	fs.StringVar(&o.LogOutputPaths, "log-output-paths", env.String("LOG_OUTPUT_PATHS", "stdout"), "Comma-separated log destinations (stdout, stderr or file paths).")
-	fs.StringVar(&o.LogErrorOutputPaths, "log-error-output-paths", env.String("LOG_ERROR_OUTPUT_PATHS", "stderr"), "Comma-separated destinations of the logger's internal errors.")
+	fs.StringVar(&o.LogOutputPaths, "log-output-paths", env.String("LOG_OUTPUT_PATHS", "stdout"), "Comma-separated log destinations (stdout, stderr or file paths); every line goes to each.")
+	fs.StringVar(&o.LogErrorOutputPaths, "log-error-output-paths", env.String("LOG_ERROR_OUTPUT_PATHS", "stderr"), "Comma-separated destinations (stderr, stdout or file paths) of the logger's own errors, such as a failed write to a log output.")
 	fs.DurationVar(&o.BatchMaxDuration, "batch-max-duration", env.Duration("BATCH_MAX_DURATION", 10*time.Second), "Longest a provisioning batch stays open.")
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", env.Duration("BATCH_IDLE_DURATION", time.Second), "A batch closes once no pod arrived for this long.")
 	fs.StringVar(&preference, "preference-policy", env.String("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
 	fs.StringVar(&minValues, "min-values-policy", env.String("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
-	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Do not simulate dynamic resource allocation.")
-	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", ""), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+".")
+	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Upstream: refuse pods with Dynamic Resource Allocation requests (true) or simulate them (false). Neither is implemented yet: either value logs a warning at start-up.")
+	fs.BoolVar(&o.LegacyNodeRepair, "legacy-node-repair", env.Bool("LEGACY_NODE_REPAIR", false), "Upstream: run the legacy node repair controller with the NodeRepair gate. There is no node repair yet: true logs a warning at start-up.")
+	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", DefaultString(CoreGates)), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+". Gates not implemented yet, and unknown names, are accepted with a warning at start-up.")
 	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", env.Int("WEBHOOK_PORT", 8443), "Port the conversion webhook serves TLS on (the Service port too).")
 	fs.StringVar(&o.WebhookCertificate, "webhook-certificate", env.String("WEBHOOK_CERTIFICATE", WebhookCertificateSelf), "Who issues the conversion webhook's certificate in the Secret karpenter-cert: self or cert-manager.")
@@ -134,8 +117,8 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	finish := func() error {
 		o.PreferencePolicy = scheduling.PreferencePolicy(preference)
 		o.MinValuesPolicy = scheduling.MinValuesPolicy(minValues)
-		fg, err := ParseFeatureGates(gates)
-		o.FeatureGates = fg
+		gs, err := ParseGateSet("feature-gates", "FEATURE_GATES", CoreGates, gates)
+		o.Gates, o.FeatureGates = gs, gs.Values
 		sc, scErr := ParseSchedulerConfiguration(schedulerConfig)
 		if scErr != nil {
 			scErr = fmt.Errorf("scheduler-config (SCHEDULER_CONFIG): %w", scErr)
@@ -202,43 +185,20 @@ func (o *Options) Validate() error {
 // FeatureGate reports whether a gate is on.
 func (o *Options) FeatureGate(name string) bool { return o.FeatureGates[name] }
 
-// ParseFeatureGates parses "A=true,B=false" over upstream's defaults; unknown
-// gates are rejected so a typo does not silently leave a feature off.
-func ParseFeatureGates(s string) (map[string]bool, error) {
-	out := DefaultFeatureGates()
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return out, nil
+// SettingWarnings are the start-up warnings of the core settings other than
+// feature gates (for those see Gates.Warnings): upstream settings accepted
+// for compatibility whose behaviour is not implemented yet, each named.
+func (o *Options) SettingWarnings() []string {
+	var out []string
+	if o.IgnoreDRARequests {
+		out = append(out, "ignore-dra-requests (IGNORE_DRA_REQUESTS) is true but not implemented yet: pods with Dynamic Resource Allocation requests are provisioned for as if they had none, instead of being left pending")
+	} else {
+		out = append(out, "ignore-dra-requests (IGNORE_DRA_REQUESTS) is false but Dynamic Resource Allocation is not implemented yet: pods' resource claims are not simulated and their nodes may not have the devices they claim")
 	}
-	for _, kv := range strings.Split(s, ",") {
-		kv = strings.TrimSpace(kv)
-		if kv == "" {
-			continue
-		}
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok {
-			return out, fmt.Errorf("feature-gates: %q is not Gate=bool", kv)
-		}
-		k = strings.TrimSpace(k)
-		if _, known := out[k]; !known {
-			return out, fmt.Errorf("feature-gates: unknown gate %q (known: %s)", k, strings.Join(gateNames(), ", "))
-		}
-		b, err := strconv.ParseBool(strings.TrimSpace(v))
-		if err != nil {
-			return out, fmt.Errorf("feature-gates: %s=%q is not a boolean", k, v)
-		}
-		out[k] = b
+	if o.LegacyNodeRepair {
+		out = append(out, "legacy-node-repair (LEGACY_NODE_REPAIR) is true but not implemented yet: there is no node repair controller, legacy or not")
 	}
-	return out, nil
-}
-
-func gateNames() []string {
-	var n []string
-	for k := range DefaultFeatureGates() {
-		n = append(n, k)
-	}
-	sort.Strings(n)
-	return n
+	return out
 }
 
 // CPUConcurrency is upstream's linear scaling of a controller's concurrency with

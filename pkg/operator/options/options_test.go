@@ -38,7 +38,14 @@ func TestDefaultsAreUpstreams(t *testing.T) {
 			t.Errorf("%s = %v, want %v", name, c[0], c[1])
 		}
 	}
-	want := map[string]bool{"NodeRepair": false, "ReservedCapacity": true, "SpotToSpotConsolidation": false, "NodeOverlay": false, "StaticCapacity": false, "CapacityBuffer": false}
+	want := map[string]bool{"NodeRepair": false, "ReservedCapacity": true, "SpotToSpotConsolidation": false, "NodeOverlay": false, "StaticCapacity": false, "CapacityBuffer": false,
+		"TerminateFirstDrift": false, "TerminateFirstRepair": false, "PodDeletionCostManagement": false}
+	if len(o.FeatureGates) != len(want) {
+		t.Errorf("gates %v, want exactly %v", o.FeatureGates, want)
+	}
+	if o.LegacyNodeRepair || o.LogErrorOutputPaths != "stderr" || o.LogOutputPaths != "stdout" {
+		t.Errorf("legacy-node-repair %v, log outputs %q %q", o.LegacyNodeRepair, o.LogOutputPaths, o.LogErrorOutputPaths)
+	}
 	for k, v := range want {
 		if o.FeatureGates[k] != v {
 			t.Errorf("gate %s = %v, want %v", k, o.FeatureGates[k], v)
@@ -83,8 +90,8 @@ func TestInvalidSettingsAreRejected(t *testing.T) {
 	}{
 		"bad duration":     {env: map[string]string{"BATCH_IDLE_DURATION": "soon"}, want: "BATCH_IDLE_DURATION"},
 		"idle above max":   {args: []string{"--batch-idle-duration=11s"}, want: "exceeds"},
-		"unknown gate":     {env: map[string]string{"FEATURE_GATES": "Teleport=true"}, want: "unknown gate"},
 		"gate not bool":    {env: map[string]string{"FEATURE_GATES": "NodeRepair=maybe"}, want: "not a boolean"},
+		"gate without =":   {env: map[string]string{"FEATURE_GATES": "NodeRepair"}, want: "feature-gates (FEATURE_GATES): \"NodeRepair\" is not Gate=bool"},
 		"bad policy":       {env: map[string]string{"MIN_VALUES_POLICY": "Loose"}, want: "min-values-policy"},
 		"bad log level":    {env: map[string]string{"LOG_LEVEL": "chatty"}, want: "log-level"},
 		"bad port":         {env: map[string]string{"METRICS_PORT": "eighty"}, want: "METRICS_PORT"},

@@ -20,9 +20,10 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
 )
 
-// SecurityGroupTTL is upstream's lifetime of security group answers. Subnet
-// and image answers live for the subnet and AMI refresh intervals, which is
-// what bounds the DescribeSubnets and DescribeImages call rates.
+// SecurityGroupTTL is upstream's default lifetime of security group answers
+// (SECURITY_GROUP_REFRESH_INTERVAL). Subnet, image and security group answers
+// live for their refresh intervals, which is what bounds the
+// DescribeSubnets, DescribeImages and DescribeSecurityGroups call rates.
 const SecurityGroupTTL = time.Minute
 
 // NewProviders builds the SDK clients and the cache-backed resolvers the
@@ -33,9 +34,13 @@ const SecurityGroupTTL = time.Minute
 func NewProviders(cfg aws.Config, opts *settings.Options, disc discovery.ServerVersionInterface, clk clock.Clock) nodeclass.Providers {
 	ec2api := ec2.NewFromConfig(cfg)
 	versions := amifamily.NewVersionProvider(eks.NewFromConfig(cfg), opts.ClusterName, disc, clk)
+	sgTTL := opts.SecurityGroupRefreshInterval
+	if sgTTL <= 0 {
+		sgTTL = SecurityGroupTTL
+	}
 	return nodeclass.Providers{
 		Subnets:          subnet.NewProvider(ec2api, clk, opts.SubnetRefreshInterval),
-		SecurityGroups:   securitygroup.NewProvider(ec2api, clk, SecurityGroupTTL),
+		SecurityGroups:   securitygroup.NewProvider(ec2api, clk, sgTTL),
 		AMIs:             amifamily.NewProvider(ec2api, amifamily.NewSSMProvider(ssm.NewFromConfig(cfg), clk, opts.AMIRefreshInterval), versions, clk, opts.AMIRefreshInterval),
 		InstanceProfiles: instanceprofile.NewProvider(iam.NewFromConfig(cfg), cfg.Region, opts.ClusterName, clk),
 		// Answers live one refresh interval, so classes with the same terms

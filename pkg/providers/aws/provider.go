@@ -12,6 +12,7 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/operator/options"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
@@ -31,7 +32,10 @@ type Provider struct {
 	Options settings.Options
 }
 
-var _ cloudprovider.Provider = (*Provider)(nil)
+var (
+	_ cloudprovider.Provider         = (*Provider)(nil)
+	_ cloudprovider.SettingsReporter = (*Provider)(nil)
+)
 
 // NewProvider returns the AWS provider with its settings at their defaults.
 func NewProvider() cloudprovider.Provider { return &Provider{} }
@@ -47,6 +51,21 @@ func (p *Provider) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) { p.Options
 // discovers by it; the message names CLUSTER_NAME) and checks the other AWS
 // settings. The core's cluster-name flag is the one read.
 func (p *Provider) Validate() error { return p.Options.Validate() }
+
+// FeatureGates are the parsed AWS_FEATURE_GATES (valid once Validate ran).
+func (p *Provider) FeatureGates() []cloudprovider.FeatureGate {
+	var out []cloudprovider.FeatureGate
+	for _, g := range p.Options.FeatureGates.States() {
+		out = append(out, cloudprovider.FeatureGate{Name: g.Name, Enabled: g.Enabled, Implemented: g.Implemented})
+	}
+	return out
+}
+
+// SettingWarnings name the AWS settings (gates included) that are set but
+// not implemented.
+func (p *Provider) SettingWarnings() []string {
+	return append(p.Options.FeatureGates.Warnings(), p.Options.SettingWarnings()...)
+}
 
 // ClusterRules: read EC2NodeClasses, and write them (finalizer, hash
 // annotations) and their status.
@@ -94,10 +113,12 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
+		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
 	})
 	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
+	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
 	return &cloudprovider.Bundle{
 		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),

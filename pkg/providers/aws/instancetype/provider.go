@@ -39,6 +39,9 @@ type Options struct {
 	// ReservedENIs (RESERVED_ENIS, upstream 0) are ENIs kept from the VPC
 	// CNI, lowering the ENI-limited pod count.
 	ReservedENIs int
+	// DisableReservedCapacity (feature gate ReservedCapacity=false): no
+	// reserved offerings, whatever reservations a class holds.
+	DisableReservedCapacity bool
 }
 
 // Provider lists the instance types an EC2NodeClass can launch. It is safe for
@@ -121,7 +124,9 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 	res, ok := p.resolved[key]
 	if !ok {
 		res = p.resolve(s, zones)
-		res.reservations = classReservations(nc)
+		if !p.opts.DisableReservedCapacity {
+			res.reservations = classReservations(nc)
+		}
 		res.inZone = map[string]bool{}
 		for _, z := range zones {
 			res.inZone[z.name] = true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"testing"
 
+	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
@@ -104,5 +105,37 @@ func TestReservedOfferings(t *testing.T) {
 	}
 	if r := reservedOf(byName(its)["m5.large"]); len(r) != 0 {
 		t.Errorf("class without reservations: %+v", r)
+	}
+}
+
+// With the feature gate ReservedCapacity disabled the class's reservations
+// give no reserved offerings, and types' requirements do not admit reserved
+// capacity: Karpenter launches on-demand and spot only, as upstream.
+func TestReservedCapacityGateOff(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.em.AWSConfig()
+	off := instancetype.NewProvider(ec2.NewFromConfig(cfg), f.prices, f.unavailable, f.clock,
+		instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075, DisableReservedCapacity: true})
+	nc := f.nodeClass(func(nc *awsv1.EC2NodeClass) {
+		nc.Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-0a", AvailabilityZone: nc.Status.Subnets[0].Zone,
+			InstanceType: "m5.large", OwnerID: "123456789012", InstanceMatchCriteria: "open", State: awsv1.CapacityReservationStateActive}}
+	})
+	on, err := f.provider.List(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reservedOf(byName(on)["m5.large"])) != 1 {
+		t.Fatal("with the gate on the reservation is offered")
+	}
+	its, err := off.List(context.Background(), nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m5 := byName(its)["m5.large"]
+	if r := reservedOf(m5); len(r) != 0 {
+		t.Errorf("reserved offerings with ReservedCapacity=false: %+v", r)
+	}
+	if m5.Requirements.Has(scheduling.LabelCapacityType, scheduling.CapacityTypeReserved) {
+		t.Errorf("requirements admit reserved capacity: %s", m5.Requirements.String())
 	}
 }

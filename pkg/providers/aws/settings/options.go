@@ -26,10 +26,30 @@ import (
 
 // Upstream defaults.
 const (
-	DefaultVMMemoryOverheadPercent = 0.075
-	DefaultAMIRefreshInterval      = time.Minute
-	DefaultSubnetRefreshInterval   = time.Minute
+	DefaultVMMemoryOverheadPercent      = 0.075
+	DefaultAMIRefreshInterval           = time.Minute
+	DefaultSubnetRefreshInterval        = time.Minute
+	DefaultSecurityGroupRefreshInterval = time.Minute
 )
+
+// AWS feature gate names (upstream's AWS_FEATURE_GATES).
+const (
+	FeatureNodeClassCEL    = "NodeClassCEL"
+	FeatureDRANVIDIAGPU    = "DRANVIDIAGPU"
+	FeatureDRAEFA          = "DRAEFA"
+	FeatureRebootForRepair = "RebootForRepair"
+)
+
+// Gates are upstream v1.15's AWS feature gates (--aws-feature-gates,
+// AWS_FEATURE_GATES), in the order upstream's chart renders them, with
+// upstream's defaults. None is implemented yet: enabling one logs a warning
+// at start-up.
+var Gates = []options.Gate{
+	{Name: FeatureNodeClassCEL, Missing: "EC2NodeClass kubelet settings take no CEL expressions"},
+	{Name: FeatureDRANVIDIAGPU, Missing: "no Dynamic Resource Allocation: the devices of the NVIDIA GPU driver are not simulated"},
+	{Name: FeatureDRAEFA, Missing: "no Dynamic Resource Allocation: the EFA devices of the dranet driver are not simulated"},
+	{Name: FeatureRebootForRepair, Missing: "there is no node repair, so no repair by reboot"},
+}
 
 // Options are the AWS provider's settings.
 type Options struct {
@@ -64,6 +84,17 @@ type Options struct {
 	AMIRefreshInterval time.Duration
 	// SubnetRefreshInterval is how often an EC2NodeClass's subnets are resolved again.
 	SubnetRefreshInterval time.Duration
+	// SecurityGroupRefreshInterval is how long an answer of
+	// DescribeSecurityGroups is reused for an EC2NodeClass's terms.
+	SecurityGroupRefreshInterval time.Duration
+	// EnableZonalShift is upstream's honouring of ARC zonal shifts; not
+	// implemented yet, so true only draws a start-up warning.
+	EnableZonalShift bool
+	// FeatureGates is the parsed AWS_FEATURE_GATES.
+	FeatureGates options.GateSet
+
+	// featureGates is the raw --aws-feature-gates value, parsed by Validate.
+	featureGates string
 
 	// env is the environment reader of Register, whose malformed values
 	// Validate reports; nil when the owner of the Env passed to AddFlags
@@ -102,13 +133,25 @@ func (o *Options) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) {
 	fs.StringVar(&o.ClusterEndpoint, "cluster-endpoint", env.String("CLUSTER_ENDPOINT", ""), "API server URL new nodes join. Discovered through EKS DescribeCluster when unset.")
 	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env.String("CLUSTER_CA_BUNDLE", ""), "Base64 PEM CA bundle nodes use to verify the API server. Taken from the controller's own configuration when unset.")
 	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", env.Bool("ISOLATED_VPC", false), "Assume AWS services without a VPC endpoint (the Pricing API) are unreachable and use static prices.")
-	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", env.Bool("EKS_CONTROL_PLANE", false), "The cluster runs on an EKS control plane.")
+	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", env.Bool("EKS_CONTROL_PLANE", false), "The cluster runs on an EKS control plane. The Kubernetes version is read from EKS DescribeCluster of cluster-name and, when that fails, from the API server, whatever this says.")
 	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", env.Float64("VM_MEMORY_OVERHEAD_PERCENT", DefaultVMMemoryOverheadPercent), "Fraction of an instance type's memory subtracted for the hypervisor (0.075 = 7.5%).")
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env.String("INTERRUPTION_QUEUE", ""), "SQS queue name for EC2 interruption events. Interruption handling is off when unset.")
 	fs.IntVar(&o.ReservedENIs, "reserved-enis", env.Int("RESERVED_ENIS", 0), "Network interfaces left out of the max-pods calculation (VPC CNI custom networking).")
 	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", env.Bool("DISABLE_DRY_RUN", false), "Skip the dry-run authorization checks (CreateFleet, CreateLaunchTemplate, RunInstances) of EC2NodeClass validation.")
 	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", env.Duration("AMI_REFRESH_INTERVAL", DefaultAMIRefreshInterval), "How often EC2NodeClass AMIs are resolved again.")
 	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", env.Duration("SUBNET_REFRESH_INTERVAL", DefaultSubnetRefreshInterval), "How often EC2NodeClass subnets are resolved again.")
+	fs.DurationVar(&o.SecurityGroupRefreshInterval, "security-group-refresh-interval", env.Duration("SECURITY_GROUP_REFRESH_INTERVAL", DefaultSecurityGroupRefreshInterval), "How often EC2NodeClass security groups are resolved again.")
+	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", env.Bool("ENABLE_ZONAL_SHIFT", false), "Upstream: avoid zones under an ARC zonal shift. Not implemented yet: true logs a warning at start-up.")
+	fs.StringVar(&o.featureGates, "aws-feature-gates", env.String("AWS_FEATURE_GATES", options.DefaultString(Gates)), "Comma-separated AWS Gate=bool pairs: "+strings.Join(options.GateSet{Gates: Gates}.Names(), ", ")+". None is implemented yet: an enabled one, or an unknown name, logs a warning at start-up.")
+}
+
+// SettingWarnings name the AWS settings that are set but not implemented.
+func (o *Options) SettingWarnings() []string {
+	var out []string
+	if o.EnableZonalShift {
+		out = append(out, "enable-zonal-shift (ENABLE_ZONAL_SHIFT) is true but not implemented yet: zones under an ARC zonal shift are still launched into")
+	}
+	return out
 }
 
 // Validate checks what a flag type cannot, and reports malformed environment
@@ -139,6 +182,12 @@ func (o *Options) Validate() error {
 	if o.SubnetRefreshInterval <= 0 {
 		errs = append(errs, fmt.Errorf("subnet-refresh-interval (SUBNET_REFRESH_INTERVAL) %s: must be positive", o.SubnetRefreshInterval))
 	}
+	if o.SecurityGroupRefreshInterval <= 0 {
+		errs = append(errs, fmt.Errorf("security-group-refresh-interval (SECURITY_GROUP_REFRESH_INTERVAL) %s: must be positive", o.SecurityGroupRefreshInterval))
+	}
+	gates, err := options.ParseGateSet("aws-feature-gates", "AWS_FEATURE_GATES", Gates, o.featureGates)
+	o.FeatureGates = gates
+	errs = append(errs, err)
 	return errors.Join(errs...)
 }
 

@@ -30,17 +30,19 @@ func TestDefaultsAreUpstreams(t *testing.T) {
 		t.Fatal(err)
 	}
 	checks := map[string][2]any{
-		"cluster-name":               {o.ClusterName, "demo"},
-		"cluster-endpoint":           {o.ClusterEndpoint, ""},
-		"cluster-ca-bundle":          {o.ClusterCABundle, ""},
-		"isolated-vpc":               {o.IsolatedVPC, false},
-		"eks-control-plane":          {o.EKSControlPlane, false},
-		"vm-memory-overhead-percent": {o.VMMemoryOverheadPercent, 0.075},
-		"interruption-queue":         {o.InterruptionQueue, ""},
-		"reserved-enis":              {o.ReservedENIs, 0},
-		"disable-dry-run":            {o.DisableDryRun, false},
-		"ami-refresh-interval":       {o.AMIRefreshInterval, time.Minute},
-		"subnet-refresh-interval":    {o.SubnetRefreshInterval, time.Minute},
+		"cluster-name":                    {o.ClusterName, "demo"},
+		"cluster-endpoint":                {o.ClusterEndpoint, ""},
+		"cluster-ca-bundle":               {o.ClusterCABundle, ""},
+		"isolated-vpc":                    {o.IsolatedVPC, false},
+		"eks-control-plane":               {o.EKSControlPlane, false},
+		"vm-memory-overhead-percent":      {o.VMMemoryOverheadPercent, 0.075},
+		"interruption-queue":              {o.InterruptionQueue, ""},
+		"reserved-enis":                   {o.ReservedENIs, 0},
+		"disable-dry-run":                 {o.DisableDryRun, false},
+		"ami-refresh-interval":            {o.AMIRefreshInterval, time.Minute},
+		"subnet-refresh-interval":         {o.SubnetRefreshInterval, time.Minute},
+		"security-group-refresh-interval": {o.SecurityGroupRefreshInterval, time.Minute},
+		"enable-zonal-shift":              {o.EnableZonalShift, false},
 	}
 	for name, c := range checks {
 		if c[0] != c[1] {

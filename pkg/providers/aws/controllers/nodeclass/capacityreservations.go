@@ -15,6 +15,11 @@ const CapacityReservationRefreshInterval = time.Minute
 // matched no active reservation.
 const ReasonCapacityReservationsNotFound = "CapacityReservationsNotFound"
 
+// ReasonReservedCapacityDisabled: the feature gate ReservedCapacity is off,
+// so capacityReservationSelectorTerms are not resolved (and do not keep the
+// class from Ready).
+const ReasonReservedCapacityDisabled = "ReservedCapacityDisabled"
+
 // resolveCapacityReservations writes status.capacityReservations. Unlike
 // subnets, a term that matches nothing makes the condition False: the
 // reservations are what the class was written for, so a missing one is not
@@ -26,6 +31,12 @@ func (c *Controller) resolveCapacityReservations(ctx context.Context, nc *v1.EC2
 	if len(nc.Spec.CapacityReservationSelectorTerms) == 0 {
 		nc.Status.CapacityReservations = nil
 		conds.SetTrue(v1.ConditionTypeCapacityReservationsReady)
+		return 0, nil
+	}
+	if c.DisableReservedCapacity {
+		nc.Status.CapacityReservations = nil
+		conds.SetTrueWithReason(v1.ConditionTypeCapacityReservationsReady, ReasonReservedCapacityDisabled,
+			"capacityReservationSelectorTerms are ignored: the feature gate ReservedCapacity is disabled")
 		return 0, nil
 	}
 	res, err := c.providers.CapacityReservations.List(ctx, nc.Spec.CapacityReservationSelectorTerms)

@@ -99,3 +99,22 @@ func TestNoCapacityReservationTerms(t *testing.T) {
 		t.Errorf("status %+v, calls %d", nc.Status.CapacityReservations, f.aws.Calls("ec2", "DescribeCapacityReservations"))
 	}
 }
+
+// With the feature gate ReservedCapacity disabled the terms are not resolved:
+// no reservations in status, and the condition is True with a reason saying
+// why, so the class is Ready.
+func TestCapacityReservationsWithTheGateOff(t *testing.T) {
+	f := setup(t)
+	f.c.DisableReservedCapacity = true
+	f.aws.AddCapacityReservation(awsemulator.CapacityReservation{ID: "cr-0a", InstanceType: "m5.large", Zone: "us-west-2a"})
+	nc := newNodeClass("gate-off")
+	nc.Spec.CapacityReservationSelectorTerms = []v1.CapacityReservationSelectorTerm{{ID: "cr-0a"}, {ID: "cr-0missing"}}
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = f.reconcile(t, nc)
+	expectCondition(t, nc, v1.ConditionTypeCapacityReservationsReady, metav1.ConditionTrue, nodeclass.ReasonReservedCapacityDisabled,
+		"capacityReservationSelectorTerms are ignored: the feature gate ReservedCapacity is disabled")
+	expectCondition(t, nc, status.ConditionReady, metav1.ConditionTrue, status.ConditionReady, "")
+	if len(nc.Status.CapacityReservations) != 0 {
+		t.Errorf("status.capacityReservations %+v, want none", nc.Status.CapacityReservations)
+	}
+}

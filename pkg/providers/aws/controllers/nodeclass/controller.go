@@ -59,6 +59,10 @@ type Controller struct {
 	opts       *settings.Options
 	providers  Providers
 	validation *validation
+
+	// DisableReservedCapacity (feature gate ReservedCapacity=false):
+	// capacityReservationSelectorTerms are not resolved.
+	DisableReservedCapacity bool
 }
 
 // NewController returns the EC2NodeClass controller. recorder may be nil.

@@ -1,0 +1,36 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// With upstream v1.15's chart environment (both gate settings as its chart
+// renders them, two gates turned on) the controller starts, reports all 13
+// gates, and warns about the two that are enabled but not implemented, and
+// about nothing else of the gates.
+func TestUpstreamChartGatesStartWithOneWarningEach(t *testing.T) {
+	env := map[string]string{
+		"CLUSTER_NAME":      "demo",
+		"FEATURE_GATES":     "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
+		"AWS_FEATURE_GATES": "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=true",
+	}
+	opts, provider, err := parse([]string{"--cloud-provider=aws"}, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatalf("upstream's chart settings refused: %v", err)
+	}
+	gates, warnings := settingsReport(opts, provider)
+	if len(gates) != 13 {
+		t.Errorf("%d gates reported, want 9 core and 4 AWS: %+v", len(gates), gates)
+	}
+	var gateWarnings []string
+	for _, w := range warnings {
+		if strings.HasPrefix(w, "feature gate ") {
+			gateWarnings = append(gateWarnings, w)
+		}
+	}
+	if len(gateWarnings) != 2 || !strings.Contains(gateWarnings[0], "NodeRepair is enabled (FEATURE_GATES) but not implemented yet") ||
+		!strings.Contains(gateWarnings[1], "RebootForRepair is enabled (AWS_FEATURE_GATES) but not implemented yet") {
+		t.Errorf("gate warnings %q", gateWarnings)
+	}
+}
