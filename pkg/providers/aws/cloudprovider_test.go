@@ -25,7 +25,7 @@ import (
 
 var e *env.Environment
 
-func TestMain(m *testing.M) { env.Main(m, &e) }
+func TestMain(m *testing.M) { env.Main(m, &e, dualStackServices) }
 
 func setup(t *testing.T) (context.Context, *aws.CloudProvider, *awsemulator.Emulator) {
 	t.Helper()

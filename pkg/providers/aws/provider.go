@@ -8,6 +8,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -115,7 +116,13 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		ReservedENIs:            opts.ReservedENIs,
 		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
 	})
-	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable)
+	// The nodes' cluster DNS address, read once at start-up as upstream does.
+	var reader client.Reader = deps.KubeClient
+	if deps.Manager != nil {
+		reader = deps.Manager.GetAPIReader() // the cache is not running yet
+	}
+	kubeDNSIP := discoverKubeDNS(ctx, reader)
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)

@@ -20,8 +20,10 @@ import (
 // EC2 client, subnets and unavailable offerings of the rest of the bundle.
 // Without CLUSTER_CA_BUNDLE, nodes trust the CA of the controller's own
 // kubeconfig; an empty endpoint, CA or service CIDR is read from EKS.
+// kubeDNSIP is the nodes' cluster DNS address ("": derived from the service
+// CIDR at launch).
 func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, providers nodeclass.Providers,
-	unavailable *instancetype.UnavailableOfferings) (*launchtemplate.Provider, *instance.Provider) {
+	unavailable *instancetype.UnavailableOfferings, kubeDNSIP string) (*launchtemplate.Provider, *instance.Provider) {
 	ca := opts.ClusterCABundle
 	if ca == "" && deps.Manager != nil {
 		if rc := deps.Manager.GetConfig(); rc != nil && len(rc.CAData) > 0 {
@@ -32,6 +34,7 @@ func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, 
 		ClusterName:     opts.ClusterName,
 		ClusterEndpoint: opts.ClusterEndpoint,
 		ClusterCABundle: ca,
+		KubeDNSIP:       kubeDNSIP,
 		EKS:             eks.NewFromConfig(cfg),
 	})
 	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instance.Options{ClusterName: opts.ClusterName})

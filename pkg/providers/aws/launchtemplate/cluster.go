@@ -44,7 +44,8 @@ func (p *Provider) clusterInfo(ctx context.Context) (Options, error) {
 }
 
 // withDNS derives the cluster DNS address (the service CIDR's .10, as EKS
-// places kube-dns) when it is not given.
+// places kube-dns) when it is not given: the fallback when the kube-dns
+// Service's ClusterIP could not be read at start-up.
 func withDNS(o Options) Options {
 	if o.KubeDNSIP != "" || o.ClusterCIDR == "" {
 		return o

@@ -44,7 +44,10 @@ type Options struct {
 	ClusterEndpoint string
 	ClusterCABundle string
 	ClusterCIDR     string
-	KubeDNSIP       string
+	// KubeDNSIP is the nodes' cluster DNS address (IPv4 or IPv6) when an
+	// EC2NodeClass sets none: the kube-dns Service's ClusterIP read at
+	// start-up; empty, the service CIDR's .10.
+	KubeDNSIP string
 	// TTL of a cached launch template after its last use (default DefaultTTL).
 	TTL time.Duration
 	// EKS, when set, fills an empty endpoint, CA bundle or service CIDR
