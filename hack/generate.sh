@@ -29,7 +29,8 @@ if [[ "$CRD_DIR" == pkg/apis/crds ]]; then
 	go run ./hack/chartcrds -root .
 fi
 
-# The chart's provider ClusterRole from each provider's ClusterRules.
+# The chart's provider ClusterRole and aggregated admin ClusterRole from each
+# provider's ClusterRules and AdminRules.
 go run ./hack/chartrbac -root .
 
 # Tables generated from the instance type facts file (the AWS emulator's copy):

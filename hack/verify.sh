@@ -2,7 +2,7 @@
 # Fails, naming the stale files, when the committed generated files
 # (zz_generated.deepcopy.go, pkg/apis/crds/*.yaml, the instance type tables
 # docs/aws-instance-types.md, the Helm charts' CRDs and the chart's provider
-# ClusterRole) differ from what
+# and aggregated admin ClusterRoles) differ from what
 # hack/generate.sh produces from the current types. The work tree is left
 # untouched: generation runs in a scratch copy of the module.
 set -euo pipefail
@@ -24,6 +24,7 @@ done < <(find "$scratch/pkg/apis" \( -name 'zz_generated.deepcopy.go' -o -path '
 	find "$scratch/pkg/providers/aws" -name 'zz_generated.*.go' -type f;
 	echo "$scratch/docs/aws-instance-types.md";
 	echo "$scratch/charts/karpenter/templates/clusterrole.yaml";
+	echo "$scratch/charts/karpenter/templates/aggregate-clusterrole.yaml";
 	find "$scratch/charts/karpenter/crds" "$scratch/charts/karpenter-crd/templates" -name '*.yaml' -type f)
 # Generated files that exist in the tree but would no longer be generated.
 while IFS= read -r f; do

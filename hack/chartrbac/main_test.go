@@ -13,15 +13,17 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers"
 )
 
-// TestTheChartHoldsTheRegistrysRules: the committed ClusterRole is what the
-// registry's providers declare (make generate writes it).
+// TestTheChartHoldsTheRegistrysRules: the committed ClusterRoles are what
+// the registry's providers declare (make generate writes them).
 func TestTheChartHoldsTheRegistrysRules(t *testing.T) {
-	committed, err := os.ReadFile("../../" + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(committed) != string(Render(providers.All())) {
-		t.Fatalf("%s is stale: run make generate", path)
+	for p, want := range map[string][]byte{path: Render(providers.All()), adminPath: RenderAdmin(providers.All())} {
+		committed, err := os.ReadFile("../../" + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(committed) != string(want) {
+			t.Errorf("%s is stale: run make generate", p)
+		}
 	}
 }
 
@@ -29,10 +31,12 @@ type ruled struct {
 	cloudprovider.Provider
 	name  string
 	rules []cloudprovider.ClusterRule
+	admin []cloudprovider.ClusterRule
 }
 
 func (r ruled) Name() string                              { return r.name }
 func (r ruled) ClusterRules() []cloudprovider.ClusterRule { return r.rules }
+func (r ruled) AdminRules() []cloudprovider.ClusterRule   { return r.admin }
 func (r ruled) AddFlags(*flag.FlagSet, cloudprovider.Env) {}
 func (r ruled) New(context.Context, cloudprovider.Deps) (*cloudprovider.Bundle, error) {
 	return nil, nil
@@ -67,5 +71,39 @@ func TestEachProviderGetsABranchAndTheDefaultIsTheFallback(t *testing.T) {
 			t.Fatalf("missing, or out of order, %q in:\n%s", w, out)
 		}
 		at += i + len(w)
+	}
+}
+
+// TestTheAdminRoleIsAggregatedAndBranchesByProvider: the admin ClusterRole
+// carries the aggregation label, the core's rules for every provider, and
+// each provider's own rules in its branch.
+func TestTheAdminRoleIsAggregatedAndBranchesByProvider(t *testing.T) {
+	out := string(RenderAdmin([]cloudprovider.Provider{
+		ruled{name: "first", admin: []cloudprovider.ClusterRule{rule("first.example", "firstclasses", "")}},
+		ruled{name: "second", admin: []cloudprovider.ClusterRule{rule("second.example", "secondclasses", "")}},
+	}))
+	want := []string{
+		`kind: ClusterRole`,
+		`name: {{ include "karpenter.fullname" . }}-admin`,
+		`    rbac.authorization.k8s.io/aggregate-to-admin: "true"` + "\n" + `    {{- include "karpenter.labels" . | nindent 4 }}`,
+		`rules:`,
+		`  - apiGroups: ["karpenter.sh"]` + "\n" + `    resources: ["nodepools", "nodepools/status", "nodeclaims", "nodeclaims/status"]` + "\n" +
+			`    verbs: ["get", "list", "watch", "create", "delete", "patch"]`,
+		`{{- if eq .Values.cloudProvider "second" }}`,
+		`resources: ["secondclasses"]`,
+		`{{- else }}`,
+		`resources: ["firstclasses"]`,
+		`{{- end }}`,
+	}
+	at := 0
+	for _, w := range want {
+		i := strings.Index(out[at:], w)
+		if i < 0 {
+			t.Fatalf("missing, or out of order, %q in:\n%s", w, out)
+		}
+		at += i + len(w)
+	}
+	if strings.Contains(out, "ClusterRoleBinding") {
+		t.Errorf("the aggregated role is bound to no one, but a binding is rendered:\n%s", out)
 	}
 }

@@ -58,6 +58,7 @@ func (exampleProvider) AddFlags(*flag.FlagSet, cloudprovider.Env) {}
 func (exampleProvider) Validate() error                           { return nil }
 func (exampleProvider) Offline() cloudprovider.Offline            { return exampleProvider{} }
 func (exampleProvider) ClusterRules() []cloudprovider.ClusterRule { return nil }
+func (exampleProvider) AdminRules() []cloudprovider.ClusterRule   { return nil }
 func (exampleProvider) NodeClassGroup() string                    { return exampleGV.Group }
 func (exampleProvider) Launched(n *corev1.Node) bool {
 	return strings.HasPrefix(n.Spec.ProviderID, exampleProviderIDPrefix)

@@ -77,6 +77,13 @@ func (p *Provider) ClusterRules() []cloudprovider.ClusterRule {
 	}
 }
 
+// AdminRules: admins manage EC2NodeClasses (upstream's verbs).
+func (p *Provider) AdminRules() []cloudprovider.ClusterRule {
+	return []cloudprovider.ClusterRule{
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{awsv1.Group}, Resources: []string{"ec2nodeclasses"}, Verbs: []string{"get", "list", "watch", "create", "delete", "patch"}}},
+	}
+}
+
 // Offline plans with the instance types EC2 describes (read calls only) and
 // prices AWS nodes from the reference prices.
 func (p *Provider) Offline() cloudprovider.Offline { return offline{} }

@@ -72,6 +72,14 @@ func (p *Provider) ClusterRules() []cloudprovider.ClusterRule {
 	}
 }
 
+// AdminRules: admins manage KWOKNodeClasses, with the verbs the AWS provider
+// grants on EC2NodeClasses.
+func (p *Provider) AdminRules() []cloudprovider.ClusterRule {
+	return []cloudprovider.ClusterRule{
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{kwokv1alpha1.Group}, Resources: []string{"kwoknodeclasses"}, Verbs: []string{"get", "list", "watch", "create", "delete", "patch"}}},
+	}
+}
+
 // Offline plans with the KWOK catalog in-process (INSTANCE_TYPES_FILE_PATH
 // as the controller reads it) and prices KWOK nodes from it.
 func (p *Provider) Offline() cloudprovider.Offline { return offline{} }
