@@ -58,6 +58,7 @@ type ControllerNode struct {
 	Logf   func(format string, args ...any)
 
 	port   int
+	podIP  string
 	server *http.Server
 	cancel context.CancelFunc
 	done   sync.WaitGroup
@@ -76,7 +77,9 @@ type podProcess struct {
 	stopping bool
 	// ports maps the pod's container ports (by number) to the process's.
 	ports map[int32]int
-	log   string
+	// listeners serve the pod's IP and container ports (see podIP).
+	listeners map[int32]net.Listener
+	log       string
 }
 
 // ControllerNodeTaint keeps every other pod off the node, as the suites expect
@@ -99,6 +102,7 @@ func (n *ControllerNode) Start(ctx context.Context) error {
 		return err
 	}
 	n.port = ln.Addr().(*net.TCPAddr).Port
+	n.podIP = podIP()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/containerLogs/{ns}/{pod}/{container}", n.containerLogs)
 	mux.HandleFunc("/portForward/{ns}/{pod}", n.portForward)
@@ -126,6 +130,7 @@ func (n *ControllerNode) Stop() {
 	defer n.mu.Unlock()
 	for _, pp := range n.pods {
 		_ = pp.proc.Stop(30 * time.Second)
+		pp.closeListeners()
 	}
 	if n.server != nil {
 		_ = n.server.Close()
@@ -217,7 +222,7 @@ func (n *ControllerNode) syncPods(ctx context.Context) {
 	for uid, pp := range n.pods {
 		if !seen[uid] && !pp.stopping {
 			pp.stopping = true
-			go func() { _ = pp.proc.Stop(30 * time.Second) }()
+			go func() { _ = pp.proc.Stop(30 * time.Second); pp.closeListeners() }()
 			delete(n.pods, uid)
 		}
 	}
@@ -252,6 +257,7 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 			}
 			go func() {
 				_ = pp.proc.Stop(grace)
+				pp.closeListeners()
 				n.finalDelete(context.Background(), pod)
 				n.mu.Lock()
 				delete(n.pods, pod.UID)
@@ -278,6 +284,7 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 			return
 		}
 	}
+	n.listen(pp)
 	ready := pp.proc.IsReady()
 	if ready != pp.ready || pod.Status.Phase != corev1.PodRunning || containerRestarts(pod) != pp.restarts {
 		if err := n.updatePodStatus(ctx, pod, pp, ready); err == nil {
@@ -357,7 +364,7 @@ func containerEnv(pod *corev1.Pod, ctr corev1.Container) ([]string, map[string]i
 				case "spec.nodeName":
 					value = pod.Spec.NodeName
 				case "status.podIP", "status.hostIP":
-					value = "127.0.0.1"
+					value = podIP()
 				default:
 					continue
 				}
@@ -409,8 +416,8 @@ func (n *ControllerNode) updatePodStatus(ctx context.Context, pod *corev1.Pod, p
 	}
 	start := metav1.NewTime(pp.started)
 	cur.Status.Phase = corev1.PodRunning
-	cur.Status.HostIP, cur.Status.PodIP = "127.0.0.1", "127.0.0.1"
-	cur.Status.HostIPs, cur.Status.PodIPs = []corev1.HostIP{{IP: "127.0.0.1"}}, []corev1.PodIP{{IP: "127.0.0.1"}}
+	cur.Status.HostIP, cur.Status.PodIP = n.podIP, n.podIP
+	cur.Status.HostIPs, cur.Status.PodIPs = []corev1.HostIP{{IP: n.podIP}}, []corev1.PodIP{{IP: n.podIP}}
 	if cur.Status.StartTime == nil {
 		cur.Status.StartTime = &start
 	}
@@ -453,6 +460,74 @@ func (n *ControllerNode) MirrorPod(ctx context.Context, component string, argv [
 		},
 	}
 	return n.Client.Create(ctx, pod)
+}
+
+// podIP is the address the node's pods report and serve their container
+// ports on: this host's first non-loopback IPv4 address, because the API
+// server's pod proxy (pods/<name>:<port>/proxy, which upstream's performance
+// suite scrapes metrics through) refuses loopback addresses.
+func podIP() string {
+	addrs, err := net.InterfaceAddrs()
+	if err == nil {
+		for _, a := range addrs {
+			if ipn, ok := a.(*net.IPNet); ok && !ipn.IP.IsLoopback() && ipn.IP.To4() != nil {
+				return ipn.IP.String()
+			}
+		}
+	}
+	return "127.0.0.1"
+}
+
+// listen serves the pod's container ports on its IP, each forwarded to the
+// process's own port, as a pod network would. A port another pod of this
+// host holds (during a rollout, or another cluster's controller) is tried
+// again on the next sync.
+func (n *ControllerNode) listen(pp *podProcess) {
+	if pp.listeners == nil {
+		pp.listeners = map[int32]net.Listener{}
+	}
+	for _, ctr := range pp.pod.Spec.Containers[:1] {
+		for _, cp := range ctr.Ports {
+			port := cp.ContainerPort
+			local, ok := pp.ports[port]
+			if !ok || pp.listeners[port] != nil {
+				continue
+			}
+			ln, err := net.Listen("tcp", net.JoinHostPort(n.podIP, strconv.Itoa(int(port))))
+			if err != nil {
+				continue
+			}
+			pp.listeners[port] = ln
+			go func() {
+				for {
+					c, err := ln.Accept()
+					if err != nil {
+						return
+					}
+					go proxyTCP(c, local)
+				}
+			}()
+		}
+	}
+}
+
+func (pp *podProcess) closeListeners() {
+	for _, ln := range pp.listeners {
+		_ = ln.Close()
+	}
+}
+
+func proxyTCP(in net.Conn, local int) {
+	defer in.Close()
+	out, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", local))
+	if err != nil {
+		return
+	}
+	defer out.Close()
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(out, in); close(done) }()
+	_, _ = io.Copy(in, out)
+	<-done
 }
 
 func (n *ControllerNode) lookup(ns, name string) *podProcess {

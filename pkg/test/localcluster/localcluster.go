@@ -168,6 +168,9 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 		args = append(args, "--node-monitor-grace-period", opts.NodeMonitorGracePeriod.String())
 	}
 	c.cmd = exec.Command(tool, args...)
+	// A test binary that dies (killed, or its -timeout panic) takes its
+	// clusters with it: the tool stops its children on SIGTERM.
+	c.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	logf, err := os.Create(filepath.Join(state, "cluster.log"))
 	if err != nil {
 		t.Fatal(err)
