@@ -16,6 +16,8 @@ const (
 	LabelNodePool     = "nodepool"
 	LabelCapacityType = "capacity_type"
 	LabelReason       = "reason"
+	// LabelZone is the node's topology.kubernetes.io/zone label.
+	LabelZone = "zone"
 	// LabelConsolidationPolicy is the owning NodePool's consolidationPolicy
 	// when the disruption controller chose the NodeClaim, empty otherwise.
 	LabelConsolidationPolicy = "consolidation_policy"
@@ -66,18 +68,18 @@ var (
 	// NodesCreatedTotal counts nodes that registered for a NodeClaim.
 	NodesCreatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodes", Name: "created_total",
-		Help: "Number of nodes created in total by Karpenter. Labeled by owning nodepool.",
-	}, []string{LabelNodePool})
+		Help: "Number of nodes created in total by Karpenter. Labeled by owning nodepool and zone.",
+	}, []string{LabelNodePool, LabelZone})
 	// NodesTerminatedTotal counts nodes Karpenter deleted.
 	NodesTerminatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodes", Name: "terminated_total",
-		Help: "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool.",
-	}, []string{LabelNodePool})
+		Help: "Number of nodes terminated in total by Karpenter. Labeled by owning nodepool and zone.",
+	}, []string{LabelNodePool, LabelZone})
 	// NodeClaimsTerminatedTotal counts NodeClaims whose finalizer completed.
 	NodeClaimsTerminatedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "terminated_total",
-		Help: "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool and capacity type.",
-	}, []string{LabelNodePool, LabelCapacityType})
+		Help: "Number of nodeclaims terminated in total by Karpenter. Labeled by the owning nodepool, capacity type and zone.",
+	}, []string{LabelNodePool, LabelCapacityType, LabelZone})
 	// NodeClaimsDisruptedTotal counts NodeClaims Karpenter deleted on purpose.
 	NodeClaimsDisruptedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "nodeclaims", Name: "disrupted_total",

@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ var Version = "dev"
 var buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Namespace: "karpenter", Name: "build_info",
 	Help: "A metric with a constant '1' value labeled by version from which karpenter was built.",
-}, []string{"version", "goversion", "commit"})
+}, []string{"version", "goversion", "goarch", "commit"})
 
 func init() {
 	crmetrics.Registry.MustRegister(buildInfo)
@@ -90,7 +91,7 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 		// Leave 10% for what the Go runtime does not account for.
 		debug.SetMemoryLimit(opts.MemoryLimit / 10 * 9)
 	}
-	buildInfo.WithLabelValues(Version, strings.TrimPrefix(goVersion(), "go"), commit()).Set(1)
+	buildInfo.WithLabelValues(Version, strings.TrimPrefix(goVersion(), "go"), goruntime.GOARCH, commit()).Set(1)
 
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(opts.KubeClientQPS), opts.KubeClientBurst

@@ -38,13 +38,13 @@
 //
 // Metrics: karpenter_voluntary_disruption_decisions_total{decision, reason,
 // consolidation_type}, _decisions_by_nodepool_total{nodepool, decision, reason,
-// consolidation_type}, _eligible_nodes{reason}, _decision_evaluation_duration_seconds{method,
+// consolidation_type}, _eligible_nodes{reason}, _decision_evaluation_duration_seconds{reason,
 // consolidation_type}, _consolidation_timeouts_total{consolidation_type},
 // _failed_validations_total{consolidation_type},
 // karpenter_nodepools_allowed_disruptions{nodepool, reason} and
 // karpenter_nodepools_nodes_consuming_budgets{nodepool, reason}. Reasons are
 // spelled as upstream's metrics do: lower case (empty, drifted, underutilized)
-// for the voluntary_disruption metrics, also for the method label, but as the
+// for the voluntary_disruption metrics, but as the
 // API spells them (Empty, Drifted, Underutilized) for the two nodepools gauges;
 // consolidation_type is empty, multi, single, or "" for drift. A
 // NodePool without an active budget for a reason reports 2147483647 allowed

@@ -30,7 +30,7 @@ var (
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "decision_evaluation_duration_seconds",
 		Help:    "Duration of the disruption decision evaluation process in seconds. Labeled by method and consolidation type.",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
-	}, []string{"method", "consolidation_type"})
+	}, []string{"reason", "consolidation_type"})
 	// ConsolidationTimeoutsTotal counts passes that stopped at the simulation bound.
 	ConsolidationTimeoutsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "consolidation_timeouts_total",

@@ -42,8 +42,8 @@ var (
 	// PodsState is karpenter_pods_state: one series per pod, value 1.
 	PodsState = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "pods", Name: "state",
-		Help: "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, nodepool name, zone, architecture, capacity type, instance type and pod phase.",
-	}, []string{"name", "namespace", "owner", "node", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase"})
+		Help: "Pod state is the current state of pods. This metric can be used several ways as it is labeled by the pod name, namespace, owner, node, whether it is scheduled, nodepool name, zone, architecture, capacity type, instance type, pod phase, whether it is ready and whether its node is managed by Karpenter.",
+	}, []string{"name", "namespace", "owner", "node", "scheduled", "nodepool", "zone", "arch", "capacity_type", "instance_type", "phase", "ready", "managed"})
 )
 
 // LaunchLoops is karpenter_provisioner_launch_loops_total, this implementation's

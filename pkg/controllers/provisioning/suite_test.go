@@ -548,9 +548,18 @@ func TestPodsStateMetricFollowsThePod(t *testing.T) {
 				continue
 			}
 			for _, m := range mf.GetMetric() {
+				labels := map[string]string{}
 				for _, l := range m.GetLabel() {
-					if l.GetName() == "name" && l.GetValue() == "metered" {
-						n++
+					labels[l.GetName()] = l.GetValue()
+				}
+				if labels["name"] != "metered" {
+					continue
+				}
+				n++
+				// A pending pod: not scheduled, not ready, on no managed node.
+				for k, want := range map[string]string{"scheduled": "false", "ready": "false", "managed": "false", "node": "", "owner": ""} {
+					if got, ok := labels[k]; !ok || got != want {
+						t.Errorf("karpenter_pods_state{%s} = %q (present %v), want %q", k, got, ok, want)
 					}
 				}
 			}

@@ -2,7 +2,10 @@ package provisioning
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,9 +135,11 @@ func (t *PodTrigger) Reconcile(ctx context.Context, req reconcile.Request) (reco
 }
 
 func (t *PodTrigger) export(ctx context.Context, p *corev1.Pod) error {
+	// The first owner's self link, as upstream writes it.
 	owner := ""
 	if len(p.OwnerReferences) > 0 {
-		owner = p.OwnerReferences[0].Kind + "/" + p.OwnerReferences[0].Name
+		ref := p.OwnerReferences[0]
+		owner = fmt.Sprintf("/apis/%s/namespaces/%s/%ss/%s", ref.APIVersion, p.Namespace, strings.ToLower(ref.Kind), ref.Name)
 	}
 	var nodeLabels map[string]string
 	if p.Spec.NodeName != "" {
@@ -145,9 +150,16 @@ func (t *PodTrigger) export(ctx context.Context, p *corev1.Pod) error {
 			return err
 		}
 	}
-	values := []string{p.Name, p.Namespace, owner, p.Spec.NodeName,
+	ready := false
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	values := []string{p.Name, p.Namespace, owner, p.Spec.NodeName, strconv.FormatBool(p.Spec.NodeName != ""),
 		nodeLabels[v1.NodePoolLabelKey], nodeLabels[corev1.LabelTopologyZone], nodeLabels[corev1.LabelArchStable],
-		nodeLabels[v1.CapacityTypeLabelKey], nodeLabels[corev1.LabelInstanceTypeStable], string(p.Status.Phase)}
+		nodeLabels[v1.CapacityTypeLabelKey], nodeLabels[corev1.LabelInstanceTypeStable], string(p.Status.Phase),
+		strconv.FormatBool(ready), strconv.FormatBool(nodeLabels[v1.NodePoolLabelKey] != "")}
 	key := types.NamespacedName{Namespace: p.Namespace, Name: p.Name}
 	t.mu.Lock()
 	defer t.mu.Unlock()

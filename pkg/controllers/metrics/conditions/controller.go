@@ -29,6 +29,13 @@ const (
 	LabelType      = "type"
 	LabelStatus    = "status"
 	LabelReason    = "reason"
+	// LabelToStatus is the status a condition transitioned to, on the
+	// transition duration histogram (LabelStatus is the one it left).
+	LabelToStatus = "to_status"
+	// LabelGroup and LabelKind name the object's API group and kind on the
+	// kind-less families (operator_status_condition_*, operator_termination_*).
+	LabelGroup = "group"
+	LabelKind  = "kind"
 )
 
 // Kind describes one watched kind: what the metric names call it, how to make
@@ -44,6 +51,12 @@ type Kind struct {
 	// Labels are object label keys exported, on every family, as a metric label
 	// named by PrometheusLabel; an object without the label gets "".
 	Labels []string
+	// Group and KindName are the API group and kind written on the kind-less
+	// families when KindLess is set (as upstream's status controllers built
+	// with EmitDeprecatedMetrics: NodeClaims, NodePools and NodeClasses, not
+	// Nodes).
+	Group, KindName string
+	KindLess        bool
 }
 
 // NodeClaimKind is upstream's NodeClaim registration: the NodeClass label of
@@ -54,6 +67,9 @@ func NodeClaimKind(nodeClassLabels ...string) Kind {
 		New:        func() client.Object { return &v1.NodeClaim{} },
 		Conditions: conditionsOf,
 		Labels:     append(append([]string{}, nodeClassLabels...), v1.NodePoolLabelKey),
+		Group:      v1.Group,
+		KindName:   "NodeClaim",
+		KindLess:   true,
 	}
 }
 
@@ -63,6 +79,9 @@ func NodePoolKind() Kind {
 		Name:       "nodepool",
 		New:        func() client.Object { return &v1.NodePool{} },
 		Conditions: conditionsOf,
+		Group:      v1.Group,
+		KindName:   "NodePool",
+		KindLess:   true,
 	}
 }
 
@@ -121,6 +140,9 @@ type Controller struct {
 	currentLabels, terminationLabels       []string
 	transitions                            *prometheus.CounterVec
 	transitionSeconds, terminationDuration *prometheus.HistogramVec
+	// shared holds the kind-less families of the registry, nil unless
+	// kind.KindLess.
+	shared *kindless
 
 	// mu guards seen: one key is never reconciled concurrently, but different
 	// keys may be and they share the map.
@@ -167,7 +189,7 @@ func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registere
 		Namespace: "operator", Subsystem: conditionSubsystem, Name: "transition_seconds",
 		Help:    "Seconds a condition held the status it left (labelled with that status) before an observed transition.",
 		Buckets: prometheus.DefBuckets,
-	}, with(LabelType, LabelStatus))
+	}, with(LabelType, LabelStatus, LabelToStatus))
 	c.terminationLabels = with(LabelNamespace, LabelName)
 	c.terminationCurrent = prometheus.NewDesc(prometheus.BuildFQName("operator", terminationSubsystem, "current_time_seconds"),
 		"Seconds an object has been terminating, since its deletionTimestamp.", c.terminationLabels, nil)
@@ -180,6 +202,14 @@ func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registere
 		if err := reg.Register(m); err != nil {
 			return nil, fmt.Errorf("registering %s status metrics: %w", kind.Name, err)
 		}
+	}
+	if kind.KindLess {
+		shared, err := kindlessFor(reg)
+		if err != nil {
+			return nil, err
+		}
+		shared.add(c)
+		c.shared = shared
 	}
 	return c, nil
 }
@@ -238,6 +268,9 @@ func (c *Controller) record(o client.Object) {
 			LabelType: cond.Type, LabelStatus: string(cond.Status), LabelReason: cond.Reason,
 		})
 		c.count.With(series).Set(1)
+		if c.shared != nil {
+			c.shared.count.With(c.kindlessLabels(series, LabelNamespace, LabelName, LabelType, LabelStatus, LabelReason)).Set(1)
+		}
 		now.gauges = append(now.gauges, series)
 		now.since = append(now.since, cond.LastTransitionTime.Time)
 
@@ -254,9 +287,11 @@ func (c *Controller) record(o client.Object) {
 		if was != nil && was.Status == cond.Status {
 			continue
 		}
-		c.transitions.With(labels(prometheus.Labels{
-			LabelType: cond.Type, LabelStatus: string(cond.Status), LabelReason: cond.Reason,
-		})).Inc()
+		transition := prometheus.Labels{LabelType: cond.Type, LabelStatus: string(cond.Status), LabelReason: cond.Reason}
+		if c.shared != nil {
+			c.shared.transitions.With(c.kindlessLabels(transition, LabelType, LabelStatus, LabelReason)).Inc()
+		}
+		c.transitions.With(labels(transition)).Inc()
 		if was == nil {
 			continue
 		}
@@ -264,9 +299,11 @@ func (c *Controller) record(o client.Object) {
 		// lengthen the duration; a hand-written status could make it negative,
 		// which would corrupt the distribution.
 		if d := cond.LastTransitionTime.Sub(was.LastTransitionTime.Time); d >= 0 {
-			c.transitionSeconds.With(labels(prometheus.Labels{
-				LabelType: cond.Type, LabelStatus: string(was.Status),
-			})).Observe(d.Seconds())
+			observed := prometheus.Labels{LabelType: cond.Type, LabelStatus: string(was.Status), LabelToStatus: string(cond.Status)}
+			if c.shared != nil {
+				c.shared.transitionSeconds.With(c.kindlessLabels(observed, LabelType, LabelStatus, LabelToStatus)).Observe(d.Seconds())
+			}
+			c.transitionSeconds.With(labels(observed)).Observe(d.Seconds())
 		}
 	}
 
@@ -280,7 +317,7 @@ func (c *Controller) record(o client.Object) {
 	if prev != nil {
 		for _, old := range prev.gauges {
 			if !containsLabels(now.gauges, old) {
-				c.count.Delete(old)
+				c.deleteCount(old)
 			}
 		}
 	}
@@ -298,6 +335,9 @@ func (c *Controller) gone(key types.NamespacedName) {
 	if prev.deletedAt != nil {
 		if d := c.clock.Since(prev.deletedAt.Time); d >= 0 {
 			c.terminationDuration.With(prev.extra).Observe(d.Seconds())
+			if c.shared != nil {
+				c.shared.terminationDuration.With(c.kindlessLabels(prometheus.Labels{})).Observe(d.Seconds())
+			}
 		}
 	}
 	c.forget(key, prev)
@@ -307,9 +347,27 @@ func (c *Controller) gone(key types.NamespacedName) {
 // Callers hold mu.
 func (c *Controller) forget(key types.NamespacedName, prev *observed) {
 	for _, old := range prev.gauges {
-		c.count.Delete(old)
+		c.deleteCount(old)
 	}
 	delete(c.seen, key)
+}
+
+// deleteCount deletes one count series and its kind-less twin.
+func (c *Controller) deleteCount(series prometheus.Labels) {
+	c.count.Delete(series)
+	if c.shared != nil {
+		c.shared.count.Delete(c.kindlessLabels(series, LabelNamespace, LabelName, LabelType, LabelStatus, LabelReason))
+	}
+}
+
+// kindlessLabels copies the named labels of l and adds the kind's group and
+// kind.
+func (c *Controller) kindlessLabels(l prometheus.Labels, names ...string) prometheus.Labels {
+	out := prometheus.Labels{LabelGroup: c.kind.Group, LabelKind: c.kind.KindName}
+	for _, n := range names {
+		out[n] = l[n]
+	}
+	return out
 }
 
 // ageCollector exports current_status_seconds and termination

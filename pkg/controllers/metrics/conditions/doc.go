@@ -10,8 +10,9 @@
 //   - operator_<kind>_status_condition_transitions_total (counter; type, status,
 //     reason of the new state): one per observed status change;
 //   - operator_<kind>_status_condition_transition_seconds (histogram, Prometheus'
-//     default buckets; type, status of the state left): the new lastTransitionTime
-//     minus the old one, i.e. how long the previous status held;
+//     default buckets; type, status of the state left, to_status of the state
+//     entered): the new lastTransitionTime minus the old one, i.e. how long the
+//     previous status held;
 //   - operator_<kind>_termination_current_time_seconds (gauge; namespace, name): how
 //     long an object has had a deletionTimestamp;
 //   - operator_<kind>_termination_duration_seconds (histogram, default buckets; no
@@ -33,7 +34,13 @@
 // every object every 10 s, a copy of every node and NodeClaim each time).
 //
 // A deleted object (NotFound) loses every per-object series; an object recreated
-// under the same name (new UID) starts afresh. Upstream's deprecated
-// kind-agnostic operator_status_condition_* families (group and kind labels) and
-// its condition-transition and Finalized events are not emitted.
+// under the same name (new UID) starts afresh.
+//
+// Kinds built with KindLess (NodeClaim, NodePool; upstream's status
+// controllers with EmitDeprecatedMetrics) also write the kind-agnostic
+// families operator_status_condition_{count,current_status_seconds,
+// transitions_total,transition_seconds} and operator_termination_
+// {current_time_seconds,duration_seconds}: the same base labels plus group and
+// kind, without the kind's extra labels, one set per registry shared by the
+// kinds. Upstream's condition-transition and Finalized events are not emitted.
 package conditions

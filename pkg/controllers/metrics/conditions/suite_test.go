@@ -258,7 +258,7 @@ func TestNodeClaimConditionFlip(t *testing.T) {
 		"reason=Launched,status=True,type=Launched," + ncExtra:          1,
 	}
 	f.expectCounters(t, ncTransitions, wantTransitions)
-	wantDurations := map[string]obs{"status=Unknown,type=Launched," + ncExtra: {count: 1, sum: 45}}
+	wantDurations := map[string]obs{"status=Unknown,to_status=True,type=Launched," + ncExtra: {count: 1, sum: 45}}
 	f.expectHistograms(t, ncTransition, wantDurations)
 
 	f.at(70 * time.Second)
@@ -358,7 +358,24 @@ func TestNodePoolConditions(t *testing.T) {
 		"reason=Ready,status=True,type=Ready":                             1,
 	})
 	f.expectHistograms(t, "operator_nodepool_status_condition_transition_seconds", map[string]obs{
-		"status=False,type=Ready": {count: 1, sum: 90},
+		"status=False,to_status=True,type=Ready": {count: 1, sum: 90},
+	})
+	// The kind-less families carry the same observations labelled by group
+	// and kind instead of the kind's extra labels.
+	kindless := "group=karpenter.sh,kind=NodePool,"
+	f.expectGauges(t, "operator_status_condition_count", map[string]float64{
+		kindless + valid: 1, kindless + ready: 1,
+	})
+	f.expectGauges(t, "operator_status_condition_current_status_seconds", map[string]float64{
+		kindless + valid: 100, kindless + ready: 10,
+	})
+	f.expectCounters(t, "operator_status_condition_transitions_total", map[string]float64{
+		kindless + "reason=ValidationSucceeded,status=True,type=ValidationSucceeded": 1,
+		kindless + "reason=NodeClassNotReady,status=False,type=Ready":                1,
+		kindless + "reason=Ready,status=True,type=Ready":                             1,
+	})
+	f.expectHistograms(t, "operator_status_condition_transition_seconds", map[string]obs{
+		kindless + "status=False,to_status=True,type=Ready": {count: 1, sum: 90},
 	})
 
 	// Its NodeClaim-kind sibling in the same registry stays empty.
@@ -401,7 +418,7 @@ func TestNodeConditionsAndLabelChange(t *testing.T) {
 	f.expectGauges(t, "operator_node_status_condition_count", map[string]float64{ready: 1})
 	f.expectGauges(t, "operator_node_status_condition_current_status_seconds", map[string]float64{ready: 8})
 	f.expectHistograms(t, "operator_node_status_condition_transition_seconds", map[string]obs{
-		base + "karpenter_sh_initialized=true,status=False,type=Ready": {count: 1, sum: 12},
+		base + "karpenter_sh_initialized=true,status=False,to_status=True,type=Ready": {count: 1, sum: 12},
 	})
 	f.expectCounters(t, "operator_node_status_condition_transitions_total", map[string]float64{
 		base + "karpenter_sh_initialized=,reason=KubeletNotReady,status=False,type=Ready": 1,

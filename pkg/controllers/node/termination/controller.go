@@ -259,7 +259,7 @@ func (c *Controller) release(ctx context.Context, node *corev1.Node) error {
 		return client.IgnoreNotFound(err)
 	}
 	pool := node.Labels[v1.NodePoolLabelKey]
-	metrics.NodesTerminatedTotal.WithLabelValues(pool).Inc()
+	metrics.NodesTerminatedTotal.WithLabelValues(pool, node.Labels[corev1.LabelTopologyZone]).Inc()
 	TerminationDuration.WithLabelValues(pool).Observe(c.clock.Since(stored.DeletionTimestamp.Time).Seconds())
 	LifetimeDuration.WithLabelValues(pool).Observe(c.clock.Since(node.CreationTimestamp.Time).Seconds())
 	c.events.forget(node)

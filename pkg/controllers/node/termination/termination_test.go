@@ -50,7 +50,7 @@ func TestDrainEvictsTiersInOrder(t *testing.T) {
 		testutil.ToFloat64(eviction.PodsDrainedTotal.WithLabelValues("Drifted")),
 		testutil.ToFloat64(eviction.EvictionRequestsTotal.WithLabelValues("200")),
 		testutil.ToFloat64(termination.NodesDrainedTotal.WithLabelValues("default")),
-		testutil.ToFloat64(metrics.NodesTerminatedTotal.WithLabelValues("default")),
+		testutil.ToFloat64(metrics.NodesTerminatedTotal.WithLabelValues("default", node.Labels[corev1.LabelTopologyZone])),
 	}
 	durations := summaryCount(t, termination.TerminationDuration.WithLabelValues("default").(prometheus.Metric))
 	lifetimes := histogramCount(t, termination.LifetimeDuration.WithLabelValues("default").(prometheus.Metric))
@@ -112,7 +112,7 @@ func TestDrainEvictsTiersInOrder(t *testing.T) {
 	if got := testutil.ToFloat64(termination.NodesDrainedTotal.WithLabelValues("default")); got != before.drainedNodes+1 {
 		t.Fatalf("karpenter_nodes_drained_total: %v -> %v", before.drainedNodes, got)
 	}
-	if got := testutil.ToFloat64(metrics.NodesTerminatedTotal.WithLabelValues("default")); got != before.terminatedNodes+1 {
+	if got := testutil.ToFloat64(metrics.NodesTerminatedTotal.WithLabelValues("default", node.Labels[corev1.LabelTopologyZone])); got != before.terminatedNodes+1 {
 		t.Fatalf("karpenter_nodes_terminated_total: %v -> %v", before.terminatedNodes, got)
 	}
 	if got := summaryCount(t, termination.TerminationDuration.WithLabelValues("default").(prometheus.Metric)); got != durations+1 {

@@ -155,7 +155,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		// older than its own last write registers the node again.
 		if !stored.StatusConditions().IsTrue(v1.ConditionTypeRegistered) && nc.StatusConditions().IsTrue(v1.ConditionTypeRegistered) {
 			if _, counted := c.registered.LoadOrStore(nc.UID, struct{}{}); !counted {
-				metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc)).Inc()
+				metrics.NodesCreatedTotal.WithLabelValues(nodePoolOf(nc), nc.Labels[corev1.LabelTopologyZone]).Inc()
 			}
 		}
 	}

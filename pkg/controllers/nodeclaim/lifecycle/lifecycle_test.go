@@ -22,7 +22,7 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	f := setup(t)
 	nc := nodeClaim("claim-1", "default")
 	ExpectApplied(f.ctx, t, e.Client, nc)
-	createdBefore := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default"))
+	createdBefore := createdInPool(t, "default")
 
 	// Launch; the KWOK node is written at once (no registration delay), so the
 	// same pass registers it too.
@@ -67,7 +67,7 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if c := ExpectExists(f.ctx, t, e.Client, nodePool("default")).StatusConditions().Get(v1.ConditionTypeNodeRegistrationHealthy); !c.IsTrue() {
 		t.Fatalf("NodePool NodeRegistrationHealthy after a registration: %+v", c)
 	}
-	if got := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default")); got != createdBefore+1 {
+	if got := createdInPool(t, "default"); got != createdBefore+1 {
 		t.Fatalf("karpenter_nodes_created_total went from %v to %v", createdBefore, got)
 	}
 
@@ -97,7 +97,7 @@ func TestLaunchRegisterInitialize(t *testing.T) {
 	if ExpectExists(f.ctx, t, e.Client, nc).ResourceVersion != rv {
 		t.Fatal("a settled NodeClaim was written again")
 	}
-	if got := testutil.ToFloat64(metrics.NodesCreatedTotal.WithLabelValues("default")); got != createdBefore+1 {
+	if got := createdInPool(t, "default"); got != createdBefore+1 {
 		t.Fatalf("karpenter_nodes_created_total counts one registration, got %v more", got-createdBefore)
 	}
 }
@@ -278,7 +278,8 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	ExpectReconciled(f.ctx, t, f.ctrl, nc)
 	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
-	before := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", ExpectExists(f.ctx, t, e.Client, nc).Labels[v1.CapacityTypeLabelKey]))
+	launched := ExpectExists(f.ctx, t, e.Client, nc)
+	before := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", launched.Labels[v1.CapacityTypeLabelKey], launched.Labels[corev1.LabelTopologyZone]))
 	countBefore, sumBefore := histogram(t, metrics.NodeClaimTerminationDuration.WithLabelValues("default"))
 	instanceBefore, _ := histogram(t, metrics.InstanceTerminationDuration.WithLabelValues("default"))
 
@@ -308,7 +309,7 @@ func TestDeletingTheNodeClaimTerminatesInstanceAndNode(t *testing.T) {
 	if list, _ := f.cp.List(f.ctx); len(list) != 0 {
 		t.Fatalf("instances left: %d", len(list))
 	}
-	after := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", nc.Labels[v1.CapacityTypeLabelKey]))
+	after := testutil.ToFloat64(metrics.NodeClaimsTerminatedTotal.WithLabelValues("default", launched.Labels[v1.CapacityTypeLabelKey], launched.Labels[corev1.LabelTopologyZone]))
 	if after != before+1 {
 		t.Fatalf("nodeclaims_terminated_total %v -> %v", before, after)
 	}

@@ -17,6 +17,7 @@ import (
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
+	karpentermetrics "github.com/karpenter-go/karpenter/pkg/metrics"
 	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
@@ -157,4 +158,25 @@ func histogram(t *testing.T, o prometheus.Observer) (uint64, float64) {
 		t.Fatal(err)
 	}
 	return m.GetHistogram().GetSampleCount(), m.GetHistogram().GetSampleSum()
+}
+
+// createdInPool sums karpenter_nodes_created_total over the zones of one
+// NodePool.
+func createdInPool(t *testing.T, pool string) float64 {
+	t.Helper()
+	ch := make(chan prometheus.Metric, 64)
+	go func() { karpentermetrics.NodesCreatedTotal.Collect(ch); close(ch) }()
+	var sum float64
+	for m := range ch {
+		var d dto.Metric
+		if err := m.Write(&d); err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range d.GetLabel() {
+			if l.GetName() == karpentermetrics.LabelNodePool && l.GetValue() == pool {
+				sum += d.GetCounter().GetValue()
+			}
+		}
+	}
+	return sum
 }

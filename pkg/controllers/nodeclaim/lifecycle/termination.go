@@ -89,7 +89,7 @@ func (t *Terminator) Finalize(ctx context.Context, nc *v1.NodeClaim) (reconcile.
 	if err := t.kubeClient.Patch(ctx, nc, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
 		return conflictIsRequeue(client.IgnoreNotFound(err))
 	}
-	metrics.NodeClaimsTerminatedTotal.WithLabelValues(nodePoolOf(nc), nc.Labels[v1.CapacityTypeLabelKey]).Inc()
+	metrics.NodeClaimsTerminatedTotal.WithLabelValues(nodePoolOf(nc), nc.Labels[v1.CapacityTypeLabelKey], nc.Labels[corev1.LabelTopologyZone]).Inc()
 	if nc.DeletionTimestamp != nil {
 		metrics.NodeClaimTerminationDuration.WithLabelValues(nodePoolOf(nc)).Observe(max(0, t.clock.Since(nc.DeletionTimestamp.Time).Seconds()))
 	}
