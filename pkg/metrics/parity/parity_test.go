@@ -1,0 +1,252 @@
+package parity
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	clock "k8s.io/utils/clock/testing"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	_ "github.com/karpenter-go/karpenter/pkg/controllers"
+	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
+	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
+	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+	_ "github.com/karpenter-go/karpenter/pkg/operator"
+	_ "github.com/karpenter-go/karpenter/pkg/providers"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws"
+	"github.com/karpenter-go/karpenter/pkg/state"
+)
+
+// upstreamFamily is one entry of testdata/upstream_metrics.json.
+type upstreamFamily struct {
+	Name    string   `json:"name"`
+	Type    string   `json:"type"`
+	Labels  []string `json:"labels"`
+	Dynamic string   `json:"dynamic"`
+	Source  string   `json:"source"`
+	Gate    string   `json:"gate"`
+}
+
+// notBuilt lists upstream families whose feature this controller does not
+// have; each names the missing feature. Every other upstream family must be
+// registered with upstream's label names.
+var notBuilt = map[string]string{
+	// CapacityBuffer (off-by-default gate): no CapacityBuffer controller.
+	"operator_capacitybuffer_status_condition_count":                  "CapacityBuffer",
+	"operator_capacitybuffer_status_condition_current_status_seconds": "CapacityBuffer",
+	"operator_capacitybuffer_status_condition_transition_seconds":     "CapacityBuffer",
+	"operator_capacitybuffer_status_condition_transitions_total":      "CapacityBuffer",
+	"operator_capacitybuffer_termination_current_time_seconds":        "CapacityBuffer",
+	"operator_capacitybuffer_termination_duration_seconds":            "CapacityBuffer",
+	// Balanced consolidation: no consolidation scoring.
+	"karpenter_consolidation_score":       "Balanced consolidation",
+	"karpenter_consolidation_moves_total": "Balanced consolidation",
+	// Node repair: no repair controller.
+	"karpenter_nodeclaims_unhealthy_disrupted_total": "node repair",
+	// NodeClaim reboot (node repair's reboot policy): not built.
+	"karpenter_nodes_reboots_total":                    "node reboot repair",
+	"karpenter_nodes_reboot_duration_seconds":          "node reboot repair",
+	"karpenter_nodes_reboot_recovery_duration_seconds": "node reboot repair",
+	// PodDeletionCostManagement (off-by-default gate): no deletion-cost controller.
+	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "pod deletion cost management",
+	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "pod deletion cost management",
+	// Terminate-first disruption decisions: not built.
+	"karpenter_voluntary_disruption_terminate_first_decisions_total": "terminate-first disruption",
+}
+
+// pending lists upstream families whose feature exists here but which are
+// not exported yet, each with what is missing. They are reported in the table
+// as PENDING; the list is meant to shrink to nothing.
+var pending = map[string]string{
+	// AWS SDK request metrics: the AWS clients are not instrumented.
+	"aws_sdk_go_request_attempt_duration_seconds": "AWS SDK middleware",
+	"aws_sdk_go_request_attempt_total":            "AWS SDK middleware",
+	"aws_sdk_go_request_duration_seconds":         "AWS SDK middleware",
+	"aws_sdk_go_request_retry_count":              "AWS SDK middleware",
+	"aws_sdk_go_request_total":                    "AWS SDK middleware",
+	// client-go request metrics: client-go's metric hooks are not set.
+	"client_go_request_duration_seconds": "client-go metric adapters",
+	"client_go_request_total":            "client-go metric adapters",
+	// AWS provider internals.
+	"karpenter_cloudprovider_batcher_batch_size":                    "AWS request batcher metrics",
+	"karpenter_cloudprovider_batcher_batch_time_seconds":            "AWS request batcher metrics",
+	"karpenter_cloudprovider_instance_launch_failures_total":        "AWS launch failure counter",
+	"karpenter_cloudprovider_instance_termination_failures_total":   "AWS termination failure counter",
+	"karpenter_ec2nodeclasses_userdata_bytes":                       "AWS user data size gauge",
+	"karpenter_interruption_instance_status_unhealthy_total":        "AWS instance status counter",
+	"operator_ec2nodeclass_status_condition_count":                  "EC2NodeClass status metrics controller",
+	"operator_ec2nodeclass_status_condition_current_status_seconds": "EC2NodeClass status metrics controller",
+	"operator_ec2nodeclass_status_condition_transition_seconds":     "EC2NodeClass status metrics controller",
+	"operator_ec2nodeclass_status_condition_transitions_total":      "EC2NodeClass status metrics controller",
+	"operator_ec2nodeclass_termination_current_time_seconds":        "EC2NodeClass status metrics controller",
+	"operator_ec2nodeclass_termination_duration_seconds":            "EC2NodeClass status metrics controller",
+	// Core.
+	"karpenter_cloudprovider_errors_total":                          "nodepool label",
+	"karpenter_nodepools_cost_total":                                "NodePool cost tracking",
+	"karpenter_nodepools_cost_tracker_errors_total":                 "NodePool cost tracking",
+	"karpenter_pods_bound_duration_seconds":                         "dynamic_resources label",
+	"karpenter_pods_unbound_time_seconds":                           "dynamic_resources label",
+	"karpenter_pods_provisioning_bound_duration_seconds":            "provisioning-only pod latencies",
+	"karpenter_pods_provisioning_scheduling_undecided_time_seconds": "provisioning-only pod latencies",
+	"karpenter_pods_provisioning_startup_duration_seconds":          "provisioning-only pod latencies",
+	"karpenter_pods_provisioning_unbound_time_seconds":              "provisioning-only pod latencies",
+	"karpenter_pods_provisioning_unstarted_time_seconds":            "provisioning-only pod latencies",
+	"karpenter_pods_scheduling_decision_duration_seconds":           "cluster state scheduling decision latency",
+	"karpenter_scheduler_ignored_pods_count":                        "scheduler ignored-pod gauge",
+	"karpenter_scheduler_pending_pods_by_effective_zone_count":      "scheduler per-zone pending gauge",
+	"karpenter_scheduler_queue_depth":                               "scheduling_id label",
+	"karpenter_scheduler_unfinished_work_seconds":                   "scheduler unfinished-work gauge",
+}
+
+// variableLabels reads a descriptor's variable label names from its String
+// form (Desc keeps them private).
+var descRE = regexp.MustCompile(`^Desc\{fqName: "([^"]*)", .*variableLabels: \{([^}]*)\}\}$`)
+
+// ourFamilies describes every collector the binary registers: the package
+// level ones (registered on controller-runtime's registry at init) and the
+// metrics controllers' (built here on a fresh registry, as the binary builds
+// them with the AWS provider's labels).
+func ourFamilies(t *testing.T) map[string][]string {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	clk := clock.NewFakeClock(time.Unix(0, 0))
+	if _, err := nodemetrics.NewController(state.NewCluster(clk, nil), clk, reg, awsv1.WellKnownLabels...); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := podmetrics.NewController(nil, clk, reg); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []conditions.Kind{conditions.NodeClaimKind(aws.NodeClassLabelKey), conditions.NodePoolKind(), conditions.NodeKind(aws.NodeClassLabelKey)} {
+		if _, err := conditions.NewController(nil, clk, reg, k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out := map[string][]string{}
+	for _, c := range []prometheus.Collector{reg, crmetrics.Registry.(prometheus.Collector)} {
+		ch := make(chan *prometheus.Desc, 1024)
+		go func() { c.Describe(ch); close(ch) }()
+		for d := range ch {
+			m := descRE.FindStringSubmatch(d.String())
+			if m == nil {
+				t.Fatalf("unparsable descriptor %s", d)
+			}
+			labels := []string{}
+			if m[2] != "" {
+				labels = strings.Split(m[2], ",")
+			}
+			out[m[1]] = labels
+		}
+	}
+	return out
+}
+
+// TestUpstreamMetricFamilies compares family names and label names with
+// upstream's and prints the table.
+func TestUpstreamMetricFamilies(t *testing.T) {
+	b, err := os.ReadFile("testdata/upstream_metrics.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var upstream []upstreamFamily
+	if err := json.Unmarshal(b, &upstream); err != nil {
+		t.Fatal(err)
+	}
+	ours := ourFamilies(t)
+	var table strings.Builder
+	fmt.Fprintf(&table, "%-68s | %-60s | %-60s | %s\n", "family", "upstream labels", "ours", "status")
+	var failures []string
+	counts := map[string]int{}
+	for _, u := range upstream {
+		got, present := ours[u.Name]
+		status := "same"
+		switch {
+		case !present && notBuilt[u.Name] != "":
+			status = "not built: " + notBuilt[u.Name]
+		case !present:
+			status = "MISSING"
+		case u.Dynamic != "":
+			// the static part must be there; the rest are the well-known node
+			// labels, which the provider registers
+			if missing := minus(u.Labels, got); len(missing) > 0 {
+				status = "LABELS −" + strings.Join(missing, " −")
+			} else {
+				status = "same (+ " + u.Dynamic + ")"
+			}
+		default:
+			if missing, extra := minus(u.Labels, got), minus(got, u.Labels); len(missing)+len(extra) > 0 {
+				status = "LABELS"
+				for _, m := range missing {
+					status += " −" + m
+				}
+				for _, e := range extra {
+					status += " +" + e
+				}
+			}
+		}
+		oursText := strings.Join(got, ",")
+		if !present {
+			oursText = "—"
+		}
+		if u.Dynamic != "" {
+			oursText = fmt.Sprintf("%d labels", len(got))
+		}
+		if status == "MISSING" || strings.HasPrefix(status, "LABELS") {
+			if why, ok := pending[u.Name]; ok {
+				status = "PENDING (" + why + "): " + status
+			} else {
+				failures = append(failures, u.Name+": "+status)
+			}
+		}
+		counts[strings.Fields(status)[0]]++
+		fmt.Fprintf(&table, "%-68s | %-60s | %-60s | %s\n", u.Name, strings.Join(u.Labels, ","), oursText, status)
+	}
+	t.Logf("metric families, upstream vs ours:\n%s\n%d upstream families; %v", table.String(), len(upstream), counts)
+	for name := range notBuilt {
+		if _, ok := ours[name]; ok {
+			failures = append(failures, name+": registered, but listed as not built")
+		}
+	}
+	for name := range pending {
+		if u, ok := find(upstream, name); !ok {
+			failures = append(failures, name+": listed as pending, but not an upstream family")
+		} else if got, ok := ours[name]; ok && len(minus(u.Labels, got))+len(minus(got, u.Labels)) == 0 {
+			failures = append(failures, name+": exported as upstream does, drop it from pending")
+		}
+	}
+	sort.Strings(failures)
+	for _, f := range failures {
+		t.Error(f)
+	}
+}
+
+func find(fams []upstreamFamily, name string) (upstreamFamily, bool) {
+	for _, f := range fams {
+		if f.Name == name {
+			return f, true
+		}
+	}
+	return upstreamFamily{}, false
+}
+
+// minus returns the elements of a not in b.
+func minus(a, b []string) []string {
+	in := map[string]bool{}
+	for _, x := range b {
+		in[x] = true
+	}
+	var out []string
+	for _, x := range a {
+		if !in[x] {
+			out = append(out, x)
+		}
+	}
+	return out
+}
