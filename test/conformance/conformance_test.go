@@ -187,6 +187,7 @@ func (w *worker) up(t *testing.T) {
 	w.node = &conformance.ControllerNode{
 		Name: "karpenter-control-plane", Client: w.c.Client, KubeClient: w.c.KubeClient, AdminKubeconfig: w.c.Kubeconfig,
 		Binary: w.karpenter, Dir: filepath.Join(w.c.StateDir, "controller-node"), Logf: t.Logf,
+		ServePodPorts: *suite == "performance",
 	}
 	if err := w.node.Start(ctx); err != nil {
 		t.Fatal(err)

@@ -56,6 +56,11 @@ type ControllerNode struct {
 	Binary string
 	Dir    string
 	Logf   func(format string, args ...any)
+	// ServePodPorts serves the pods' container ports on the host's address
+	// (see podIP): the performance suite reads the controller's metrics
+	// through the API server's pod proxy. Off for the other suites, whose
+	// Chaos specs bind :8080 themselves.
+	ServePodPorts bool
 
 	port   int
 	podIP  string
@@ -284,7 +289,9 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 			return
 		}
 	}
-	n.listen(pp)
+	if n.ServePodPorts {
+		n.listen(pp)
+	}
 	ready := pp.proc.IsReady()
 	if ready != pp.ready || pod.Status.Phase != corev1.PodRunning || containerRestarts(pod) != pp.restarts {
 		if err := n.updatePodStatus(ctx, pod, pp, ready); err == nil {
