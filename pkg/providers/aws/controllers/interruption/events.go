@@ -16,9 +16,9 @@ const (
 	ReasonInstanceTerminating         = "InstanceTerminating"
 	ReasonInstanceUnhealthy           = "InstanceUnhealthy"
 	ReasonTerminatingOnInterruption   = "TerminatingOnInterruption"
-	// ReasonCapacityReservationInterrupted is ours: upstream's event for this
-	// newer kind is not in our reference.
-	ReasonCapacityReservationInterrupted = "CapacityReservationInterrupted"
+	// ReasonCapacityReservationInstanceInterrupted: EC2 warned that the
+	// instance's capacity reservation is reclaiming it.
+	ReasonCapacityReservationInstanceInterrupted = "CapacityReservationInstanceInterrupted"
 )
 
 type notice struct {
@@ -39,7 +39,7 @@ func noticeFor(m messages.Message) (notice, bool) {
 	case messages.ScheduledChangeKind:
 		return notice{corev1.EventTypeWarning, ReasonInstanceUnhealthy, "AWS Health scheduled change for the instance"}, true
 	case messages.CapacityReservationInterruptionKind:
-		return notice{corev1.EventTypeWarning, ReasonCapacityReservationInterrupted, "Capacity reservation interruption warning for the instance"}, true
+		return notice{corev1.EventTypeWarning, ReasonCapacityReservationInstanceInterrupted, "Capacity Reservation interruption warning was triggered"}, true
 	}
 	return notice{}, false
 }

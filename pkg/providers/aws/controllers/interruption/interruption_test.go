@@ -88,7 +88,7 @@ func TestInstanceGoingAway(t *testing.T) {
 		{"shutting-down", "instance_terminated", interruption.ReasonInstanceTerminating, func(id string) string { return stateChange(id, "shutting-down") }},
 		{"terminated", "instance_terminated", interruption.ReasonInstanceTerminating, func(id string) string { return stateChange(id, "terminated") }},
 		{"scheduled-change", "scheduled_change", interruption.ReasonInstanceUnhealthy, func(id string) string { return scheduledChange(id) }},
-		{"capacity-reservation", "capacity_reservation_interrupted", interruption.ReasonCapacityReservationInterrupted, func(id string) string {
+		{"capacity-reservation", "capacity_reservation_interrupted", interruption.ReasonCapacityReservationInstanceInterrupted, func(id string) string {
 			return event("aws.ec2", "EC2 Capacity Reservation Instance Interruption Warning", `{"instance-id":"`+id+`"}`)
 		}},
 	} {
