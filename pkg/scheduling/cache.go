@@ -236,7 +236,7 @@ func (s *solver) prepKey(np *NodePool) string {
 		w(string(n))
 	}
 	w("|")
-	for _, ds := range s.in.DaemonSetPods {
+	for _, ds := range s.daemons {
 		w(strconv.FormatUint(uint64(reflect.ValueOf(ds).Pointer()), 16))
 	}
 	w("|")

@@ -258,9 +258,30 @@ func cClaimLabels(c *scheduling.NewClaim, it *scheduling.InstanceType) (map[stri
 	return lbls, best, found
 }
 
+// cClaimsDevices: the pod claims devices through Dynamic Resource Allocation.
+func cClaimsDevices(p *corev1.Pod) bool {
+	n := len(p.Spec.ResourceClaims)
+	for _, c := range append(append([]corev1.Container(nil), p.Spec.InitContainers...), p.Spec.Containers...) {
+		n += len(c.Resources.Claims)
+	}
+	return n > 0
+}
+
+// cDaemons are the DaemonSet pods that count: those claiming devices do not unless the
+// solver simulates Dynamic Resource Allocation requests.
+func cDaemons(in *scheduling.Input) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, ds := range in.DaemonSetPods {
+		if in.Options.SimulateDRARequests || !cClaimsDevices(ds) {
+			out = append(out, ds)
+		}
+	}
+	return out
+}
+
 func cDaemonOverhead(in *scheduling.Input, np *scheduling.NodePool, lbls map[string]string) map[corev1.ResourceName]int64 {
 	out := map[corev1.ResourceName]int64{}
-	for _, ds := range in.DaemonSetPods {
+	for _, ds := range cDaemons(in) {
 		if cTolerates(ds, np.Taints) != nil || cPodFitsLabels(ds, lbls) != nil {
 			continue
 		}
@@ -429,6 +450,8 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 			fail("pod %s placed and reported unschedulable", p.Name)
 		case placed[p] == 0 && !hasErr:
 			fail("pod %s neither placed nor reported", p.Name)
+		case placed[p] > 0 && !in.Options.SimulateDRARequests && cClaimsDevices(p):
+			fail("pod %s claims devices through Dynamic Resource Allocation and was placed", p.Name)
 		}
 	}
 	// Per-node checks on existing nodes: resources, labels, ports.
@@ -476,7 +499,7 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 					continue
 				}
 				var daemons []*corev1.Pod
-				for _, ds := range in.DaemonSetPods {
+				for _, ds := range cDaemons(in) {
 					if cTolerates(ds, cn.claim.NodePool.Taints) == nil && cPodFitsLabels(ds, lbls) == nil {
 						daemons = append(daemons, ds)
 					}

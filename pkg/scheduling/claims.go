@@ -81,7 +81,7 @@ func (s *solver) newPool(idx int, np *NodePool) *poolState {
 		pp.baseAvail = s.maxAlloc(p, pp.baseCompat)
 		if s.cache != nil {
 			pp.its = append([]*InstanceType(nil), np.InstanceTypes...)
-			pp.ds = append([]*corev1.Pod(nil), s.in.DaemonSetPods...)
+			pp.ds = append([]*corev1.Pod(nil), s.daemons...)
 			pp = s.cache.put(key, pp)
 		}
 	}
@@ -120,7 +120,7 @@ func (s *solver) prepare(np *NodePool) *preparedPool {
 	pp.baseReqs = poolRequirements(np)
 	its := np.InstanceTypes
 	var dsPods []*podInfo
-	for _, ds := range s.in.DaemonSetPods {
+	for _, ds := range s.daemons {
 		if ToleratesTaints(ds.Spec.Tolerations, np.Taints, false) != nil {
 			continue
 		}

@@ -259,7 +259,7 @@ func occupies(p *corev1.Pod) bool {
 // land on it but are not bound yet: the DaemonSets compatible with the node, minus the
 // DaemonSet-owned pods already bound (never below zero).
 func (s *solver) pendingDaemonSets(t *target) {
-	if len(s.in.DaemonSetPods) == 0 {
+	if len(s.daemons) == 0 {
 		return
 	}
 	want := make(resVec, len(s.ri.names))
@@ -292,7 +292,7 @@ func (s *solver) pendingDaemonSets(t *target) {
 // and taints.
 func (s *solver) pendingDaemons(reqs Requirements, taints []corev1.Taint) []*corev1.Pod {
 	var out []*corev1.Pod
-	for _, ds := range s.in.DaemonSetPods {
+	for _, ds := range s.daemons {
 		if toleratesAll(ds.Spec.Tolerations, taints, false) && daemonCompatible(ds, reqs, nil) {
 			out = append(out, ds)
 		}

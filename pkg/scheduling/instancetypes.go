@@ -486,7 +486,7 @@ func (s *solver) chooseTypes(t *target) *claimTypes {
 	}
 	if len(chosen) > 0 {
 		ct.price = chosen[0].price
-		if len(s.in.DaemonSetPods) == 0 {
+		if len(s.daemons) == 0 {
 			ct.overhead = s.ri.list(t.pool.overhead[chosen[0].i]) // zero
 		} else {
 			ct.overhead = s.ri.list(daemonOverhead(t.pool, chosen))

@@ -143,6 +143,13 @@ type Options struct {
 	MaxInstanceTypes int
 	// WellKnownLabels replaces DefaultWellKnownLabels when non-nil (providers add their own).
 	WellKnownLabels []string
+	// SimulateDRARequests is IGNORE_DRA_REQUESTS=false. When it is unset (upstream's default,
+	// IGNORE_DRA_REQUESTS=true) a pod with Dynamic Resource Allocation requests (HasDRARequests)
+	// is refused with a DRAError, wherever it comes from (pending, or moving off a node being
+	// disrupted), and a DaemonSet pod with such requests is no new node's overhead. When it is
+	// set such pods are placed like any other: their claims are not simulated against
+	// ResourceSlices, so the node chosen may lack the devices they claim.
+	SimulateDRARequests bool
 }
 
 // Input is a snapshot of everything the solver needs. It is not modified by Solve.

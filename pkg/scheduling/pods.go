@@ -174,6 +174,11 @@ func (s *solver) readCons(p *podCons, pod *corev1.Pod) {
 			}
 		}
 	}
+	// Refused whatever else the pod requires (upstream checks this first, so its error wins over a
+	// volume's); the constraints are still read, for Placement's users.
+	if !s.opts.SimulateDRARequests && HasDRARequests(pod) {
+		p.invalid = errDRA
+	}
 }
 
 // noTerms is the terms of a pod without node selector, required node affinity or volume

@@ -17,8 +17,11 @@ import (
 // placement.go the same constraints compiled for callers that predict Solve.
 
 type solver struct {
-	in          *Input
-	opts        Options
+	in   *Input
+	opts Options
+	// daemons are Input.DaemonSetPods, without those with Dynamic Resource Allocation requests
+	// unless Options.SimulateDRARequests (a refused daemon is no node's overhead).
+	daemons     []*corev1.Pod
 	ri          *resourceIndex
 	wellKnown   map[string]bool
 	wellKnownFn func(string) bool
@@ -133,7 +136,7 @@ func newSolver(in *Input) *solver {
 	// (builtin resources by lookup into podInfo.builtin, other names registered; sortedQueue reads
 	// those pods' lists again) and its queue key.
 	s.readPods(in.Pods)
-	for _, p := range in.DaemonSetPods {
+	for _, p := range s.daemons {
 		s.ri.register(podRequests(p))
 	}
 
@@ -185,6 +188,10 @@ func newBareSolver(in *Input) *solver {
 	}
 	if s.opts.MaxInstanceTypes <= 0 {
 		s.opts.MaxInstanceTypes = DefaultMaxInstanceTypes
+	}
+	s.daemons = in.DaemonSetPods
+	if !s.opts.SimulateDRARequests {
+		s.daemons = withoutDRA(in.DaemonSetPods)
 	}
 	wk := s.opts.WellKnownLabels
 	if wk == nil {
