@@ -80,6 +80,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		// kube-scheduler's default topology spread (SCHEDULER_CONFIG), for
 		// provisioning and disruption alike.
 		DefaultTopologySpread: d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(),
+		SimulateDRARequests:   !d.Options.IgnoreDRARequests,
 	})
 	if defaults := d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(); len(defaults) > 0 {
 		mgr.GetLogger().Info("scheduler-config is set: pods that declare no topology spread constraints are simulated with these defaults", "default-topology-spread-constraints", defaults)

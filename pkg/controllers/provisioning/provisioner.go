@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -55,6 +56,11 @@ type Options struct {
 	// constraints (SCHEDULER_CONFIG): the solver input gives them to pods that
 	// declare none (see defaultspread).
 	DefaultTopologySpread []corev1.TopologySpreadConstraint
+	// SimulateDRARequests is IGNORE_DRA_REQUESTS=false (see
+	// scheduling.Options.SimulateDRARequests). Unset, upstream's default, pods
+	// with Dynamic Resource Allocation requests launch nothing: each is told
+	// why in a FailedScheduling event, and disruption does not move them.
+	SimulateDRARequests bool
 }
 
 // Provisioner turns batches of pending pods into NodeClaims.
@@ -225,6 +231,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		}
 	}
 	for pod, perr := range results.PodErrors {
+		if scheduling.IsDRAError(perr) {
+			logger.Info("skipping pod with Dynamic Resource Allocation requirements, not yet supported by Karpenter", "Pod", klog.KObj(pod))
+		}
 		p.recorder.Eventf(pod, corev1.EventTypeWarning, EventFailedScheduling, "Failed to schedule pod, %s", perr.Error())
 	}
 	p.exportNodePoolMetrics()
@@ -287,9 +296,10 @@ func (p *Provisioner) SolverInput(ctx context.Context, pods []*corev1.Pod) (*sch
 	in.NodePools = pools
 	in.UnavailableNodePools = unavailable
 	in.Options = scheduling.Options{
-		PreferencePolicy: p.opts.PreferencePolicy,
-		MinValuesPolicy:  p.opts.MinValuesPolicy,
-		WellKnownLabels:  wellKnownLabels(pools),
+		PreferencePolicy:    p.opts.PreferencePolicy,
+		MinValuesPolicy:     p.opts.MinValuesPolicy,
+		WellKnownLabels:     wellKnownLabels(pools),
+		SimulateDRARequests: p.opts.SimulateDRARequests,
 	}
 	return in, skipped, nil
 }

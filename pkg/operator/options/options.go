@@ -106,7 +106,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", env.Duration("BATCH_IDLE_DURATION", time.Second), "A batch closes once no pod arrived for this long.")
 	fs.StringVar(&preference, "preference-policy", env.String("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
 	fs.StringVar(&minValues, "min-values-policy", env.String("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
-	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Upstream: refuse pods with Dynamic Resource Allocation requests (true) or simulate them (false). Neither is implemented yet: either value logs a warning at start-up.")
+	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Leave pods with Dynamic Resource Allocation requests (resource claims) pending: nothing is launched for them and disruption does not move them (true). false provisions for them, but their claims are not simulated against ResourceSlices yet: it logs a warning at start-up.")
 	fs.BoolVar(&o.LegacyNodeRepair, "legacy-node-repair", env.Bool("LEGACY_NODE_REPAIR", false), "Upstream: run the legacy node repair controller with the NodeRepair gate. There is no node repair yet: true logs a warning at start-up.")
 	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", DefaultString(CoreGates)), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+". Gates not implemented yet, and unknown names, are accepted with a warning at start-up.")
 	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
@@ -190,10 +190,8 @@ func (o *Options) FeatureGate(name string) bool { return o.FeatureGates[name] }
 // for compatibility whose behaviour is not implemented yet, each named.
 func (o *Options) SettingWarnings() []string {
 	var out []string
-	if o.IgnoreDRARequests {
-		out = append(out, "ignore-dra-requests (IGNORE_DRA_REQUESTS) is true but not implemented yet: pods with Dynamic Resource Allocation requests are provisioned for as if they had none, instead of being left pending")
-	} else {
-		out = append(out, "ignore-dra-requests (IGNORE_DRA_REQUESTS) is false but Dynamic Resource Allocation is not implemented yet: pods' resource claims are not simulated and their nodes may not have the devices they claim")
+	if !o.IgnoreDRARequests {
+		out = append(out, "ignore-dra-requests (IGNORE_DRA_REQUESTS) is false but simulating Dynamic Resource Allocation is not implemented yet: pods with resource claims are provisioned for and moved by their other requests, their claims are not simulated against ResourceSlices, and their nodes may not have the devices they claim")
 	}
 	if o.LegacyNodeRepair {
 		out = append(out, "legacy-node-repair (LEGACY_NODE_REPAIR) is true but not implemented yet: there is no node repair controller, legacy or not")
