@@ -26,6 +26,10 @@ type node struct {
 	// moving are the pods a disruption reschedules (not DaemonSet, mirror,
 	// terminal or terminating pods).
 	moving []*corev1.Pod
+	// refused is the first moving pod the solver refuses wherever it would go
+	// (Dynamic Resource Allocation requests while the solver does not simulate
+	// them): nil when there is none. The node's pods cannot all move.
+	refused *corev1.Pod
 	// consolidatable and drifted mirror the NodeClaim's conditions.
 	consolidatable bool
 	drifted        bool
@@ -62,6 +66,9 @@ func newNode(p *pass, in *Node) *node {
 	for _, pod := range in.Pods() {
 		if reschedulable(pod) {
 			n.moving = append(n.moving, pod)
+			if n.refused == nil && !p.in.Scheduling.Options.SimulateDRARequests && scheduling.HasDRARequests(pod) {
+				n.refused = pod
+			}
 		}
 	}
 	if in.NodeClaim != nil {

@@ -61,6 +61,13 @@ type prune func(pods []*podReq) string
 // are gone (pending pods compete for the same room). It returns nil and a
 // reason when the packer already knows the answer is no.
 func (p *pass) simulate(cands []*node, pr prune) (*simulation, string) {
+	// A pod the solver refuses whatever the nodes keeps its candidate: the
+	// solver's answer, known without packing or solving.
+	for _, c := range cands {
+		if pod := c.refused; pod != nil {
+			return &simulation{err: fmt.Errorf("pod %s/%s: %w", pod.Namespace, pod.Name, scheduling.DRAError{})}, ""
+		}
+	}
 	packed := p.packWithout(cands)
 	if len(packed.moving) == 0 {
 		return &simulation{ok: true}, ""
