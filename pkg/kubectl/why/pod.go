@@ -67,6 +67,12 @@ func Pod(ctx context.Context, snap *snapshot.Snapshot, namespace, name string) (
 		if q.Namespace != namespace || q.Name != name {
 			continue
 		}
+		if scheduling.IsDRAError(perr) {
+			fmt.Fprintf(&b, "pod %s would stay pending: it claims devices through Dynamic Resource Allocation (resource claims), "+
+				"and Karpenter launches nothing for such pods while IGNORE_DRA_REQUESTS is true (the default).\n", key)
+			fmt.Fprintf(&b, "  - %s\n", perr.Error())
+			return b.String(), nil
+		}
 		fmt.Fprintf(&b, "pod %s would stay pending: no NodePool can launch a node for it and no existing node can take it.\n", key)
 		reasons := []string{perr.Error()}
 		if pe, ok := perr.(*scheduling.PodError); ok {
