@@ -58,3 +58,30 @@ func TestNilRecorderStaysNil(t *testing.T) {
 		t.Fatal("a nil recorder must stay nil, so callers' nil checks keep working")
 	}
 }
+
+func TestPublishDedupesByReasonAndValuesForTheEventsTimeout(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Now())
+	fake := record.NewFakeRecorder(10)
+	p := NewPublisher(fake, clk)
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "a", UID: "uid-a"}}
+	e := Event{InvolvedObject: pod, Type: corev1.EventTypeWarning, Reason: "R", Message: "one", DedupeValues: []string{"uid-a"}, DedupeTimeout: time.Minute}
+	p.Publish(e)
+	e2 := e
+	e2.Message = "two" // the message is not part of the key
+	p.Publish(e2)
+	if got := drain(fake); len(got) != 1 || got[0] != "Warning R one" {
+		t.Fatalf("recorded %q, want only the first", got)
+	}
+	clk.Step(time.Minute)
+	p.Publish(e2)
+	if got := drain(fake); len(got) != 1 || got[0] != "Warning R two" {
+		t.Fatalf("after the timeout: recorded %q", got)
+	}
+	// Without dedupe values every event is recorded.
+	e.DedupeValues = nil
+	p.Publish(e, e)
+	if got := drain(fake); len(got) != 2 {
+		t.Fatalf("undeduplicated: recorded %q, want two", got)
+	}
+	NewPublisher(nil, clk).Publish(e) // a nil recorder records nothing
+}

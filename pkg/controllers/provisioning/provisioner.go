@@ -36,6 +36,9 @@ import (
 const (
 	EventNominated        = "Nominated"
 	EventFailedScheduling = "FailedScheduling"
+	// EventNoCompatibleInstanceTypes is recorded on a NodePool none of whose
+	// instance types its requirements admit.
+	EventNoCompatibleInstanceTypes = "NoCompatibleInstanceTypes"
 )
 
 // Options of the provisioner.
@@ -69,6 +72,7 @@ type Provisioner struct {
 	cloudProvider cloudprovider.CloudProvider
 	cluster       *state.Cluster
 	recorder      record.EventRecorder
+	publisher     events.Publisher
 	clock         clock.Clock
 	opts          Options
 	batcher       *Batcher
@@ -98,9 +102,10 @@ func NewProvisioner(kube client.Client, cp cloudprovider.CloudProvider, cluster 
 	}
 	return &Provisioner{
 		kube: kube, cloudProvider: cp, cluster: cluster, recorder: events.NewDedupingRecorder(recorder, clk), clock: clk, opts: opts,
-		batcher: NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
-		cache:   scheduling.NewCache(),
-		plans:   newPlans(),
+		publisher: events.NewPublisher(recorder, clk),
+		batcher:   NewBatcher(clk, opts.BatchIdleDuration, opts.BatchMaxDuration),
+		cache:     scheduling.NewCache(),
+		plans:     newPlans(),
 
 		nominations: newNominations(clk),
 		loops:       newLoopGuard(clk),
@@ -365,15 +370,39 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, []
 			return nil, nil, nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
 		}
 		if len(its) == 0 {
+			p.publisher.Publish(noCompatibleInstanceTypesEvent(np, false))
 			skip(np, fmt.Sprintf("nodepool %s has no instance types", np.Name))
 			continue
 		}
-		out = append(out, adaptNodePool(np, its, p.remaining(np, its)))
+		adapted := adaptNodePool(np, its, p.remaining(np, its))
+		if n, minValues := adapted.CompatibleInstanceTypes(p.opts.MinValuesPolicy); n == 0 {
+			p.publisher.Publish(noCompatibleInstanceTypesEvent(np, minValues))
+			if minValues {
+				logger.Info("skipping, nodepool requirements filtered out all instance types", "nodepool", np.Name, "minValuesIncompatible", true)
+				skip(np, fmt.Sprintf("nodepool %s: requirements filtered out all compatible available instance types due to minValues incompatibility", np.Name))
+			} else {
+				logger.Info("skipping, nodepool requirements filtered out all instance types", "nodepool", np.Name)
+				skip(np, fmt.Sprintf("nodepool %s: requirements filtered out all compatible available instance types", np.Name))
+			}
+			continue
+		}
+		out = append(out, adapted)
 	}
 	for name, why := range skipped {
 		logger.V(1).Info("ignoring nodepool", "nodepool", name, "reason", why)
 	}
 	return out, unavailable, skipped, nil
+}
+
+// noCompatibleInstanceTypesEvent is upstream's warning on a NodePool whose
+// requirements leave it no instance type, at most once a minute per NodePool.
+func noCompatibleInstanceTypesEvent(np *v1.NodePool, minValues bool) events.Event {
+	msg := "NodePool requirements filtered out all compatible available instance types"
+	if minValues {
+		msg += " due to minValues incompatibility"
+	}
+	return events.Event{InvolvedObject: np, Type: corev1.EventTypeWarning, Reason: EventNoCompatibleInstanceTypes, Message: msg,
+		DedupeValues: []string{string(np.UID)}, DedupeTimeout: time.Minute}
 }
 
 // notReadyCause names the first False condition Ready depends on, with its reason

@@ -678,3 +678,47 @@ func slicesEqual(a, b []string) bool {
 	}
 	return true
 }
+
+func TestNodePoolAdmittingNoInstanceTypeGetsNoCompatibleInstanceTypes(t *testing.T) {
+	f := newFixture(t)
+	none := fixtures.NodePool("none", fixtures.WithNodeClass("default"),
+		fixtures.WithRequirements(fixtures.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "no-such-type")))
+	minValues := fixtures.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "fake-it-0", "fake-it-1", "no-such-type")
+	three := 3
+	minValues.MinValues = &three
+	short := fixtures.NodePool("short", fixtures.WithNodeClass("default"), fixtures.WithRequirements(minValues))
+	fits := fixtures.NodePool("fits", fixtures.WithNodeClass("default"))
+	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), none, short, fits, fixtures.Pod("p", fixtures.WithRequests("cpu", "1"), fixtures.Unschedulable()))
+	res := f.schedule(t)
+	if len(res.NodeClaims) != 1 || res.NodeClaims[0].Labels[v1.NodePoolLabelKey] != "fits" {
+		t.Fatalf("want one nodeclaim of nodepool fits, got %d (skipped %v)", len(res.NodeClaims), res.SkippedNodePools)
+	}
+	count := func(evs []string, want string) int {
+		n := 0
+		for _, e := range evs {
+			if e == want {
+				n++
+			}
+		}
+		return n
+	}
+	plain := "Warning NoCompatibleInstanceTypes NodePool requirements filtered out all compatible available instance types"
+	withMin := plain + " due to minValues incompatibility"
+	evs := f.events()
+	if count(evs, plain) != 1 || count(evs, withMin) != 1 {
+		t.Fatalf("events %q: want one %q and one %q", evs, plain, withMin)
+	}
+	if res.SkippedNodePools["none"] == "" || res.SkippedNodePools["short"] == "" || res.SkippedNodePools["fits"] != "" {
+		t.Fatalf("skipped %v", res.SkippedNodePools)
+	}
+	// Deduplicated per NodePool for a minute.
+	f.schedule(t)
+	if evs := f.events(); count(evs, plain)+count(evs, withMin) != 0 {
+		t.Fatalf("repeated within a minute: %q", evs)
+	}
+	f.clock.Step(time.Minute)
+	f.schedule(t)
+	if evs := f.events(); count(evs, plain) != 1 || count(evs, withMin) != 1 {
+		t.Fatalf("after a minute: %q", evs)
+	}
+}
