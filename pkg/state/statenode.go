@@ -2,6 +2,7 @@ package state
 
 import (
 	"sort"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -234,26 +235,35 @@ func (c *Cluster) podsOn(node string) []*corev1.Pod {
 }
 
 // NodeClaimNode returns, for the NodeClaim with this name, the name of its node
-// ("" until it registered), whether that node is initialized, and the pods bound
+// ("" until it registered), since when that node is initialized (zero: not yet), and the pods bound
 // to it (state's own: read, never modify). ok is false once state no longer
 // knows the NodeClaim. It costs a lookup, not a join of the whole cluster.
-func (c *Cluster) NodeClaimNode(name string) (node string, initialized bool, pods []*corev1.Pod, ok bool) {
+func (c *Cluster) NodeClaimNode(name string) (node string, initialized time.Time, pods []*corev1.Pod, ok bool) {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
 	nc, ok := c.nodeClaims[name]
 	if !ok {
-		return "", false, nil, false
+		return "", time.Time{}, nil, false
 	}
 	node = nc.Status.NodeName
 	if node == "" {
-		return "", false, nil, true
+		return "", time.Time{}, nil, true
 	}
 	n, found := c.nodes[node]
 	if !found {
-		return node, false, c.podsOn(node), true
+		return node, time.Time{}, c.podsOn(node), true
 	}
 	sn := &StateNode{Node: n, NodeClaim: nc}
-	return node, sn.Initialized(), c.podsOn(node), true
+	if !sn.Initialized() {
+		return node, time.Time{}, c.podsOn(node), true
+	}
+	// Since when: the NodeClaim's Initialized condition, or now for a node
+	// initialized without one (its time is not known, so it counts from here).
+	initialized = c.clock.Now()
+	if cond := nc.StatusConditions().Get(v1.ConditionTypeInitialized); cond != nil && cond.IsTrue() && !cond.LastTransitionTime.IsZero() {
+		initialized = cond.LastTransitionTime.Time
+	}
+	return node, initialized, c.podsOn(node), true
 }
 
 // BoundPod returns the pod state knows bound under key (state's own: read,

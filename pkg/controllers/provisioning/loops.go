@@ -33,7 +33,7 @@ import (
 // initialized node running nothing but DaemonSet and static pods (and pods on
 // their way out), while none of the pods it was launched for runs anywhere,
 // counts when the provisioner is about to launch a NodeClaim for a pod of that
-// workload once more. A NodeClaim on which a pod of the workload ran, or on
+// workload once more, if its node has been initialized for LaunchLoopSettle. A NodeClaim on which a pod of the workload ran, or on
 // which the solver placed one, never counts: a pod nominated to a new
 // NodeClaim and bound there, a scale-up in several steps, a node initialized
 // before kube-scheduler got to its pods, pods bound elsewhere are all normal.
@@ -51,6 +51,12 @@ const (
 	LaunchLoopWindow     = 30 * time.Minute
 	LaunchLoopBackoff    = 5 * time.Minute
 	LaunchLoopMaxBackoff = time.Hour
+	// LaunchLoopSettle: a NodeClaim counts only once its node has been
+	// initialized this long without a pod of the workload, so that
+	// kube-scheduler, binding the pods it was launched for, is not mistaken
+	// for a loop on a busy cluster (a scale-up of a hundred pods, one per
+	// node, saw nodes idle for several seconds after initialization).
+	LaunchLoopSettle = 30 * time.Second
 )
 
 // EventLaunchLoop is the reason of the Warning event on a pod the provisioner
@@ -64,7 +70,7 @@ const maxLaunches = 100000
 
 // claimNodes is what the guard reads of cluster state (state.Cluster).
 type claimNodes interface {
-	NodeClaimNode(name string) (node string, initialized bool, pods []*corev1.Pod, ok bool)
+	NodeClaimNode(name string) (node string, initialized time.Time, pods []*corev1.Pod, ok bool)
 	BoundPod(key types.NamespacedName) *corev1.Pod
 }
 
@@ -203,11 +209,17 @@ func (g *loopGuard) observe(cs claimNodes) map[string]*launch {
 			}
 			continue
 		}
-		if !initialized {
+		if initialized.IsZero() {
 			continue
 		}
 		if l.ranOn(pods) {
 			delete(g.launches, name)
+			continue
+		}
+		// kube-scheduler binds to a node once it is initialized; on a busy
+		// cluster that takes a while, and a node its pods are still on their
+		// way to is no loop.
+		if now.Sub(initialized) < LaunchLoopSettle {
 			continue
 		}
 		l.initialized = true

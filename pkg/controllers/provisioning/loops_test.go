@@ -330,3 +330,35 @@ func TestNodeClaimRequestsTheDaemonSetsAdmittedPod(t *testing.T) {
 		t.Fatalf("nodeclaim requests %s cpu, want the pod's 1 and the DaemonSet's 2", got.String())
 	}
 }
+
+// A node counts only once it has been initialized for LaunchLoopSettle: on a
+// busy cluster kube-scheduler binds the pods a node was launched for seconds
+// after it initializes, and the decisions in between (a scale-up in several
+// batches) are no loop. Past the settle time the same nodes count.
+func TestLaunchLoopWaitsForKubeSchedulerBeforeCounting(t *testing.T) {
+	f := newFixture(t)
+	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), nodePool("default", "default"))
+	for i := 1; i <= provisioning.LaunchLoopThreshold+1; i++ {
+		ExpectApplied(f.ctx, t, testEnv.Client, replicaPod(fmt.Sprintf("web-%d", i), "1"))
+		res := f.schedule(t)
+		if len(res.NodeClaims) == 0 || len(res.Held) != 0 {
+			t.Fatalf("round %d, %s after the first node initialized: %d nodeclaims, %d held (a scale-up taken for a loop)",
+				i, time.Duration(i-1)*5*time.Second, len(res.NodeClaims), len(res.Held))
+		}
+		// Its node initializes and runs a DaemonSet pod that leaves no room:
+		// the pod will not fit, but kube-scheduler has not said so yet.
+		for _, nc := range res.NodeClaims {
+			becomeNode(t, f, nc, "1500m")
+		}
+		f.clock.Step(5 * time.Second)
+	}
+	if evs := launchLoopEvents(f); len(evs) != 0 {
+		t.Fatalf("LaunchLoop events within %s of the nodes' initialization: %v", provisioning.LaunchLoopSettle, evs)
+	}
+	f.clock.Step(provisioning.LaunchLoopSettle)
+	ExpectApplied(f.ctx, t, testEnv.Client, replicaPod("web-last", "1"))
+	res := f.schedule(t)
+	if len(res.NodeClaims) != 0 || len(res.Held) == 0 {
+		t.Fatalf("nodes idle for %s past their initialization still launched %d nodeclaims (held %d)", provisioning.LaunchLoopSettle, len(res.NodeClaims), len(res.Held))
+	}
+}
