@@ -13,6 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/donotdisrupt"
+	"github.com/karpenter-go/karpenter/pkg/events"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -262,7 +264,7 @@ func (p *pass) computeBlock(n *node, graceful bool) *block {
 	}
 	pods := n.Pods()
 	for _, pod := range pods {
-		if msg, ok := doNotDisrupt(pod, p.in.Now); ok {
+		if msg, ok := doNotDisrupt(pod, p.in.Now, p.in.Events); ok {
 			return &block{CodeDoNotDisrupt, msg}
 		}
 	}
@@ -275,34 +277,29 @@ func (p *pass) computeBlock(n *node, graceful bool) *block {
 }
 
 // doNotDisrupt reports whether a pod's karpenter.sh/do-not-disrupt annotation
-// is in force: "true", or a duration counted from the pod's start (creation
-// when it has not started) that has not elapsed. Any other value blocks too,
-// since the owner evidently meant to protect the pod.
-func doNotDisrupt(pod *corev1.Pod, now time.Time) (string, bool) {
+// is in force (see package donotdisrupt): "true", or a duration counted from
+// the pod's start that has not elapsed. An invalid value is ignored. What it
+// finds about a duration or an invalid value is told on the pod through
+// events, when the input has a publisher.
+func doNotDisrupt(pod *corev1.Pod, now time.Time, pub events.Publisher) (string, bool) {
 	if !active(pod) {
 		return "", false
 	}
-	v, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]
-	if !ok {
+	st := donotdisrupt.Evaluate(pod, now)
+	if e := st.Event(pod); e != nil && pub != nil {
+		pub.Publish(*e)
+	}
+	if !st.Active {
 		return "", false
 	}
 	name := pod.Namespace + "/" + pod.Name
-	if v == "true" {
-		return fmt.Sprintf("pod %s has %s", name, v1.DoNotDisruptAnnotationKey), true
+	if st.Until.IsZero() {
+		if st.Value == "true" {
+			return fmt.Sprintf("pod %s has %s", name, v1.DoNotDisruptAnnotationKey), true
+		}
+		return fmt.Sprintf("pod %s has %s=%s and has not started", name, v1.DoNotDisruptAnnotationKey, st.Value), true
 	}
-	d, err := time.ParseDuration(v)
-	if err != nil {
-		return fmt.Sprintf("pod %s has %s=%q, which is neither \"true\" nor a duration; treated as \"true\"", name, v1.DoNotDisruptAnnotationKey, v), true
-	}
-	start := pod.CreationTimestamp.Time
-	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.Time
-	}
-	until := start.Add(d)
-	if !now.Before(until) {
-		return "", false
-	}
-	return fmt.Sprintf("pod %s has %s=%s (until %s)", name, v1.DoNotDisruptAnnotationKey, v, formatUntil(until, now)), true
+	return fmt.Sprintf("pod %s has %s=%s (until %s)", name, v1.DoNotDisruptAnnotationKey, st.Value, formatUntil(st.Until, now)), true
 }
 
 // pdbBlocks reports whether evicting the pod would be refused: a PDB selecting

@@ -183,11 +183,18 @@ func TestNeverDisrupt(t *testing.T) {
 			w.pod(a, "x", "100m", podAnnotated(v1.DoNotDisruptAnnotationKey, "2h"), started(3*time.Hour))
 		}, expect{method: disruption.MethodSingleNodeConsolidation, action: "replace", candidates: []string{"a"}}},
 
-		{"do-not-disrupt with a value that is neither true nor a duration blocks", func(w *world) {
+		{"do-not-disrupt with a value that is neither true nor a positive duration is ignored", func(w *world) {
 			w.pool("default", standardTypes())
 			a := w.node("a", "default", "l")
 			w.pod(a, "x", "100m", podAnnotated(v1.DoNotDisruptAnnotationKey, "yes"))
-		}, expect{none: true, explained: map[string]string{"a": `karpenter.sh/do-not-disrupt="yes"`}}},
+			w.pod(a, "y", "100m", podAnnotated(v1.DoNotDisruptAnnotationKey, "-1h"), started(time.Hour))
+		}, expect{method: disruption.MethodSingleNodeConsolidation, action: "replace", candidates: []string{"a"}}},
+
+		{"do-not-disrupt duration on a pod not started yet blocks", func(w *world) {
+			w.pool("default", standardTypes())
+			a := w.node("a", "default", "l")
+			w.pod(a, "x", "100m", podAnnotated(v1.DoNotDisruptAnnotationKey, "1m"))
+		}, expect{none: true, explained: map[string]string{"a": "pod default/x has karpenter.sh/do-not-disrupt=1m and has not started"}}},
 
 		{"PDB allowing no disruption", func(w *world) {
 			w.pool("default", standardTypes())

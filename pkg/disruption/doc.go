@@ -84,8 +84,9 @@
 // Never disrupted: nodes not initialized, being deleted, held by a command or
 // nominated for pending pods; nodes (or NodeClaims) annotated
 // karpenter.sh/do-not-disrupt=true; nodes with a pod annotated
-// karpenter.sh/do-not-disrupt "true" (or a duration not yet elapsed since the
-// pod started); nodes with a pod a PodDisruptionBudget would not let go. Drift
+// karpenter.sh/do-not-disrupt "true" (or a positive duration not yet elapsed
+// since the pod started, or a duration on a pod not started; other values are
+// ignored with a warning event, as upstream); nodes with a pod a PodDisruptionBudget would not let go. Drift
 // of a NodeClaim with a terminationGracePeriod ignores blocking pods, as
 // upstream does: the grace period bounds how long they can hold the node.
 //

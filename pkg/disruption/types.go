@@ -7,6 +7,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/events"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -37,6 +38,10 @@ type Input struct {
 	// optional Cache. Its ExistingNodes are ignored: they come from Nodes.
 	Scheduling *scheduling.Input
 	Options    Options
+	// Events, when set, receives the events a pass tells pods about their
+	// karpenter.sh/do-not-disrupt durations and invalid values (upstream's,
+	// deduplicated as upstream's). A plan leaves it nil.
+	Events events.Publisher
 }
 
 // Options of a pass.

@@ -53,6 +53,7 @@ type Controller struct {
 	cloudProvider cloudprovider.CloudProvider
 	queue         *orchestration.Queue
 	recorder      record.EventRecorder
+	publisher     events.Publisher
 	clock         clock.Clock
 	opts          Options
 	// cache keeps the solver's NodePool preparation across passes.
@@ -74,7 +75,7 @@ func NewController(kube client.Client, cluster *state.Cluster, prov *provisionin
 	}
 	return &Controller{
 		kube: kube, cluster: cluster, provisioner: prov, cloudProvider: cp, queue: queue,
-		recorder: events.NewDedupingRecorder(recorder, clk), clock: clk, opts: opts, cache: scheduling.NewCache(),
+		recorder: events.NewDedupingRecorder(recorder, clk), publisher: events.NewPublisher(recorder, clk), clock: clk, opts: opts, cache: scheduling.NewCache(),
 	}
 }
 

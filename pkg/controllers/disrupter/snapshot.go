@@ -13,6 +13,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
+	"github.com/karpenter-go/karpenter/pkg/events"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
@@ -27,7 +28,7 @@ type snapshot struct {
 func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 	in, pools, err := BuildInput(ctx, InputSources{
 		Kube: c.kube, Cluster: c.cluster, Provisioner: c.provisioner, CloudProvider: c.cloudProvider,
-		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(),
+		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(), Events: c.publisher,
 		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork},
 	})
 	if err != nil {
@@ -50,6 +51,9 @@ type InputSources struct {
 	Cache   *scheduling.Cache
 	Now     time.Time
 	Options disruption.Options
+	// Events receives the pass's events on pods (see disruption.Input.Events);
+	// nil for a plan.
+	Events events.Publisher
 }
 
 // BuildInput gathers everything a pass decides over: cluster state's nodes and
@@ -74,7 +78,7 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 	for _, e := range sched.ExistingNodes {
 		existing[e.Name] = e
 	}
-	in := &disruption.Input{Now: src.Now, Scheduling: sched, Options: src.Options}
+	in := &disruption.Input{Now: src.Now, Scheduling: sched, Options: src.Options, Events: src.Events}
 	pools := map[string]*v1.NodePool{}
 	for _, np := range src.Cluster.NodePools() {
 		pools[np.Name] = np

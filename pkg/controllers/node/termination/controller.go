@@ -32,6 +32,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/internal/instance"
 	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
+	"github.com/karpenter-go/karpenter/pkg/events"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 )
 
@@ -72,7 +73,7 @@ func NewController(kubeClient client.Client, cloudProvider cloudprovider.CloudPr
 		cloudProvider: cloudProvider,
 		clock:         clk,
 		events:        &nodeEvents{recorder: recorder, clock: clk, last: map[eventKey]time.Time{}},
-		Drainer:       &Drainer{kubeClient: kubeClient, clock: clk, recorder: recorder, queue: queue},
+		Drainer:       &Drainer{kubeClient: kubeClient, clock: clk, recorder: recorder, publisher: events.NewPublisher(recorder, clk), queue: queue},
 		Queue:         queue,
 		writes:        &ownWrites{last: map[types.UID]write{}},
 	}

@@ -18,6 +18,8 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination/eviction"
+	"github.com/karpenter-go/karpenter/pkg/donotdisrupt"
+	"github.com/karpenter-go/karpenter/pkg/events"
 )
 
 // PodNodeNameIndex is the field index of pods by spec.nodeName (see package
@@ -42,7 +44,17 @@ type Drainer struct {
 	kubeClient client.Client
 	clock      clock.Clock
 	recorder   record.EventRecorder
+	publisher  events.Publisher
 	queue      *eviction.Queue
+}
+
+// doNotDisrupt is HasDoNotDisrupt, telling the pod in upstream's events what a
+// duration or an invalid value of karpenter.sh/do-not-disrupt means for it.
+func (d *Drainer) doNotDisrupt(p *corev1.Pod, now time.Time) bool {
+	if p.Annotations[DoNotEvictAnnotationKey] == "true" {
+		return true
+	}
+	return donotdisrupt.Active(p, now, d.publisher)
 }
 
 // DrainStatus is what is left on a node after a drain pass.
@@ -141,7 +153,7 @@ func (d *Drainer) Drain(ctx context.Context, node *corev1.Node, nc *v1.NodeClaim
 	}
 	var evict []*corev1.Pod
 	for _, p := range tiers[current] {
-		if !IsTerminating(p) && !HasDoNotDisrupt(p, now) {
+		if !IsTerminating(p) && !d.doNotDisrupt(p, now) {
 			evict = append(evict, p)
 		}
 	}

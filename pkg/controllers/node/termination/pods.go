@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/donotdisrupt"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -118,31 +119,17 @@ func ToleratesDisruptedTaint(pod *corev1.Pod) bool {
 const DoNotEvictAnnotationKey = "karpenter.sh/do-not-evict"
 
 // HasDoNotDisrupt reports whether the pod's karpenter.sh/do-not-disrupt
-// annotation protects it at now: "true", or a duration (e.g. "4h") not yet
-// elapsed since the pod started. A value that is neither is taken to protect
-// the pod: whoever set it meant to, and evicting it cannot be undone. The
-// v1alpha5 karpenter.sh/do-not-evict: "true" of pods an older install left
-// running protects them the same way (until they are re-annotated).
+// annotation protects it at now, as upstream reads it (see package
+// donotdisrupt): "true", or a positive duration (e.g. "4h") not yet elapsed
+// since the pod started (or a pod that has not started); any other value is
+// ignored. The v1alpha5 karpenter.sh/do-not-evict: "true" of pods an older
+// install left running protects them the same way (until they are
+// re-annotated).
 func HasDoNotDisrupt(pod *corev1.Pod, now time.Time) bool {
 	if pod.Annotations[DoNotEvictAnnotationKey] == "true" {
 		return true
 	}
-	value, ok := pod.Annotations[v1.DoNotDisruptAnnotationKey]
-	if !ok {
-		return false
-	}
-	if value == "true" {
-		return true
-	}
-	d, err := time.ParseDuration(value)
-	if err != nil {
-		return value != "false"
-	}
-	start := pod.CreationTimestamp.Time
-	if pod.Status.StartTime != nil {
-		start = pod.Status.StartTime.Time
-	}
-	return now.Before(start.Add(d))
+	return donotdisrupt.Evaluate(pod, now).Active
 }
 
 // HoldsDrain reports whether the node must wait for the pod before it counts

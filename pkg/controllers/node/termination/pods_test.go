@@ -19,7 +19,9 @@ func TestHasDoNotDisrupt(t *testing.T) {
 		"false": false,
 		"4h":    true,  // started 1h ago
 		"30m":   false, // expired 30m ago
-		"soon":  true,  // unparsable: protect the pod
+		"soon":  false, // invalid: ignored, as upstream
+		"-1h":   false, // not positive: invalid
+		"0s":    false,
 	} {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1.DoNotDisruptAnnotationKey: value}},
 			Status: corev1.PodStatus{StartTime: &metav1.Time{Time: started}}}
@@ -29,6 +31,11 @@ func TestHasDoNotDisrupt(t *testing.T) {
 	}
 	if termination.HasDoNotDisrupt(&corev1.Pod{}, started) {
 		t.Error("a pod without the annotation is protected")
+	}
+	notStarted := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{v1.DoNotDisruptAnnotationKey: "1m"},
+		CreationTimestamp: metav1.NewTime(started)}}
+	if !termination.HasDoNotDisrupt(notStarted, started.Add(time.Hour)) {
+		t.Error("a pod with a duration that has not started is not protected")
 	}
 }
 

@@ -571,3 +571,34 @@ func TestGrantedEvictionIsCompleted(t *testing.T) {
 		t.Fatal("a pod whose grant had expired was deleted")
 	}
 }
+
+// A do-not-disrupt duration holds its pod until it elapses from the pod's
+// start, and an invalid value is ignored; the drain tells the pods so in
+// upstream's events.
+func TestDoNotDisruptDurationHoldsThePodUntilItElapses(t *testing.T) {
+	f := setup(t)
+	_, node := f.launch(t, "dnd-duration", 0)
+	keep := f.pod(t, "for-an-hour", node, withAnnotation(v1.DoNotDisruptAnnotationKey, "1h"))
+	bogus := f.pod(t, "bogus", node, withAnnotation(v1.DoNotDisruptAnnotationKey, "soon"))
+	ExpectDeleted(f.ctx, t, e.Client, node)
+	f.pass(t, node)
+	f.pass(t, node)
+	if terminating(f.ctx, t, keep) {
+		t.Fatal("pod evicted within its do-not-disrupt duration")
+	}
+	ExpectNotFound(f.ctx, t, e.Client, bogus)
+	evs := f.events()
+	if !hasEvent(evs, "Normal DoNotDisruptUntil The karpenter.sh/do-not-disrupt grace period will elapse at ") {
+		t.Fatalf("no DoNotDisruptUntil event: %q", evs)
+	}
+	if !hasEvent(evs, `Warning InvalidDoNotDisruptAnnotation Invalid karpenter.sh/do-not-disrupt annotation: failed to parse "soon" as a duration`, "ignoring annotation") {
+		t.Fatalf("no InvalidDoNotDisruptAnnotation event: %q", evs)
+	}
+	f.clk.Step(time.Hour + time.Minute)
+	f.pass(t, node)
+	if !hasEvent(f.events(), "Normal DoNotDisruptGracePeriodElapsed The karpenter.sh/do-not-disrupt grace period has elapsed, pod is now disruptable") {
+		t.Fatal("no DoNotDisruptGracePeriodElapsed event")
+	}
+	f.pass(t, node)
+	ExpectNotFound(f.ctx, t, e.Client, keep)
+}
