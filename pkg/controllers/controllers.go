@@ -32,6 +32,7 @@ import (
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/consistency"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/expiration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
@@ -160,6 +161,7 @@ func NodeLifecycle(kube client.Client, cp cloudprovider.CloudProvider, clk clock
 		cloudprovider.Registerer(candidacy.NewController(kube, cp, clk).Register),
 		cloudprovider.Registerer(expiration.NewController(kube, clk, recorder).Register),
 		cloudprovider.Registerer(garbagecollection.NewController(kube, cp, clk, recorder).Register),
+		consistency.NewController(kube, cp, clk, recorder),
 	}
 }
 
