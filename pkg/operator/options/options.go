@@ -115,6 +115,12 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.StringVar(&schedulerConfig, "scheduler-config", env.String("SCHEDULER_CONFIG", ""), "A YAML/JSON document (the value itself, not a file) with the kube-scheduler settings Karpenter mirrors: podTopologySpread.defaultConstraints, applied to pods that declare no topology spread constraints. Empty: none.")
 
 	finish := func() error {
+		// The chart passes the container's requests.cpu through the downward
+		// API, which gives 0 when no CPU is requested: as upstream, a value
+		// that is not positive means the default.
+		if o.CPURequests <= 0 {
+			o.CPURequests = 1000
+		}
 		o.PreferencePolicy = scheduling.PreferencePolicy(preference)
 		o.MinValuesPolicy = scheduling.MinValuesPolicy(minValues)
 		gs, err := ParseGateSet("feature-gates", "FEATURE_GATES", CoreGates, gates)

@@ -142,3 +142,17 @@ func TestEnvNamesEveryBadVariable(t *testing.T) {
 		t.Error("no variables, no error")
 	}
 }
+
+// CPU_REQUESTS comes from the downward API's requests.cpu, 0 when the
+// container requests no CPU: like upstream, that means the default.
+func TestNonPositiveCPURequestsMeanTheDefault(t *testing.T) {
+	for _, v := range []string{"0", "-5"} {
+		o, err := Parse(nil, env(map[string]string{"CPU_REQUESTS": v}))
+		if err != nil {
+			t.Fatalf("CPU_REQUESTS=%s: %v", v, err)
+		}
+		if o.CPURequests != 1000 {
+			t.Errorf("CPU_REQUESTS=%s: cpu-requests %d, want the default 1000", v, o.CPURequests)
+		}
+	}
+}
