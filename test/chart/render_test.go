@@ -58,9 +58,11 @@ func TestRenderDefaults(t *testing.T) {
 	want := map[string]string{
 		"CLOUD_PROVIDER": "aws", "CLUSTER_NAME": "dev", "LOG_LEVEL": "info", "METRICS_PORT": "8080", "HEALTH_PROBE_PORT": "8081",
 		"BATCH_MAX_DURATION": "10s", "BATCH_IDLE_DURATION": "1s", "VM_MEMORY_OVERHEAD_PERCENT": "0.075", "RESERVED_ENIS": "0",
-		"ISOLATED_VPC": "false", "EKS_CONTROL_PLANE": "false", "PREFERENCE_POLICY": "Respect", "MIN_VALUES_POLICY": "Strict",
-		"FEATURE_GATES":   "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false",
-		"DISABLE_WEBHOOK": "true", "SYSTEM_NAMESPACE": "<from>", "POD_NAME": "<from>", "MEMORY_LIMIT": "<from>", "LOG_OUTPUT_PATHS": "stdout", "LOG_ERROR_OUTPUT_PATHS": "stderr",
+		"PREFERENCE_POLICY": "Respect", "MIN_VALUES_POLICY": "Strict",
+		"FEATURE_GATES":       "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
+		"AWS_FEATURE_GATES":   "NodeClassCEL=false,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=false",
+		"IGNORE_DRA_REQUESTS": "true", "AMI_REFRESH_INTERVAL": "1m", "SUBNET_REFRESH_INTERVAL": "1m", "SECURITY_GROUP_REFRESH_INTERVAL": "1m",
+		"DISABLE_WEBHOOK": "true", "SYSTEM_NAMESPACE": "<from>", "POD_NAME": "<from>", "MEMORY_LIMIT": "<from>", "CPU_REQUESTS": "<from>", "LOG_OUTPUT_PATHS": "stdout", "LOG_ERROR_OUTPUT_PATHS": "stderr",
 	}
 	got := containerEnv(t, deploy)
 	for k, v := range want {
@@ -68,7 +70,9 @@ func TestRenderDefaults(t *testing.T) {
 			t.Errorf("env %s = %q, want %q", k, got[k], v)
 		}
 	}
-	for _, unset := range []string{"INTERRUPTION_QUEUE", "CLUSTER_ENDPOINT", "WEBHOOK_PORT"} {
+	// As upstream's chart, the booleans whose controller default is false are set only when true.
+	for _, unset := range []string{"INTERRUPTION_QUEUE", "CLUSTER_ENDPOINT", "WEBHOOK_PORT", "ISOLATED_VPC", "EKS_CONTROL_PLANE", "ENABLE_ZONAL_SHIFT",
+		"DISABLE_DRY_RUN", "LEGACY_NODE_REPAIR", "DISABLE_CLUSTER_STATE_OBSERVABILITY"} {
 		if _, ok := got[unset]; ok {
 			t.Errorf("env %s set by default", unset)
 		}
@@ -100,7 +104,7 @@ func TestEKSValues(t *testing.T) {
 	for k, v := range map[string]string{
 		"CLUSTER_NAME": "prod-euw1", "CLUSTER_ENDPOINT": "https://ABCDEF0123456789.gr7.eu-west-1.eks.amazonaws.com",
 		"INTERRUPTION_QUEUE": "Karpenter-prod-euw1", "EKS_CONTROL_PLANE": "true",
-		"FEATURE_GATES": "ReservedCapacity=true,SpotToSpotConsolidation=true,NodeRepair=false,NodeOverlay=false,StaticCapacity=false",
+		"FEATURE_GATES": "ReservedCapacity=true,SpotToSpotConsolidation=true,NodeRepair=false,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
 	} {
 		if env[k] != v {
 			t.Errorf("env %s = %q, want %q", k, env[k], v)
@@ -231,7 +235,7 @@ func TestEveryValue(t *testing.T) {
 	check("podSecurityContext", spec["securityContext"], map[string]any{"fsGroup": 1000, "seccompProfile": map[string]any{"type": "Unconfined"}})
 	check("priorityClassName", spec["priorityClassName"], "high")
 	check("terminationGracePeriodSeconds", spec["terminationGracePeriodSeconds"], 45)
-	check("extraVolumes", spec["volumes"], []any{map[string]any{"name": "extra", "emptyDir": map[string]any{}}})
+	check("extraVolumes", spec["volumes"], []any{map[string]any{"name": "extra", "emptyDir": map[string]any{}}, map[string]any{"name": "side", "emptyDir": map[string]any{}}})
 	check("nodeSelector", spec["nodeSelector"], map[string]any{"node-group": "system", "kubernetes.io/os": "windows"})
 	check("tolerations", spec["tolerations"].([]any)[0].(map[string]any)["key"], "dedicated")
 	check("schedulerName", spec["schedulerName"], "custom-scheduler")
@@ -243,7 +247,10 @@ func TestEveryValue(t *testing.T) {
 	check("affinity.podAffinity", aff["podAffinity"].(map[string]any)["preferredDuringSchedulingIgnoredDuringExecution"].([]any)[0].(map[string]any)["weight"], 10)
 	check("affinity.podAntiAffinity", aff["podAntiAffinity"].(map[string]any)["requiredDuringSchedulingIgnoredDuringExecution"].([]any)[0].(map[string]any)["topologyKey"], "topology.kubernetes.io/zone")
 	check("topologySpreadConstraints", spec["topologySpreadConstraints"].([]any)[0].(map[string]any)["whenUnsatisfiable"], "ScheduleAnyway")
-	check("controller.image (digest wins)", c["image"], "registry.example.com/karpenter@sha256:0000000000000000000000000000000000000000000000000000000000000000")
+	check("controller.image (tag, then the digest the runtime pulls by)", c["image"], "registry.example.com/karpenter:v9.9.9@sha256:0000000000000000000000000000000000000000000000000000000000000000")
+	check("controller.securityContext", c["securityContext"].(map[string]any)["seLinuxOptions"], map[string]any{"level": "s0:c123,c456"})
+	check("initContainers", spec["initContainers"].([]any)[0].(map[string]any)["name"], "init")
+	check("controller.sidecarVolumeMounts", spec["containers"].([]any)[1].(map[string]any)["volumeMounts"], []any{map[string]any{"name": "extra", "mountPath": "/extra"}, map[string]any{"name": "side", "mountPath": "/side"}})
 	check("controller.envFrom", c["envFrom"], []any{map[string]any{"configMapRef": map[string]any{"name": "extra-env"}}})
 	check("controller.resources", c["resources"], map[string]any{"limits": map[string]any{"memory": "2Gi"}})
 	check("controller.extraVolumeMounts", c["volumeMounts"], []any{map[string]any{"name": "extra", "mountPath": "/extra"}})
@@ -263,8 +270,12 @@ func TestEveryValue(t *testing.T) {
 		"CLUSTER_ENDPOINT": "https://api.example.com", "ISOLATED_VPC": "true", "EKS_CONTROL_PLANE": "true",
 		"VM_MEMORY_OVERHEAD_PERCENT": "0.1", "INTERRUPTION_QUEUE": "prod-queue", "RESERVED_ENIS": "2",
 		"PREFERENCE_POLICY": "Ignore", "MIN_VALUES_POLICY": "BestEffort", "CLOUD_PROVIDER": "aws", "KARPENTER_SERVICE": "kp-full",
-		"SCHEDULER_CONFIG": "podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: ScheduleAnyway\n",
-		"FEATURE_GATES":    "ReservedCapacity=false,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=true,StaticCapacity=true",
+		"SCHEDULER_CONFIG":  "podTopologySpread:\n  defaultConstraints:\n  - maxSkew: 1\n    topologyKey: topology.kubernetes.io/zone\n    whenUnsatisfiable: ScheduleAnyway\n",
+		"FEATURE_GATES":     "ReservedCapacity=false,SpotToSpotConsolidation=true,NodeRepair=true,NodeOverlay=true,StaticCapacity=true,CapacityBuffer=true,TerminateFirstDrift=true,TerminateFirstRepair=false,PodDeletionCostManagement=true",
+		"AWS_FEATURE_GATES": "NodeClassCEL=true,DRANVIDIAGPU=false,DRAEFA=true,RebootForRepair=true",
+		// An enabled DRA driver gate stops ignoring DRA requests.
+		"IGNORE_DRA_REQUESTS": "false", "ENABLE_ZONAL_SHIFT": "true", "LEGACY_NODE_REPAIR": "true", "DISABLE_CLUSTER_STATE_OBSERVABILITY": "true",
+		"DISABLE_DRY_RUN": "true", "AMI_REFRESH_INTERVAL": "5m", "SUBNET_REFRESH_INTERVAL": "10m", "SECURITY_GROUP_REFRESH_INTERVAL": "15m",
 	} {
 		check("env "+k, env[k], v)
 	}
@@ -281,6 +292,7 @@ func TestEveryValue(t *testing.T) {
 	check("serviceMonitor.endpointConfig", ep["interval"], "15s")
 	check("serviceMonitor.metricRelabelings", ep["metricRelabelings"].([]any)[0].(map[string]any)["regex"], "go_.*")
 	check("serviceMonitor.relabelings", ep["relabelings"].([]any)[0].(map[string]any)["replacement"], "prod")
+	check("serviceMonitor.sampleLimit", nested(t, sm, "spec", "sampleLimit"), 5000)
 	core := find(t, objs, "ClusterRole", "kp-full-core")
 	rules := nested(t, core, "rules").([]any)
 	check("additionalClusterRoleRules", rules[len(rules)-1].(map[string]any)["resources"], []any{"configmaps"})
