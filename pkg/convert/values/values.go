@@ -28,7 +28,7 @@ func (n Note) String() string {
 var TopLevelKeys = []string{
 	"additionalAnnotations", "additionalClusterRoleRules", "additionalLabels", "affinity", "cloudProvider", "controller",
 	"dnsConfig", "dnsPolicy", "extraVolumes", "fullnameOverride", "hostNetwork", "imagePullPolicy", "imagePullSecrets",
-	"logErrorOutputPaths", "logLevel", "logOutputPaths", "nameOverride", "nodeSelector", "podAnnotations",
+	"initContainers", "logErrorOutputPaths", "logLevel", "logOutputPaths", "nameOverride", "nodeSelector", "podAnnotations",
 	"podDisruptionBudget", "podLabels", "podSecurityContext", "priorityClassName", "replicas", "revisionHistoryLimit",
 	"schedulerName", "service", "serviceAccount", "serviceMonitor", "settings", "strategy",
 	"terminationGracePeriodSeconds", "tolerations", "topologySpreadConstraints", "webhook",
@@ -36,13 +36,21 @@ var TopLevelKeys = []string{
 
 // SettingsKeys are the v1 chart's settings.* keys.
 var SettingsKeys = []string{
-	"batchIdleDuration", "batchMaxDuration", "clusterCABundle", "clusterEndpoint", "clusterName", "eksControlPlane",
-	"featureGates", "interruptionQueue", "isolatedVPC", "minValuesPolicy", "preferencePolicy", "reservedENIs",
-	"schedulerConfig", "vmMemoryOverheadPercent",
+	"amiRefreshInterval", "awsFeatureGates", "batchIdleDuration", "batchMaxDuration", "clusterCABundle", "clusterEndpoint",
+	"clusterName", "disableClusterStateObservability", "disableDryRun", "eksControlPlane", "enableDRA", "enableZonalShift",
+	"featureGates", "ignoreDRARequests", "interruptionQueue", "isolatedVPC", "legacyNodeRepair", "minValuesPolicy",
+	"preferencePolicy", "reservedENIs", "schedulerConfig", "securityGroupRefreshInterval", "subnetRefreshInterval",
+	"vmMemoryOverheadPercent",
 }
 
 // FeatureGates are the v1 chart's settings.featureGates.* keys.
-var FeatureGates = []string{"nodeOverlay", "nodeRepair", "reservedCapacity", "spotToSpotConsolidation", "staticCapacity"}
+var FeatureGates = []string{
+	"capacityBuffer", "nodeOverlay", "nodeRepair", "podDeletionCostManagement", "reservedCapacity",
+	"spotToSpotConsolidation", "staticCapacity", "terminateFirstDrift", "terminateFirstRepair",
+}
+
+// AWSFeatureGates are the v1 chart's settings.awsFeatureGates.* keys.
+var AWSFeatureGates = []string{"draEFA", "draNVIDIAGPU", "nodeClassCEL", "rebootForRepair"}
 
 // move is a key that changed place: old path -> new path (empty: dropped).
 type move struct {
@@ -196,11 +204,15 @@ func unknown(v map[string]any) []Note {
 				notes = append(notes, Note{Key: "settings." + k, Message: "not a value of the v1 chart (kept; helm template will refuse it: remove or rename it)."})
 			}
 		}
-		if fg, ok := s["featureGates"].(map[string]any); ok {
-			known := set(FeatureGates)
+		for parent, gates := range map[string][]string{"featureGates": FeatureGates, "awsFeatureGates": AWSFeatureGates} {
+			fg, ok := s[parent].(map[string]any)
+			if !ok {
+				continue
+			}
+			known := set(gates)
 			for _, k := range sortedKeys(fg) {
 				if !known[k] {
-					notes = append(notes, Note{Key: "settings.featureGates." + k, Message: "not a feature gate of v1 (kept; helm template will refuse it)."})
+					notes = append(notes, Note{Key: "settings." + parent + "." + k, Message: "not a feature gate of v1 (kept; helm template will refuse it)."})
 				}
 			}
 		}

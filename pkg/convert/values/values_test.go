@@ -93,13 +93,14 @@ func TestV1ValuesAreLeftAlone(t *testing.T) {
 }
 
 func TestUnknownKeysAreNoted(t *testing.T) {
-	_, notes := values.Convert(map[string]any{"replica": 3, "settings": map[string]any{"clusterNmae": "x", "featureGates": map[string]any{"Drift": true}}})
+	_, notes := values.Convert(map[string]any{"replica": 3, "settings": map[string]any{"clusterNmae": "x",
+		"featureGates": map[string]any{"Drift": true, "capacityBuffer": true}, "awsFeatureGates": map[string]any{"draGPU": true, "draEFA": true}}})
 	var keys []string
 	for _, n := range notes {
 		keys = append(keys, n.Key)
 	}
 	sort.Strings(keys)
-	if want := []string{"replica", "settings.clusterNmae", "settings.featureGates.Drift"}; !reflect.DeepEqual(keys, want) {
+	if want := []string{"replica", "settings.awsFeatureGates.draGPU", "settings.clusterNmae", "settings.featureGates.Drift"}; !reflect.DeepEqual(keys, want) {
 		t.Errorf("noted %v, want %v", keys, want)
 	}
 }
@@ -125,6 +126,7 @@ func TestKeyListsMatchTheChart(t *testing.T) {
 	settings := v1["settings"].(map[string]any)
 	check("settings", settings, values.SettingsKeys)
 	check("featureGates", settings["featureGates"].(map[string]any), values.FeatureGates)
+	check("awsFeatureGates", settings["awsFeatureGates"].(map[string]any), values.AWSFeatureGates)
 }
 
 func TestLooksLikeValues(t *testing.T) {
