@@ -200,6 +200,7 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 		if err != nil {
 			return nil, err
 		}
+		statusMetrics.SetRecorder(d.Recorder)
 		out = append(out, cloudprovider.Registerer(statusMetrics.Register))
 	}
 	return out, nil

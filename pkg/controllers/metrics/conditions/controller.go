@@ -3,6 +3,7 @@ package conditions
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -111,6 +113,7 @@ func nodeConditions(o client.Object) []apistatus.Condition {
 			Type:               string(c.Type),
 			Status:             metav1.ConditionStatus(c.Status),
 			Reason:             c.Reason,
+			Message:            c.Message,
 			LastTransitionTime: c.LastTransitionTime,
 		})
 	}
@@ -144,10 +147,35 @@ type Controller struct {
 	// kind.KindLess.
 	shared *kindless
 
+	// recorder, when set, records operatorpkg's events: a condition whose
+	// status changed between two observations, and a finalizer that went.
+	recorder record.EventRecorder
+
 	// mu guards seen: one key is never reconciled concurrently, but different
 	// keys may be and they share the map.
 	mu   sync.Mutex
 	seen map[types.NamespacedName]*observed
+}
+
+// Event reason of a removed finalizer (operatorpkg's); a condition's
+// transition event has the condition type as its reason.
+const EventFinalized = "Finalized"
+
+// SetRecorder makes the controller record upstream's status events, as
+// operatorpkg's status controller does: on each observed status change of a
+// condition seen before, a Normal event with the condition type as reason
+// ("Status condition transitioned, Type: Ready, Status: Unknown -> True,
+// Reason: Ready"); and for each finalizer seen on the object that is gone
+// (from it, or with it), a Normal Finalized event ("Finalized
+// karpenter.sh/termination").
+func (c *Controller) SetRecorder(rec record.EventRecorder) { c.recorder = rec }
+
+func transitionMessage(cond apistatus.Condition, was metav1.ConditionStatus) string {
+	msg := fmt.Sprintf("Status condition transitioned, Type: %s, Status: %s -> %s, Reason: %s", cond.Type, was, cond.Status, cond.Reason)
+	if cond.Message != "" {
+		msg += ", Message: " + cond.Message
+	}
+	return msg
 }
 
 // observed is what the controller remembers of an object from its last
@@ -161,6 +189,7 @@ type observed struct {
 	gauges     []prometheus.Labels
 	since      []time.Time // lastTransitionTime of each of gauges
 	deletedAt  *metav1.Time
+	finalizers []string
 }
 
 // NewController creates the kind's six metric families and registers them
@@ -251,6 +280,16 @@ func (c *Controller) record(o client.Object) {
 		prev = nil
 	}
 	now := &observed{uid: o.GetUID(), conditions: map[string]apistatus.Condition{}, extra: prometheus.Labels{}}
+	if fs := o.GetFinalizers(); len(fs) > 0 {
+		now.finalizers = append([]string(nil), fs...)
+	}
+	if prev != nil && c.recorder != nil {
+		for _, f := range prev.finalizers {
+			if !slices.Contains(now.finalizers, f) {
+				c.recorder.Event(o, corev1.EventTypeNormal, EventFinalized, "Finalized "+f)
+			}
+		}
+	}
 	for i, l := range c.kind.Labels {
 		now.extra[c.extra[i]] = o.GetLabels()[l]
 	}
@@ -295,6 +334,9 @@ func (c *Controller) record(o client.Object) {
 		if was == nil {
 			continue
 		}
+		if c.recorder != nil {
+			c.recorder.Event(o, corev1.EventTypeNormal, cond.Type, transitionMessage(cond, was.Status))
+		}
 		// Both times come from the object, so a late reconcile does not
 		// lengthen the duration; a hand-written status could make it negative,
 		// which would corrupt the distribution.
@@ -331,6 +373,15 @@ func (c *Controller) gone(key types.NamespacedName) {
 	prev := c.seen[key]
 	if prev == nil {
 		return
+	}
+	if c.recorder != nil && len(prev.finalizers) > 0 {
+		ref := c.kind.New()
+		ref.SetNamespace(key.Namespace)
+		ref.SetName(key.Name)
+		ref.SetUID(prev.uid)
+		for _, f := range prev.finalizers {
+			c.recorder.Event(ref, corev1.EventTypeNormal, EventFinalized, "Finalized "+f)
+		}
 	}
 	if prev.deletedAt != nil {
 		if d := c.clock.Since(prev.deletedAt.Time); d >= 0 {

@@ -42,5 +42,13 @@
 // transitions_total,transition_seconds} and operator_termination_
 // {current_time_seconds,duration_seconds}: the same base labels plus group and
 // kind, without the kind's extra labels, one set per registry shared by the
-// kinds. Upstream's condition-transition and Finalized events are not emitted.
+// kinds.
+//
+// With a recorder (SetRecorder) the controller also records operatorpkg's
+// events on the object: a Normal event whose reason is the condition type
+// for each observed status change of a condition seen before ("Status
+// condition transitioned, Type: Ready, Status: False -> True, Reason: Ready",
+// with ", Message: ..." when the condition has one), and a Normal Finalized
+// event ("Finalized karpenter.sh/termination") for each finalizer seen that is
+// gone, from the object or with it. A condition's first sighting records none.
 package conditions
