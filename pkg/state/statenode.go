@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // StateNode is one unit of capacity: a Node, a NodeClaim, or both joined by
@@ -58,12 +59,18 @@ func (n *StateNode) Launched() bool {
 	return n.Node != nil || n.NodeClaim.StatusConditions().IsTrue(v1.ConditionTypeLaunched) || n.NodeClaim.Status.ProviderID != ""
 }
 
-// Registered: the Node joined for its NodeClaim (or is unmanaged and exists).
+// Registered: the Node joined for its NodeClaim (or is unmanaged and exists), as
+// the Node itself shows it: registration labels it karpenter.sh/registered in the
+// write that lifts the karpenter.sh/unregistered taint (upstream reads the label
+// too). The NodeClaim's Registered condition is written after that, but state's
+// copies of the two come from two watches: on a busy cluster the NodeClaim's
+// Registered and Initialized arrive while state still holds the Node as it was
+// before registration, boot taint included.
 func (n *StateNode) Registered() bool {
 	if n.Node == nil {
 		return false
 	}
-	return n.NodeClaim == nil || n.NodeClaim.StatusConditions().IsTrue(v1.ConditionTypeRegistered)
+	return n.NodeClaim == nil || n.Node.Labels[v1.NodeRegisteredLabelKey] == "true"
 }
 
 // Initialized: the node can take pods as advertised. For a managed node that is the
@@ -116,14 +123,35 @@ func (n *StateNode) Labels() map[string]string {
 }
 
 // Taints the pods must tolerate. Before registration they are the NodeClaim's.
+// They are read from one copy of the Node, together with what that copy shows of
+// its registration and initialization: a copy older than the NodeClaim's
+// conditions (see Registered) is not registered yet, and one not yet labeled
+// initialized still carries the boot taints the node has since shed, so these
+// are left out as for a node still starting. Judged by the NodeClaim's
+// Initialized condition instead, such a copy kept every pod off a node
+// kube-scheduler was already binding to, and the pods were launched for again.
 func (n *StateNode) Taints() []corev1.Taint {
-	if n.Node != nil && n.Registered() {
-		return n.Node.Spec.Taints
-	}
-	if n.NodeClaim != nil {
+	if n.Node == nil || !n.Registered() {
 		return n.NodeClaim.Spec.Taints
 	}
-	return n.Node.Spec.Taints
+	taints := n.Node.Spec.Taints
+	if n.NodeClaim == nil || n.Node.Labels[v1.NodeInitializedLabelKey] == "true" {
+		return taints
+	}
+	for i, t := range taints {
+		if !scheduling.IsEphemeralTaint(t) {
+			continue
+		}
+		// A copy: the slice is the informer's.
+		out := append([]corev1.Taint(nil), taints[:i]...)
+		for _, t := range taints[i+1:] {
+			if !scheduling.IsEphemeralTaint(t) {
+				out = append(out, t)
+			}
+		}
+		return out
+	}
+	return taints
 }
 
 // StartupTaints of the NodeClaim (none for unmanaged nodes).
