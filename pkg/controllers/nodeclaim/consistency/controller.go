@@ -230,26 +230,5 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 }
 
 func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
-	node := o.(*corev1.Node)
-	for _, ref := range node.OwnerReferences {
-		if ref.Kind == "NodeClaim" && ref.APIVersion == v1.SchemeGroupVersion.String() {
-			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: ref.Name}}}
-		}
-	}
-	if node.Spec.ProviderID == "" {
-		return nil
-	}
-	list := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, list, client.MatchingFields{lifecycle.NodeClaimProviderIDIndex: node.Spec.ProviderID}); err != nil {
-		if err := c.kubeClient.List(ctx, list); err != nil {
-			return nil
-		}
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if list.Items[i].Status.ProviderID == node.Spec.ProviderID {
-			out = append(out, reconcile.Request{NamespacedName: types.NamespacedName{Name: list.Items[i].Name}})
-		}
-	}
-	return out
+	return lifecycle.NodeToNodeClaims(ctx, c.kubeClient, o)
 }

@@ -311,6 +311,13 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 
 // nodeToNodeClaims maps a Node event to the NodeClaim with the same provider ID.
 func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []reconcile.Request {
+	return NodeToNodeClaims(ctx, c.kubeClient, o)
+}
+
+// NodeToNodeClaims maps a Node to its NodeClaim: the one its owner reference
+// names, else those with the Node's provider ID (controllers that watch Nodes
+// for their NodeClaims share it).
+func NodeToNodeClaims(ctx context.Context, kubeClient client.Client, o client.Object) []reconcile.Request {
 	node := o.(*corev1.Node)
 	// Registered nodes name their NodeClaim in an owner reference.
 	for _, ref := range node.OwnerReferences {
@@ -321,7 +328,7 @@ func (c *Controller) nodeToNodeClaims(ctx context.Context, o client.Object) []re
 	if node.Spec.ProviderID == "" {
 		return nil
 	}
-	return nodeClaimsForProviderID(ctx, c.kubeClient, node.Spec.ProviderID)
+	return nodeClaimsForProviderID(ctx, kubeClient, node.Spec.ProviderID)
 }
 
 func nodeClaimsForProviderID(ctx context.Context, c client.Client, providerID string) []reconcile.Request {
