@@ -1,8 +1,8 @@
 // Command crdpatch adds to generated CRDs the schema constraints that
-// controller-gen markers cannot express: constraints on the values of maps.
-// Label values in NodePool templates must be bounded so that the CEL rules
-// over them fit in the apiserver's cost budget, and controller-gen has no
-// marker for a map's value schema.
+// controller-gen markers cannot express: the schema of a map's values (label
+// values in NodePool templates, bounded so that the CEL rules over them fit in
+// the apiserver's cost budget) and the fields of types we do not declare
+// (corev1.Taint's key, value and effect, bounded as upstream's CRDs bound them).
 //
 // Usage: go run ./hack/crdpatch <crd.yaml>...
 package main
@@ -25,10 +25,64 @@ var labelValue = apiextensionsv1.JSONSchemaProps{
 	Pattern:   `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`,
 }
 
-// patches maps a CRD name to the dotted property paths whose map values are
-// label values.
-var patches = map[string][]string{
-	"nodepools.karpenter.sh": {"spec.template.metadata.labels"},
+// qualifiedName is the pattern upstream's CRDs give taint keys and values.
+const qualifiedName = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
+
+// An edit changes the schema found at a dotted property path.
+type edit func(*apiextensionsv1.JSONSchemaProps) error
+
+// mapValues gives the map's values the schema v.
+func mapValues(v apiextensionsv1.JSONSchemaProps) edit {
+	return func(s *apiextensionsv1.JSONSchemaProps) error {
+		if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
+			return fmt.Errorf("not a map")
+		}
+		value := v
+		s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &value}
+		return nil
+	}
+}
+
+// taintItems bounds the key, value and effect of a list of corev1.Taint, whose
+// fields carry no markers: keys and values are qualified names, keys are not
+// empty, effects one of the three the kubelet knows.
+func taintItems(s *apiextensionsv1.JSONSchemaProps) error {
+	if s.Items == nil || s.Items.Schema == nil {
+		return fmt.Errorf("not a list")
+	}
+	item := s.Items.Schema
+	props := make(map[string]apiextensionsv1.JSONSchemaProps, len(item.Properties))
+	for k, v := range item.Properties {
+		props[k] = v
+	}
+	for _, f := range []string{"key", "value", "effect"} {
+		if _, ok := props[f]; !ok {
+			return fmt.Errorf("taint has no %q", f)
+		}
+	}
+	key, value, effect := props["key"], props["value"], props["effect"]
+	key.MinLength, key.Pattern = ptr.To[int64](1), qualifiedName
+	value.Pattern = qualifiedName
+	effect.Enum = nil
+	for _, e := range []string{"NoSchedule", "PreferNoSchedule", "NoExecute"} {
+		effect.Enum = append(effect.Enum, apiextensionsv1.JSON{Raw: []byte(`"` + e + `"`)})
+	}
+	props["key"], props["value"], props["effect"] = key, value, effect
+	item.Properties = props
+	return nil
+}
+
+// patches maps a CRD name to the edits of its schemas, by dotted property path.
+var patches = map[string]map[string]edit{
+	"nodepools.karpenter.sh": {
+		"spec.template.metadata.labels":    mapValues(labelValue),
+		"spec.template.spec.taints":        taintItems,
+		"spec.template.spec.startupTaints": taintItems,
+	},
+	"nodeclaims.karpenter.sh": {
+		"spec.taints":        taintItems,
+		"spec.startupTaints": taintItems,
+	},
 }
 
 func main() {
@@ -58,8 +112,8 @@ func patchFile(path string) error {
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			continue
 		}
-		for _, p := range paths {
-			patched, err := setMapValues(*v.Schema.OpenAPIV3Schema, strings.Split(p, "."), labelValue)
+		for p, e := range paths {
+			patched, err := apply(*v.Schema.OpenAPIV3Schema, strings.Split(p, "."), e)
 			if err != nil {
 				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, p, err)
 			}
@@ -75,22 +129,17 @@ func patchFile(path string) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// setMapValues returns a copy of s in which the map at path has values of
-// schema value. JSONSchemaProps stores properties by value, hence the copies.
-func setMapValues(s apiextensionsv1.JSONSchemaProps, path []string, value apiextensionsv1.JSONSchemaProps) (apiextensionsv1.JSONSchemaProps, error) {
+// apply returns a copy of s in which the schema at path has been edited.
+// JSONSchemaProps stores properties by value, hence the copies.
+func apply(s apiextensionsv1.JSONSchemaProps, path []string, e edit) (apiextensionsv1.JSONSchemaProps, error) {
 	if len(path) == 0 {
-		if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
-			return s, fmt.Errorf("not a map")
-		}
-		v := value
-		s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &v}
-		return s, nil
+		return s, e(&s)
 	}
 	child, ok := s.Properties[path[0]]
 	if !ok {
 		return s, fmt.Errorf("no property %q", path[0])
 	}
-	patched, err := setMapValues(child, path[1:], value)
+	patched, err := apply(child, path[1:], e)
 	if err != nil {
 		return s, err
 	}

@@ -43,6 +43,11 @@ type v1OnlyFields struct {
 	ExpireAfter *v1.NillableDuration `json:"expireAfter,omitempty"`
 	// LastPodEventTime is a NodeClaim's status.lastPodEventTime.
 	LastPodEventTime *metav1.Time `json:"lastPodEventTime,omitempty"`
+	// Replicas is a static NodePool's spec.replicas.
+	Replicas *int64 `json:"replicas,omitempty"`
+	// ConsolidationPolicy is a v1 policy v1beta1 has no value for (Balanced);
+	// the v1beta1 object shows WhenEmpty, the subset of it v1beta1 can say.
+	ConsolidationPolicy v1.ConsolidationPolicy `json:"consolidationPolicy,omitempty"`
 }
 
 func (f v1OnlyFields) empty() bool { return reflect.DeepEqual(f, v1OnlyFields{}) }
@@ -113,7 +118,11 @@ func NodePoolV1beta1ToV1(in *v1beta1.NodePool) (*v1.NodePool, error) {
 		if s.Disruption.ConsolidateAfter != nil {
 			o.Disruption.ConsolidateAfter = copyDuration(*s.Disruption.ConsolidateAfter)
 		}
+		if extra.ConsolidationPolicy != "" && s.Disruption.ConsolidationPolicy == v1beta1.ConsolidationPolicyWhenEmpty {
+			o.Disruption.ConsolidationPolicy = extra.ConsolidationPolicy
+		}
 	}
+	o.Replicas = CopyPtr(extra.Replicas)
 	if s.Limits != nil {
 		o.Limits = v1.Limits(corev1.ResourceList(s.Limits).DeepCopy())
 	}
@@ -185,11 +194,17 @@ func NodePoolV1ToV1beta1(in *v1.NodePool) (*v1beta1.NodePool, error) {
 			c := copyDuration(after)
 			extra.ConsolidateAfter = &c
 		}
+	case v1.ConsolidationPolicyBalanced:
+		o.Disruption.ConsolidationPolicy = v1beta1.ConsolidationPolicyWhenEmpty
+		extra.ConsolidationPolicy = s.Disruption.ConsolidationPolicy
+		c := copyDuration(s.Disruption.ConsolidateAfter)
+		o.Disruption.ConsolidateAfter = &c
 	default:
 		o.Disruption.ConsolidationPolicy = v1beta1.ConsolidationPolicy(s.Disruption.ConsolidationPolicy)
 		c := copyDuration(s.Disruption.ConsolidateAfter)
 		o.Disruption.ConsolidateAfter = &c
 	}
+	extra.Replicas = CopyPtr(s.Replicas)
 	if s.Limits != nil {
 		o.Limits = v1beta1.Limits(corev1.ResourceList(s.Limits).DeepCopy())
 	}

@@ -262,7 +262,7 @@ func (g *coreGen) V1NodePool() *v1.NodePool {
 		s.Template.Spec.TerminationGracePeriod = g.metaDuration("30s", "1h", "48h")
 	}
 	g.v1CompatAnnotations(&np.ObjectMeta, &s.Template.Spec.NodeClassRef)
-	s.Disruption.ConsolidationPolicy = v1.ConsolidationPolicy(g.pick("WhenEmpty", "WhenEmptyOrUnderutilized"))
+	s.Disruption.ConsolidationPolicy = v1.ConsolidationPolicy(g.pick("WhenEmpty", "WhenEmptyOrUnderutilized", "Balanced"))
 	s.Disruption.ConsolidateAfter = g.duration(true)
 	if g.coin() {
 		s.Disruption.Budgets = make([]v1.Budget, 1+g.r.IntN(3))
@@ -271,7 +271,7 @@ func (g *coreGen) V1NodePool() *v1.NodePool {
 			g.schedule(&b)
 			s.Disruption.Budgets[i] = v1.Budget{Nodes: b.Nodes, Schedule: b.Schedule, Duration: b.Duration}
 			if g.coin() {
-				s.Disruption.Budgets[i].Reasons = []v1.DisruptionReason{v1.DisruptionReason(g.pick("Underutilized", "Empty", "Drifted"))}
+				s.Disruption.Budgets[i].Reasons = []v1.DisruptionReason{v1.DisruptionReason(g.pick("Underutilized", "Empty", "Drifted", "Unhealthy"))}
 			}
 		}
 	}
@@ -280,6 +280,8 @@ func (g *coreGen) V1NodePool() *v1.NodePool {
 	}
 	if g.coin() {
 		s.Weight = ptr.To(int32(1 + g.r.IntN(100)))
+	} else if g.coin() {
+		s.Replicas = ptr.To(int64(g.r.IntN(10)))
 	}
 	np.Status = v1.NodePoolStatus{Resources: g.resources(), Conditions: g.conditions()}
 	return np

@@ -30,6 +30,9 @@ func wantsConsolidation(n *node) (bool, *block) {
 	if d.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty {
 		return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s only consolidates empty nodes (consolidationPolicy: WhenEmpty)", n.pool.NodePool.Name)}
 	}
+	if d.ConsolidationPolicy == v1.ConsolidationPolicyBalanced {
+		return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s has consolidationPolicy Balanced: %s", n.pool.NodePool.Name, v1.BalancedNotBuilt)}
+	}
 	return true, nil
 }
 

@@ -414,6 +414,17 @@ func TestSingleNodeConsolidation(t *testing.T) {
 			w.pod(a, "web", "1")
 		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeConsolidationDisabled}, explained: map[string]string{"a": "only consolidates empty nodes (consolidationPolicy: WhenEmpty)"}}},
 
+		{"a Balanced pool keeps non-empty nodes until Balanced scoring is built", func(w *world) {
+			w.pool("default", standardTypes(), balanced)
+			a := w.node("a", "default", "l")
+			w.pod(a, "web", "1")
+		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeConsolidationDisabled}, explained: map[string]string{"a": "has consolidationPolicy Balanced: Balanced scoring is not built in this version, so only empty nodes are consolidated"}}},
+
+		{"a Balanced pool still removes empty nodes", func(w *world) {
+			w.pool("default", standardTypes(), balanced)
+			w.node("a", "default", "l")
+		}, expect{method: disruption.MethodEmptiness, candidates: []string{"a"}}},
+
 		{"consolidateAfter Never", func(w *world) {
 			w.pool("default", standardTypes(), never)
 			a := w.node("a", "default", "l")

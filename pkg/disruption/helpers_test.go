@@ -77,6 +77,7 @@ type poolOpt = fixtures.NodePoolOption
 
 var (
 	whenEmpty = fixtures.WithConsolidationPolicy(v1.ConsolidationPolicyWhenEmpty)
+	balanced  = fixtures.WithConsolidationPolicy(v1.ConsolidationPolicyBalanced)
 	never     = fixtures.WithConsolidateAfter("Never")
 	budgetsOf = fixtures.WithBudgets
 )

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -50,6 +51,8 @@ func (c *Counter) Reconcile(ctx context.Context, req reconcile.Request) (reconci
 	}
 	stored := np.DeepCopy()
 	np.Status.Resources = Usage(claims.Items)
+	// status.nodes is also the scale subresource's status replicas.
+	np.Status.Nodes = ptr.To(int64(len(claims.Items)))
 	return patchStatus(ctx, c.kubeClient, stored, np)
 }
 

@@ -36,10 +36,16 @@ func TestCounterSumsCapacityOfTheNodePoolsNodeClaims(t *testing.T) {
 			t.Errorf("status.resources[%s] = %s, want %s", name, g.String(), q)
 		}
 	}
+	if n := ExpectExists(ctx, t, e.Client, np).Status.Nodes; n == nil || *n != 3 {
+		t.Errorf("status.nodes = %v, want 3", n)
+	}
 
 	ExpectFinalizersRemoved(ctx, t, e.Client, a)
 	ExpectDeleted(ctx, t, e.Client, a, b)
 	ExpectReconciled(ctx, t, counter, np)
+	if n := ExpectExists(ctx, t, e.Client, np).Status.Nodes; n == nil || *n != 1 {
+		t.Errorf("status.nodes after deletions = %v, want 1", n)
+	}
 	got = ExpectExists(ctx, t, e.Client, np).Status.Resources
 	if n := got["nodes"]; n.Value() != 1 {
 		t.Fatalf("nodes after deletions: %s", n.String())
@@ -104,9 +110,10 @@ func TestValidationCondition(t *testing.T) {
 	ctx, clk := setup(t)
 	validation := nodepool.NewValidation(e.Client, clk)
 	good := nodePool("good", "default")
-	// The schema does not check taint values; runtime validation does.
+	// The schema, as upstream's, does not check requirement values; runtime
+	// validation does.
 	bad := nodePool("bad", "default")
-	bad.Spec.Template.Spec.Taints = append(bad.Spec.Template.Spec.Taints, corev1.Taint{Key: "x", Value: "not a label value!", Effect: corev1.TaintEffectNoSchedule})
+	bad.Spec.Template.Spec.Requirements = append(bad.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{Key: "example.com/x", Operator: corev1.NodeSelectorOpIn, Values: []string{"not a label value!"}})
 	ExpectApplied(ctx, t, e.Client, good, bad)
 	ExpectReconciled(ctx, t, validation, good)
 	ExpectReconciled(ctx, t, validation, bad)
@@ -114,7 +121,7 @@ func TestValidationCondition(t *testing.T) {
 		t.Fatalf("good: %+v", c)
 	}
 	bad = ExpectExists(ctx, t, e.Client, bad)
-	if c := bad.StatusConditions().Get(v1.ConditionTypeValidationSucceeded); !c.IsFalse() || !strings.Contains(c.Message, "taint value") {
+	if c := bad.StatusConditions().Get(v1.ConditionTypeValidationSucceeded); !c.IsFalse() || !strings.Contains(c.Message, `spec.template.spec.requirements[1]: invalid value "not a label value!"`) {
 		t.Fatalf("bad: %+v", c)
 	}
 	if bad.StatusConditions().Root().IsTrue() {
@@ -258,5 +265,32 @@ func TestValidationSaysZeroLimitAdmitsNoNode(t *testing.T) {
 	ExpectReconciled(ctx, t, validation, np)
 	if c := ExpectExists(ctx, t, e.Client, np).StatusConditions().Get(v1.ConditionTypeValidationSucceeded); !c.IsTrue() || c.Reason == nodepool.ReasonLimitsAdmitNoNode || c.Message != "" {
 		t.Fatalf("after raising the limit: %+v", c)
+	}
+}
+
+// Static NodePools and the Balanced policy are stored (upstream's manifests
+// apply) but not built: the NodePool stays Ready and ValidationSucceeded's
+// reason and message say what this version does instead.
+func TestValidationSaysWhatIsNotBuilt(t *testing.T) {
+	ctx, clk := setup(t)
+	validation := nodepool.NewValidation(e.Client, clk)
+	static := nodePool("static", "default")
+	static.Spec.Replicas = ptr.To[int64](3)
+	balanced := nodePool("balanced", "default")
+	balanced.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyBalanced
+	ExpectApplied(ctx, t, e.Client, static, balanced)
+	for _, tc := range []struct {
+		np      *v1.NodePool
+		reason  string
+		message string
+	}{
+		{static, nodepool.ReasonStaticCapacityNotSupported, "spec.replicas is 3: static NodePools are not built in this version; it launches no node"},
+		{balanced, nodepool.ReasonBalancedNotSupported, "spec.disruption.consolidationPolicy is Balanced: Balanced scoring is not built in this version, so only empty nodes are consolidated"},
+	} {
+		ExpectReconciled(ctx, t, validation, tc.np)
+		c := ExpectExists(ctx, t, e.Client, tc.np).StatusConditions().Get(v1.ConditionTypeValidationSucceeded)
+		if !c.IsTrue() || c.Reason != tc.reason || !strings.HasPrefix(c.Message, tc.message) {
+			t.Errorf("%s: ValidationSucceeded %+v, want True/%s/%q...", tc.np.Name, c, tc.reason, tc.message)
+		}
 	}
 }

@@ -47,6 +47,12 @@ func (v *Validation) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			reason = "InvalidDisruptionBudget"
 		}
 		conds.SetFalse(v1.ConditionTypeValidationSucceeded, reason, err.Error())
+	} else if np.Spec.Replicas != nil {
+		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonStaticCapacityNotSupported,
+			fmt.Sprintf("spec.replicas is %d: %s", *np.Spec.Replicas, v1.StaticNotBuilt))
+	} else if np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced {
+		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonBalancedNotSupported,
+			"spec.disruption.consolidationPolicy is Balanced: "+v1.BalancedNotBuilt)
 	} else if why := v1.LimitsAdmitNoNode(np.Spec.Limits); why != "" {
 		// Valid (a zero limit is how users pause a pool), so Ready stays True and
 		// disruption is unchanged; the reason says the pool launches nothing.
@@ -61,6 +67,15 @@ func (v *Validation) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // ReasonLimitsAdmitNoNode is ValidationSucceeded's reason on a valid NodePool
 // whose limits keep every node out (cpu, memory or nodes at 0).
 const ReasonLimitsAdmitNoNode = "LimitsAdmitNoNode"
+
+// ReasonStaticCapacityNotSupported is ValidationSucceeded's reason on a valid
+// static NodePool (spec.replicas set): it launches nothing in this version.
+const ReasonStaticCapacityNotSupported = "StaticCapacityNotSupported"
+
+// ReasonBalancedNotSupported is ValidationSucceeded's reason on a valid
+// NodePool whose consolidationPolicy is Balanced: only its empty nodes are
+// consolidated in this version.
+const ReasonBalancedNotSupported = "BalancedNotSupported"
 
 // Register adds the controller to the manager.
 func (v *Validation) Register(mgr manager.Manager) error {
@@ -175,9 +190,7 @@ func validateRequirement(r v1.NodeSelectorRequirementWithMinValues) error {
 		}
 	case corev1.NodeSelectorOpNotIn:
 	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
-		if len(r.Values) != 0 {
-			return fmt.Errorf("operator %s takes no values", r.Operator)
-		}
+		// Values are ignored, as upstream and the Kubernetes scheduler do.
 	case corev1.NodeSelectorOpGt, corev1.NodeSelectorOpLt, "Gte", "Lte":
 		if len(r.Values) != 1 {
 			return fmt.Errorf("operator %s takes exactly one value", r.Operator)

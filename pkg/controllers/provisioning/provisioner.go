@@ -361,6 +361,12 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, []
 			skip(np, fmt.Sprintf("nodepool %s: limits allow no node (%s)", np.Name, why))
 			continue
 		}
+		if np.Spec.Replicas != nil {
+			// Static NodePools never take part in provisioning for pods, as
+			// upstream; keeping their replicas is not built yet.
+			skip(np, fmt.Sprintf("nodepool %s is static (spec.replicas: %d): %s", np.Name, *np.Spec.Replicas, v1.StaticNotBuilt))
+			continue
+		}
 		its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			if cloudprovider.IsNodeClassNotReadyError(err) {

@@ -667,6 +667,23 @@ func TestPodIsToldZeroLimitAdmitsNoNode(t *testing.T) {
 	}
 }
 
+// A static NodePool (spec.replicas set) takes no part in provisioning for
+// pods, as upstream's; a pod that only it could hold is told why.
+func TestStaticNodePoolLaunchesNothingForPods(t *testing.T) {
+	f := newFixture(t)
+	np := nodePool("static", "default")
+	np.Spec.Replicas = ptr.To[int64](2)
+	ExpectApplied(f.ctx, t, testEnv.Client, nodeClass("default", true), np, pendingPod("p", "1"))
+	res := f.schedule(t)
+	if len(res.NodeClaims) != 0 {
+		t.Fatalf("launched %d nodeclaims from a static NodePool", len(res.NodeClaims))
+	}
+	got := f.failedScheduling()
+	if len(got) != 1 || !strings.Contains(got[0], "nodepool static is static (spec.replicas: 2): static NodePools are not built in this version") {
+		t.Fatalf("events %q", got)
+	}
+}
+
 func slicesEqual(a, b []string) bool {
 	if len(a) != len(b) {
 		return false

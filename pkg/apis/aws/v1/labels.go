@@ -34,7 +34,6 @@ const (
 	LabelInstanceAcceleratorCount             = Group + "/instance-accelerator-count"
 	LabelInstanceCapabilityFlex               = Group + "/instance-capability-flex"
 	LabelInstanceTenancy                      = Group + "/instance-tenancy"
-	LabelNitroSandbox                         = Group + "/nitro-sandbox"
 	LabelCapacityReservationID                = Group + "/capacity-reservation-id"
 	LabelCapacityReservationType              = Group + "/capacity-reservation-type"
 	LabelCapacityReservationInterruptible     = Group + "/capacity-reservation-interruptible"
@@ -82,7 +81,6 @@ var WellKnownLabels = []string{
 	LabelInstanceAcceleratorCount,
 	LabelInstanceCapabilityFlex,
 	LabelInstanceTenancy,
-	LabelNitroSandbox,
 	LabelCapacityReservationID,
 	LabelCapacityReservationType,
 	LabelCapacityReservationInterruptible,

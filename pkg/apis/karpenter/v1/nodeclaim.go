@@ -48,22 +48,22 @@ type NodeClaimList struct {
 // +kubebuilder:validation:XValidation:message="spec is immutable",rule="self == oldSelf"
 type NodeClaimSpec struct {
 	// Taints are applied to the node. Pods must tolerate them to be scheduled there.
-	// +kubebuilder:validation:XValidation:message="taints: effect must be one of NoSchedule, PreferNoSchedule, NoExecute",rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])"
-	// +kubebuilder:validation:XValidation:message="taints: key must not be empty",rule="self.all(x, x.key != '')"
-	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are applied to the node at creation and are expected to be
 	// removed by another component once the node is ready.
-	// +kubebuilder:validation:XValidation:message="startupTaints: effect must be one of NoSchedule, PreferNoSchedule, NoExecute",rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])"
-	// +kubebuilder:validation:XValidation:message="startupTaints: key must not be empty",rule="self.all(x, x.key != '')"
-	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the node: each is a label key, an operator and
 	// values. The cloud provider launches an instance type and offering that
 	// satisfies all of them.
+	// +kubebuilder:validation:XValidation:message="requirements: operator 'In' needs at least one value",rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)"
+	// +kubebuilder:validation:XValidation:message="requirements: operators 'Gt', 'Lt', 'Gte' and 'Lte' need exactly one value, a non-negative integer",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)"
+	// +kubebuilder:validation:XValidation:message="requirements: 'minValues' cannot exceed the number of values listed for operator 'In'",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)"
 	// +kubebuilder:validation:MaxItems:=100
+	// +listType=atomic
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements" hash:"ignore"`
 	// Resources are the resources the node must be able to allocate to pods
@@ -76,16 +76,14 @@ type NodeClaimSpec struct {
 	NodeClassRef *NodeClassReference `json:"nodeClassRef"`
 	// TerminationGracePeriod is the longest the node may take to drain once it
 	// is being deleted; see NodePool spec.template.spec.terminationGracePeriod.
-	// +kubebuilder:validation:XValidation:message="terminationGracePeriod must be a duration in hours, minutes and seconds such as 30s, 10m or 48h (Never is not allowed)",rule="self.matches('^([0-9]+(s|m|h))+$')"
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
 	// ExpireAfter is how long the node may live, counted from the NodeClaim's
 	// creation, before Karpenter replaces it. "Never" disables expiration.
 	// +kubebuilder:default:="720h"
-	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional
@@ -103,18 +101,15 @@ type ResourceRequirements struct {
 type NodeClassReference struct {
 	// Kind of the NodeClass, e.g. EC2NodeClass or KWOKNodeClass.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="nodeClassRef.kind may not be empty"
-	// +kubebuilder:validation:MaxLength=63
 	// +required
 	Kind string `json:"kind"`
 	// Name of the NodeClass object.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="nodeClassRef.name may not be empty"
-	// +kubebuilder:validation:MaxLength=253
 	// +required
 	Name string `json:"name"`
 	// Group is the API group of the NodeClass, without version, e.g. karpenter.k8s.aws.
 	// +kubebuilder:validation:XValidation:rule="self != ''",message="nodeClassRef.group may not be empty"
-	// +kubebuilder:validation:XValidation:message="nodeClassRef.group must be an API group without a version, such as karpenter.k8s.aws",rule="self.matches('^[^/]*$')"
-	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[^/]*$`
 	// +required
 	Group string `json:"group"`
 }
@@ -126,33 +121,27 @@ type NodeClassReference struct {
 //
 // The fields mirror corev1.NodeSelectorRequirement; they are declared here so
 // that the schema can validate keys, operators and values.
-// +kubebuilder:validation:XValidation:message="requirements with operator 'In' must have values",rule="self.operator == 'In' ? (has(self.values) && self.values.size() != 0) : true"
-// +kubebuilder:validation:XValidation:message="requirements with operator 'Gt' or 'Lt' must have a single non-negative integer value",rule="(self.operator == 'Gt' || self.operator == 'Lt') ? (has(self.values) && self.values.size() == 1 && self.values[0].matches('^[0-9]+$')) : true"
-// +kubebuilder:validation:XValidation:message="requirements with operator 'Exists' or 'DoesNotExist' must not have values",rule="(self.operator == 'Exists' || self.operator == 'DoesNotExist') ? (!has(self.values) || self.values.size() == 0) : true"
-// +kubebuilder:validation:XValidation:message="requirements with 'minValues' must have at least that many values",rule="(self.operator == 'In' && has(self.minValues)) ? (has(self.values) && self.values.size() >= self.minValues) : true"
 type NodeSelectorRequirementWithMinValues struct {
 	// Key is the label key the requirement applies to.
 	// +kubebuilder:validation:MaxLength=316
-	// +kubebuilder:validation:XValidation:message="requirements key must be a label key: an optional DNS subdomain prefix and a slash, then a name of at most 63 letters, digits, dashes, underscores and dots that starts and ends with a letter or digit",rule="self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$')"
-	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"kubernetes.io\" is restricted",rule="self in ['beta.kubernetes.io/instance-type','failure-domain.beta.kubernetes.io/region','beta.kubernetes.io/os','beta.kubernetes.io/arch','failure-domain.beta.kubernetes.io/zone','topology.kubernetes.io/zone','topology.kubernetes.io/region','node.kubernetes.io/instance-type','kubernetes.io/arch','kubernetes.io/os','node.kubernetes.io/windows-build'] || self.find('^([^/]+)').endsWith('node.kubernetes.io') || self.find('^([^/]+)').endsWith('node-restriction.kubernetes.io') || !self.find('^([^/]+)').endsWith('kubernetes.io')"
-	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"k8s.io\" is restricted",rule="self.find('^([^/]+)').endsWith('kops.k8s.io') || !self.find('^([^/]+)').endsWith('k8s.io')"
+	// +kubebuilder:validation:Pattern=`^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
 	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"karpenter.sh\" is restricted",rule="self in ['karpenter.sh/capacity-type','karpenter.sh/nodepool'] || !self.find('^([^/]+)').endsWith('karpenter.sh')"
 	// +kubebuilder:validation:XValidation:message="requirements key: label \"kubernetes.io/hostname\" is restricted",rule="self != 'kubernetes.io/hostname'"
-	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"karpenter.k8s.aws\" is restricted",rule="self in ['karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-capability-flex','karpenter.k8s.aws/instance-tenancy','karpenter.k8s.aws/nitro-sandbox','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type','karpenter.k8s.aws/capacity-reservation-interruptible','karpenter.k8s.aws/placement-group-id','karpenter.k8s.aws/placement-group-partition','karpenter.k8s.aws/ec2nodeclass'] || !self.find('^([^/]+)').endsWith('karpenter.k8s.aws')"
+	// +kubebuilder:validation:XValidation:message="requirements key: label domain \"karpenter.k8s.aws\" is restricted",rule="self in ['karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-capability-flex','karpenter.k8s.aws/instance-tenancy','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type','karpenter.k8s.aws/capacity-reservation-interruptible','karpenter.k8s.aws/placement-group-id','karpenter.k8s.aws/placement-group-partition','karpenter.k8s.aws/ec2nodeclass'] || !self.find('^([^/]+)').endsWith('karpenter.k8s.aws')"
 	// +required
 	Key string `json:"key"`
 	// Operator relates the key to the values: In, NotIn, Exists, DoesNotExist,
-	// Gt or Lt (Gt and Lt compare a single integer value).
-	// +kubebuilder:validation:Enum:={In,NotIn,Exists,DoesNotExist,Gt,Lt}
+	// Gt, Lt, Gte or Lte (the last four compare a single integer value).
+	// +kubebuilder:validation:Enum:={In,NotIn,Exists,DoesNotExist,Gt,Lt,Gte,Lte}
 	// +required
 	Operator corev1.NodeSelectorOperator `json:"operator"`
-	// Values are the label values the operator applies to. In and NotIn take
-	// one or more values, Exists and DoesNotExist none, Gt and Lt exactly one
-	// integer.
-	// +kubebuilder:validation:MaxItems=1000
+	// Values are the label values the operator applies to. In takes one or
+	// more values, NotIn any number, Gt, Lt, Gte and Lte exactly one
+	// non-negative integer; Exists and DoesNotExist ignore them.
+	// As in upstream's CRD, the schema does not check the values themselves;
+	// the NodePool validation controller reports a value that is not a valid
+	// label value (ValidationSucceeded=False).
 	// +listType=atomic
-	// +kubebuilder:validation:items:MaxLength=63
-	// +kubebuilder:validation:items:Pattern=`^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
 	// +optional
 	Values []string `json:"values,omitempty"`
 	// MinValues is the minimum number of distinct values of this key that the

@@ -13,8 +13,9 @@ import (
 // +kubebuilder:storageversion
 // +kubebuilder:resource:path=nodepools,scope=Cluster,categories=karpenter
 // +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.nodes
 // +kubebuilder:printcolumn:name="NodeClass",type="string",JSONPath=".spec.template.spec.nodeClassRef.name",description=""
-// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.resources.nodes",description=""
+// +kubebuilder:printcolumn:name="Nodes",type="string",JSONPath=".status.nodes",description=""
 // +kubebuilder:printcolumn:name="Ready",type="string",JSONPath=".status.conditions[?(@.type==\"Ready\")].status",description=""
 // +kubebuilder:printcolumn:name="Age",type="date",JSONPath=".metadata.creationTimestamp",description=""
 // +kubebuilder:printcolumn:name="Weight",type="integer",JSONPath=".spec.weight",priority=1,description=""
@@ -41,6 +42,9 @@ type NodePoolList struct {
 }
 
 // NodePoolSpec is the desired state of a NodePool.
+// +kubebuilder:validation:XValidation:rule="has(self.replicas) == has(oldSelf.replicas)",message="replicas cannot be added to or removed from an existing NodePool: a NodePool is static (replicas set) or dynamic (replicas unset) for its whole life; create a new NodePool instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || (!has(self.limits) || size(self.limits) == 0 || (size(self.limits) == 1 && 'nodes' in self.limits))",message="limits: a static NodePool (replicas set) supports only limits.nodes"
+// +kubebuilder:validation:XValidation:rule="!has(self.replicas) || !has(self.weight)",message="weight: a static NodePool (replicas set) has no weight, remove weight or replicas"
 type NodePoolSpec struct {
 	// Template is the template of the NodeClaims this NodePool creates. Every
 	// node launched for the NodePool carries its labels, annotations, taints and
@@ -63,13 +67,22 @@ type NodePoolSpec struct {
 	// +kubebuilder:validation:Maximum:=100
 	// +optional
 	Weight *int32 `json:"weight,omitempty"`
+	// Replicas makes the NodePool static: Karpenter keeps exactly this many
+	// nodes, whatever the pods need, instead of launching for pending pods.
+	// A NodePool is static or dynamic for its whole life. Static NodePools take
+	// effect with the StaticCapacity feature gate; without it (the default) a
+	// static NodePool launches nothing, and its ValidationSucceeded condition
+	// says so.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	Replicas *int64 `json:"replicas,omitempty"`
 }
 
 // Limits are upper bounds on the summed capacity of a NodePool's nodes.
 type Limits corev1.ResourceList
 
 // ConsolidationPolicy selects which nodes consolidation may remove.
-// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized}
+// +kubebuilder:validation:Enum:={WhenEmpty,WhenEmptyOrUnderutilized,Balanced}
 type ConsolidationPolicy string
 
 const (
@@ -78,11 +91,24 @@ const (
 	// ConsolidationPolicyWhenEmptyOrUnderutilized removes empty nodes and
 	// replaces or removes nodes whose pods fit elsewhere more cheaply.
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
+	// ConsolidationPolicyBalanced consolidates underutilized nodes only when
+	// the savings outweigh the disruption. Until its scoring is built, a
+	// Balanced NodePool consolidates only empty nodes (a subset of what
+	// Balanced allows) and its ValidationSucceeded condition says so.
+	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
+)
+
+// BalancedNotBuilt and StaticNotBuilt say, in conditions, explanations and
+// logs, what this version does with the two NodePool settings it stores but
+// does not implement yet.
+const (
+	BalancedNotBuilt = "Balanced scoring is not built in this version, so only empty nodes are consolidated (what WhenEmpty does, a subset of what Balanced allows)"
+	StaticNotBuilt   = "static NodePools are not built in this version; it launches no node and pending pods are not provisioned on it (as upstream does with the StaticCapacity feature gate off)"
 )
 
 // DisruptionReason names why Karpenter disrupts a node; budgets may apply to
 // a subset of reasons.
-// +kubebuilder:validation:Enum:={Underutilized,Empty,Drifted}
+// +kubebuilder:validation:Enum:={Underutilized,Empty,Drifted,Unhealthy}
 type DisruptionReason string
 
 const (
@@ -92,19 +118,22 @@ const (
 	DisruptionReasonEmpty DisruptionReason = "Empty"
 	// DisruptionReasonDrifted is replacement of a node that no longer matches its NodePool or NodeClass.
 	DisruptionReasonDrifted DisruptionReason = "Drifted"
+	// DisruptionReasonUnhealthy is replacement of a node that failed a health
+	// check (node repair).
+	DisruptionReasonUnhealthy DisruptionReason = "Unhealthy"
 )
 
 // Disruption configures voluntary disruption of a NodePool's nodes.
 type Disruption struct {
 	// ConsolidateAfter is how long a node must have had no pod scheduled to or
 	// removed from it before consolidation may consider it. "Never" turns
-	// consolidation off for this NodePool.
-	// +kubebuilder:validation:XValidation:message="consolidateAfter must be a duration in hours, minutes and seconds such as 30s, 5m, 1h or 1h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
-	// +kubebuilder:validation:MaxLength=64
+	// consolidation off for this NodePool. Defaults to 0s.
+	// +kubebuilder:default:="0s"
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
-	// +required
-	ConsolidateAfter NillableDuration `json:"consolidateAfter"`
+	// +optional
+	ConsolidateAfter NillableDuration `json:"consolidateAfter,omitempty"`
 	// ConsolidationPolicy selects the nodes consolidation may act on:
 	// WhenEmpty (only nodes without workload pods) or WhenEmptyOrUnderutilized
 	// (also nodes whose pods can be moved to cheaper capacity).
@@ -118,6 +147,7 @@ type Disruption struct {
 	// +kubebuilder:validation:XValidation:message="budgets: 'schedule' must be set with 'duration'",rule="self.all(x, has(x.schedule) == has(x.duration))"
 	// +kubebuilder:default:={{nodes: "10%"}}
 	// +kubebuilder:validation:MaxItems=50
+	// +listType=atomic
 	// +optional
 	Budgets []Budget `json:"budgets,omitempty" hash:"ignore"`
 }
@@ -127,15 +157,14 @@ type Disruption struct {
 type Budget struct {
 	// Reasons lists the disruption reasons this budget applies to. When
 	// omitted, it applies to every reason.
-	// +kubebuilder:validation:MaxItems=3
+	// +kubebuilder:validation:MaxItems=50
 	// +listType=set
 	// +optional
 	Reasons []DisruptionReason `json:"reasons,omitempty"`
 	// Nodes is the maximum number of nodes that may be disrupted at once,
 	// either a count ("5") or a percentage of the NodePool's nodes ("10%",
 	// rounded up).
-	// +kubebuilder:validation:XValidation:message="nodes must be a count of nodes such as 5, or a percentage of the NodePool's nodes from 0% to 100% such as 10%",rule="self.matches('^((100|[0-9]{1,2})%|[0-9]+)$')"
-	// +kubebuilder:validation:MaxLength=16
+	// +kubebuilder:validation:Pattern:="^((100|[0-9]{1,2})%|[0-9]+)$"
 	// +kubebuilder:default:="10%"
 	Nodes string `json:"nodes"`
 	// Schedule is a cron expression, evaluated in UTC, at which the budget
@@ -144,14 +173,12 @@ type Budget struct {
 	// ranges, lists and steps such as "0 9 * * mon-fri" or "*/30 * * * *") or
 	// one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly.
 	// Must be set together with duration.
-	// +kubebuilder:validation:XValidation:message="schedule must be a cron expression of 5 fields separated by spaces: minute (0-59) hour (0-23) day-of-month (1-31) month (1-12 or jan-dec) day-of-week (0-6 or sun-sat); each field is *, a number, a range a-b, a list a,b,c or a step */n or a-b/n with n above 0 (? may stand for * in the two day fields); or one of @yearly, @annually, @monthly, @weekly, @daily, @midnight, @hourly. Example: 0 9 * * mon-fri",rule="self.matches('^(@(annually|yearly|monthly|weekly|daily|midnight|hourly)|([*]|[0-5]?[0-9](-[0-5]?[0-9])?)(/0*[1-9][0-9]*)?(,([*]|[0-5]?[0-9](-[0-5]?[0-9])?)(/0*[1-9][0-9]*)?)* ([*]|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/0*[1-9][0-9]*)?(,([*]|(2[0-3]|1[0-9]|0?[0-9])(-(2[0-3]|1[0-9]|0?[0-9]))?)(/0*[1-9][0-9]*)?)* (([*]|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/0*[1-9][0-9]*)?(,([*]|(3[01]|[12][0-9]|0?[1-9])(-(3[01]|[12][0-9]|0?[1-9]))?)(/0*[1-9][0-9]*)?)*|[?]) ([*]|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/0*[1-9][0-9]*)?(,([*]|(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec))(-(1[0-2]|0?[1-9]|(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)))?)(/0*[1-9][0-9]*)?)* (([*]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/0*[1-9][0-9]*)?(,([*]|([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat))(-([0-6]|(?i:sun|mon|tue|wed|thu|fri|sat)))?)(/0*[1-9][0-9]*)?)*|[?]))$')"
-	// +kubebuilder:validation:MaxLength=256
+	// +kubebuilder:validation:Pattern:=`^(@(annually|yearly|monthly|weekly|daily|midnight|hourly))|((.+)\s(.+)\s(.+)\s(.+)\s(.+))$`
 	// +optional
 	Schedule *string `json:"schedule,omitempty" hash:"ignore"`
 	// Duration is how long the budget stays active after each schedule hit,
 	// in hours and minutes (e.g. "1h30m"). Must be set together with schedule.
-	// +kubebuilder:validation:XValidation:message="duration must be hours and/or minutes such as 30m, 8h or 1h30m (no seconds)",rule="self.matches('^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$')"
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$`
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	Duration *metav1.Duration `json:"duration,omitempty" hash:"ignore"`
@@ -173,16 +200,15 @@ type ObjectMeta struct {
 	// matched against pod node selectors and affinities. Values are at most 63
 	// alphanumerics, '-', '_' or '.', beginning and ending with an alphanumeric.
 	// +kubebuilder:validation:MaxProperties=100
-	// +kubebuilder:validation:XValidation:message="labels: keys must be qualified names (optional DNS prefix and '/', then at most 63 alphanumerics, '-', '_' or '.')",rule="self.all(x, x.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))"
 	// +kubebuilder:validation:XValidation:message="labels: label \"karpenter.sh/nodepool\" is restricted, Karpenter sets it",rule="self.all(x, x != 'karpenter.sh/nodepool')"
-	// +kubebuilder:validation:XValidation:message="labels: label domain \"kubernetes.io\" is restricted",rule="self.all(x, x in ['beta.kubernetes.io/instance-type','failure-domain.beta.kubernetes.io/region','beta.kubernetes.io/os','beta.kubernetes.io/arch','failure-domain.beta.kubernetes.io/zone','topology.kubernetes.io/zone','topology.kubernetes.io/region','node.kubernetes.io/instance-type','kubernetes.io/arch','kubernetes.io/os','node.kubernetes.io/windows-build'] || x.find('^([^/]+)').endsWith('node.kubernetes.io') || x.find('^([^/]+)').endsWith('node-restriction.kubernetes.io') || !x.find('^([^/]+)').endsWith('kubernetes.io'))"
-	// +kubebuilder:validation:XValidation:message="labels: label domain \"k8s.io\" is restricted",rule="self.all(x, x.find('^([^/]+)').endsWith('kops.k8s.io') || !x.find('^([^/]+)').endsWith('k8s.io'))"
 	// +kubebuilder:validation:XValidation:message="labels: label domain \"karpenter.sh\" is restricted",rule="self.all(x, x in ['karpenter.sh/capacity-type','karpenter.sh/nodepool'] || !x.find('^([^/]+)').endsWith('karpenter.sh'))"
 	// +kubebuilder:validation:XValidation:message="labels: label \"kubernetes.io/hostname\" is restricted",rule="self.all(x, x != 'kubernetes.io/hostname')"
-	// +kubebuilder:validation:XValidation:message="labels: label domain \"karpenter.k8s.aws\" is restricted",rule="self.all(x, x in ['karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-capability-flex','karpenter.k8s.aws/instance-tenancy','karpenter.k8s.aws/nitro-sandbox','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type','karpenter.k8s.aws/capacity-reservation-interruptible','karpenter.k8s.aws/placement-group-id','karpenter.k8s.aws/placement-group-partition','karpenter.k8s.aws/ec2nodeclass'] || !x.find('^([^/]+)').endsWith('karpenter.k8s.aws'))"
+	// +kubebuilder:validation:XValidation:message="labels: label domain \"karpenter.k8s.aws\" is restricted",rule="self.all(x, x in ['karpenter.k8s.aws/instance-hypervisor','karpenter.k8s.aws/instance-encryption-in-transit-supported','karpenter.k8s.aws/instance-category','karpenter.k8s.aws/instance-family','karpenter.k8s.aws/instance-generation','karpenter.k8s.aws/instance-size','karpenter.k8s.aws/instance-local-nvme','karpenter.k8s.aws/instance-cpu','karpenter.k8s.aws/instance-cpu-manufacturer','karpenter.k8s.aws/instance-cpu-sustained-clock-speed-mhz','karpenter.k8s.aws/instance-memory','karpenter.k8s.aws/instance-ebs-bandwidth','karpenter.k8s.aws/instance-network-bandwidth','karpenter.k8s.aws/instance-gpu-name','karpenter.k8s.aws/instance-gpu-manufacturer','karpenter.k8s.aws/instance-gpu-count','karpenter.k8s.aws/instance-gpu-memory','karpenter.k8s.aws/instance-accelerator-name','karpenter.k8s.aws/instance-accelerator-manufacturer','karpenter.k8s.aws/instance-accelerator-count','karpenter.k8s.aws/instance-capability-flex','karpenter.k8s.aws/instance-tenancy','karpenter.k8s.aws/capacity-reservation-id','karpenter.k8s.aws/capacity-reservation-type','karpenter.k8s.aws/capacity-reservation-interruptible','karpenter.k8s.aws/placement-group-id','karpenter.k8s.aws/placement-group-partition','karpenter.k8s.aws/ec2nodeclass'] || !x.find('^([^/]+)').endsWith('karpenter.k8s.aws'))"
+	// +mapType=atomic
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
 	// Annotations are applied to every NodeClaim and node of the NodePool.
+	// +mapType=granular
 	// +optional
 	Annotations map[string]string `json:"annotations,omitempty"`
 }
@@ -192,25 +218,25 @@ type ObjectMeta struct {
 type NodeClaimTemplateSpec struct {
 	// Taints are applied to every node of the NodePool. Pods must tolerate
 	// them to be scheduled there.
-	// +kubebuilder:validation:XValidation:message="taints: effect must be one of NoSchedule, PreferNoSchedule, NoExecute",rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])"
-	// +kubebuilder:validation:XValidation:message="taints: key must not be empty",rule="self.all(x, x.key != '')"
-	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
 	// +optional
 	Taints []corev1.Taint `json:"taints,omitempty"`
 	// StartupTaints are applied when a node is created and are expected to be
 	// removed by another component (e.g. a CNI or device plugin) once the node
 	// is ready. Karpenter ignores them when deciding whether pods fit, and a
 	// node is not initialized until they are gone.
-	// +kubebuilder:validation:XValidation:message="startupTaints: effect must be one of NoSchedule, PreferNoSchedule, NoExecute",rule="self.all(x, x.effect in ['NoSchedule', 'PreferNoSchedule', 'NoExecute'])"
-	// +kubebuilder:validation:XValidation:message="startupTaints: key must not be empty",rule="self.all(x, x.key != '')"
-	// +kubebuilder:validation:MaxItems=100
+	// +listType=atomic
 	// +optional
 	StartupTaints []corev1.Taint `json:"startupTaints,omitempty"`
 	// Requirements constrain the nodes of the NodePool: each is a label key, an
 	// operator and values, as in a pod's node affinity. They are combined with
 	// the template labels and with each pod's own requirements.
 	// +kubebuilder:validation:XValidation:message="requirements: label \"karpenter.sh/nodepool\" is restricted, Karpenter sets it",rule="self.all(x, x.key != 'karpenter.sh/nodepool')"
+	// +kubebuilder:validation:XValidation:message="requirements: operator 'In' needs at least one value",rule="self.all(x, x.operator == 'In' ? x.values.size() != 0 : true)"
+	// +kubebuilder:validation:XValidation:message="requirements: operators 'Gt', 'Lt', 'Gte' and 'Lte' need exactly one value, a non-negative integer",rule="self.all(x, (x.operator == 'Gt' || x.operator == 'Lt' || x.operator == 'Gte' || x.operator == 'Lte') ? (x.values.size() == 1 && int(x.values[0]) >= 0) : true)"
+	// +kubebuilder:validation:XValidation:message="requirements: 'minValues' cannot exceed the number of values listed for operator 'In'",rule="self.all(x, (x.operator == 'In' && has(x.minValues)) ? x.values.size() >= x.minValues : true)"
 	// +kubebuilder:validation:MaxItems:=100
+	// +listType=atomic
 	// +required
 	Requirements []NodeSelectorRequirementWithMinValues `json:"requirements" hash:"ignore"`
 	// NodeClassRef points to the cloud provider specific NodeClass (e.g. an
@@ -224,8 +250,7 @@ type NodeClaimTemplateSpec struct {
 	// PodDisruptionBudget or the karpenter.sh/do-not-disrupt annotation would
 	// block them, and each pod is deleted early enough to get its own
 	// terminationGracePeriodSeconds before the deadline. Unset means no limit.
-	// +kubebuilder:validation:XValidation:message="terminationGracePeriod must be a duration in hours, minutes and seconds such as 30s, 10m or 48h (Never is not allowed)",rule="self.matches('^([0-9]+(s|m|h))+$')"
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^([0-9]+(s|m|h))+$`
 	// +kubebuilder:validation:Type="string"
 	// +optional
 	TerminationGracePeriod *metav1.Duration `json:"terminationGracePeriod,omitempty"`
@@ -233,8 +258,7 @@ type NodeClaimTemplateSpec struct {
 	// counted from its NodeClaim's creation. Expiration is forceful: it does not
 	// wait for disruption budgets. "Never" disables expiration.
 	// +kubebuilder:default:="720h"
-	// +kubebuilder:validation:XValidation:message="expireAfter must be a duration in hours, minutes and seconds such as 720h or 24h30m, or Never",rule="self.matches('^(([0-9]+(s|m|h))+|Never)$')"
-	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^(([0-9]+(s|m|h))+|Never)$`
 	// +kubebuilder:validation:Type="string"
 	// +kubebuilder:validation:Schemaless
 	// +optional

@@ -24,8 +24,19 @@ type NodePoolStatus struct {
 	// number of nodes under the "nodes" key.
 	// +optional
 	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// Nodes is the number of nodes of the NodePool (its NodeClaims that have
+	// not been deleted). It is the scale subresource's status replicas.
+	// +kubebuilder:default:=0
+	// +optional
+	Nodes *int64 `json:"nodes,omitempty"`
+	// NodeClassObservedGeneration is the generation of the NodePool's NodeClass
+	// when its readiness was last copied into NodeClassReady.
+	// +optional
+	NodeClassObservedGeneration int64 `json:"nodeClassObservedGeneration,omitempty"`
 	// Conditions are the conditions of the NodePool; Ready is True when the
 	// NodePool is valid and its NodeClass is ready.
+	// +listType=map
+	// +listMapKey=type
 	// +optional
 	Conditions []status.Condition `json:"conditions,omitempty"`
 }
