@@ -294,3 +294,41 @@ func TestValidationSaysWhatIsNotBuilt(t *testing.T) {
 		}
 	}
 }
+
+// The readiness controller records the NodeClass generation it saw; when the
+// NodeClass changes, a NodeRegistrationHealthy=False left by earlier launches
+// goes back to Unknown (the change may be the fix), as upstream's does.
+func TestReadinessResetsRegistrationHealthWhenTheNodeClassChanges(t *testing.T) {
+	ctx, clk := setup(t)
+	catalog, _ := kwok.LoadInstanceTypes("")
+	cp := kwok.New(ctx, e.Client, clk, catalog)
+	readiness := nodepool.NewReadiness(e.Client, cp, clk)
+	nc := kwokNodeClass("changing", true)
+	np := nodePool("unhealthy", "changing")
+	ExpectApplied(ctx, t, e.Client, nc, np)
+	ExpectReconciled(ctx, t, readiness, np)
+	nc = ExpectExists(ctx, t, e.Client, nc)
+	np = ExpectExists(ctx, t, e.Client, np)
+	if np.Status.NodeClassObservedGeneration != nc.Generation || nc.Generation == 0 {
+		t.Fatalf("nodeClassObservedGeneration %d, NodeClass generation %d", np.Status.NodeClassObservedGeneration, nc.Generation)
+	}
+	conditions := np.StatusConditions()
+	conditions.SetFalse(v1.ConditionTypeNodeRegistrationHealthy, "RegistrationFailed", "set by a test")
+	ExpectStatusUpdated(ctx, t, e.Client, np)
+	ExpectReconciled(ctx, t, readiness, np)
+	if c := ExpectExists(ctx, t, e.Client, np).StatusConditions().Get(v1.ConditionTypeNodeRegistrationHealthy); !c.IsFalse() {
+		t.Fatalf("unchanged NodeClass: NodeRegistrationHealthy %+v, want it left False", c)
+	}
+
+	nc.Spec.NodeRegistrationDelay = metav1.Duration{Duration: 45 * time.Second}
+	ExpectApplied(ctx, t, e.Client, nc)
+	nc = ExpectExists(ctx, t, e.Client, nc)
+	ExpectReconciled(ctx, t, readiness, np)
+	np = ExpectExists(ctx, t, e.Client, np)
+	if c := np.StatusConditions().Get(v1.ConditionTypeNodeRegistrationHealthy); c == nil || !c.IsUnknown() || c.Reason != "NodeClassChanged" {
+		t.Fatalf("changed NodeClass: NodeRegistrationHealthy %+v, want Unknown/NodeClassChanged", c)
+	}
+	if np.Status.NodeClassObservedGeneration != nc.Generation {
+		t.Fatalf("nodeClassObservedGeneration %d, want %d", np.Status.NodeClassObservedGeneration, nc.Generation)
+	}
+}

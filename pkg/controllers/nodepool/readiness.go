@@ -21,7 +21,10 @@ import (
 )
 
 // Readiness mirrors the referenced NodeClass's Ready condition into the
-// NodePool's NodeClassReady condition.
+// NodePool's NodeClassReady condition, and records the NodeClass generation it
+// saw in status.nodeClassObservedGeneration: when the NodeClass changes, a
+// NodeRegistrationHealthy=False left by launches from its previous spec goes
+// back to Unknown, since the change may be the fix.
 type Readiness struct {
 	kubeClient    client.Client
 	cloudProvider cloudprovider.CloudProvider
@@ -42,9 +45,15 @@ func (r *Readiness) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	}
 	stored := np.DeepCopy()
 	conds := conditions(np, r.clock)
-	ready, reason, message, err := r.nodeClassReady(ctx, np)
+	ready, reason, message, generation, err := r.nodeClassReady(ctx, np)
 	if err != nil {
 		return reconcile.Result{}, err
+	}
+	if generation != 0 && generation != np.Status.NodeClassObservedGeneration {
+		if c := conds.Get(v1.ConditionTypeNodeRegistrationHealthy); c != nil && c.IsFalse() {
+			conds.SetUnknown(v1.ConditionTypeNodeRegistrationHealthy, "NodeClassChanged", "the NodeClass changed since launches failed to register; the next launch tells whether it registers now")
+		}
+		np.Status.NodeClassObservedGeneration = generation
 	}
 	if ready {
 		conds.SetTrue(v1.ConditionTypeNodeClassReady)
@@ -54,40 +63,40 @@ func (r *Readiness) Reconcile(ctx context.Context, req reconcile.Request) (recon
 	return patchStatus(ctx, r.kubeClient, stored, np)
 }
 
-func (r *Readiness) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool, string, string, error) {
+func (r *Readiness) nodeClassReady(ctx context.Context, np *v1.NodePool) (bool, string, string, int64, error) {
 	ref := np.Spec.Template.Spec.NodeClassRef
 	if ref == nil {
-		return false, "NodeClassNotFound", "nodeClassRef is not set", nil
+		return false, "NodeClassNotFound", "nodeClassRef is not set", 0, nil
 	}
 	nodeClass := r.supported(ref.GroupKind())
 	if nodeClass == nil {
-		return false, "NodeClassNotFound", fmt.Sprintf("NodeClass kind %s is not supported by the %s cloud provider", ref.GroupKind(), r.cloudProvider.Name()), nil
+		return false, "NodeClassNotFound", fmt.Sprintf("NodeClass kind %s is not supported by the %s cloud provider", ref.GroupKind(), r.cloudProvider.Name()), 0, nil
 	}
 	if err := r.kubeClient.Get(ctx, types.NamespacedName{Name: ref.Name}, nodeClass); err != nil {
 		if apierrors.IsNotFound(err) {
-			return false, "NodeClassNotFound", fmt.Sprintf("%s %q not found", ref.Kind, ref.Name), nil
+			return false, "NodeClassNotFound", fmt.Sprintf("%s %q not found", ref.Kind, ref.Name), 0, nil
 		}
-		return false, "", "", err
+		return false, "", "", 0, err
 	}
 	if !nodeClass.GetDeletionTimestamp().IsZero() {
-		return false, "NodeClassTerminating", fmt.Sprintf("%s %q is being deleted", ref.Kind, ref.Name), nil
+		return false, "NodeClassTerminating", fmt.Sprintf("%s %q is being deleted", ref.Kind, ref.Name), nodeClass.GetGeneration(), nil
 	}
 	withConds, ok := nodeClass.(status.Object)
 	if !ok {
-		return false, "", "", fmt.Errorf("%T has no status conditions", nodeClass)
+		return false, "", "", 0, fmt.Errorf("%T has no status conditions", nodeClass)
 	}
 	cond := withConds.StatusConditions().Root()
 	switch {
 	case cond.IsTrue():
-		return true, "", "", nil
+		return true, "", "", nodeClass.GetGeneration(), nil
 	case cond == nil:
-		return false, "NodeClassNotReady", fmt.Sprintf("%s %q has no Ready condition yet", ref.Kind, ref.Name), nil
+		return false, "NodeClassNotReady", fmt.Sprintf("%s %q has no Ready condition yet", ref.Kind, ref.Name), nodeClass.GetGeneration(), nil
 	}
 	msg := cond.Message
 	if msg == "" {
 		msg = fmt.Sprintf("%s %q is not ready", ref.Kind, ref.Name)
 	}
-	return false, "NodeClassNotReady", msg, nil
+	return false, "NodeClassNotReady", msg, nodeClass.GetGeneration(), nil
 }
 
 // supported returns an empty object of the NodeClass kind, or nil.
