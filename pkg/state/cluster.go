@@ -22,6 +22,9 @@ import (
 type Cluster struct {
 	kube  client.Reader
 	clock clock.Clock
+	// PodTimes records the provisioner's decisions about pending pods for the
+	// pod latency metrics (see podtiming.go).
+	PodTimes *PodSchedulingTimes
 
 	mu         sync.RWMutex
 	nodes      map[string]*corev1.Node         // by name
@@ -67,6 +70,7 @@ func NewCluster(clk clock.Clock, kube client.Reader) *Cluster {
 	return &Cluster{
 		kube:       kube,
 		clock:      clk,
+		PodTimes:   NewPodSchedulingTimes(clk),
 		nodes:      map[string]*corev1.Node{},
 		nodeClaims: map[string]*v1.NodeClaim{},
 		podNode:    map[types.NamespacedName]string{},

@@ -24,11 +24,6 @@ var (
 		Namespace: "karpenter", Subsystem: "scheduler", Name: "unschedulable_pods_count",
 		Help: "The number of unschedulable pods in the last scheduling simulation.",
 	}, []string{"controller"})
-	// QueueDepth is karpenter_scheduler_queue_depth: pods in the current simulation.
-	QueueDepth = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Namespace: "karpenter", Subsystem: "scheduler", Name: "queue_depth",
-		Help: "The number of pods the scheduler is currently attempting to schedule.",
-	}, []string{"controller"})
 	// NodePoolUsage is karpenter_nodepools_usage.
 	NodePoolUsage = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "nodepools", Name: "usage",
@@ -62,7 +57,7 @@ const (
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, QueueDepth, NodePoolUsage, NodePoolLimit, PodsState, LaunchLoops)
+	crmetrics.Registry.MustRegister(SchedulingDuration, UnschedulablePods, NodePoolUsage, NodePoolLimit, PodsState, LaunchLoops)
 }
 
 // MetricsExporter refreshes the NodePool and cluster state gauges every Period, so

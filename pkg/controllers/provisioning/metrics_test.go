@@ -8,6 +8,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -36,8 +37,6 @@ func TestSchedulerMetricsOfABatch(t *testing.T) {
 
 	duration := provisioning.SchedulingDuration.WithLabelValues("provisioner")
 	before := histogramCount(t, duration)
-	// A stale depth the simulation must overwrite.
-	provisioning.QueueDepth.WithLabelValues("provisioner").Set(99)
 	provisioning.UnschedulablePods.WithLabelValues("provisioner").Set(99)
 
 	res := f.schedule(t)
@@ -50,8 +49,14 @@ func TestSchedulerMetricsOfABatch(t *testing.T) {
 	if got := testutil.ToFloat64(provisioning.UnschedulablePods.WithLabelValues("provisioner")); got != 1 {
 		t.Errorf("karpenter_scheduler_unschedulable_pods_count %v, want 1", got)
 	}
-	if got := testutil.ToFloat64(provisioning.QueueDepth.WithLabelValues("provisioner")); got != 0 {
-		t.Errorf("karpenter_scheduler_queue_depth after the simulation %v, want 0", got)
+	// The per-run gauges exist only while a run is in progress.
+	for _, name := range []string{"karpenter_scheduler_queue_depth", "karpenter_scheduler_unfinished_work_seconds"} {
+		if n := gatheredSeries(t, name); n != 0 {
+			t.Errorf("%s has %d series after the simulation, want none", name, n)
+		}
+	}
+	if got := testutil.ToFloat64(provisioning.PendingPodsByEffectiveZone.WithLabelValues("provisioner", "flexible")); got != 2 {
+		t.Errorf("karpenter_scheduler_pending_pods_by_effective_zone_count{zone=flexible} %v, want 2", got)
 	}
 	if got := testutil.ToFloat64(provisioning.NodePoolLimit.WithLabelValues("default", "cpu")); got != 64 {
 		t.Errorf("karpenter_nodepools_limit{nodepool=default,resource_type=cpu} %v, want 64", got)
@@ -63,4 +68,19 @@ func TestSchedulerMetricsOfABatch(t *testing.T) {
 	if got := testutil.CollectAndCount(provisioning.NodePoolLimit); got != 2 {
 		t.Errorf("%d karpenter_nodepools_limit series, want 2", got)
 	}
+}
+
+// gatheredSeries counts the series of a family in controller-runtime's registry.
+func gatheredSeries(t *testing.T, name string) int {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name {
+			return len(f.GetMetric())
+		}
+	}
+	return 0
 }

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -162,6 +163,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	pods = p.observePending(pods)
 	uids := make([]types.UID, len(pods))
 	for i, pod := range pods {
 		uids[i] = pod.UID
@@ -195,10 +197,12 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		}
 	}
 	in.Cache = p.cache
-	QueueDepth.WithLabelValues("provisioner").Set(float64(len(pods)))
 	start := time.Now()
+	endRun := runs.begin("provisioner", len(pods))
 	results := scheduling.Solve(in)
+	endRun()
 	SchedulingDuration.WithLabelValues("provisioner").Observe(time.Since(start).Seconds())
+	p.cluster.PodTimes.Decided(placedPods(results), failedPods(results))
 	if stopped := p.loops.judge(p.cluster, in, results, launches); len(stopped) > 0 {
 		var stoppedPods []*corev1.Pod
 		results.NewClaims, stoppedPods = withoutWorkloads(results.NewClaims, stopped)
@@ -206,7 +210,6 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		p.launchLoopEvents(stoppedPods)
 		held = append(held, stoppedPods...)
 	}
-	QueueDepth.WithLabelValues("provisioner").Set(0)
 	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(results.PodErrors)))
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "awaiting-scheduler", awaiting, "nodeclaims", len(results.NewClaims),
 		"existing", len(results.ExistingNodes), "unschedulable", len(results.PodErrors), "duration", time.Since(start).String(),
@@ -243,6 +246,60 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	}
 	p.exportNodePoolMetrics()
 	return &Result{Solve: results, NodeClaims: created, SkippedNodePools: skipped, Held: held}, err
+}
+
+// observePending keeps the pods the provisioner decides about and exports
+// what upstream does of them before a decision: the ignored pods (those asking
+// not to run on a node Karpenter provisions, left out without an event), the
+// pending pods by the zone they can go to, and the first time each pending
+// pod was seen (for the pod latency metrics).
+func (p *Provisioner) observePending(pods []*corev1.Pod) []*corev1.Pod {
+	kept := make([]*corev1.Pod, 0, len(pods))
+	ignored := 0
+	byZone := map[string]int{}
+	var pending []*corev1.Pod
+	for _, pod := range pods {
+		if pod.Spec.NodeName != "" {
+			kept = append(kept, pod) // on capacity being deleted: not pending
+			continue
+		}
+		if asksForNoKarpenterNode(pod) {
+			ignored++
+			continue
+		}
+		kept = append(kept, pod)
+		pending = append(pending, pod)
+		if pod.Status.Phase == corev1.PodPending || pod.Status.Phase == "" {
+			byZone[effectiveZone(pod)]++
+		}
+	}
+	IgnoredPods.Set(float64(ignored))
+	PendingPodsByEffectiveZone.DeletePartialMatch(prometheus.Labels{"controller": "provisioner"})
+	for zone, n := range byZone {
+		PendingPodsByEffectiveZone.WithLabelValues("provisioner", zone).Set(float64(n))
+	}
+	p.cluster.PodTimes.Ack(pending...)
+	return kept
+}
+
+// placedPods are the pods a decision found a place for; failedPods those it did not.
+func placedPods(r *scheduling.Results) []*corev1.Pod {
+	var out []*corev1.Pod
+	for _, c := range r.NewClaims {
+		out = append(out, c.Pods...)
+	}
+	for _, e := range r.ExistingNodes {
+		out = append(out, e.Pods...)
+	}
+	return out
+}
+
+func failedPods(r *scheduling.Results) []*corev1.Pod {
+	out := make([]*corev1.Pod, 0, len(r.PodErrors))
+	for pod := range r.PodErrors {
+		out = append(out, pod)
+	}
+	return out
 }
 
 // launchLoopEvents records the LaunchLoop event on pods nothing is launched for.
