@@ -623,7 +623,7 @@ func formatReport(rows []row, all []disagreement, took time.Duration) string {
 	}
 	fmt.Fprintf(&b, "\n%d disagreements where ours gives the error of the unchanged base (or could not create the base of an update):\n", len(inherited))
 	for _, d := range inherited {
-		fmt.Fprintf(&b, "- %s | %s\n    mutation: %s\n    upstream: %s\n", d.kind, d.name, d.mutation, d.upstream)
+		fmt.Fprintf(&b, "- %s | %s\n    mutation: %s\n    upstream: %s\n    ours:     %s\n", d.kind, d.name, d.mutation, d.upstream, d.ours)
 	}
 	return b.String()
 }
