@@ -161,7 +161,6 @@ spec:
   amiSelectorTerms: [{alias: bottlerocket@v1.20.0}]
   subnetSelectorTerms: [{id: subnet-0123456789abcdef0}]
   securityGroupSelectorTerms: [{id: sg-0123456789abcdef0}]
-  placementGroupSelector: {id: pg-0123456789abcdef0}
 `},
 	}},
 	{group: "karpenter.sh", kind: "NodeOverlay", version: "v1alpha1", minCases: 200, bases: []base{

@@ -477,8 +477,9 @@ func updateCases(kind string) []updateCase {
 		}
 	case "EC2NodeClass":
 		return []updateCase{
-			{"rich", named("role changed", setAt(spec.with("role"), "OtherRole"))},
-			{"rich", named("role to instanceProfile", deleteAt(spec.with("role")), setAt(spec.with("instanceProfile"), "profile"))},
+			{"minimal", named("role changed", setAt(spec.with("role"), "OtherRole"))},
+			{"minimal", named("role to instanceProfile", deleteAt(spec.with("role")), setAt(spec.with("instanceProfile"), "profile"))},
+			{"rich", named("role changed (rich)", setAt(spec.with("role"), "OtherRole"))},
 			{"profile", named("instanceProfile to role", deleteAt(spec.with("instanceProfile")), setAt(spec.with("role"), "KarpenterNodeRole-dev"))},
 			{"profile", named("instanceProfile changed", setAt(spec.with("instanceProfile"), "other-profile"))},
 			{"rich", named("amiFamily changed", setAt(spec.with("amiFamily"), "AL2"))},
