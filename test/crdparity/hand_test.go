@@ -319,6 +319,11 @@ func ec2NodeClassCases() []handCase {
 	add("rich", "alias with owner in one term", setAt(spec.with("amiSelectorTerms"), []any{term("alias", "al2023@latest", "owner", "self")}))
 	add("rich", "alias and id across terms", setAt(spec.with("amiSelectorTerms"), []any{term("alias", "al2023@latest"), term("id", "ami-0abc")}))
 	add("rich", "two aliases", setAt(spec.with("amiSelectorTerms"), []any{term("alias", "al2023@latest"), term("alias", "al2@latest")}))
+	// AMI ids on a base without unknown fields for ours (upstream's id
+	// pattern is not anchored).
+	for _, id := range []string{" ami-0abc", "ami-0abc ", "xami-0abc", "ami-0abc!", "ami-"} {
+		add("profile", "amiSelectorTerms: id "+compact(id, 20), setAt(spec.with("amiSelectorTerms"), []any{term("id", id)}))
+	}
 	add("rich", "no alias and no amiFamily", deleteAt(spec.with("amiFamily")))
 	add("rich", "no alias with amiFamily Custom", setAt(spec.with("amiFamily"), "Custom"))
 	add("rich", "no alias with amiFamily Windows2025", setAt(spec.with("amiFamily"), "Windows2025"))
