@@ -1,13 +1,10 @@
 package chart_test
 
 import (
-	"archive/zip"
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"sort"
@@ -18,109 +15,21 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/karpenter-go/karpenter/pkg/test/helm"
+	"github.com/karpenter-go/karpenter/pkg/test/upstream"
 )
 
-// The AWS provider release whose chart ours replaces.
-const (
-	upstreamModule  = "github.com/aws/karpenter-provider-aws"
-	upstreamVersion = "v1.15.2"
-)
-
-// upstreamChart returns the directory of upstream's charts/karpenter: the
-// module cache's unpacked copy when there is one, else the chart unzipped
-// from the module cache's zip into bin/ (the zip is fetched through the Go
-// module proxy with `go mod download` when the cache lacks it).
+// upstreamChart returns the directory of upstream's charts/karpenter (AWS
+// provider v1.15.2, the release whose chart ours replaces).
 func upstreamChart(t *testing.T) string {
 	t.Helper()
-	cache := goEnv(t, "GOMODCACHE")
-	modDir := upstreamModule + "@" + upstreamVersion
-	if dir := filepath.Join(cache, filepath.FromSlash(modDir), "charts", "karpenter"); exists(filepath.Join(dir, "values.yaml")) {
-		return dir
+	dir, err := upstream.Dir(e.Root, upstream.AWSProviderModule, upstream.AWSProviderVersion, "charts/karpenter")
+	if err != nil {
+		t.Fatalf("upstream's chart: %v", err)
 	}
-	dest := filepath.Join(e.Root, "bin", "upstream-chart", modDir)
-	dir := filepath.Join(dest, "charts", "karpenter")
-	if exists(filepath.Join(dir, "values.yaml")) {
-		return dir
-	}
-	zipPath := filepath.Join(cache, "cache", "download", filepath.FromSlash(upstreamModule), "@v", upstreamVersion+".zip")
-	if !exists(zipPath) {
-		// Outside any module, so that ours is not touched. The module asks for
-		// a newer Go than ours, which `go mod download` reports after it has
-		// fetched the zip: the exit status is not the verdict, the zip is.
-		cmd := exec.Command("go", "mod", "download", "-json", upstreamModule+"@"+upstreamVersion)
-		cmd.Dir = t.TempDir()
-		cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-		out, _ := cmd.CombinedOutput()
-		if !exists(zipPath) {
-			t.Fatalf("upstream's chart: no %s, and go mod download did not fetch it:\n%s", zipPath, out)
-		}
-	}
-	if err := unzipChart(zipPath, modDir+"/charts/karpenter/", dest); err != nil {
-		t.Fatalf("unzipping upstream's chart from %s: %v", zipPath, err)
+	if _, err := os.Stat(filepath.Join(dir, "values.yaml")); err != nil {
+		t.Fatalf("upstream's chart: %v", err)
 	}
 	return dir
-}
-
-func goEnv(t *testing.T, name string) string {
-	t.Helper()
-	out, err := exec.Command("go", "env", name).Output()
-	if err != nil || strings.TrimSpace(string(out)) == "" {
-		t.Fatalf("go env %s: %v", name, err)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func exists(path string) bool { _, err := os.Stat(path); return err == nil }
-
-// unzipChart writes the zip's files under prefix (a module zip's paths start
-// with module@version/) to dest, keeping their paths, through a temporary
-// directory renamed into place so that a concurrent or interrupted run never
-// leaves half a chart.
-func unzipChart(zipPath, prefix, dest string) error {
-	r, err := zip.OpenReader(zipPath)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return err
-	}
-	tmp, err := os.MkdirTemp(filepath.Dir(dest), ".unzip-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(tmp)
-	modRoot := strings.SplitN(prefix, "/charts/", 2)[0] + "/"
-	n := 0
-	for _, f := range r.File {
-		if !strings.HasPrefix(f.Name, prefix) || strings.HasSuffix(f.Name, "/") || strings.Contains(f.Name, "..") {
-			continue
-		}
-		target := filepath.Join(tmp, filepath.FromSlash(strings.TrimPrefix(f.Name, modRoot)))
-		if err := os.MkdirAll(filepath.Dir(target), 0o755); err != nil {
-			return err
-		}
-		rc, err := f.Open()
-		if err != nil {
-			return err
-		}
-		data, err := io.ReadAll(rc)
-		rc.Close()
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(target, data, 0o644); err != nil {
-			return err
-		}
-		n++
-	}
-	if n == 0 {
-		return fmt.Errorf("no file under %s", prefix)
-	}
-	if err := os.Rename(tmp, dest); err != nil && !exists(filepath.Join(dest, "charts", "karpenter", "values.yaml")) {
-		return err
-	}
-	return nil
 }
 
 // leaf is one leaf of a values tree: a scalar, a list, or an empty map.

@@ -60,6 +60,19 @@ func WithAPIServerArgs(args ...string) Option {
 	}
 }
 
+// WithCRDs installs exactly these CRDs (deep copies) instead of every CRD in
+// pkg/apis/crds; with none, the API server starts without custom resources.
+// Start returns once they are established, as it does for the default set.
+func WithCRDs(crds ...*apiextensionsv1.CustomResourceDefinition) Option {
+	return func(e *envtest.Environment) {
+		e.CRDDirectoryPaths = nil
+		e.CRDs = make([]*apiextensionsv1.CustomResourceDefinition, 0, len(crds))
+		for _, c := range crds {
+			e.CRDs = append(e.CRDs, c.DeepCopy())
+		}
+	}
+}
+
 // Start runs etcd and kube-apiserver, installs every CRD in pkg/apis/crds and
 // returns once clients can use them.
 func Start(opts ...Option) (*Environment, error) {

@@ -7,11 +7,13 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/karpenter-go/karpenter/pkg/apis/crds"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 )
 
@@ -95,4 +97,37 @@ func TestMissingBinariesNameTheMakeTarget(t *testing.T) {
 
 func key(name string) client.ObjectKey {
 	return client.ObjectKey{Name: name}
+}
+
+// TestWithCRDsInstallsExactlyTheChosenSet: a second API server started with
+// one chosen CRD serves it (established on return) and none of the others.
+func TestWithCRDsInstallsExactlyTheChosenSet(t *testing.T) {
+	var nodePools *apiextensionsv1.CustomResourceDefinition
+	for _, c := range crds.CRDs() {
+		if c.Name == "nodepools.karpenter.sh" {
+			nodePools = c
+		}
+	}
+	if nodePools == nil {
+		t.Fatal("no nodepools.karpenter.sh among pkg/apis/crds")
+	}
+	other := env.StartT(t, env.WithCRDs(nodePools))
+	list := &apiextensionsv1.CustomResourceDefinitionList{}
+	if err := other.Client.List(context.Background(), list); err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Name != nodePools.Name {
+		var names []string
+		for _, c := range list.Items {
+			names = append(names, c.Name)
+		}
+		t.Fatalf("CRDs installed: %v, want only %s", names, nodePools.Name)
+	}
+	established := false
+	for _, c := range list.Items[0].Status.Conditions {
+		established = established || (c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue)
+	}
+	if !established {
+		t.Fatalf("%s not established when Start returned: %+v", nodePools.Name, list.Items[0].Status.Conditions)
+	}
 }
