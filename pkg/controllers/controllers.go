@@ -186,7 +186,7 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	podMetrics, err := podmetrics.NewController(d.KubeClient, d.Clock, crmetrics.Registry)
+	podMetrics, err := podmetrics.NewController(d.KubeClient, d.Clock, crmetrics.Registry, d.Cluster.PodTimes)
 	if err != nil {
 		return nil, err
 	}

@@ -89,21 +89,9 @@ var pending = map[string]string{
 	"operator_ec2nodeclass_termination_current_time_seconds":        "EC2NodeClass status metrics controller",
 	"operator_ec2nodeclass_termination_duration_seconds":            "EC2NodeClass status metrics controller",
 	// Core.
-	"karpenter_cloudprovider_errors_total":                          "nodepool label",
-	"karpenter_nodepools_cost_total":                                "NodePool cost tracking",
-	"karpenter_nodepools_cost_tracker_errors_total":                 "NodePool cost tracking",
-	"karpenter_pods_bound_duration_seconds":                         "dynamic_resources label",
-	"karpenter_pods_unbound_time_seconds":                           "dynamic_resources label",
-	"karpenter_pods_provisioning_bound_duration_seconds":            "provisioning-only pod latencies",
-	"karpenter_pods_provisioning_scheduling_undecided_time_seconds": "provisioning-only pod latencies",
-	"karpenter_pods_provisioning_startup_duration_seconds":          "provisioning-only pod latencies",
-	"karpenter_pods_provisioning_unbound_time_seconds":              "provisioning-only pod latencies",
-	"karpenter_pods_provisioning_unstarted_time_seconds":            "provisioning-only pod latencies",
-	"karpenter_pods_scheduling_decision_duration_seconds":           "cluster state scheduling decision latency",
-	"karpenter_scheduler_ignored_pods_count":                        "scheduler ignored-pod gauge",
-	"karpenter_scheduler_pending_pods_by_effective_zone_count":      "scheduler per-zone pending gauge",
-	"karpenter_scheduler_queue_depth":                               "scheduling_id label",
-	"karpenter_scheduler_unfinished_work_seconds":                   "scheduler unfinished-work gauge",
+	"karpenter_cloudprovider_errors_total":          "nodepool label",
+	"karpenter_nodepools_cost_total":                "NodePool cost tracking",
+	"karpenter_nodepools_cost_tracker_errors_total": "NodePool cost tracking",
 }
 
 // variableLabels reads a descriptor's variable label names from its String
@@ -121,7 +109,7 @@ func ourFamilies(t *testing.T) map[string][]string {
 	if _, err := nodemetrics.NewController(state.NewCluster(clk, nil), clk, reg, awsv1.WellKnownLabels...); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := podmetrics.NewController(nil, clk, reg); err != nil {
+	if _, err := podmetrics.NewController(nil, clk, reg, nil); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []conditions.Kind{conditions.NodeClaimKind(aws.NodeClassLabelKey), conditions.NodePoolKind(), conditions.NodeKind(aws.NodeClassLabelKey)} {

@@ -17,27 +17,37 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/karpenter-go/karpenter/pkg/metrics"
+	"github.com/karpenter-go/karpenter/pkg/state"
 )
 
 // Label names of the per-pod gauges (upstream's).
 const (
-	LabelName      = "name"
-	LabelNamespace = "namespace"
+	LabelName             = "name"
+	LabelNamespace        = "namespace"
+	LabelDynamicResources = "dynamic_resources"
 )
 
 // Controller reconciles pods into the latency metrics.
 type Controller struct {
 	kube  client.Reader
 	clock clock.Clock
+	// times are the provisioner's moments per pending pod (nil: none, the
+	// provisioning_* families then stay empty).
+	times *state.PodSchedulingTimes
 
-	boundDuration   prometheus.Histogram
-	startupDuration prometheus.Summary
+	boundDuration               *prometheus.HistogramVec
+	startupDuration             prometheus.Summary
+	provisioningBoundDuration   *prometheus.HistogramVec
+	provisioningStartupDuration prometheus.Histogram
 	// unbound and unstarted are read at scrape time from waiting (see
 	// ageCollector), not set per pod: refreshing them by requeueing every
 	// waiting pod each 10 s cost a cache read and a pod copy per pod per 10 s,
 	// pods × their wait, which grows faster than a fleet does.
-	unbound   *prometheus.Desc
-	unstarted *prometheus.Desc
+	unbound               *prometheus.Desc
+	unstarted             *prometheus.Desc
+	provisioningUnbound   *prometheus.Desc
+	provisioningUnstarted *prometheus.Desc
+	undecided             *prometheus.Desc
 
 	// mu guards waiting: one pod key is never reconciled concurrently, but
 	// different keys may be and they share the map.
@@ -52,17 +62,31 @@ type waitingPod struct {
 	uid                types.UID
 	created            time.Time
 	unbound, unstarted bool
+	// dynamic is upstream's dynamic_resources label: the pod claims DRA resources.
+	dynamic string
 }
 
 // NewController creates the metrics and registers them with reg (the
-// controller-runtime registry in the binary, a private one in tests).
-func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registerer) (*Controller, error) {
+// controller-runtime registry in the binary, a private one in tests). times
+// are cluster state's record of the provisioner's work on pending pods.
+func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registerer, times *state.PodSchedulingTimes) (*Controller, error) {
 	c := &Controller{
 		kube:  kube,
 		clock: clk,
-		boundDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+		times: times,
+		boundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: "karpenter", Subsystem: "pods", Name: "bound_duration_seconds",
 			Help:    "Seconds from a pod's creation until its PodScheduled condition became True.",
+			Buckets: metrics.DurationBuckets(),
+		}, []string{LabelDynamicResources}),
+		provisioningBoundDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Namespace: "karpenter", Subsystem: "pods", Name: "provisioning_bound_duration_seconds",
+			Help:    "Seconds from when Karpenter first found a place for a pending pod until the pod was bound (from a moment in memory, not the pod's creation).",
+			Buckets: metrics.DurationBuckets(),
+		}, []string{LabelDynamicResources}),
+		provisioningStartupDuration: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Namespace: "karpenter", Subsystem: "pods", Name: "provisioning_startup_duration_seconds",
+			Help:    "Seconds from when Karpenter first found a place for a pending pod until the pod was Ready (from a moment in memory, not the pod's creation).",
 			Buckets: metrics.DurationBuckets(),
 		}),
 		startupDuration: prometheus.NewSummary(prometheus.SummaryOpts{
@@ -71,12 +95,18 @@ func NewController(kube client.Reader, clk clock.Clock, reg prometheus.Registere
 			Objectives: SummaryObjectives(),
 		}),
 		unbound: prometheus.NewDesc("karpenter_pods_unbound_time_seconds",
-			"Seconds since the creation of a pod that is not bound to a node yet.", []string{LabelName, LabelNamespace}, nil),
+			"Seconds since the creation of a pod that is not bound to a node yet.", []string{LabelName, LabelNamespace, LabelDynamicResources}, nil),
 		unstarted: prometheus.NewDesc("karpenter_pods_unstarted_time_seconds",
 			"Seconds since the creation of a pod that is not Ready yet.", []string{LabelName, LabelNamespace}, nil),
+		provisioningUnbound: prometheus.NewDesc("karpenter_pods_provisioning_unbound_time_seconds",
+			"Seconds since Karpenter first found a place for a pod that is not bound yet.", []string{LabelName, LabelNamespace, LabelDynamicResources}, nil),
+		provisioningUnstarted: prometheus.NewDesc("karpenter_pods_provisioning_unstarted_time_seconds",
+			"Seconds since Karpenter first found a place for a pod that is not Ready yet.", []string{LabelName, LabelNamespace}, nil),
+		undecided: prometheus.NewDesc("karpenter_pods_provisioning_scheduling_undecided_time_seconds",
+			"Seconds since Karpenter first saw a pending pod it has made no scheduling decision about yet.", []string{LabelName, LabelNamespace}, nil),
 		waiting: map[types.NamespacedName]*waitingPod{},
 	}
-	for _, m := range []prometheus.Collector{c.boundDuration, c.startupDuration, ageCollector{c}} {
+	for _, m := range []prometheus.Collector{c.boundDuration, c.startupDuration, c.provisioningBoundDuration, c.provisioningStartupDuration, ageCollector{c}} {
 		if err := reg.Register(m); err != nil {
 			return nil, fmt.Errorf("registering pod metrics: %w", err)
 		}
@@ -136,14 +166,16 @@ func (c *Controller) record(p *corev1.Pod) {
 		if p.Status.Phase != corev1.PodPending && p.Status.Phase != "" {
 			return
 		}
-		w = &waitingPod{uid: p.UID, created: p.CreationTimestamp.Time, unbound: !scheduled, unstarted: !ready}
+		w = &waitingPod{uid: p.UID, created: p.CreationTimestamp.Time, unbound: !scheduled, unstarted: !ready, dynamic: dynamicResources(p)}
 		c.waiting[key] = w
 	}
 
+	_, _, schedulable := c.times.Times(key)
 	if w.unbound {
 		switch {
 		case scheduled:
-			observe(c.boundDuration, p, scheduledAt)
+			observe(c.boundDuration.WithLabelValues(w.dynamic), p, scheduledAt)
+			observeSince(c.provisioningBoundDuration.WithLabelValues(w.dynamic), schedulable, scheduledAt)
 			w.unbound = false
 		case terminal:
 			w.unbound = false
@@ -153,6 +185,7 @@ func (c *Controller) record(p *corev1.Pod) {
 		switch {
 		case ready:
 			observe(c.startupDuration, p, readyAt)
+			observeSince(c.provisioningStartupDuration, schedulable, readyAt)
 			w.unstarted = false
 		case terminal:
 			// A finished pod's Ready condition is False: it never started.
@@ -162,8 +195,33 @@ func (c *Controller) record(p *corev1.Pod) {
 	if !w.unbound && !w.unstarted {
 		// Both transitions are behind it; keeping the entry would only grow
 		// the map by every pod the cluster ever ran.
-		delete(c.waiting, key)
+		c.forget(key)
 	}
+}
+
+// observeSince records from-to when Karpenter placed the pod before it got
+// there (a pod bound before any decision of ours has nothing to report).
+func observeSince(o prometheus.Observer, from, to time.Time) {
+	if from.IsZero() || to.IsZero() || to.Before(from) {
+		return
+	}
+	o.Observe(to.Sub(from).Seconds())
+}
+
+// dynamicResources is upstream's dynamic_resources label value: whether the
+// pod claims resources through dynamic resource allocation.
+func dynamicResources(p *corev1.Pod) string {
+	if len(p.Spec.ResourceClaims) > 0 {
+		return "true"
+	}
+	for _, cs := range [][]corev1.Container{p.Spec.InitContainers, p.Spec.Containers} {
+		for _, ctr := range cs {
+			if len(ctr.Resources.Claims) > 0 {
+				return "true"
+			}
+		}
+	}
+	return "false"
 }
 
 // observe records creation-to-at for p. A condition written without a
@@ -176,8 +234,12 @@ func observe(o prometheus.Observer, p *corev1.Pod, at time.Time) {
 	o.Observe(at.Sub(p.CreationTimestamp.Time).Seconds())
 }
 
-// forget drops a pod's gauges and memory. Callers hold mu.
-func (c *Controller) forget(key types.NamespacedName) { delete(c.waiting, key) }
+// forget drops a pod's gauges and memory, and cluster state's record of the
+// provisioner's work on it. Callers hold mu.
+func (c *Controller) forget(key types.NamespacedName) {
+	delete(c.waiting, key)
+	c.times.Forget(key)
+}
 
 // ageCollector exports the unbound and unstarted gauges of the pods still
 // waiting: "now" on the controller's clock minus the pod's creation, read when
@@ -188,6 +250,9 @@ type ageCollector struct{ c *Controller }
 func (a ageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- a.c.unbound
 	ch <- a.c.unstarted
+	ch <- a.c.provisioningUnbound
+	ch <- a.c.provisioningUnstarted
+	ch <- a.c.undecided
 }
 
 func (a ageCollector) Collect(ch chan<- prometheus.Metric) {
@@ -197,11 +262,21 @@ func (a ageCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.clock.Now()
 	for key, w := range c.waiting {
 		age := now.Sub(w.created).Seconds()
+		acked, decided, schedulable := c.times.Times(key)
 		if w.unbound {
-			ch <- prometheus.MustNewConstMetric(c.unbound, prometheus.GaugeValue, age, key.Name, key.Namespace)
+			ch <- prometheus.MustNewConstMetric(c.unbound, prometheus.GaugeValue, age, key.Name, key.Namespace, w.dynamic)
+			if !schedulable.IsZero() {
+				ch <- prometheus.MustNewConstMetric(c.provisioningUnbound, prometheus.GaugeValue, now.Sub(schedulable).Seconds(), key.Name, key.Namespace, w.dynamic)
+			}
+			if decided.IsZero() && !acked.IsZero() {
+				ch <- prometheus.MustNewConstMetric(c.undecided, prometheus.GaugeValue, now.Sub(acked).Seconds(), key.Name, key.Namespace)
+			}
 		}
 		if w.unstarted {
 			ch <- prometheus.MustNewConstMetric(c.unstarted, prometheus.GaugeValue, age, key.Name, key.Namespace)
+			if !schedulable.IsZero() {
+				ch <- prometheus.MustNewConstMetric(c.provisioningUnstarted, prometheus.GaugeValue, now.Sub(schedulable).Seconds(), key.Name, key.Namespace)
+			}
 		}
 	}
 }

@@ -1,13 +1,20 @@
 // Package pod exports upstream Karpenter's per-pod latency metrics, which the
 // performance dashboard charts:
 //
-//   - karpenter_pods_bound_duration_seconds (histogram, no labels): creation until
-//     the PodScheduled condition turned True;
+//   - karpenter_pods_bound_duration_seconds (histogram, label dynamic_resources):
+//     creation until the PodScheduled condition turned True;
 //   - karpenter_pods_startup_duration_seconds (summary, no labels): creation until
 //     the Ready condition turned True;
-//   - karpenter_pods_unbound_time_seconds and karpenter_pods_unstarted_time_seconds
-//     (gauges, labels name and namespace): how long a pod that is still waiting has
-//     existed, so a stuck pod is visible before it ever produces an observation.
+//   - karpenter_pods_unbound_time_seconds (gauge, labels name, namespace and
+//     dynamic_resources) and karpenter_pods_unstarted_time_seconds (gauge, labels
+//     name and namespace): how long a pod that is still waiting has existed, so a
+//     stuck pod is visible before it ever produces an observation;
+//   - the karpenter_pods_provisioning_* variants of the four (bound/startup
+//     histograms, unbound/unstarted gauges), which count from when the
+//     provisioner first found the pod a place instead of from its creation, and
+//     karpenter_pods_provisioning_scheduling_undecided_time_seconds, how long the
+//     provisioner has seen a pod without deciding about it. Those moments are
+//     cluster state's PodSchedulingTimes, in memory as upstream's.
 //
 // Durations come from the pod's own timestamps (creationTimestamp and the
 // condition's lastTransitionTime), never from when this controller happened to
@@ -29,7 +36,5 @@
 // loses its gauges and its memory, and a pod recreated under the same name (a
 // new UID) starts afresh.
 //
-// pods_state lives with the provisioner's pod trigger; upstream's
-// karpenter_pods_provisioning_* variants are not exported here because they
-// need the provisioner's own timestamps.
+// pods_state lives with the provisioner's pod trigger.
 package pod

@@ -16,6 +16,7 @@ import (
 
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
+	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
@@ -30,6 +31,12 @@ const (
 	unstarted = "karpenter_pods_unstarted_time_seconds"
 	bound     = "karpenter_pods_bound_duration_seconds"
 	startup   = "karpenter_pods_startup_duration_seconds"
+
+	provisioningUnbound   = "karpenter_pods_provisioning_unbound_time_seconds"
+	provisioningUnstarted = "karpenter_pods_provisioning_unstarted_time_seconds"
+	undecided             = "karpenter_pods_provisioning_scheduling_undecided_time_seconds"
+	provisioningBound     = "karpenter_pods_provisioning_bound_duration_seconds"
+	provisioningStartup   = "karpenter_pods_provisioning_startup_duration_seconds"
 )
 
 type fixture struct {
@@ -37,6 +44,7 @@ type fixture struct {
 	clock *clocktesting.FakeClock
 	reg   *prometheus.Registry
 	ctrl  *pod.Controller
+	times *state.PodSchedulingTimes
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -51,7 +59,8 @@ func newFixture(t *testing.T) *fixture {
 	cleanup()
 	t.Cleanup(cleanup)
 	f := &fixture{ctx: ctx, clock: clocktesting.NewFakeClock(time.Now()), reg: prometheus.NewRegistry()}
-	ctrl, err := pod.NewController(testEnv.Client, f.clock, f.reg)
+	f.times = state.NewPodSchedulingTimes(f.clock)
+	ctrl, err := pod.NewController(testEnv.Client, f.clock, f.reg, f.times)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,8 +127,13 @@ func (f *fixture) expectGauge(t *testing.T, name string, p *corev1.Pod, want flo
 	for _, lp := range m.GetLabel() {
 		got[lp.GetName()] = lp.GetValue()
 	}
-	if len(got) != 2 || got["name"] != p.Name || got["namespace"] != p.Namespace {
-		t.Errorf("%s: labels %v, want exactly name=%s namespace=%s", name, got, p.Name, p.Namespace)
+	// The unbound gauges also say whether the pod claims DRA resources.
+	want2 := map[string]string{"name": p.Name, "namespace": p.Namespace}
+	if name == unbound || name == provisioningUnbound {
+		want2["dynamic_resources"] = "false"
+	}
+	if fmt.Sprint(got) != fmt.Sprint(want2) {
+		t.Errorf("%s: labels %v, want exactly %v", name, got, want2)
 	}
 	if v := m.GetGauge().GetValue(); v != want {
 		t.Errorf("%s: value %v, want %v", name, v, want)
@@ -133,11 +147,14 @@ func (f *fixture) expectNoSeries(t *testing.T, name string) {
 	}
 }
 
-// expectHistogram fails unless the unlabelled histogram has count samples
-// summing to sum.
+// expectHistogram fails unless the bound-duration histogram (one series,
+// dynamic_resources="false") has count samples summing to sum.
 func (f *fixture) expectHistogram(t *testing.T, count uint64, sum float64) *dto.Histogram {
 	t.Helper()
 	mf := f.family(t, bound)
+	if count == 0 && mf == nil {
+		return nil // labelled by dynamic_resources: no series before a first observation
+	}
 	if mf == nil || mf.GetType() != dto.MetricType_HISTOGRAM || len(mf.GetMetric()) != 1 {
 		t.Fatalf("%s: want one histogram series, got %v", bound, mf)
 	}
@@ -361,4 +378,60 @@ func TestRegisteredControllerWatchesPods(t *testing.T) {
 	})
 	f.expectGauge(t, unbound, p, age)
 	f.expectGauge(t, unstarted, p, age)
+}
+
+// The provisioning_* variants count from the provisioner's own moments
+// (cluster state's PodSchedulingTimes) instead of the pod's creation: while no
+// decision is made the undecided gauge grows from when the provisioner first
+// saw the pod; once a decision placed it, the provisioning unbound/unstarted
+// gauges grow from that moment; binding and readiness observe the provisioning
+// histograms once; then the provisioner's record of the pod is dropped.
+func TestProvisioningLatenciesCountFromTheProvisionersMoments(t *testing.T) {
+	f := newFixture(t)
+	p := f.pendingPod(t, "web")
+	key := client.ObjectKeyFromObject(p)
+
+	f.at(p, 5*time.Second)
+	f.times.Ack(p)
+	f.at(p, 8*time.Second)
+	ExpectReconciled(f.ctx, t, f.ctrl, p)
+	f.expectGauge(t, undecided, p, 3)
+	f.expectNoSeries(t, provisioningUnbound)
+
+	f.at(p, 10*time.Second)
+	f.times.Decided([]*corev1.Pod{p}, nil)
+	f.at(p, 30*time.Second)
+	f.expectNoSeries(t, undecided)
+	f.expectGauge(t, provisioningUnbound, p, 20)
+	f.expectGauge(t, provisioningUnstarted, p, 20)
+
+	f.setStatus(t, p, corev1.PodPending, map[corev1.PodConditionType]time.Duration{corev1.PodScheduled: 47 * time.Second})
+	f.at(p, 50*time.Second)
+	ExpectReconciled(f.ctx, t, f.ctrl, p)
+	f.expectNoSeries(t, provisioningUnbound)
+	f.expectGauge(t, provisioningUnstarted, p, 40)
+	if h := f.histogram(t, provisioningBound); h.GetSampleCount() != 1 || h.GetSampleSum() != 37 {
+		t.Errorf("%s: count %d sum %v, want 1 and 37", provisioningBound, h.GetSampleCount(), h.GetSampleSum())
+	}
+
+	f.setStatus(t, p, corev1.PodRunning, map[corev1.PodConditionType]time.Duration{corev1.PodScheduled: 47 * time.Second, corev1.PodReady: 60 * time.Second})
+	f.at(p, 70*time.Second)
+	ExpectReconciled(f.ctx, t, f.ctrl, p)
+	f.expectNoSeries(t, provisioningUnstarted)
+	if h := f.histogram(t, provisioningStartup); h.GetSampleCount() != 1 || h.GetSampleSum() != 50 {
+		t.Errorf("%s: count %d sum %v, want 1 and 50", provisioningStartup, h.GetSampleCount(), h.GetSampleSum())
+	}
+	if acked, decided, schedulable := f.times.Times(key); !acked.IsZero() || !decided.IsZero() || !schedulable.IsZero() {
+		t.Errorf("the provisioner's record of a started pod is kept: %v %v %v", acked, decided, schedulable)
+	}
+}
+
+// histogram returns the only series of a histogram family.
+func (f *fixture) histogram(t *testing.T, name string) *dto.Histogram {
+	t.Helper()
+	mf := f.family(t, name)
+	if mf == nil || mf.GetType() != dto.MetricType_HISTOGRAM || len(mf.GetMetric()) != 1 {
+		t.Fatalf("%s: want one histogram series, got %v", name, mf)
+	}
+	return mf.GetMetric()[0].GetHistogram()
 }
