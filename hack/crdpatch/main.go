@@ -1,8 +1,16 @@
 // Command crdpatch adds to generated CRDs the schema constraints that
-// controller-gen markers cannot express: constraints on the values of maps.
-// Label values in NodePool templates must be bounded so that the CEL rules
-// over them fit in the apiserver's cost budget, and controller-gen has no
-// marker for a map's value schema.
+// controller-gen markers cannot express:
+//
+//   - constraints on the values of maps: label values in NodePool templates
+//     must be bounded so that the CEL rules over them fit in the apiserver's
+//     cost budget, and controller-gen has no marker for a map's value schema;
+//   - NodeOverlay's schema where upstream's differs from what our shared Go
+//     types generate: the condition reason bounds of upstream's condition
+//     type (our status.Condition also admits an empty reason), and the string
+//     bounds upstream's CRD puts on the requirement values array itself. The
+//     apiserver applies string bounds to strings only, so on the array they
+//     constrain nothing; they are carried so that the schema equals
+//     upstream's field by field, and the verdicts stay upstream's.
 //
 // Usage: go run ./hack/crdpatch <crd.yaml>...
 package main
@@ -18,17 +26,59 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+const labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+
 // labelValue is the schema of a Kubernetes label value.
 var labelValue = apiextensionsv1.JSONSchemaProps{
 	Type:      "string",
 	MaxLength: ptr.To[int64](63),
-	Pattern:   `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`,
+	Pattern:   labelValuePattern,
 }
 
-// patches maps a CRD name to the dotted property paths whose map values are
-// label values.
-var patches = map[string][]string{
-	"nodepools.karpenter.sh": {"spec.template.metadata.labels"},
+// patch changes the schema at a dotted property path; "[]" steps into the
+// items of an array, "{}" into the values of a map.
+type patch struct {
+	path  string
+	apply func(*apiextensionsv1.JSONSchemaProps) error
+}
+
+// mapValues makes the values of the map at the path label values.
+func mapValues(path string) patch {
+	return patch{path: path + ".{}", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+		*s = labelValue
+		return nil
+	}}
+}
+
+// strictConditionReason gives the conditions' reason upstream's bounds: a
+// non-empty CamelCase identifier.
+func strictConditionReason(conditions string) patch {
+	return patch{path: conditions + ".[].reason", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+		s.MinLength = ptr.To[int64](1)
+		s.Pattern = `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+		return nil
+	}}
+}
+
+// arrayStringBounds puts label value bounds on the array at the path itself.
+func arrayStringBounds(path string) patch {
+	return patch{path: path, apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+		if s.Type != "array" {
+			return fmt.Errorf("not an array")
+		}
+		s.MaxLength = ptr.To[int64](63)
+		s.Pattern = labelValuePattern
+		return nil
+	}}
+}
+
+// patches maps a CRD name to its patches.
+var patches = map[string][]patch{
+	"nodepools.karpenter.sh": {mapValues("spec.template.metadata.labels")},
+	"nodeoverlays.karpenter.sh": {
+		strictConditionReason("status.conditions"),
+		arrayStringBounds("spec.requirements.[].values"),
+	},
 }
 
 func main() {
@@ -49,8 +99,8 @@ func patchFile(path string) error {
 	if err := yaml.Unmarshal(b, crd); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	paths := patches[crd.Name]
-	if len(paths) == 0 {
+	ps := patches[crd.Name]
+	if len(ps) == 0 {
 		return nil
 	}
 	for i := range crd.Spec.Versions {
@@ -58,10 +108,10 @@ func patchFile(path string) error {
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			continue
 		}
-		for _, p := range paths {
-			patched, err := setMapValues(*v.Schema.OpenAPIV3Schema, strings.Split(p, "."), labelValue)
+		for _, p := range ps {
+			patched, err := apply(*v.Schema.OpenAPIV3Schema, strings.Split(p.path, "."), p.apply)
 			if err != nil {
-				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, p, err)
+				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, p.path, err)
 			}
 			v.Schema.OpenAPIV3Schema = &patched
 		}
@@ -75,22 +125,41 @@ func patchFile(path string) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// setMapValues returns a copy of s in which the map at path has values of
-// schema value. JSONSchemaProps stores properties by value, hence the copies.
-func setMapValues(s apiextensionsv1.JSONSchemaProps, path []string, value apiextensionsv1.JSONSchemaProps) (apiextensionsv1.JSONSchemaProps, error) {
+// apply returns a copy of s with f applied to the schema at path.
+// JSONSchemaProps stores properties, items and map values by value or by
+// shared pointer, hence the copies.
+func apply(s apiextensionsv1.JSONSchemaProps, path []string, f func(*apiextensionsv1.JSONSchemaProps) error) (apiextensionsv1.JSONSchemaProps, error) {
 	if len(path) == 0 {
+		err := f(&s)
+		return s, err
+	}
+	switch path[0] {
+	case "[]":
+		if s.Items == nil || s.Items.Schema == nil {
+			return s, fmt.Errorf("not an array of one schema")
+		}
+		patched, err := apply(*s.Items.Schema, path[1:], f)
+		if err != nil {
+			return s, err
+		}
+		s.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &patched}
+		return s, nil
+	case "{}":
 		if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
 			return s, fmt.Errorf("not a map")
 		}
-		v := value
-		s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &v}
+		patched, err := apply(*s.AdditionalProperties.Schema, path[1:], f)
+		if err != nil {
+			return s, err
+		}
+		s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &patched}
 		return s, nil
 	}
 	child, ok := s.Properties[path[0]]
 	if !ok {
 		return s, fmt.Errorf("no property %q", path[0])
 	}
-	patched, err := setMapValues(child, path[1:], value)
+	patched, err := apply(child, path[1:], f)
 	if err != nil {
 		return s, err
 	}
