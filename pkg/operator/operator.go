@@ -159,6 +159,10 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 	if err := mgr.AddReadyzCheck("cache", cacheCheck(mgr)); err != nil {
 		return nil, err
 	}
+	// Objects of kinds stored but not acted on are reported at start-up.
+	if err := mgr.Add(&storedObjectsReport{reader: mgr.GetAPIReader(), logger: logger, gates: opts.FeatureGates}); err != nil {
+		return nil, err
+	}
 	return &Operator{
 		Options:  opts,
 		Manager:  mgr,
