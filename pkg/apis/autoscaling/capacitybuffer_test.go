@@ -196,6 +196,29 @@ func TestCapacityBufferVerdictsEqualUpstreams(t *testing.T) {
 	}
 }
 
+// TestCapacityBufferKubectl: `kubectl get cb` (upstream's short name) shows
+// upstream's columns, and the autoscaling category includes CapacityBuffers.
+func TestCapacityBufferKubectl(t *testing.T) {
+	ctx := context.Background()
+	obj := build(t, baseBuffer, "")
+	obj.SetName("columns")
+	if err := testEnv.Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = testEnv.Client.Delete(ctx, obj) })
+	out := testEnv.KubectlEventually(t, "get", "cb", "-n", "default", "columns")
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if got, want := strings.Join(strings.Fields(lines[0]), " "), "NAME STRATEGY PODTEMPLATE REPLICAS CONDITIONSTYPE CONDITIONSSTATUS CONDITIONSREASON AGE"; got != want {
+		t.Errorf("kubectl get cb columns = %s, want %s", got, want)
+	}
+	if f := strings.Fields(lines[len(lines)-1]); len(f) < 2 || f[1] != v1beta1.ActiveProvisioningStrategy {
+		t.Errorf("kubectl get cb row = %v, want the default strategy", f)
+	}
+	if out := testEnv.KubectlEventually(t, "get", "autoscaling", "-n", "default"); !strings.Contains(out, "columns") || !strings.Contains(out, "STRATEGY") {
+		t.Errorf("kubectl get autoscaling lacks the CapacityBuffer:\n%s", out)
+	}
+}
+
 // namesField reports whether one cause of err is about field and carries message.
 func namesField(err error, field, message string) bool {
 	status, ok := err.(apierrors.APIStatus)

@@ -262,3 +262,30 @@ func TestNodeOverlayVerdictsEqualUpstreams(t *testing.T) {
 		verdict(fmt.Sprintf("valid-overlay-%d", i), patch, true)
 	}
 }
+
+// TestNodeOverlayKubectl: `kubectl get overlays` (upstream's short name)
+// shows upstream's columns, Weight with -o wide, and the karpenter category
+// includes NodeOverlays.
+func TestNodeOverlayKubectl(t *testing.T) {
+	e := environment(t)
+	ctx := context.Background()
+	obj := build(t, baseNodeOverlay, `spec: {weight: 7}`)
+	obj.SetName("columns")
+	if err := e.Client.Create(ctx, obj); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Client.Delete(ctx, obj) })
+	if got := strings.Fields(strings.SplitN(kubectl(t, "get", "overlays"), "\n", 2)[0]); strings.Join(got, " ") != "NAME READY AGE" {
+		t.Errorf("kubectl get overlays columns = %v", got)
+	}
+	wide := strings.Split(strings.TrimSpace(kubectl(t, "get", "overlays", "columns", "-o", "wide")), "\n")
+	if got := strings.Fields(wide[0]); strings.Join(got, " ") != "NAME READY AGE WEIGHT" {
+		t.Errorf("kubectl get overlays -o wide columns = %v", got)
+	}
+	if f := strings.Fields(wide[len(wide)-1]); f[0] != "columns" || f[len(f)-1] != "7" {
+		t.Errorf("kubectl get overlays -o wide row = %v, want weight 7", f)
+	}
+	if out := kubectl(t, "get", "karpenter"); !strings.Contains(out, "nodeoverlay.karpenter.sh/columns") {
+		t.Errorf("kubectl get karpenter lacks the NodeOverlay:\n%s", out)
+	}
+}
