@@ -159,8 +159,9 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 	if err := mgr.AddReadyzCheck("cache", cacheCheck(mgr)); err != nil {
 		return nil, err
 	}
+	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // record.EventRecorder is what the controllers take
 	// Objects of kinds stored but not acted on are reported at start-up.
-	if err := mgr.Add(&storedObjectsReport{reader: mgr.GetAPIReader(), logger: logger, gates: opts.FeatureGates}); err != nil {
+	if err := mgr.Add(&storedObjectsReport{reader: mgr.GetAPIReader(), logger: logger, recorder: recorder, gates: opts.FeatureGates}); err != nil {
 		return nil, err
 	}
 	return &Operator{
@@ -168,7 +169,7 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 		Manager:  mgr,
 		Client:   mgr.GetClient(),
 		Clock:    clock.RealClock{},
-		Recorder: mgr.GetEventRecorderFor("karpenter"), //nolint:staticcheck // record.EventRecorder is what the controllers take
+		Recorder: recorder,
 		Logger:   logger,
 		Config:   cfg,
 	}, nil

@@ -55,8 +55,9 @@ func storedWarnings(t *testing.T, lines []map[string]any) map[string][]map[strin
 }
 
 // With NodeOverlays and CapacityBuffers in the cluster, the operator starts
-// and becomes ready as without them, and logs one warning per kind naming
-// the kind, the count and its feature gate, on start-up.
+// and becomes ready as without them, logs one warning per kind naming the
+// kind, the count and its feature gate, and records a Warning event on each
+// object.
 func TestStoredObjectsAreReportedAtStartUp(t *testing.T) {
 	e := env.StartT(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -137,6 +138,27 @@ func TestStoredObjectsAreReportedAtStartUp(t *testing.T) {
 	if len(found) != 2 {
 		t.Errorf("warnings for kinds %v, want NodeOverlay and CapacityBuffer only", found)
 	}
+	// A Warning event on each object, naming its kind.
+	Eventually(t, 30*time.Second, func() error {
+		events := &corev1.EventList{}
+		if err := e.Client.List(ctx, events); err != nil {
+			return err
+		}
+		on := map[string]int{}
+		for _, ev := range events.Items {
+			if ev.Reason != operator.ReasonStoredNotActedOn || ev.Type != corev1.EventTypeWarning ||
+				!strings.HasPrefix(ev.Message, ev.InvolvedObject.Kind+" is stored but not acted on") {
+				continue
+			}
+			on[ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name]++
+		}
+		for _, want := range []string{"NodeOverlay/overlay-0", "NodeOverlay/overlay-1", "CapacityBuffer/buffer"} {
+			if on[want] != 1 {
+				return fmt.Errorf("events by object %v, want one on %s", on, want)
+			}
+		}
+		return nil
+	})
 }
 
 // No objects, no warning; a cluster without the CRDs (an older install) is
@@ -145,7 +167,7 @@ func TestStoredObjectsReportIsQuietWithoutObjects(t *testing.T) {
 	ctx := context.Background()
 	e := env.StartT(t)
 	var buf bytes.Buffer
-	operator.ReportStoredObjects(ctx, e.Client, operator.NewJSONLogger(&buf, 0), nil)
+	operator.ReportStoredObjects(ctx, e.Client, operator.NewJSONLogger(&buf, 0), nil, nil)
 	if buf.Len() != 0 {
 		t.Errorf("logged without objects: %s", buf.String())
 	}
@@ -155,7 +177,7 @@ func TestStoredObjectsReportIsQuietWithoutObjects(t *testing.T) {
 	if err != nil || len(found) != 0 {
 		t.Errorf("without the CRDs: %v, %v; want nothing and no error", found, err)
 	}
-	operator.ReportStoredObjects(ctx, bare.Client, operator.NewJSONLogger(&buf, 0), nil)
+	operator.ReportStoredObjects(ctx, bare.Client, operator.NewJSONLogger(&buf, 0), nil, nil)
 	if buf.Len() != 0 {
 		t.Errorf("logged without the CRDs: %s", buf.String())
 	}
