@@ -33,7 +33,7 @@ type chartCRD struct {
 	file          string
 	conversion    string
 	cloudProvider string
-	// inKarpenterChart: shipped in charts/karpenter/crds (upstream's three kinds).
+	// inKarpenterChart: shipped in charts/karpenter/crds (upstream's kinds).
 	inKarpenterChart bool
 }
 
@@ -41,6 +41,8 @@ var chartCRDs = []chartCRD{
 	{file: "karpenter.sh_nodepools.yaml", conversion: "/conversion/karpenter.sh", inKarpenterChart: true},
 	{file: "karpenter.sh_nodeclaims.yaml", conversion: "/conversion/karpenter.sh", inKarpenterChart: true},
 	{file: "karpenter.k8s.aws_ec2nodeclasses.yaml", conversion: "/conversion/karpenter.k8s.aws", cloudProvider: "aws", inKarpenterChart: true},
+	{file: "karpenter.sh_nodeoverlays.yaml", inKarpenterChart: true},
+	{file: "autoscaling.x-k8s.io_capacitybuffers.yaml", inKarpenterChart: true},
 	{file: "karpenter.kwok.sh_kwoknodeclasses.yaml", cloudProvider: "kwok"},
 }
 

@@ -1,8 +1,18 @@
 // Command crdpatch adds to generated CRDs the schema constraints that
-// controller-gen markers cannot express: the schema of a map's values (label
-// values in NodePool templates, bounded so that the CEL rules over them fit in
-// the apiserver's cost budget) and the fields of types we do not declare
-// (corev1.Taint's key, value and effect, bounded as upstream's CRDs bound them).
+// controller-gen markers cannot express:
+//
+//   - constraints on the values of maps: label values in NodePool templates
+//     must be bounded so that the CEL rules over them fit in the apiserver's
+//     cost budget, and controller-gen has no marker for a map's value schema;
+//   - the fields of corev1.Taint in NodePool and NodeClaim taint lists, bounded
+//     as upstream's CRDs bound them;
+//   - NodeOverlay's schema where upstream's differs from what our shared Go
+//     types generate: the condition reason bounds of upstream's condition
+//     type (our status.Condition also admits an empty reason), and the string
+//     bounds upstream's CRD puts on the requirement values array itself. The
+//     apiserver applies string bounds to strings only, so on the array they
+//     constrain nothing; they are carried so that the schema equals
+//     upstream's field by field, and the verdicts stay upstream's.
 //
 // Usage: go run ./hack/crdpatch <crd.yaml>...
 package main
@@ -18,70 +28,98 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+const labelValuePattern = `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`
+
 // labelValue is the schema of a Kubernetes label value.
 var labelValue = apiextensionsv1.JSONSchemaProps{
 	Type:      "string",
 	MaxLength: ptr.To[int64](63),
-	Pattern:   `^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$`,
+	Pattern:   labelValuePattern,
+}
+
+// patch changes the schema at a dotted property path; "[]" steps into the
+// items of an array, "{}" into the values of a map.
+type patch struct {
+	path  string
+	apply func(*apiextensionsv1.JSONSchemaProps) error
+}
+
+// mapValues makes the values of the map at the path label values.
+func mapValues(path string) patch {
+	return patch{path: path + ".{}", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+		*s = labelValue
+		return nil
+	}}
+}
+
+// strictConditionReason gives the conditions' reason upstream's bounds: a
+// non-empty CamelCase identifier.
+func strictConditionReason(conditions string) patch {
+	return patch{path: conditions + ".[].reason", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+		s.MinLength = ptr.To[int64](1)
+		s.Pattern = `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+		return nil
+	}}
+}
+
+// arrayStringBounds puts label value bounds on the array at the path itself.
+func arrayStringBounds(path string) patch {
+	return patch{path: path, apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+		if s.Type != "array" {
+			return fmt.Errorf("not an array")
+		}
+		s.MaxLength = ptr.To[int64](63)
+		s.Pattern = labelValuePattern
+		return nil
+	}}
 }
 
 // qualifiedName is the pattern upstream's CRDs give taint keys and values.
 const qualifiedName = `^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*(\/))?([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`
 
-// An edit changes the schema found at a dotted property path.
-type edit func(*apiextensionsv1.JSONSchemaProps) error
-
-// mapValues gives the map's values the schema v.
-func mapValues(v apiextensionsv1.JSONSchemaProps) edit {
-	return func(s *apiextensionsv1.JSONSchemaProps) error {
-		if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
-			return fmt.Errorf("not a map")
-		}
-		value := v
-		s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &value}
-		return nil
+// taintItems bounds the key, value and effect of the corev1.Taint list at the
+// path (a type we do not declare, so without markers) as upstream's CRDs do:
+// keys and values are qualified names, keys are not empty, effects one of the
+// three the kubelet knows.
+func taintItems(list string) []patch {
+	return []patch{
+		{path: list + ".[].key", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+			s.MinLength, s.Pattern = ptr.To[int64](1), qualifiedName
+			return nil
+		}},
+		{path: list + ".[].value", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+			s.Pattern = qualifiedName
+			return nil
+		}},
+		{path: list + ".[].effect", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+			s.Enum = nil
+			for _, e := range []string{"NoSchedule", "PreferNoSchedule", "NoExecute"} {
+				s.Enum = append(s.Enum, apiextensionsv1.JSON{Raw: []byte(`"` + e + `"`)})
+			}
+			return nil
+		}},
 	}
 }
 
-// taintItems bounds the key, value and effect of a list of corev1.Taint, whose
-// fields carry no markers: keys and values are qualified names, keys are not
-// empty, effects one of the three the kubelet knows.
-func taintItems(s *apiextensionsv1.JSONSchemaProps) error {
-	if s.Items == nil || s.Items.Schema == nil {
-		return fmt.Errorf("not a list")
+func concat(groups ...[]patch) []patch {
+	var out []patch
+	for _, g := range groups {
+		out = append(out, g...)
 	}
-	item := s.Items.Schema
-	props := make(map[string]apiextensionsv1.JSONSchemaProps, len(item.Properties))
-	for k, v := range item.Properties {
-		props[k] = v
-	}
-	for _, f := range []string{"key", "value", "effect"} {
-		if _, ok := props[f]; !ok {
-			return fmt.Errorf("taint has no %q", f)
-		}
-	}
-	key, value, effect := props["key"], props["value"], props["effect"]
-	key.MinLength, key.Pattern = ptr.To[int64](1), qualifiedName
-	value.Pattern = qualifiedName
-	effect.Enum = nil
-	for _, e := range []string{"NoSchedule", "PreferNoSchedule", "NoExecute"} {
-		effect.Enum = append(effect.Enum, apiextensionsv1.JSON{Raw: []byte(`"` + e + `"`)})
-	}
-	props["key"], props["value"], props["effect"] = key, value, effect
-	item.Properties = props
-	return nil
+	return out
 }
 
-// patches maps a CRD name to the edits of its schemas, by dotted property path.
-var patches = map[string]map[string]edit{
-	"nodepools.karpenter.sh": {
-		"spec.template.metadata.labels":    mapValues(labelValue),
-		"spec.template.spec.taints":        taintItems,
-		"spec.template.spec.startupTaints": taintItems,
-	},
-	"nodeclaims.karpenter.sh": {
-		"spec.taints":        taintItems,
-		"spec.startupTaints": taintItems,
+// patches maps a CRD name to its patches.
+var patches = map[string][]patch{
+	"nodepools.karpenter.sh": concat(
+		[]patch{mapValues("spec.template.metadata.labels"), arrayStringBounds("spec.template.spec.requirements.[].values")},
+		taintItems("spec.template.spec.taints"), taintItems("spec.template.spec.startupTaints")),
+	"nodeclaims.karpenter.sh": concat(
+		[]patch{arrayStringBounds("spec.requirements.[].values")},
+		taintItems("spec.taints"), taintItems("spec.startupTaints")),
+	"nodeoverlays.karpenter.sh": {
+		strictConditionReason("status.conditions"),
+		arrayStringBounds("spec.requirements.[].values"),
 	},
 }
 
@@ -103,8 +141,8 @@ func patchFile(path string) error {
 	if err := yaml.Unmarshal(b, crd); err != nil {
 		return fmt.Errorf("%s: %w", path, err)
 	}
-	paths := patches[crd.Name]
-	if len(paths) == 0 {
+	ps := patches[crd.Name]
+	if len(ps) == 0 {
 		return nil
 	}
 	for i := range crd.Spec.Versions {
@@ -112,10 +150,10 @@ func patchFile(path string) error {
 		if v.Schema == nil || v.Schema.OpenAPIV3Schema == nil {
 			continue
 		}
-		for p, e := range paths {
-			patched, err := apply(*v.Schema.OpenAPIV3Schema, strings.Split(p, "."), e)
+		for _, p := range ps {
+			patched, err := apply(*v.Schema.OpenAPIV3Schema, strings.Split(p.path, "."), p.apply)
 			if err != nil {
-				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, p, err)
+				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, p.path, err)
 			}
 			v.Schema.OpenAPIV3Schema = &patched
 		}
@@ -129,17 +167,41 @@ func patchFile(path string) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// apply returns a copy of s in which the schema at path has been edited.
-// JSONSchemaProps stores properties by value, hence the copies.
-func apply(s apiextensionsv1.JSONSchemaProps, path []string, e edit) (apiextensionsv1.JSONSchemaProps, error) {
+// apply returns a copy of s with f applied to the schema at path.
+// JSONSchemaProps stores properties, items and map values by value or by
+// shared pointer, hence the copies.
+func apply(s apiextensionsv1.JSONSchemaProps, path []string, f func(*apiextensionsv1.JSONSchemaProps) error) (apiextensionsv1.JSONSchemaProps, error) {
 	if len(path) == 0 {
-		return s, e(&s)
+		err := f(&s)
+		return s, err
+	}
+	switch path[0] {
+	case "[]":
+		if s.Items == nil || s.Items.Schema == nil {
+			return s, fmt.Errorf("not an array of one schema")
+		}
+		patched, err := apply(*s.Items.Schema, path[1:], f)
+		if err != nil {
+			return s, err
+		}
+		s.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &patched}
+		return s, nil
+	case "{}":
+		if s.AdditionalProperties == nil || s.AdditionalProperties.Schema == nil {
+			return s, fmt.Errorf("not a map")
+		}
+		patched, err := apply(*s.AdditionalProperties.Schema, path[1:], f)
+		if err != nil {
+			return s, err
+		}
+		s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &patched}
+		return s, nil
 	}
 	child, ok := s.Properties[path[0]]
 	if !ok {
 		return s, fmt.Errorf("no property %q", path[0])
 	}
-	patched, err := apply(child, path[1:], e)
+	patched, err := apply(child, path[1:], f)
 	if err != nil {
 		return s, err
 	}

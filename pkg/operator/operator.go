@@ -159,12 +159,17 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 	if err := mgr.AddReadyzCheck("cache", cacheCheck(mgr)); err != nil {
 		return nil, err
 	}
+	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // record.EventRecorder is what the controllers take
+	// Objects of kinds stored but not acted on are reported at start-up.
+	if err := mgr.Add(&storedObjectsReport{reader: mgr.GetAPIReader(), logger: logger, recorder: recorder, gates: opts.FeatureGates}); err != nil {
+		return nil, err
+	}
 	return &Operator{
 		Options:  opts,
 		Manager:  mgr,
 		Client:   mgr.GetClient(),
 		Clock:    clock.RealClock{},
-		Recorder: mgr.GetEventRecorderFor("karpenter"), //nolint:staticcheck // record.EventRecorder is what the controllers take
+		Recorder: recorder,
 		Logger:   logger,
 		Config:   cfg,
 	}, nil

@@ -5,6 +5,8 @@ import (
 
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"testing"
 	"time"
@@ -179,5 +181,63 @@ func TestTheKubeDNSRoleGrantsTheProvidersRead(t *testing.T) {
 	}
 	if err := sa.List(ctx, &corev1.ServiceList{}, client.InNamespace("kube-system")); !apierrors.IsForbidden(err) {
 		t.Errorf("list of kube-system Services: %v, want forbidden", err)
+	}
+}
+
+// grants are the (apiGroup, resource, verb) triples of a ClusterRole's rules
+// on the given resources.
+func grants(t *testing.T, role *unstructured.Unstructured, resources map[string]bool) map[string]bool {
+	t.Helper()
+	out := map[string]bool{}
+	for _, r := range rules(t, role) {
+		m := r.(map[string]any)
+		if _, named := m["resourceNames"]; named {
+			continue
+		}
+		for _, g := range m["apiGroups"].([]any) {
+			for _, res := range m["resources"].([]any) {
+				if !resources[res.(string)] {
+					continue
+				}
+				for _, v := range m["verbs"].([]any) {
+					out[fmt.Sprintf("%s %s %s", g, res, v)] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestCoreRoleGrantsUpstreamsRulesForOverlaysAndBuffers: on NodeOverlays,
+// CapacityBuffers and the PodTemplates buffers name, the core ClusterRole
+// grants exactly what upstream v1.15.2's does, and the aggregated admin role
+// exactly what upstream's does (nothing).
+func TestCoreRoleGrantsUpstreamsRulesForOverlaysAndBuffers(t *testing.T) {
+	upDir := upstreamChart(t)
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	if err := os.WriteFile(values, []byte("settings:\n  clusterName: dev\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	resources := map[string]bool{
+		"nodeoverlays": true, "nodeoverlays/status": true,
+		"capacitybuffers": true, "capacitybuffers/status": true,
+		"podtemplates": true,
+	}
+	ours, err := renderDir(chartDir("karpenter"), values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	theirs, err := renderDir(upDir, values)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, role := range []string{"karpenter-core", "karpenter-admin"} {
+		got, want := grants(t, find(t, ours, "ClusterRole", role), resources), grants(t, find(t, theirs, "ClusterRole", role), resources)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s grants %v, want upstream's %v", role, keys(got), keys(want))
+		}
+		if role == "karpenter-core" && len(want) < 10 {
+			t.Errorf("upstream's %s grants only %v on these resources", role, keys(want))
+		}
 	}
 }

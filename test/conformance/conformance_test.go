@@ -13,9 +13,6 @@ import (
 	"testing"
 	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
-
-	"github.com/karpenter-go/karpenter/pkg/apis/crds"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 	"github.com/karpenter-go/karpenter/test/conformance"
@@ -68,13 +65,6 @@ func TestUpstreamSuite(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	extra, err := conformance.UpstreamOnlyCRDs(upstreamDir, crds.CRDs())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range extra {
-		t.Logf("environment: upstream's CRD %s (a kind this controller does not serve yet)", c.Name)
-	}
 	all, err := conformance.ListSpecs(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -112,7 +102,7 @@ func TestUpstreamSuite(t *testing.T) {
 		for w := 0; w < min(*parallel, len(specs)); w++ {
 			t.Run(fmt.Sprintf("worker-%d", w), func(t *testing.T) {
 				t.Parallel()
-				wk := &worker{id: w, karpenter: karpenter, upstreamDir: upstreamDir, extra: extra}
+				wk := &worker{id: w, karpenter: karpenter, upstreamDir: upstreamDir}
 				wk.up(t)
 				for i := range next {
 					s := specs[i]
@@ -145,7 +135,7 @@ func TestUpstreamSuite(t *testing.T) {
 	table := conformance.Table(results)
 	summary := conformance.Summary(*suite, results, len(all))
 	if err := os.MkdirAll(out, 0o755); err == nil {
-		_ = os.WriteFile(filepath.Join(out, "results.md"), []byte(fmt.Sprintf("%s\n\n%s\n%s\n", summary, table, environment(mod, extra))), 0o644)
+		_ = os.WriteFile(filepath.Join(out, "results.md"), []byte(fmt.Sprintf("%s\n\n%s\n%s\n", summary, table, environment(mod))), 0o644)
 	}
 	t.Logf("\n%s\n%s", table, summary)
 	for _, r := range results {
@@ -155,15 +145,13 @@ func TestUpstreamSuite(t *testing.T) {
 	}
 }
 
-// worker is one local cluster with our CRDs (and upstream's for kinds we do
-// not serve), our chart installed in kube-system as upstream's suites expect,
+// worker is one local cluster with our CRDs, our chart installed in kube-system as upstream's suites expect,
 // and a controller node whose kubelet (this harness) runs the chart's
 // controller pod as a process.
 type worker struct {
 	id          int
 	karpenter   string
 	upstreamDir string
-	extra       []*apiextensionsv1.CustomResourceDefinition
 	c           *localcluster.Cluster
 	node        *conformance.ControllerNode
 }
@@ -179,9 +167,6 @@ func (w *worker) up(t *testing.T) {
 		SchedulerConfigPath: "etc/kubernetes/karpenter-scheduler-config/kube-scheduler-config.yaml",
 	})
 	if err := kit.InstallCRDs(ctx, w.c.Client); err != nil {
-		t.Fatal(err)
-	}
-	if err := kit.InstallCRDList(ctx, w.c.Client, w.extra); err != nil {
 		t.Fatal(err)
 	}
 	w.node = &conformance.ControllerNode{
@@ -269,14 +254,10 @@ func reason(r conformance.Result) string {
 	return fmt.Sprintf("\n        %s: %s", r.State, msg)
 }
 
-func environment(mod *conformance.Module, extra []*apiextensionsv1.CustomResourceDefinition) string {
-	var names []string
-	for _, c := range extra {
-		names = append(names, c.Name)
-	}
-	return fmt.Sprintf("Environment: sigs.k8s.io/karpenter %s built with %s; local cluster (hack/cluster) with our CRDs and upstream's for %s; "+
+func environment(mod *conformance.Module) string {
+	return fmt.Sprintf("Environment: sigs.k8s.io/karpenter %s built with %s; local cluster (hack/cluster) with our CRDs; "+
 		"our chart installed as release karpenter in kube-system (%s), its controller pod run as a process by the harness's kubelet on a tainted system node.",
-		mod.Version, mod.Toolchain, strings.Join(names, ", "), strings.Join(conformance.ChartValues, " "))
+		mod.Version, mod.Toolchain, strings.Join(conformance.ChartValues, " "))
 }
 
 func slug(s string) string {

@@ -14,7 +14,7 @@
 // CRDs and our controller running as a process under that Lease, and record
 // PASS/FAIL/SKIP, its time, the failure and the controller's log for that spec.
 //
-// Only the environment is ours: no upstream test code is changed. Kinds this
-// controller does not serve yet are installed from upstream's CRDs in the same
-// module, so the suite's cleanup can list them (UpstreamOnlyCRDs).
+// Only the environment is ours: no upstream test code is changed. Every kind
+// the suites create or list (NodeOverlay and CapacityBuffer included) is
+// served by our CRDs.
 package conformance
