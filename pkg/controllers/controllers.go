@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -191,11 +192,19 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 		return nil, err
 	}
 	out = append(out, cloudprovider.Runnable(nodeMetrics), cloudprovider.Registerer(podMetrics.Register))
-	for _, kind := range []conditions.Kind{
+	kinds := []conditions.Kind{
 		conditions.NodeClaimKind(d.Bundle.NodeClassLabelKey),
 		conditions.NodePoolKind(),
 		conditions.NodeKind(d.Bundle.NodeClassLabelKey),
-	} {
+	}
+	for _, nc := range d.Bundle.CloudProvider.GetSupportedNodeClasses() {
+		gvk, err := apiutil.GVKForObject(nc, d.KubeClient.Scheme())
+		if err != nil {
+			return nil, fmt.Errorf("node class %T: %w", nc, err)
+		}
+		kinds = append(kinds, conditions.NodeClassKind(nc, gvk.Group, gvk.Kind))
+	}
+	for _, kind := range kinds {
 		statusMetrics, err := conditions.NewController(d.KubeClient, d.Clock, crmetrics.Registry, kind)
 		if err != nil {
 			return nil, err

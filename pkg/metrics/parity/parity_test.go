@@ -76,18 +76,12 @@ var pending = map[string]string{
 	"client_go_request_duration_seconds": "client-go metric adapters",
 	"client_go_request_total":            "client-go metric adapters",
 	// AWS provider internals.
-	"karpenter_cloudprovider_batcher_batch_size":                    "AWS request batcher metrics",
-	"karpenter_cloudprovider_batcher_batch_time_seconds":            "AWS request batcher metrics",
-	"karpenter_cloudprovider_instance_launch_failures_total":        "AWS launch failure counter",
-	"karpenter_cloudprovider_instance_termination_failures_total":   "AWS termination failure counter",
-	"karpenter_ec2nodeclasses_userdata_bytes":                       "AWS user data size gauge",
-	"karpenter_interruption_instance_status_unhealthy_total":        "AWS instance status counter",
-	"operator_ec2nodeclass_status_condition_count":                  "EC2NodeClass status metrics controller",
-	"operator_ec2nodeclass_status_condition_current_status_seconds": "EC2NodeClass status metrics controller",
-	"operator_ec2nodeclass_status_condition_transition_seconds":     "EC2NodeClass status metrics controller",
-	"operator_ec2nodeclass_status_condition_transitions_total":      "EC2NodeClass status metrics controller",
-	"operator_ec2nodeclass_termination_current_time_seconds":        "EC2NodeClass status metrics controller",
-	"operator_ec2nodeclass_termination_duration_seconds":            "EC2NodeClass status metrics controller",
+	"karpenter_cloudprovider_batcher_batch_size":                  "AWS request batcher metrics",
+	"karpenter_cloudprovider_batcher_batch_time_seconds":          "AWS request batcher metrics",
+	"karpenter_cloudprovider_instance_launch_failures_total":      "AWS launch failure counter",
+	"karpenter_cloudprovider_instance_termination_failures_total": "AWS termination failure counter",
+	"karpenter_ec2nodeclasses_userdata_bytes":                     "AWS user data size gauge",
+	"karpenter_interruption_instance_status_unhealthy_total":      "AWS instance status counter",
 	// Core.
 	"karpenter_cloudprovider_errors_total":          "nodepool label",
 	"karpenter_nodepools_cost_total":                "NodePool cost tracking",
@@ -112,7 +106,8 @@ func ourFamilies(t *testing.T) map[string][]string {
 	if _, err := podmetrics.NewController(nil, clk, reg, nil); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []conditions.Kind{conditions.NodeClaimKind(aws.NodeClassLabelKey), conditions.NodePoolKind(), conditions.NodeKind(aws.NodeClassLabelKey)} {
+	for _, k := range []conditions.Kind{conditions.NodeClaimKind(aws.NodeClassLabelKey), conditions.NodePoolKind(), conditions.NodeKind(aws.NodeClassLabelKey),
+		conditions.NodeClassKind(&awsv1.EC2NodeClass{}, awsv1.Group, "EC2NodeClass")} {
 		if _, err := conditions.NewController(nil, clk, reg, k); err != nil {
 			t.Fatal(err)
 		}

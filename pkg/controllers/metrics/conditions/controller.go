@@ -87,6 +87,21 @@ func NodePoolKind() Kind {
 	}
 }
 
+// NodeClassKind is upstream's registration of a provider's NodeClass kind
+// (EC2NodeClass: operator_ec2nodeclass_*), with the kind-less families as
+// upstream's NodeClass status controller emits them. example is an empty
+// object of the kind.
+func NodeClassKind(example client.Object, group, kind string) Kind {
+	return Kind{
+		Name:       strings.ToLower(kind),
+		New:        func() client.Object { return example.DeepCopyObject().(client.Object) },
+		Conditions: conditionsOf,
+		Group:      group,
+		KindName:   kind,
+		KindLess:   true,
+	}
+}
+
 // NodeKind is upstream's Node registration: a Node's kubelet conditions, with
 // the NodeClass labels, the NodePool label and karpenter.sh/initialized as
 // extra labels.

@@ -453,3 +453,19 @@ func TestNodeClaimRecreatedStartsAfresh(t *testing.T) {
 		"reason=Launched,status=True,type=Launched," + ncExtra:      1,
 	})
 }
+
+// A provider NodeClass kind gets its own operator_<kind>_* families, named by
+// its lower-case kind, as upstream's operator_ec2nodeclass_* are.
+func TestNodeClassKindConditions(t *testing.T) {
+	f := newFixture(t)
+	ctrl := f.controller(t, conditions.NodeClassKind(&kwokv1alpha1.KWOKNodeClass{}, kwokv1alpha1.Group, "KWOKNodeClass"))
+	nc := &kwokv1alpha1.KWOKNodeClass{
+		ObjectMeta: metav1.ObjectMeta{Name: "class"},
+		Status:     kwokv1alpha1.KWOKNodeClassStatus{Conditions: []status.Condition{f.cond(status.ConditionReady, metav1.ConditionTrue, "Ready", 0)}},
+	}
+	ExpectApplied(f.ctx, t, testEnv.Client, nc)
+	f.at(5 * time.Second)
+	ExpectReconciled(f.ctx, t, ctrl, nc)
+	f.expectGauges(t, "operator_kwoknodeclass_status_condition_count",
+		map[string]float64{"name=class,namespace=,reason=Ready,status=True,type=Ready": 1})
+}
