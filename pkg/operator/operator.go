@@ -39,6 +39,7 @@ import (
 
 	"github.com/karpenter-go/karpenter/pkg/apis"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 )
@@ -92,6 +93,7 @@ func New(ctx context.Context, opts *options.Options, cfg *rest.Config) (*Operato
 		debug.SetMemoryLimit(opts.MemoryLimit / 10 * 9)
 	}
 	buildInfo.WithLabelValues(Version, strings.TrimPrefix(goVersion(), "go"), goruntime.GOARCH, commit()).Set(1)
+	metrics.RegisterClientMetrics(crmetrics.Registry)
 
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst = float32(opts.KubeClientQPS), opts.KubeClientBurst

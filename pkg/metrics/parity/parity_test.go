@@ -19,6 +19,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+	"github.com/karpenter-go/karpenter/pkg/metrics"
 	_ "github.com/karpenter-go/karpenter/pkg/operator"
 	_ "github.com/karpenter-go/karpenter/pkg/providers"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws"
@@ -72,9 +73,6 @@ var pending = map[string]string{
 	"aws_sdk_go_request_duration_seconds":         "AWS SDK middleware",
 	"aws_sdk_go_request_retry_count":              "AWS SDK middleware",
 	"aws_sdk_go_request_total":                    "AWS SDK middleware",
-	// client-go request metrics: client-go's metric hooks are not set.
-	"client_go_request_duration_seconds": "client-go metric adapters",
-	"client_go_request_total":            "client-go metric adapters",
 	// AWS provider internals.
 	"karpenter_cloudprovider_batcher_batch_size":                  "AWS request batcher metrics",
 	"karpenter_cloudprovider_batcher_batch_time_seconds":          "AWS request batcher metrics",
@@ -112,6 +110,7 @@ func ourFamilies(t *testing.T) map[string][]string {
 			t.Fatal(err)
 		}
 	}
+	metrics.RegisterClientMetrics(crmetrics.Registry) // as operator.New does
 	out := map[string][]string{}
 	for _, c := range []prometheus.Collector{reg, crmetrics.Registry.(prometheus.Collector)} {
 		ch := make(chan *prometheus.Desc, 1024)
