@@ -27,6 +27,7 @@ const (
 	LabelMethod     = "method"
 	LabelProvider   = "provider"
 	LabelError      = "error"
+	LabelNodePool   = "nodepool"
 
 	LabelInstanceType = "instance_type"
 	LabelCapacityType = "capacity_type"
@@ -48,8 +49,8 @@ var (
 		Namespace: "karpenter",
 		Subsystem: "cloudprovider",
 		Name:      "errors_total",
-		Help:      "Total number of errors returned from cloud provider calls. Labeled by the controller, method name, provider and error type.",
-	}, []string{LabelController, LabelMethod, LabelProvider, LabelError})
+		Help:      "Total number of errors returned from cloud provider calls. Labeled by the controller, method name, provider, error type and the NodePool of the call (empty when it has none).",
+	}, []string{LabelController, LabelMethod, LabelProvider, LabelError, LabelNodePool})
 	// InstanceTypeCPU is karpenter_cloudprovider_instance_type_cpu_cores.
 	InstanceTypeCPU = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Namespace: "karpenter", Subsystem: "cloudprovider", Name: "instance_type_cpu_cores",
@@ -146,45 +147,49 @@ func Decorate(cp cloudprovider.CloudProvider) cloudprovider.CloudProvider {
 	return &decorator{CloudProvider: cp}
 }
 
-// observe starts timing method; the returned func records the duration and,
-// when err is non-nil, the error.
-func (d *decorator) observe(ctx context.Context, method string) func(err error) {
+// observe starts timing method, a call about nodePool ("" when none); the
+// returned func records the duration and, when err is non-nil, the error.
+func (d *decorator) observe(ctx context.Context, method, nodePool string) func(err error) {
 	start := time.Now()
 	controller, provider := Controller(ctx), d.CloudProvider.Name()
 	return func(err error) {
 		MethodDuration.WithLabelValues(controller, method, provider).Observe(time.Since(start).Seconds())
 		if err != nil {
-			ErrorsTotal.WithLabelValues(controller, method, provider, ErrorType(err)).Inc()
+			ErrorsTotal.WithLabelValues(controller, method, provider, ErrorType(err), nodePool).Inc()
 		}
 	}
 }
 
 func (d *decorator) Create(ctx context.Context, nc *v1.NodeClaim) (out *v1.NodeClaim, err error) {
-	done := d.observe(ctx, "Create")
+	done := d.observe(ctx, "Create", nc.Labels[v1.NodePoolLabelKey])
 	defer func() { done(err) }()
 	return d.CloudProvider.Create(ctx, nc)
 }
 
 func (d *decorator) Delete(ctx context.Context, nc *v1.NodeClaim) (err error) {
-	done := d.observe(ctx, "Delete")
+	done := d.observe(ctx, "Delete", nc.Labels[v1.NodePoolLabelKey])
 	defer func() { done(err) }()
 	return d.CloudProvider.Delete(ctx, nc)
 }
 
 func (d *decorator) Get(ctx context.Context, providerID string) (out *v1.NodeClaim, err error) {
-	done := d.observe(ctx, "Get")
+	done := d.observe(ctx, "Get", "")
 	defer func() { done(err) }()
 	return d.CloudProvider.Get(ctx, providerID)
 }
 
 func (d *decorator) List(ctx context.Context) (out []*v1.NodeClaim, err error) {
-	done := d.observe(ctx, "List")
+	done := d.observe(ctx, "List", "")
 	defer func() { done(err) }()
 	return d.CloudProvider.List(ctx)
 }
 
 func (d *decorator) GetInstanceTypes(ctx context.Context, np *v1.NodePool) (out []*scheduling.InstanceType, err error) {
-	done := d.observe(ctx, "GetInstanceTypes")
+	name := ""
+	if np != nil {
+		name = np.Name
+	}
+	done := d.observe(ctx, "GetInstanceTypes", name)
 	defer func() { done(err) }()
 	out, err = d.CloudProvider.GetInstanceTypes(ctx, np)
 	if err == nil {
@@ -194,7 +199,7 @@ func (d *decorator) GetInstanceTypes(ctx context.Context, np *v1.NodePool) (out 
 }
 
 func (d *decorator) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (out cloudprovider.DriftReason, err error) {
-	done := d.observe(ctx, "IsDrifted")
+	done := d.observe(ctx, "IsDrifted", nc.Labels[v1.NodePoolLabelKey])
 	defer func() { done(err) }()
 	return d.CloudProvider.IsDrifted(ctx, nc)
 }

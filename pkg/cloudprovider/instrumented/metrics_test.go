@@ -90,10 +90,12 @@ func TestDurationAndErrorsAreRecordedPerControllerMethodAndError(t *testing.T) {
 	cp := instrumented.Decorate(inner)
 	ctx := instrumented.WithController(context.Background(), "nodeclaim.lifecycle")
 
-	if _, err := cp.Create(ctx, &v1.NodeClaim{}); !cloudprovider.IsInsufficientCapacityError(err) {
+	claim := &v1.NodeClaim{}
+	claim.Labels = map[string]string{v1.NodePoolLabelKey: "pool-a"}
+	if _, err := cp.Create(ctx, claim); !cloudprovider.IsInsufficientCapacityError(err) {
 		t.Fatalf("the decorator must return the provider's error unchanged, got %v", err)
 	}
-	_ = cp.Delete(ctx, &v1.NodeClaim{})
+	_ = cp.Delete(ctx, claim)
 	_, _ = cp.Get(ctx, "x://1")
 	_, _ = cp.List(ctx)
 	_, _ = cp.GetInstanceTypes(ctx, &v1.NodePool{})
@@ -115,16 +117,17 @@ func TestDurationAndErrorsAreRecordedPerControllerMethodAndError(t *testing.T) {
 		}
 	}
 
+	// The NodeClaim's NodePool labels the errors of calls about it.
 	for _, c := range []struct {
-		method, errType string
-		want            float64
+		method, errType, nodePool string
+		want                      float64
 	}{
-		{"Create", "InsufficientCapacityError", 1},
-		{"Delete", "NodeClaimNotFoundError", 1},
-		{"Get", "", 1},
-		{"List", "", 0},
+		{"Create", "InsufficientCapacityError", "pool-a", 1},
+		{"Delete", "NodeClaimNotFoundError", "pool-a", 1},
+		{"Get", "", "", 1},
+		{"List", "", "", 0},
 	} {
-		got := testutil.ToFloat64(instrumented.ErrorsTotal.WithLabelValues("nodeclaim.lifecycle", c.method, "scripted", c.errType))
+		got := testutil.ToFloat64(instrumented.ErrorsTotal.WithLabelValues("nodeclaim.lifecycle", c.method, "scripted", c.errType, c.nodePool))
 		if got != c.want {
 			t.Errorf("errors_total{method=%s,error=%q} = %v, want %v", c.method, c.errType, got, c.want)
 		}

@@ -81,7 +81,6 @@ var pending = map[string]string{
 	"karpenter_ec2nodeclasses_userdata_bytes":                     "AWS user data size gauge",
 	"karpenter_interruption_instance_status_unhealthy_total":      "AWS instance status counter",
 	// Core.
-	"karpenter_cloudprovider_errors_total":          "nodepool label",
 	"karpenter_nodepools_cost_total":                "NodePool cost tracking",
 	"karpenter_nodepools_cost_tracker_errors_total": "NodePool cost tracking",
 }
