@@ -30,6 +30,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/legacy"
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
+	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/nodepoolcost"
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
@@ -191,7 +192,11 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, cloudprovider.Runnable(nodeMetrics), cloudprovider.Registerer(podMetrics.Register))
+	cost, err := nodepoolcost.New(d.Cluster, d.Bundle.CloudProvider, crmetrics.Registry)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, cloudprovider.Runnable(nodeMetrics), cloudprovider.Registerer(podMetrics.Register), cloudprovider.Runnable(cost))
 	kinds := []conditions.Kind{
 		conditions.NodeClaimKind(d.Bundle.NodeClassLabelKey),
 		conditions.NodePoolKind(),

@@ -18,6 +18,7 @@ import (
 	_ "github.com/karpenter-go/karpenter/pkg/controllers"
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
+	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/nodepoolcost"
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
 	"github.com/karpenter-go/karpenter/pkg/metrics"
 	_ "github.com/karpenter-go/karpenter/pkg/operator"
@@ -80,9 +81,6 @@ var pending = map[string]string{
 	"karpenter_cloudprovider_instance_termination_failures_total": "AWS termination failure counter",
 	"karpenter_ec2nodeclasses_userdata_bytes":                     "AWS user data size gauge",
 	"karpenter_interruption_instance_status_unhealthy_total":      "AWS instance status counter",
-	// Core.
-	"karpenter_nodepools_cost_total":                "NodePool cost tracking",
-	"karpenter_nodepools_cost_tracker_errors_total": "NodePool cost tracking",
 }
 
 // variableLabels reads a descriptor's variable label names from its String
@@ -101,6 +99,9 @@ func ourFamilies(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	if _, err := podmetrics.NewController(nil, clk, reg, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodepoolcost.New(state.NewCluster(clk, nil), nil, reg); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []conditions.Kind{conditions.NodeClaimKind(aws.NodeClassLabelKey), conditions.NodePoolKind(), conditions.NodeKind(aws.NodeClassLabelKey),
