@@ -68,12 +68,6 @@ var notBuilt = map[string]string{
 // not exported yet, each with what is missing. They are reported in the table
 // as PENDING; the list is meant to shrink to nothing.
 var pending = map[string]string{
-	// AWS SDK request metrics: the AWS clients are not instrumented.
-	"aws_sdk_go_request_attempt_duration_seconds": "AWS SDK middleware",
-	"aws_sdk_go_request_attempt_total":            "AWS SDK middleware",
-	"aws_sdk_go_request_duration_seconds":         "AWS SDK middleware",
-	"aws_sdk_go_request_retry_count":              "AWS SDK middleware",
-	"aws_sdk_go_request_total":                    "AWS SDK middleware",
 	// AWS provider internals.
 	"karpenter_cloudprovider_batcher_batch_size":                  "AWS request batcher metrics",
 	"karpenter_cloudprovider_batcher_batch_time_seconds":          "AWS request batcher metrics",

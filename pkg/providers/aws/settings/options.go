@@ -22,6 +22,7 @@ import (
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/sdkmetrics"
 )
 
 // Upstream defaults.
@@ -192,8 +193,9 @@ func (o *Options) Validate() error {
 }
 
 // LoadAWSConfig loads the SDK configuration the standard way (environment,
-// shared config files, AWS_ENDPOINT_URL[_<SERVICE>]) and fails with a clear
-// message when no region is configured.
+// shared config files, AWS_ENDPOINT_URL[_<SERVICE>]), with the aws_sdk_go_*
+// request metrics installed, and fails with a clear message when no region is
+// configured.
 func LoadAWSConfig(ctx context.Context, optFns ...func(*awsconfig.LoadOptions) error) (aws.Config, error) {
 	cfg, err := awsconfig.LoadDefaultConfig(ctx, optFns...)
 	if err != nil {
@@ -202,5 +204,6 @@ func LoadAWSConfig(ctx context.Context, optFns ...func(*awsconfig.LoadOptions) e
 	if cfg.Region == "" {
 		return aws.Config{}, errors.New("no AWS region configured: set AWS_REGION (or region in the shared config file)")
 	}
+	sdkmetrics.Install(&cfg)
 	return cfg, nil
 }
