@@ -60,6 +60,8 @@ var notBuilt = map[string]string{
 	// PodDeletionCostManagement (off-by-default gate): no deletion-cost controller.
 	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "pod deletion cost management",
 	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "pod deletion cost management",
+	// EC2 instance status checks (impaired system or instance status): not polled.
+	"karpenter_interruption_instance_status_unhealthy_total": "instance status polling",
 	// Terminate-first disruption decisions: not built.
 	"karpenter_voluntary_disruption_terminate_first_decisions_total": "terminate-first disruption",
 }
@@ -69,12 +71,7 @@ var notBuilt = map[string]string{
 // as PENDING; the list is meant to shrink to nothing.
 var pending = map[string]string{
 	// AWS provider internals.
-	"karpenter_cloudprovider_batcher_batch_size":                  "AWS request batcher metrics",
-	"karpenter_cloudprovider_batcher_batch_time_seconds":          "AWS request batcher metrics",
-	"karpenter_cloudprovider_instance_launch_failures_total":      "AWS launch failure counter",
-	"karpenter_cloudprovider_instance_termination_failures_total": "AWS termination failure counter",
-	"karpenter_ec2nodeclasses_userdata_bytes":                     "AWS user data size gauge",
-	"karpenter_interruption_instance_status_unhealthy_total":      "AWS instance status counter",
+	"karpenter_ec2nodeclasses_userdata_bytes": "AWS user data size gauge",
 }
 
 // variableLabels reads a descriptor's variable label names from its String

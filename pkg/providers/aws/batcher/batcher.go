@@ -14,6 +14,9 @@ type Options struct {
 	MaxTimeout time.Duration
 	// MaxItems closes a batch at this many requests (0 = unlimited).
 	MaxItems int
+	// Name labels the batcher's metrics (upstream's names: create_fleet,
+	// describe_instances, terminate_instances).
+	Name string
 }
 
 // Default windows, upstream's.
@@ -59,6 +62,7 @@ type request[I, O any] struct {
 
 type bucket[I, O any] struct {
 	ctx      context.Context
+	opened   time.Time
 	requests []request[I, O]
 	joined   chan struct{}
 	full     chan struct{}
@@ -78,7 +82,7 @@ func (b *Batcher[I, O]) Add(ctx context.Context, input I) (O, error) {
 	b.mu.Lock()
 	bk, ok := b.buckets[k]
 	if !ok {
-		bk = &bucket[I, O]{ctx: context.WithoutCancel(ctx), joined: make(chan struct{}, 1), full: make(chan struct{})}
+		bk = &bucket[I, O]{ctx: context.WithoutCancel(ctx), opened: time.Now(), joined: make(chan struct{}, 1), full: make(chan struct{})}
 		b.buckets[k] = bk
 		go b.run(k, bk)
 	}
@@ -133,6 +137,8 @@ wait:
 	}
 	reqs := bk.requests
 	b.mu.Unlock()
+	batchTime.WithLabelValues(b.opts.Name).Observe(time.Since(bk.opened).Seconds())
+	batchSize.WithLabelValues(b.opts.Name).Observe(float64(len(reqs)))
 
 	inputs := make([]I, len(reqs))
 	for i, r := range reqs {

@@ -7,6 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 )
 
 // Concurrent requests with one key share one execution and get their own
@@ -98,4 +101,33 @@ func TestCallerCancels(t *testing.T) {
 		t.Errorf("error %v, want context.Canceled", err)
 	}
 	<-ran
+}
+
+// Each batch observes its size and how long its window stayed open, under the
+// batcher's name.
+func TestBatchMetrics(t *testing.T) {
+	b := New(Options{IdleTimeout: 20 * time.Millisecond, MaxItems: 3, Name: "test_batcher"}, func(string) string { return "" },
+		func(_ context.Context, in []string) []Result[string] { return make([]Result[string], len(in)) })
+	var wg sync.WaitGroup
+	for i := 0; i < 3; i++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); _, _ = b.Add(context.Background(), "x") }()
+	}
+	wg.Wait()
+	size := histogramOf(t, batchSize, "test_batcher")
+	if size.GetSampleCount() != 1 || size.GetSampleSum() != 3 {
+		t.Errorf("batch_size: %d samples summing to %v, want one of 3", size.GetSampleCount(), size.GetSampleSum())
+	}
+	if window := histogramOf(t, batchTime, "test_batcher"); window.GetSampleCount() != 1 {
+		t.Errorf("batch_time_seconds: %d samples, want 1", window.GetSampleCount())
+	}
+}
+
+func histogramOf(t *testing.T, h *prometheus.HistogramVec, name string) *dto.Histogram {
+	t.Helper()
+	var m dto.Metric
+	if err := h.WithLabelValues(name).(prometheus.Metric).Write(&m); err != nil {
+		t.Fatal(err)
+	}
+	return m.GetHistogram()
 }

@@ -24,11 +24,12 @@ type EC2 struct {
 
 // NewEC2 returns the batchers of api with opts' windows (zero = defaults).
 func NewEC2(api *ec2.Client, opts Options) *EC2 {
-	describeOpts, terminateOpts := opts, opts
+	fleetOpts, describeOpts, terminateOpts := opts, opts, opts
 	// EC2 accepts up to 1,000 instance ids per call.
 	describeOpts.MaxItems, terminateOpts.MaxItems = 500, 500
+	fleetOpts.Name, describeOpts.Name, terminateOpts.Name = "create_fleet", "describe_instances", "terminate_instances"
 	return &EC2{
-		createFleet: New(opts, fleetKey, createFleetExec(api)),
+		createFleet: New(fleetOpts, fleetKey, createFleetExec(api)),
 		describe:    New(describeOpts, describeKey, describeExec(api)),
 		terminate:   New(terminateOpts, func(*ec2.TerminateInstancesInput) string { return "" }, terminateExec(api)),
 	}

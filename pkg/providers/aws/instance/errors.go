@@ -72,6 +72,7 @@ func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFl
 				}
 			}
 		}
+		launchFailures.WithLabelValues(zone, subnets[zone].ZoneID, capacityType, launchFailureReason(code, aws.ToString(e.ErrorMessage))).Inc()
 		switch {
 		case code == codeSpotServiceLinkedRole && capacityType == scheduling.CapacityTypeSpot:
 			// Spot cannot be used until the role exists: every spot offering.

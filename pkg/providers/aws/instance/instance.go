@@ -27,7 +27,7 @@ import (
 
 // Instance is an EC2 instance as Karpenter sees it.
 type Instance struct {
-	ID, Type, ImageID, Zone, CapacityType, SubnetID, State, PrivateDNSName, CapacityReservationID string
+	ID, Type, ImageID, Zone, ZoneID, CapacityType, SubnetID, State, PrivateDNSName, CapacityReservationID string
 	SecurityGroupIDs                                                                              []string
 	LaunchTime                                                                                    time.Time
 	Tags                                                                                          map[string]string

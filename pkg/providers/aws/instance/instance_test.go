@@ -10,6 +10,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -231,6 +232,12 @@ func TestInsufficientCapacity(t *testing.T) {
 			t.Errorf("on-demand m5.large in %s not marked unavailable", s.Zone)
 		}
 	}
+	// Each failed offering counts under its zone and capacity type.
+	for _, s := range nc.Status.Subnets {
+		if got := testutil.ToFloat64(instance.LaunchFailures.WithLabelValues(s.Zone, s.ZoneID, "on-demand", "LaunchFailed")); got < 1 {
+			t.Errorf("karpenter_cloudprovider_instance_launch_failures_total{zone=%s} %v, want at least 1", s.Zone, got)
+		}
+	}
 	if env.Unavailable.IsUnavailable("spot", "m5.large", nc.Status.Subnets[0].Zone) {
 		t.Error("spot m5.large marked unavailable too")
 	}
@@ -430,5 +437,30 @@ func TestReservedLaunch(t *testing.T) {
 	}
 	if got := emulated(t, env.Emulator, inst.ID).CapacityType; got != "on-demand" {
 		t.Errorf("fleet bought %s, want on-demand (reserved capacity is on-demand in a reservation)", got)
+	}
+}
+
+// A TerminateInstances EC2 refuses counts as a termination failure in the
+// instance's zone, and the error reaches the caller.
+func TestTerminationFailureCounted(t *testing.T) {
+	env := launchtest.New(t)
+	ctx := context.Background()
+	nc := env.NodeClass(t, "default")
+	created, err := create(t, env, nc, "doomed", onDemand, "m5.large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inst, err := env.Instances.Get(ctx, created.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counter := instance.TerminationFailures.WithLabelValues(inst.Zone, inst.ZoneID)
+	before := testutil.ToFloat64(counter)
+	env.Emulator.InjectFault(awsemulator.Fault{Service: "ec2", Action: "TerminateInstances", Code: "UnauthorizedOperation"})
+	if err := env.Instances.Delete(ctx, inst.ID); err == nil {
+		t.Fatal("Delete succeeded while TerminateInstances is refused")
+	}
+	if got := testutil.ToFloat64(counter); got != before+1 {
+		t.Errorf("karpenter_cloudprovider_instance_termination_failures_total{zone=%s} %v, want %v", inst.Zone, got, before+1)
 	}
 }

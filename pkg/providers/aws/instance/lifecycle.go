@@ -80,6 +80,7 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		return nil
 	}
 	if _, err := p.batch.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
+		terminationFailures.WithLabelValues(inst.Zone, inst.ZoneID).Inc()
 		if c := awserr.Code(err); c == "InvalidInstanceID.NotFound" {
 			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("instance %s not found", id))
 		}
@@ -117,6 +118,7 @@ func fromEC2(in *ec2types.Instance) *Instance {
 	}
 	if in.Placement != nil {
 		out.Zone = aws.ToString(in.Placement.AvailabilityZone)
+		out.ZoneID = aws.ToString(in.Placement.AvailabilityZoneId)
 	}
 	if in.State != nil {
 		out.State = string(in.State.Name)
