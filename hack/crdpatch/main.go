@@ -31,6 +31,64 @@ var patches = map[string][]string{
 	"nodepools.karpenter.sh": {"spec.template.metadata.labels"},
 }
 
+// schemaEdit changes the schema at a dotted path of one version ("[]"
+// steps into array items).
+type schemaEdit struct {
+	version, path string
+	edit          func(*apiextensionsv1.JSONSchemaProps)
+}
+
+// schemaEdits are per-CRD schema details controller-gen cannot express for
+// one kind only.
+var schemaEdits = map[string][]schemaEdit{
+	"ec2nodeclasses.karpenter.k8s.aws": {
+		// spec.kubelet is a free-form object whose values keep their
+		// unknown fields too.
+		{version: "v1", path: "spec.kubelet", edit: func(s *apiextensionsv1.JSONSchemaProps) {
+			s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{XPreserveUnknownFields: ptr.To(true)}}
+		}},
+		// EC2NodeClass condition reasons are never empty.
+		{version: "v1", path: "status.conditions.[].reason", edit: func(s *apiextensionsv1.JSONSchemaProps) {
+			s.MinLength = ptr.To[int64](1)
+			s.Pattern = `^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`
+		}},
+	},
+}
+
+// editAt returns a copy of s with edit applied at path.
+func editAt(s apiextensionsv1.JSONSchemaProps, path []string, edit func(*apiextensionsv1.JSONSchemaProps)) (apiextensionsv1.JSONSchemaProps, error) {
+	if len(path) == 0 {
+		edit(&s)
+		return s, nil
+	}
+	if path[0] == "[]" {
+		if s.Items == nil || s.Items.Schema == nil {
+			return s, fmt.Errorf("not an array")
+		}
+		patched, err := editAt(*s.Items.Schema, path[1:], edit)
+		if err != nil {
+			return s, err
+		}
+		s.Items = &apiextensionsv1.JSONSchemaPropsOrArray{Schema: &patched}
+		return s, nil
+	}
+	child, ok := s.Properties[path[0]]
+	if !ok {
+		return s, fmt.Errorf("no property %q", path[0])
+	}
+	patched, err := editAt(child, path[1:], edit)
+	if err != nil {
+		return s, err
+	}
+	props := make(map[string]apiextensionsv1.JSONSchemaProps, len(s.Properties))
+	for k, v := range s.Properties {
+		props[k] = v
+	}
+	props[path[0]] = patched
+	s.Properties = props
+	return s, nil
+}
+
 func main() {
 	for _, path := range os.Args[1:] {
 		if err := patchFile(path); err != nil {
@@ -50,7 +108,8 @@ func patchFile(path string) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	paths := patches[crd.Name]
-	if len(paths) == 0 {
+	edits := schemaEdits[crd.Name]
+	if len(paths) == 0 && len(edits) == 0 {
 		return nil
 	}
 	for i := range crd.Spec.Versions {
@@ -62,6 +121,16 @@ func patchFile(path string) error {
 			patched, err := setMapValues(*v.Schema.OpenAPIV3Schema, strings.Split(p, "."), labelValue)
 			if err != nil {
 				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, p, err)
+			}
+			v.Schema.OpenAPIV3Schema = &patched
+		}
+		for _, e := range edits {
+			if e.version != v.Name {
+				continue
+			}
+			patched, err := editAt(*v.Schema.OpenAPIV3Schema, strings.Split(e.path, "."), e.edit)
+			if err != nil {
+				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, e.path, err)
 			}
 			v.Schema.OpenAPIV3Schema = &patched
 		}

@@ -362,14 +362,14 @@ func amiTermsToV1beta1(in []awsv1.AMISelectorTerm) []awsv1beta1.AMISelectorTerm 
 	})
 }
 
-// Block devices have the same fields in v1 and v1beta1: a struct conversion
-// of a deep copy.
+// Block devices have the same fields in v1 and v1beta1 but for v1's
+// volumeInitializationRate, which v1beta1 cannot carry.
 func blockDeviceMappingsToV1(in []*awsv1beta1.BlockDeviceMapping) []*awsv1.BlockDeviceMapping {
 	return convertList(in, func(m *awsv1beta1.BlockDeviceMapping) *awsv1.BlockDeviceMapping {
 		if m == nil {
 			return nil
 		}
-		return &awsv1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1.BlockDevice)(m.EBS.DeepCopy())}
+		return &awsv1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: ebsToV1(m.EBS)}
 	})
 }
 
@@ -378,8 +378,30 @@ func blockDeviceMappingsToV1beta1(in []*awsv1.BlockDeviceMapping) []*awsv1beta1.
 		if m == nil {
 			return nil
 		}
-		return &awsv1beta1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1beta1.BlockDevice)(m.EBS.DeepCopy())}
+		return &awsv1beta1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: ebsToV1beta1(m.EBS)}
 	})
+}
+
+func ebsToV1(in *awsv1beta1.BlockDevice) *awsv1.BlockDevice {
+	if in == nil {
+		return nil
+	}
+	c := in.DeepCopy()
+	return &awsv1.BlockDevice{
+		DeleteOnTermination: c.DeleteOnTermination, Encrypted: c.Encrypted, IOPS: c.IOPS, KMSKeyID: c.KMSKeyID,
+		SnapshotID: c.SnapshotID, Throughput: c.Throughput, VolumeSize: c.VolumeSize, VolumeType: c.VolumeType,
+	}
+}
+
+func ebsToV1beta1(in *awsv1.BlockDevice) *awsv1beta1.BlockDevice {
+	if in == nil {
+		return nil
+	}
+	c := in.DeepCopy()
+	return &awsv1beta1.BlockDevice{
+		DeleteOnTermination: c.DeleteOnTermination, Encrypted: c.Encrypted, IOPS: c.IOPS, KMSKeyID: c.KMSKeyID,
+		SnapshotID: c.SnapshotID, Throughput: c.Throughput, VolumeSize: c.VolumeSize, VolumeType: c.VolumeType,
+	}
 }
 
 func copyConditions(in []status.Condition) []status.Condition {

@@ -123,7 +123,14 @@ func (g *gen) volumeSize() *resource.Quantity {
 	if g.coin() {
 		return nil
 	}
-	q := resource.MustParse(fmt.Sprintf("%d%s", 1+g.r.IntN(50), g.pick("Gi", "G", "Ti", "T")))
+	// The v1 schema's pattern (upstream's) takes single-digit T and Ti
+	// sizes but not every two-digit one (e.g. not 28Ti).
+	unit := g.pick("Gi", "G", "Ti", "T")
+	n := 1 + g.r.IntN(50)
+	if unit == "Ti" || unit == "T" {
+		n = 1 + g.r.IntN(9)
+	}
+	q := resource.MustParse(fmt.Sprintf("%d%s", n, unit))
 	return &q
 }
 
