@@ -48,6 +48,13 @@ type LaunchTemplate struct {
 	// as upstream), of CapacityReservationType (default or capacity-block).
 	CapacityReservationID   string
 	CapacityReservationType awsv1.CapacityReservationType
+	// EnclaveOptions, ConnectionTracking and CPUOptions are the class's,
+	// passed to the template as they are.
+	// (Left out of the template's name hash when unset, so that templates
+	// of classes without them keep their names.)
+	EnclaveOptions     *awsv1.EnclaveOptions     `json:",omitempty"`
+	ConnectionTracking *awsv1.ConnectionTracking `json:",omitempty"`
+	CPUOptions         *awsv1.CPUOptions         `json:",omitempty"`
 }
 
 // Resolver turns an EC2NodeClass, a NodeClaim and candidate instance types
@@ -220,6 +227,9 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 		EFACount:                 efa,
 		CapacityType:             capacityType,
 		InstanceTypes:            its,
+		EnclaveOptions:           nc.Spec.EnclaveOptions.DeepCopy(),
+		ConnectionTracking:       nc.Spec.ConnectionTracking.DeepCopy(),
+		CPUOptions:               nc.Spec.CPUOptions.DeepCopy(),
 	}
 	return lt, nil
 }
