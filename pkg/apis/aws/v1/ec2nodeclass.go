@@ -326,6 +326,12 @@ type BlockDevice struct {
 	// +kubebuilder:validation:Enum:={standard,io1,io2,gp2,sc1,st1,gp3}
 	// +optional
 	VolumeType *string `json:"volumeType,omitempty"`
+
+	// InvalidVolumeSize holds a stored volumeSize that is not a size (the
+	// schema's pattern, upstream's, lets "T" and "Ti" through without a
+	// number, which would otherwise decode as zero); it is written back as
+	// is and the controller reports it.
+	InvalidVolumeSize string `json:"-"`
 }
 
 // PlacementGroupSelector names one EC2 placement group.

@@ -84,3 +84,35 @@ func TestValidateKubelet(t *testing.T) {
 		}
 	}
 }
+
+// A volumeSize the schema's pattern lets through without a number ("Ti")
+// does not fail decoding the class and is written back as stored; valid
+// sizes encode as before.
+func TestBlockDeviceKeepsAnInvalidVolumeSize(t *testing.T) {
+	for _, in := range []string{
+		`{"volumeSize":"Ti","volumeType":"gp3"}`,
+		`{"volumeSize":"T","snapshotID":"snap-1"}`,
+		`{"volumeSize":"100Gi","iops":3000,"encrypted":true}`,
+		`{"snapshotID":"snap-1","volumeInitializationRate":150}`,
+	} {
+		var b BlockDevice
+		if err := json.Unmarshal([]byte(in), &b); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		out, err := json.Marshal(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var x, y any
+		_ = json.Unmarshal([]byte(in), &x)
+		_ = json.Unmarshal(out, &y)
+		if !reflect.DeepEqual(x, y) {
+			t.Errorf("round trip of %s gave %s", in, out)
+		}
+	}
+	var b BlockDevice
+	_ = json.Unmarshal([]byte(`{"volumeSize":"Ti"}`), &b)
+	if b.VolumeSize != nil || b.InvalidVolumeSize != "Ti" {
+		t.Errorf("decoded %+v", b)
+	}
+}

@@ -22,7 +22,13 @@ const (
 	// ReasonUnsupportedField: the spec sets a field whose behaviour this
 	// build does not implement; launching without it would ignore it.
 	ReasonUnsupportedField = "UnsupportedField"
+	// ReasonInvalidSpec: a value the schema accepts (as upstream's does)
+	// but EC2 or SSM would refuse.
+	ReasonInvalidSpec = "InvalidSpec"
 )
+
+// maxSSMParameterName is the longest SSM parameter name (or ARN) SSM takes.
+const maxSSMParameterName = 2048
 
 // specProblem is a failed check of the spec: the condition reason and a
 // message naming the field.
@@ -36,6 +42,9 @@ func checkSpec(nc *v1.EC2NodeClass) *specProblem {
 	if errs := v1.ValidateKubelet(nc.Spec.Kubelet); len(errs) > 0 {
 		return &specProblem{ReasonInvalidKubeletConfiguration, strings.Join(errs, "; ")}
 	}
+	if msgs := invalidValues(nc); len(msgs) > 0 {
+		return &specProblem{ReasonInvalidSpec, strings.Join(msgs, "; ")}
+	}
 	if msg := unsupportedKubelet(nc); msg != "" {
 		return &specProblem{ReasonUnsupportedKubeletConfiguration, msg}
 	}
@@ -47,6 +56,23 @@ func checkSpec(nc *v1.EC2NodeClass) *specProblem {
 		return &specProblem{ReasonUnsupportedField, fmt.Sprintf("%s %s not supported by this build yet; no node is launched from this EC2NodeClass until it is removed", strings.Join(fields, ", "), verb)}
 	}
 	return nil
+}
+
+// invalidValues are the spec values the schema lets through that AWS would
+// refuse, each with its field path.
+func invalidValues(nc *v1.EC2NodeClass) []string {
+	var out []string
+	for i, b := range nc.Spec.BlockDeviceMappings {
+		if b != nil && b.EBS != nil && b.EBS.InvalidVolumeSize != "" {
+			out = append(out, fmt.Sprintf("spec.blockDeviceMappings[%d].ebs.volumeSize: %q is not a volume size (a number is needed before the unit)", i, b.EBS.InvalidVolumeSize))
+		}
+	}
+	for i, t := range nc.Spec.AMISelectorTerms {
+		if len(t.SSMParameter) > maxSSMParameterName {
+			out = append(out, fmt.Sprintf("spec.amiSelectorTerms[%d].ssmParameter: %d characters, SSM parameter names have at most %d", i, len(t.SSMParameter), maxSSMParameterName))
+		}
+	}
+	return out
 }
 
 // unsupportedFields are the spec fields a user may set (the CRD accepts

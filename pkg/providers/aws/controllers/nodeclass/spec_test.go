@@ -2,6 +2,7 @@ package nodeclass_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,9 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 		mutate                func(*v1.EC2NodeClass)
 	}{
 		{"placementGroupSelector", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector is not supported by this build yet", "",
-			func(nc *v1.EC2NodeClass) { nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: ptr.To("pg")} }},
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: ptr.To("pg")}
+			}},
 		{"ipPrefixCount", nodeclass.ReasonUnsupportedField, "spec.ipPrefixCount is not supported by this build yet", "",
 			func(nc *v1.EC2NodeClass) { nc.Spec.IPPrefixCount = ptr.To(int32(1)) }},
 		{"networkInterfaces", nodeclass.ReasonUnsupportedField, "spec.networkInterfaces is not supported by this build yet", "",
@@ -41,7 +44,9 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
 			}},
 		{"nestedVirtualization", nodeclass.ReasonUnsupportedField, "spec.cpuOptions.nestedVirtualization=enabled is not supported by this build yet", "",
-			func(nc *v1.EC2NodeClass) { nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("enabled")} }},
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("enabled")}
+			}},
 		{"enclaves", nodeclass.ReasonUnsupportedField, "spec.enclaveOptions.enabled=true is not supported by this build yet", "",
 			func(nc *v1.EC2NodeClass) { nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: true} }},
 		{"several", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector, spec.ipPrefixCount are not supported", "",
@@ -53,6 +58,15 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 			func(nc *v1.EC2NodeClass) {
 				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2023)
 				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: "/my/ami", Name: "x"}}
+			}},
+		{"volumeSize without a number", nodeclass.ReasonInvalidSpec, `spec.blockDeviceMappings[0].ebs.volumeSize: "Ti" is not a volume size`, "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.BlockDeviceMappings = []*v1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), RootVolume: true, EBS: &v1.BlockDevice{InvalidVolumeSize: "Ti"}}}
+			}},
+		{"ssmParameter too long", nodeclass.ReasonInvalidSpec, "spec.amiSelectorTerms[0].ssmParameter: 2049 characters", "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2023)
+				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: strings.Repeat("p", 2049)}}
 			}},
 		{"kubelet wrong type", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods", "",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPods":"abc"}`) }},
