@@ -40,8 +40,16 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 		return []string{fmt.Sprintf("spec.kubelet: %v", err)}
 	}
 	strict, err := sigsjson.UnmarshalStrict(data, &kubeletv1beta1.KubeletConfiguration{})
-	if err != nil {
-		errs = append(errs, "spec.kubelet: "+typeError(err))
+	var te *json.UnmarshalTypeError
+	switch {
+	case err == nil:
+	case errors.As(err, &te) && te.Field != "":
+		// A typed field is reported below with its value.
+		if _, typed := in.Extra[te.Field]; !typed || !IsTypedKubeletField(te.Field) {
+			errs = append(errs, fmt.Sprintf("spec.kubelet.%s: a %s where the kubelet expects type %s", te.Field, te.Value, te.Type.String()))
+		}
+	default:
+		errs = append(errs, "spec.kubelet: "+err.Error())
 	}
 	for _, e := range strict {
 		errs = append(errs, "spec.kubelet: "+e.Error())
@@ -59,10 +67,15 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 			errs = append(errs, fmt.Sprintf("spec.kubelet.%s: cannot be set, %s", key, kubeletOwnedFields[key]))
 		}
 	}
+	// evictionMinimumReclaim is passed through, but holds thresholds too.
+	var minimumReclaim map[string]string
+	if raw, ok := in.Extra["evictionMinimumReclaim"]; ok {
+		_ = json.Unmarshal(raw.Raw, &minimumReclaim)
+	}
 	for _, m := range []struct {
 		name   string
 		values map[string]string
-	}{{"evictionHard", in.EvictionHard}, {"evictionSoft", in.EvictionSoft}} {
+	}{{"evictionHard", in.EvictionHard}, {"evictionSoft", in.EvictionSoft}, {"evictionMinimumReclaim", minimumReclaim}} {
 		for _, k := range sortedKeys(m.values) {
 			if !contains(EvictionSignals, k) {
 				errs = append(errs, fmt.Sprintf("spec.kubelet.%s: %q is not an eviction signal, valid keys are %s", m.name, k, strings.Join(EvictionSignals, ", ")))
@@ -127,15 +140,6 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 		errs = append(errs, fmt.Sprintf("spec.kubelet.imageGCHighThresholdPercent: %d must be greater than imageGCLowThresholdPercent (%d)", *h, *l))
 	}
 	return errs
-}
-
-// typeError shortens encoding/json's type errors to the field and type.
-func typeError(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Sprintf("field %s: %s is not a valid %s", te.Field, te.Value, te.Type.String())
-	}
-	return err.Error()
 }
 
 // evictionThreshold checks an eviction threshold: a percentage (0-100%) or
