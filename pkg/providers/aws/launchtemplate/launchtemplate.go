@@ -250,7 +250,7 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 	if c := lt.CPUOptions; c != nil && c.NestedVirtualization != nil {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*c.NestedVirtualization)}
 	}
-	if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 || lt.ConnectionTracking != nil {
+	if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 || lt.ConnectionTracking != nil || lt.IPPrefixCount != nil {
 		// Security groups then belong to the interfaces, not the template.
 		n := max(1, lt.EFACount)
 		for i := 0; i < n; i++ {
@@ -264,7 +264,14 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 				ni.AssociatePublicIpAddress = lt.AssociatePublicIPAddress
 			}
 			// Every interface the template creates (primary and EFA) gets
-			// the class's connection tracking timeouts.
+			// the class's prefixes and connection tracking timeouts.
+			if lt.IPPrefixCount != nil {
+				if lt.IPv6Prefixes {
+					ni.Ipv6PrefixCount = aws.Int32(*lt.IPPrefixCount)
+				} else {
+					ni.Ipv4PrefixCount = aws.Int32(*lt.IPPrefixCount)
+				}
+			}
 			if c := lt.ConnectionTracking; c != nil {
 				ni.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
 					TcpEstablishedTimeout: c.TCPEstablishedTimeout, UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout,

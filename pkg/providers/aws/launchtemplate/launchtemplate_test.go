@@ -116,7 +116,7 @@ func TestDeleteAll(t *testing.T) {
 	}
 }
 
-// The class's connectionTracking, enclaveOptions, cpuOptions and an EBS
+// The class's connectionTracking, enclaveOptions, cpuOptions, ipPrefixCount and an EBS
 // volume's volumeInitializationRate reach CreateLaunchTemplate, and a class
 // without them keeps the template it had.
 func TestClassLaunchOptionsReachTheTemplate(t *testing.T) {
@@ -127,6 +127,7 @@ func TestClassLaunchOptionsReachTheTemplate(t *testing.T) {
 	nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600), UDPStreamTimeout: aws.Int32(90), UDPTimeout: aws.Int32(45)}
 	nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: false}
 	nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: aws.String("disabled")}
+	nc.Spec.IPPrefixCount = aws.Int32(3)
 	size := resource.MustParse("40Gi")
 	nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{
 		DeviceName: aws.String("/dev/xvda"), RootVolume: true,
@@ -154,6 +155,7 @@ func TestClassLaunchOptionsReachTheTemplate(t *testing.T) {
 		"NetworkInterface.1.ConnectionTrackingSpecification.UdpStreamTimeout":      "90",
 		"NetworkInterface.1.ConnectionTrackingSpecification.UdpTimeout":            "45",
 		"NetworkInterface.1.DeviceIndex":                                           "0",
+		"NetworkInterface.1.Ipv4PrefixCount":                                       "3",
 		"BlockDeviceMapping.1.Ebs.VolumeInitializationRate":                        "250",
 		"BlockDeviceMapping.1.Ebs.SnapshotId":                                      "snap-0123456789abcdef0",
 	}

@@ -83,9 +83,6 @@ func unsupportedFields(nc *v1.EC2NodeClass) []string {
 	if s.PlacementGroupSelector != nil {
 		out = append(out, "spec.placementGroupSelector")
 	}
-	if s.IPPrefixCount != nil {
-		out = append(out, "spec.ipPrefixCount")
-	}
 	if len(s.NetworkInterfaces) > 0 {
 		out = append(out, "spec.networkInterfaces")
 	}

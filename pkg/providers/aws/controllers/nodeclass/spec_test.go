@@ -37,8 +37,6 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 			func(nc *v1.EC2NodeClass) {
 				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: ptr.To("pg")}
 			}},
-		{"ipPrefixCount", nodeclass.ReasonUnsupportedField, "spec.ipPrefixCount is not supported by this build yet", "",
-			func(nc *v1.EC2NodeClass) { nc.Spec.IPPrefixCount = ptr.To(int32(1)) }},
 		{"networkInterfaces", nodeclass.ReasonUnsupportedField, "spec.networkInterfaces is not supported by this build yet", "",
 			func(nc *v1.EC2NodeClass) {
 				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
@@ -49,10 +47,10 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 			}},
 		{"enclaves", nodeclass.ReasonUnsupportedField, "spec.enclaveOptions.enabled=true is not supported by this build yet", "",
 			func(nc *v1.EC2NodeClass) { nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: true} }},
-		{"several", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector, spec.ipPrefixCount are not supported", "",
+		{"several", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector, spec.networkInterfaces are not supported", "",
 			func(nc *v1.EC2NodeClass) {
 				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: ptr.To("pg-1")}
-				nc.Spec.IPPrefixCount = ptr.To(int32(0))
+				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
 			}},
 		{"ssmParameter beside name", nodeclass.ReasonUnsupportedField, "spec.amiSelectorTerms[0].ssmParameter combined with name", "",
 			func(nc *v1.EC2NodeClass) {
@@ -120,6 +118,7 @@ func TestSupportedSpecIsReady(t *testing.T) {
 	nc.Spec.ConnectionTracking = &v1.ConnectionTracking{UDPTimeout: ptr.To(int32(30))}
 	nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: false}
 	nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("disabled")}
+	nc.Spec.IPPrefixCount = ptr.To(int32(2))
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	nc = f.reconcile(t, nc)
 	expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, v1.ConditionTypeValidationSucceeded, "")
