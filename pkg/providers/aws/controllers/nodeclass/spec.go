@@ -5,8 +5,6 @@ import (
 	"sort"
 	"strings"
 
-	"k8s.io/utils/ptr"
-
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 )
 
@@ -102,16 +100,6 @@ func unsupportedFields(nc *v1.EC2NodeClass) []string {
 			sort.Strings(others)
 			out = append(out, fmt.Sprintf("spec.amiSelectorTerms[%d].ssmParameter combined with %s", i, strings.Join(others, ", ")))
 		}
-	}
-	// Both need the instance types narrowed to those supporting them
-	// (DescribeInstanceTypes' processor features and Nitro Enclaves
-	// support), which this build does not do; their disabled forms are
-	// EC2's defaults and are passed to the launch template.
-	if s.CPUOptions != nil && ptr.Deref(s.CPUOptions.NestedVirtualization, "") == "enabled" {
-		out = append(out, "spec.cpuOptions.nestedVirtualization=enabled")
-	}
-	if s.EnclaveOptions != nil && s.EnclaveOptions.Enabled {
-		out = append(out, "spec.enclaveOptions.enabled=true")
 	}
 	return out
 }

@@ -41,12 +41,6 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 			func(nc *v1.EC2NodeClass) {
 				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
 			}},
-		{"nestedVirtualization", nodeclass.ReasonUnsupportedField, "spec.cpuOptions.nestedVirtualization=enabled is not supported by this build yet", "",
-			func(nc *v1.EC2NodeClass) {
-				nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("enabled")}
-			}},
-		{"enclaves", nodeclass.ReasonUnsupportedField, "spec.enclaveOptions.enabled=true is not supported by this build yet", "",
-			func(nc *v1.EC2NodeClass) { nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: true} }},
 		{"several", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector, spec.networkInterfaces are not supported", "",
 			func(nc *v1.EC2NodeClass) {
 				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: ptr.To("pg-1")}
@@ -116,8 +110,8 @@ func TestSupportedSpecIsReady(t *testing.T) {
 	nc := newNodeClass("supported")
 	nc.Spec.Kubelet = kubelet(t, `{"maxPods":58,"shutdownGracePeriod":"45s","featureGates":{"InPlacePodVerticalScaling":true},"evictionSoft":{"memory.available":"5%"},"evictionSoftGracePeriod":{"memory.available":"1m"}}`)
 	nc.Spec.ConnectionTracking = &v1.ConnectionTracking{UDPTimeout: ptr.To(int32(30))}
-	nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: false}
-	nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("disabled")}
+	nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: true}
+	nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("enabled")}
 	nc.Spec.IPPrefixCount = ptr.To(int32(2))
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	nc = f.reconcile(t, nc)
