@@ -42,6 +42,8 @@ var labelValue = apiextensionsv1.JSONSchemaProps{
 type patch struct {
 	path  string
 	apply func(*apiextensionsv1.JSONSchemaProps) error
+	// version limits the patch to one version of the CRD ("" = every version).
+	version string
 }
 
 // mapValues makes the values of the map at the path label values.
@@ -101,6 +103,11 @@ func taintItems(list string) []patch {
 	}
 }
 
+func withVersion(v string, p patch) patch {
+	p.version = v
+	return p
+}
+
 func concat(groups ...[]patch) []patch {
 	var out []patch
 	for _, g := range groups {
@@ -114,6 +121,16 @@ var patches = map[string][]patch{
 	"nodepools.karpenter.sh": concat(
 		[]patch{mapValues("spec.template.metadata.labels"), arrayStringBounds("spec.template.spec.requirements.[].values")},
 		taintItems("spec.template.spec.taints"), taintItems("spec.template.spec.startupTaints")),
+	"ec2nodeclasses.karpenter.k8s.aws": {
+		// spec.kubelet is a free-form object whose values keep their unknown
+		// fields too (any KubeletConfiguration field; the controller checks it).
+		{version: "v1", path: "spec.kubelet", apply: func(s *apiextensionsv1.JSONSchemaProps) error {
+			s.AdditionalProperties = &apiextensionsv1.JSONSchemaPropsOrBool{Allows: true, Schema: &apiextensionsv1.JSONSchemaProps{XPreserveUnknownFields: ptr.To(true)}}
+			return nil
+		}},
+		// EC2NodeClass condition reasons are never empty.
+		withVersion("v1", strictConditionReason("status.conditions")),
+	},
 	"nodeclaims.karpenter.sh": concat(
 		[]patch{arrayStringBounds("spec.requirements.[].values")},
 		taintItems("spec.taints"), taintItems("spec.startupTaints")),
@@ -151,6 +168,9 @@ func patchFile(path string) error {
 			continue
 		}
 		for _, p := range ps {
+			if p.version != "" && p.version != v.Name {
+				continue
+			}
 			patched, err := apply(*v.Schema.OpenAPIV3Schema, strings.Split(p.path, "."), p.apply)
 			if err != nil {
 				return fmt.Errorf("%s %s %s: %w", crd.Name, v.Name, p.path, err)

@@ -206,3 +206,60 @@ func ec2DescribeSpotPriceHistory(c *call) (any, error) {
 	b.leaf("nextToken", next)
 	return b.body(), nil
 }
+
+// SetInstanceTypeFeatures makes DescribeInstanceTypes report, for one
+// instance type, Nitro Enclaves support (nitroEnclavesSupport "supported"
+// or "unsupported") and processorInfo.supportedFeatures (e.g.
+// "nested-virtualization"). The facts file has neither, so by default the
+// emulator reports neither; a test that needs them sets them here. It
+// reports false for an unknown instance type.
+func (e *Emulator) SetInstanceTypeFeatures(name string, nitroEnclaves bool, processorFeatures ...string) bool {
+	found := false
+	e.locked(func(s *state) {
+		old := s.instanceTypeIndex[name]
+		if old == nil {
+			return
+		}
+		found = true
+		it := *old
+		xml := old.xml
+		// Drop what an earlier call added.
+		if i := strings.Index(xml, "<nitroEnclavesSupport>"); i >= 0 {
+			j := strings.Index(xml[i:], "</nitroEnclavesSupport>") + i + len("</nitroEnclavesSupport>")
+			xml = xml[:i] + xml[j:]
+		}
+		if i := strings.Index(xml, "<supportedFeatures>"); i >= 0 {
+			j := strings.Index(xml[i:], "</supportedFeatures>") + i + len("</supportedFeatures>")
+			xml = xml[:i] + xml[j:]
+		}
+		var features strings.Builder
+		if len(processorFeatures) > 0 {
+			features.WriteString("<supportedFeatures>")
+			for _, f := range processorFeatures {
+				features.WriteString("<item>" + f + "</item>")
+			}
+			features.WriteString("</supportedFeatures>")
+		}
+		xml = strings.Replace(xml, "</processorInfo>", features.String()+"</processorInfo>", 1)
+		support := "unsupported"
+		if nitroEnclaves {
+			support = "supported"
+		}
+		it.xml = xml + "<nitroEnclavesSupport>" + support + "</nitroEnclavesSupport>"
+		// The catalog is shared between emulators: copy before changing.
+		index := make(map[string]*instanceType, len(s.instanceTypeIndex))
+		for k, v := range s.instanceTypeIndex {
+			index[k] = v
+		}
+		index[name] = &it
+		types := make([]*instanceType, len(s.instanceTypes))
+		for i, t := range s.instanceTypes {
+			if t.name == name {
+				t = &it
+			}
+			types[i] = t
+		}
+		s.instanceTypeIndex, s.instanceTypes = index, types
+	})
+	return found
+}

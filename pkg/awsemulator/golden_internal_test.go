@@ -63,7 +63,7 @@ func TestGoldenUserDataBecomesTheExpectedNode(t *testing.T) {
 				wantTaints = []string{"dedicated=gpu:NoExecute", "dedicated=gpu:NoSchedule", "example.com/startup:NoSchedule", "karpenter.sh/unregistered:NoExecute"}
 			case "max-pods":
 				wantPods = 110
-			case "no-kubelet":
+			case "no-kubelet", "kubelet-pass-through":
 				wantPods = 58
 			case "pods-per-core":
 				if family == "al2" || family == "al2023" {

@@ -64,6 +64,7 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 	aliasVersion, _ := popAnnotation(annotations, awsv1.AnnotationAliasVersionCompatibilityKey)
 	kubeletJSON, hasKubelet := popAnnotation(annotations, awsv1.AnnotationKubeletCompatibilityKey)
 	ssmJSON, hasSSM := popAnnotation(annotations, awsv1.AnnotationSSMParameterCompatibilityKey)
+	specJSON, hasSpec := popAnnotation(annotations, awsv1.AnnotationSpecCompatibilityKey)
 
 	s := &in.Spec
 	o := &out.Spec
@@ -94,6 +95,13 @@ func EC2NodeClassV1beta1ToV1(in *awsv1beta1.EC2NodeClass) (*awsv1.EC2NodeClass, 
 			return nil, fmt.Errorf("converting EC2NodeClass %q to v1: annotation %s is not a kubelet configuration: %w", in.Name, awsv1.AnnotationKubeletCompatibilityKey, err)
 		}
 		o.Kubelet = kubelet
+	}
+	if hasSpec {
+		var only v1OnlySpec
+		if err := json.Unmarshal([]byte(specJSON), &only); err != nil {
+			return nil, fmt.Errorf("converting EC2NodeClass %q to v1: annotation %s is not a v1 spec: %w", in.Name, awsv1.AnnotationSpecCompatibilityKey, err)
+		}
+		only.applyTo(o)
 	}
 
 	family := ptr.Deref(s.AMIFamily, "")
@@ -187,6 +195,7 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 	popAnnotation(annotations, awsv1.AnnotationAliasVersionCompatibilityKey)
 	popAnnotation(annotations, awsv1.AnnotationKubeletCompatibilityKey)
 	popAnnotation(annotations, awsv1.AnnotationSSMParameterCompatibilityKey)
+	popAnnotation(annotations, awsv1.AnnotationSpecCompatibilityKey)
 	setAnnotation := func(k, v string) {
 		if annotations == nil {
 			annotations = map[string]string{}
@@ -223,6 +232,13 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 			return nil, fmt.Errorf("converting EC2NodeClass %q to v1beta1: encoding kubelet: %w", in.Name, err)
 		}
 		setAnnotation(awsv1.AnnotationKubeletCompatibilityKey, string(b))
+	}
+	if only := v1OnlySpecOf(s); only != nil {
+		b, err := json.Marshal(only)
+		if err != nil {
+			return nil, fmt.Errorf("converting EC2NodeClass %q to v1beta1: encoding v1 spec fields: %w", in.Name, err)
+		}
+		setAnnotation(awsv1.AnnotationSpecCompatibilityKey, string(b))
 	}
 
 	// v1beta1 terms have neither alias nor ssmParameter: the alias maps to
@@ -286,6 +302,64 @@ func EC2NodeClassV1ToV1beta1(in *awsv1.EC2NodeClass) (*awsv1beta1.EC2NodeClass, 
 		out.Status.AMIs = append(out.Status.AMIs, awsv1beta1.AMI{ID: a.ID, Name: a.Name, Requirements: a.Requirements, Deprecated: a.Deprecated})
 	}
 	return out, nil
+}
+
+// v1OnlySpec holds the v1 spec fields v1beta1 has no field for.
+type v1OnlySpec struct {
+	CapacityReservationSelectorTerms []awsv1.CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty"`
+	PlacementGroupSelector           *awsv1.PlacementGroupSelector           `json:"placementGroupSelector,omitempty"`
+	IPPrefixCount                    *int32                                  `json:"ipPrefixCount,omitempty"`
+	NetworkInterfaces                []*awsv1.NetworkInterface               `json:"networkInterfaces,omitempty"`
+	EnclaveOptions                   *awsv1.EnclaveOptions                   `json:"enclaveOptions,omitempty"`
+	ConnectionTracking               *awsv1.ConnectionTracking               `json:"connectionTracking,omitempty"`
+	CPUOptions                       *awsv1.CPUOptions                       `json:"cpuOptions,omitempty"`
+	// VolumeInitializationRates maps a blockDeviceMappings index to its
+	// ebs.volumeInitializationRate.
+	VolumeInitializationRates map[int]int32 `json:"volumeInitializationRates,omitempty"`
+}
+
+// v1OnlySpecOf returns the v1-only fields of s, nil when none is set.
+func v1OnlySpecOf(s *awsv1.EC2NodeClassSpec) *v1OnlySpec {
+	c := s.DeepCopy()
+	only := &v1OnlySpec{
+		CapacityReservationSelectorTerms: c.CapacityReservationSelectorTerms,
+		PlacementGroupSelector:           c.PlacementGroupSelector,
+		IPPrefixCount:                    c.IPPrefixCount,
+		NetworkInterfaces:                c.NetworkInterfaces,
+		EnclaveOptions:                   c.EnclaveOptions,
+		ConnectionTracking:               c.ConnectionTracking,
+		CPUOptions:                       c.CPUOptions,
+	}
+	for i, m := range c.BlockDeviceMappings {
+		if m != nil && m.EBS != nil && m.EBS.VolumeInitializationRate != nil {
+			if only.VolumeInitializationRates == nil {
+				only.VolumeInitializationRates = map[int]int32{}
+			}
+			only.VolumeInitializationRates[i] = *m.EBS.VolumeInitializationRate
+		}
+	}
+	if only.CapacityReservationSelectorTerms == nil && only.PlacementGroupSelector == nil && only.IPPrefixCount == nil &&
+		only.NetworkInterfaces == nil && only.EnclaveOptions == nil && only.ConnectionTracking == nil && only.CPUOptions == nil &&
+		only.VolumeInitializationRates == nil {
+		return nil
+	}
+	return only
+}
+
+// applyTo writes the fields back into a v1 spec.
+func (only *v1OnlySpec) applyTo(o *awsv1.EC2NodeClassSpec) {
+	o.CapacityReservationSelectorTerms = only.CapacityReservationSelectorTerms
+	o.PlacementGroupSelector = only.PlacementGroupSelector
+	o.IPPrefixCount = only.IPPrefixCount
+	o.NetworkInterfaces = only.NetworkInterfaces
+	o.EnclaveOptions = only.EnclaveOptions
+	o.ConnectionTracking = only.ConnectionTracking
+	o.CPUOptions = only.CPUOptions
+	for i, rate := range only.VolumeInitializationRates {
+		if i >= 0 && i < len(o.BlockDeviceMappings) && o.BlockDeviceMappings[i] != nil && o.BlockDeviceMappings[i].EBS != nil {
+			o.BlockDeviceMappings[i].EBS.VolumeInitializationRate = ptr.To(rate)
+		}
+	}
 }
 
 // ssmParameterTerm is a v1 amiSelectorTerms entry that selects by SSM
@@ -362,14 +436,14 @@ func amiTermsToV1beta1(in []awsv1.AMISelectorTerm) []awsv1beta1.AMISelectorTerm 
 	})
 }
 
-// Block devices have the same fields in v1 and v1beta1: a struct conversion
-// of a deep copy.
+// Block devices have the same fields in v1 and v1beta1 but for v1's
+// volumeInitializationRate, which v1beta1 cannot carry.
 func blockDeviceMappingsToV1(in []*awsv1beta1.BlockDeviceMapping) []*awsv1.BlockDeviceMapping {
 	return convertList(in, func(m *awsv1beta1.BlockDeviceMapping) *awsv1.BlockDeviceMapping {
 		if m == nil {
 			return nil
 		}
-		return &awsv1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1.BlockDevice)(m.EBS.DeepCopy())}
+		return &awsv1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: ebsToV1(m.EBS)}
 	})
 }
 
@@ -378,8 +452,30 @@ func blockDeviceMappingsToV1beta1(in []*awsv1.BlockDeviceMapping) []*awsv1beta1.
 		if m == nil {
 			return nil
 		}
-		return &awsv1beta1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: (*awsv1beta1.BlockDevice)(m.EBS.DeepCopy())}
+		return &awsv1beta1.BlockDeviceMapping{DeviceName: CopyPtr(m.DeviceName), RootVolume: m.RootVolume, EBS: ebsToV1beta1(m.EBS)}
 	})
+}
+
+func ebsToV1(in *awsv1beta1.BlockDevice) *awsv1.BlockDevice {
+	if in == nil {
+		return nil
+	}
+	c := in.DeepCopy()
+	return &awsv1.BlockDevice{
+		DeleteOnTermination: c.DeleteOnTermination, Encrypted: c.Encrypted, IOPS: c.IOPS, KMSKeyID: c.KMSKeyID,
+		SnapshotID: c.SnapshotID, Throughput: c.Throughput, VolumeSize: c.VolumeSize, VolumeType: c.VolumeType,
+	}
+}
+
+func ebsToV1beta1(in *awsv1.BlockDevice) *awsv1beta1.BlockDevice {
+	if in == nil {
+		return nil
+	}
+	c := in.DeepCopy()
+	return &awsv1beta1.BlockDevice{
+		DeleteOnTermination: c.DeleteOnTermination, Encrypted: c.Encrypted, IOPS: c.IOPS, KMSKeyID: c.KMSKeyID,
+		SnapshotID: c.SnapshotID, Throughput: c.Throughput, VolumeSize: c.VolumeSize, VolumeType: c.VolumeType,
+	}
 }
 
 func copyConditions(in []status.Condition) []status.Condition {

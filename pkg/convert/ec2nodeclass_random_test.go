@@ -123,7 +123,14 @@ func (g *gen) volumeSize() *resource.Quantity {
 	if g.coin() {
 		return nil
 	}
-	q := resource.MustParse(fmt.Sprintf("%d%s", 1+g.r.IntN(50), g.pick("Gi", "G", "Ti", "T")))
+	// The v1 schema's pattern (upstream's) takes single-digit T and Ti
+	// sizes but not every two-digit one (e.g. not 28Ti).
+	unit := g.pick("Gi", "G", "Ti", "T")
+	n := 1 + g.r.IntN(50)
+	if unit == "Ti" || unit == "T" {
+		n = 1 + g.r.IntN(9)
+	}
+	q := resource.MustParse(fmt.Sprintf("%d%s", n, unit))
 	return &q
 }
 
@@ -353,7 +360,41 @@ func (g *gen) V1() *awsv1.EC2NodeClass {
 	s.DetailedMonitoring = g.optBool()
 	s.MetadataOptions = g.metadataOptions()
 	s.Context = g.optString()
+	g.v1OnlyFields(s)
 	return nc
+}
+
+// v1OnlyFields sets, now and then, the v1 fields v1beta1 has no field for.
+func (g *gen) v1OnlyFields(s *awsv1.EC2NodeClassSpec) {
+	if g.r.IntN(4) != 0 {
+		return
+	}
+	if g.coin() {
+		s.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123"}, {Tags: map[string]string{"team": "ml"}, InstanceMatchCriteria: "open"}}
+	}
+	if g.coin() {
+		s.PlacementGroupSelector = &awsv1.PlacementGroupSelector{Name: ptr.To("pg-" + g.word())}
+	}
+	if g.coin() {
+		s.IPPrefixCount = ptr.To(int32(g.r.IntN(4)))
+	}
+	if g.coin() {
+		s.NetworkInterfaces = []*awsv1.NetworkInterface{{InterfaceType: awsv1.InterfaceTypeInterface}, {NetworkCardIndex: 1, InterfaceType: awsv1.InterfaceTypeEFAOnly}}
+	}
+	if g.coin() {
+		s.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: g.coin()}
+	}
+	if g.coin() {
+		s.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: ptr.To(int32(60 + g.r.IntN(1000))), UDPTimeout: ptr.To(int32(30))}
+	}
+	if g.coin() {
+		s.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr.To(g.pick("enabled", "disabled"))}
+	}
+	for _, m := range s.BlockDeviceMappings {
+		if m != nil && m.EBS != nil && m.EBS.SnapshotID != nil && *m.EBS.SnapshotID != "" && g.coin() {
+			m.EBS.VolumeInitializationRate = ptr.To(int32(100 + g.r.IntN(201)))
+		}
+	}
 }
 
 // V1beta1 returns a random valid v1beta1 EC2NodeClass, including Ubuntu

@@ -35,12 +35,15 @@ func TestEC2NodeClassV1beta1RoundTrip(t *testing.T) {
 // v1beta1 has no field for.
 func TestEC2NodeClassV1RoundTrip(t *testing.T) {
 	g := newGen(2)
-	var kubelets, pinned, explicitFamily, ssm int
+	var kubelets, pinned, explicitFamily, ssm, v1Only int
 	for i := range roundTrips {
 		in := g.V1()
 		expectRoundTrip(t, i, in, convert.EC2NodeClassV1ToV1beta1, convert.EC2NodeClassV1beta1ToV1, "v1", "v1beta1")
 		if in.Spec.Kubelet != nil {
 			kubelets++
+		}
+		if in.Spec.ConnectionTracking != nil || in.Spec.NetworkInterfaces != nil || in.Spec.CapacityReservationSelectorTerms != nil {
+			v1Only++
 		}
 		if slices.ContainsFunc(in.Spec.AMISelectorTerms, func(t awsv1.AMISelectorTerm) bool { return t.SSMParameter != "" }) {
 			ssm++
@@ -55,7 +58,7 @@ func TestEC2NodeClassV1RoundTrip(t *testing.T) {
 		}
 	}
 	// Guard against a generator that silently stopped covering the hard cases.
-	for name, n := range map[string]int{"kubelet": kubelets, "pinned alias": pinned, "amiFamily beside alias": explicitFamily, "ssmParameter term": ssm} {
+	for name, n := range map[string]int{"kubelet": kubelets, "pinned alias": pinned, "amiFamily beside alias": explicitFamily, "ssmParameter term": ssm, "v1-only field": v1Only} {
 		if n < roundTrips/20 {
 			t.Errorf("only %d of %d random objects had a %s", n, roundTrips, name)
 		}

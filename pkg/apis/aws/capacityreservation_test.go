@@ -37,7 +37,7 @@ func TestCapacityReservationSelectorTerms(t *testing.T) {
 		{"empty term", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{}]}}`, "spec.capacityReservationSelectorTerms", "each term must set at least one of ['tags', 'id', 'instanceMatchCriteria']"},
 		{"ownerID alone", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{"ownerID":"123456789012"}]}}`, "spec.capacityReservationSelectorTerms", "each term must set at least one of ['tags', 'id', 'instanceMatchCriteria']"},
 		{"id with tags", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{"id":"cr-1","tags":{"a":"b"}}]}}`, "spec.capacityReservationSelectorTerms", "'id' is mutually exclusive"},
-		{"id with ownerID", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{"tags":{"a":"b"}},{"id":"cr-1","ownerID":"123456789012"}]}}`, "spec.capacityReservationSelectorTerms", "'id' is mutually exclusive"},
+		{"id with ownerID in every term", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{"id":"cr-2","tags":{"a":"b"}},{"id":"cr-1","ownerID":"123456789012"}]}}`, "spec.capacityReservationSelectorTerms", "'id' is mutually exclusive"},
 		{"id with instanceMatchCriteria", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{"id":"cr-1","instanceMatchCriteria":"open"}]}}`, "spec.capacityReservationSelectorTerms", "'id' is mutually exclusive"},
 		{"bad id", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{"id":"sg-1"}]}}`, "spec.capacityReservationSelectorTerms[0].id", "should match '^cr-[0-9a-z]+$'"},
 		{"short ownerID", baseV1, `{"spec":{"capacityReservationSelectorTerms":[{"tags":{"a":"b"},"ownerID":"12345"}]}}`, "spec.capacityReservationSelectorTerms[0].ownerID", "should match '^[0-9]{12}$'"},
@@ -72,7 +72,7 @@ func TestCapacityReservationStatus(t *testing.T) {
 	cur := get(t, u)
 	reservations := []any{
 		map[string]any{"availabilityZone": "us-west-2a", "id": "cr-0a", "instanceType": "m5.large", "ownerID": "123456789012", "instanceMatchCriteria": "targeted", "reservationType": "capacity-block", "state": "expiring", "interruptible": true, "endTime": "2026-12-01T00:00:00Z"},
-		map[string]any{"availabilityZone": "us-west-2b", "id": "cr-0b", "instanceType": "c5.xlarge", "ownerID": "123456789012"},
+		map[string]any{"availabilityZone": "us-west-2b", "id": "cr-0b", "instanceType": "c5.xlarge", "ownerID": "123456789012", "instanceMatchCriteria": "open"},
 	}
 	cur.Object["status"] = map[string]any{"capacityReservations": reservations}
 	if err := e.Client.Status().Update(ctx, cur); err != nil {
@@ -88,4 +88,18 @@ func TestCapacityReservationStatus(t *testing.T) {
 	bad := get(t, u)
 	bad.Object["status"].(map[string]any)["capacityReservations"].([]any)[0].(map[string]any)["reservationType"] = "spot-block"
 	expectRejected(t, e.Client.Status().Update(ctx, bad), "status.capacityReservations[0].reservationType", "Unsupported value")
+
+	// instanceMatchCriteria is required, the zone is free-form and a
+	// condition's reason is never empty, as upstream's schema says.
+	noCriteria := get(t, u)
+	delete(noCriteria.Object["status"].(map[string]any)["capacityReservations"].([]any)[1].(map[string]any), "instanceMatchCriteria")
+	expectRejected(t, e.Client.Status().Update(ctx, noCriteria), "status.capacityReservations[1].instanceMatchCriteria", "Required value")
+	zone := get(t, u)
+	zone.Object["status"].(map[string]any)["capacityReservations"].([]any)[1].(map[string]any)["availabilityZone"] = "Zone_B"
+	if err := e.Client.Status().Update(ctx, zone); err != nil {
+		t.Errorf("availabilityZone Zone_B rejected: %v", err)
+	}
+	emptyReason := get(t, u)
+	emptyReason.Object["status"].(map[string]any)["conditions"] = []any{map[string]any{"type": "Ready", "status": "True", "reason": "", "message": "", "lastTransitionTime": "2026-01-01T00:00:00Z"}}
+	expectRejected(t, e.Client.Status().Update(ctx, emptyReason), "status.conditions[0].reason", "should be at least 1 chars long")
 }

@@ -111,6 +111,13 @@ func expectSubset(t *testing.T, path string, want, got any) {
 		}
 		for k, v := range w {
 			gv, ok := g[k]
+			if v == nil {
+				// A merge patch's null deletes the field.
+				if gv != nil {
+					t.Errorf("%s.%s: want absent, got %s", path, k, jsonString(gv))
+				}
+				continue
+			}
 			if !ok {
 				t.Errorf("%s.%s: missing after read back (want %s)", path, k, jsonString(v))
 				continue

@@ -14,16 +14,20 @@ import (
 // field sit on that field so the API server reports the field's own path.
 //
 // +kubebuilder:validation:XValidation:message="must specify exactly one of ['role', 'instanceProfile']",rule="(has(self.role) && !has(self.instanceProfile)) || (!has(self.role) && has(self.instanceProfile))"
-// +kubebuilder:validation:XValidation:message="changing from 'instanceProfile' to 'role' (or back) is not supported; delete and recreate the EC2NodeClass to switch",rule="(has(oldSelf.role) && has(self.role)) || (has(oldSelf.instanceProfile) && has(self.instanceProfile))"
-// +kubebuilder:validation:XValidation:message="amiFamily must be specified when amiSelectorTerms does not contain an alias",rule="has(self.amiFamily) || (has(self.amiSelectorTerms) && self.amiSelectorTerms.exists(x, has(x.alias)))"
-// +kubebuilder:validation:XValidation:message="amiFamily must be 'Custom' or the family of the alias in amiSelectorTerms (e.g. AL2023 for al2023@latest)",rule="has(self.amiFamily) && self.amiFamily != 'Custom' && has(self.amiSelectorTerms) && self.amiSelectorTerms.exists(x, has(x.alias)) ? self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+').lowerAscii() == self.amiFamily.lowerAscii()) : true"
+// +kubebuilder:validation:XValidation:message="amiFamily must be 'AL2' or 'Custom' when amiSelectorTerms holds an al2 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2') : true)"
+// +kubebuilder:validation:XValidation:message="amiFamily must be 'AL2023' or 'Custom' when amiSelectorTerms holds an al2023 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'al2023') ? (self.amiFamily == 'Custom' || self.amiFamily == 'AL2023') : true)"
+// +kubebuilder:validation:XValidation:message="amiFamily must be 'Bottlerocket' or 'Custom' when amiSelectorTerms holds a bottlerocket alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'bottlerocket') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Bottlerocket') : true)"
+// +kubebuilder:validation:XValidation:message="amiFamily must be 'Windows2019' or 'Custom' when amiSelectorTerms holds a windows2019 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2019') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2019') : true)"
+// +kubebuilder:validation:XValidation:message="amiFamily must be 'Windows2022' or 'Custom' when amiSelectorTerms holds a windows2022 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2022') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2022') : true)"
+// +kubebuilder:validation:XValidation:message="amiFamily must be 'Windows2025' or 'Custom' when amiSelectorTerms holds a windows2025 alias",rule="!has(self.amiFamily) || (self.amiSelectorTerms.exists(x, has(x.alias) && x.alias.find('^[^@]+') == 'windows2025') ? (self.amiFamily == 'Custom' || self.amiFamily == 'Windows2025') : true)"
+// +kubebuilder:validation:XValidation:message="amiFamily must be specified when amiSelectorTerms does not contain an alias",rule="self.amiSelectorTerms.exists(x, has(x.alias)) ? true : has(self.amiFamily)"
 type EC2NodeClassSpec struct {
 	// SubnetSelectorTerms select the subnets nodes are launched into. Terms are
 	// ORed; the fields inside one term are ANDed. Karpenter launches into the
 	// matching subnet with the most free IP addresses in each zone.
 	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms cannot be empty",rule="self.size() != 0"
 	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms: each term must set at least one of ['tags', 'id']",rule="self.all(x, has(x.tags) || has(x.id))"
-	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'tags' in the same term",rule="!self.exists(x, has(x.id) && has(x.tags))"
+	// +kubebuilder:validation:XValidation:message="subnetSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'tags' (rejected when every term combines them)",rule="!self.all(x, has(x.id) && has(x.tags))"
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SubnetSelectorTerms []SubnetSelectorTerm `json:"subnetSelectorTerms" hash:"ignore"`
@@ -31,15 +35,26 @@ type EC2NodeClassSpec struct {
 	// Terms are ORed; the fields inside one term are ANDed.
 	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms cannot be empty",rule="self.size() != 0"
 	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms: each term must set at least one of ['tags', 'id', 'name']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name))"
-	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'tags' or 'name' in the same term",rule="!self.exists(x, has(x.id) && (has(x.tags) || has(x.name)))"
-	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms: 'name' is mutually exclusive, it cannot be combined with 'tags' or 'id' in the same term",rule="!self.exists(x, has(x.name) && (has(x.tags) || has(x.id)))"
+	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'tags' or 'name' (rejected when every term combines them)",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.name)))"
+	// +kubebuilder:validation:XValidation:message="securityGroupSelectorTerms: 'name' is mutually exclusive, it cannot be combined with 'tags' or 'id' (rejected when every term combines them)",rule="!self.all(x, has(x.name) && (has(x.tags) || has(x.id)))"
 	// +kubebuilder:validation:MaxItems=30
 	// +required
 	SecurityGroupSelectorTerms []SecurityGroupSelectorTerm `json:"securityGroupSelectorTerms" hash:"ignore"`
+	// PlacementGroupSelector selects the EC2 placement group nodes are
+	// launched into, by name or by id (one of the two).
+	// +kubebuilder:validation:XValidation:message="placementGroupSelector: must set one of ['name', 'id']",rule="has(self.name) || has(self.id)"
+	// +kubebuilder:validation:XValidation:message="placementGroupSelector: 'name' and 'id' are mutually exclusive",rule="!(has(self.name) && has(self.id))"
+	// +optional
+	PlacementGroupSelector *PlacementGroupSelector `json:"placementGroupSelector,omitempty"`
 	// AssociatePublicIPAddress controls whether nodes get a public IPv4
 	// address. When unset, the subnet's own setting applies.
 	// +optional
 	AssociatePublicIPAddress *bool `json:"associatePublicIPAddress,omitempty"`
+	// IPPrefixCount is the number of IPv4 /28 prefixes assigned to the
+	// primary network interface of each node.
+	// +kubebuilder:validation:Minimum:=0
+	// +optional
+	IPPrefixCount *int32 `json:"ipPrefixCount,omitempty" hash:"ignore"`
 	// AMISelectorTerms select the AMIs nodes boot from. A term is either an
 	// alias (family@version, e.g. al2023@latest, which must then be the only
 	// term), an id, or a combination of name, owner and tags. Terms are ORed;
@@ -47,9 +62,8 @@ type EC2NodeClassSpec struct {
 	// A term may also be an ssmParameter alone, naming a parameter that
 	// holds an AMI id.
 	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: each term must set at least one of ['tags', 'id', 'name', 'alias', 'ssmParameter']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.name) || has(x.alias) || has(x.ssmParameter))"
-	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'alias', 'ssmParameter', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.ssmParameter) || has(x.tags) || has(x.name) || has(x.owner)))"
-	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'alias' is mutually exclusive, it cannot be combined with 'id', 'ssmParameter', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.ssmParameter) || has(x.tags) || has(x.name) || has(x.owner)))"
-	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'ssmParameter' is mutually exclusive, it cannot be combined with 'id', 'alias', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.ssmParameter) && (has(x.id) || has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))"
+	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'alias', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.id) && (has(x.alias) || has(x.tags) || has(x.name) || has(x.owner)))"
+	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: 'alias' is mutually exclusive, it cannot be combined with 'id', 'tags', 'name' or 'owner' in the same term",rule="!self.exists(x, has(x.alias) && (has(x.id) || has(x.tags) || has(x.name) || has(x.owner)))"
 	// +kubebuilder:validation:XValidation:message="amiSelectorTerms: a term with 'alias' must be the only term",rule="!(self.exists(x, has(x.alias)) && self.size() != 1)"
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=30
@@ -71,7 +85,6 @@ type EC2NodeClassSpec struct {
 	// Role is the IAM role nodes assume. Karpenter creates and manages an
 	// instance profile for it. Exactly one of role and instanceProfile is set.
 	// +kubebuilder:validation:XValidation:message="role cannot be empty",rule="self != ''"
-	// +kubebuilder:validation:XValidation:message="role is immutable; delete and recreate the EC2NodeClass to change it",rule="self == oldSelf"
 	// +optional
 	Role string `json:"role,omitempty"`
 	// InstanceProfile is an existing IAM instance profile that nodes use.
@@ -83,21 +96,31 @@ type EC2NodeClassSpec struct {
 	// (instances, volumes, launch templates, instance profiles). Keys that
 	// Karpenter itself uses to track ownership are rejected.
 	// +kubebuilder:validation:XValidation:message="tags: empty tag keys aren't supported",rule="self.all(k, k != '')"
-	// +kubebuilder:validation:XValidation:message="tags: the restricted tag key 'eks:eks-cluster-name' is set by Karpenter and cannot be used",rule="self.all(k, k != 'eks:eks-cluster-name')"
-	// +kubebuilder:validation:XValidation:message="tags: restricted tag keys matching 'kubernetes.io/cluster/*' are set by Karpenter and cannot be used",rule="self.all(k, !k.startsWith('kubernetes.io/cluster'))"
+	// +kubebuilder:validation:XValidation:message="tags: the restricted tag key 'eks:eks-cluster-name' is set by Karpenter and cannot be used",rule="self.all(k, k !='eks:eks-cluster-name')"
+	// +kubebuilder:validation:XValidation:message="tags: restricted tag keys matching 'kubernetes.io/cluster/*' are set by Karpenter and cannot be used",rule="self.all(k, !k.startsWith('kubernetes.io/cluster') )"
 	// +kubebuilder:validation:XValidation:message="tags: the restricted tag key 'karpenter.sh/nodepool' is set by Karpenter and cannot be used",rule="self.all(k, k != 'karpenter.sh/nodepool')"
-	// +kubebuilder:validation:XValidation:message="tags: the restricted tag key 'karpenter.sh/nodeclaim' is set by Karpenter and cannot be used",rule="self.all(k, k != 'karpenter.sh/nodeclaim')"
-	// +kubebuilder:validation:XValidation:message="tags: the restricted tag key 'karpenter.k8s.aws/ec2nodeclass' is set by Karpenter and cannot be used",rule="self.all(k, k != 'karpenter.k8s.aws/ec2nodeclass')"
+	// +kubebuilder:validation:XValidation:message="tags: the restricted tag key 'karpenter.sh/nodeclaim' is set by Karpenter and cannot be used",rule="self.all(k, k !='karpenter.sh/nodeclaim')"
+	// +kubebuilder:validation:XValidation:message="tags: the restricted tag key 'karpenter.k8s.aws/ec2nodeclass' is set by Karpenter and cannot be used",rule="self.all(k, k !='karpenter.k8s.aws/ec2nodeclass')"
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// Kubelet configures the kubelet of every node launched from this class.
 	// It replaces NodePool.spec.template.spec.kubelet of the v1beta1 API.
+	// Any field of the kubelet's KubeletConfiguration may be set. Karpenter
+	// reads the ones that decide a node's capacity (maxPods, podsPerCore,
+	// kubeReserved, systemReserved, evictionHard, ...) and hands the rest
+	// to the node's bootstrap where the AMI family can carry them. The API
+	// server does not check this object: Karpenter does, and reports a
+	// wrong field as ValidationSucceeded=False naming it, which keeps the
+	// class from launching nodes.
+	// +kubebuilder:validation:Schemaless
+	// +kubebuilder:validation:Type=object
+	// +kubebuilder:pruning:PreserveUnknownFields
 	// +optional
 	Kubelet *KubeletConfiguration `json:"kubelet,omitempty" hash:"ignore"`
 	// BlockDeviceMappings are the EBS volumes attached to nodes. When empty,
 	// the AMI family's default root volume is used. At most one mapping may
 	// be marked rootVolume.
-	// +kubebuilder:validation:XValidation:message="blockDeviceMappings: must have at most one entry with rootVolume set to true",rule="self.filter(x, has(x.rootVolume) ? x.rootVolume == true : false).size() <= 1"
+	// +kubebuilder:validation:XValidation:message="blockDeviceMappings: must have at most one entry with rootVolume set to true",rule="self.filter(x, has(x.rootVolume)?x.rootVolume==true:false).size() <= 1"
 	// +kubebuilder:validation:MaxItems=50
 	// +optional
 	BlockDeviceMappings []*BlockDeviceMapping `json:"blockDeviceMappings,omitempty"`
@@ -106,6 +129,14 @@ type EC2NodeClassSpec struct {
 	// storage (kubelet and container images). When unset they are left alone.
 	// +optional
 	InstanceStorePolicy *InstanceStorePolicy `json:"instanceStorePolicy,omitempty"`
+	// NetworkInterfaces are the network interfaces attached to nodes at
+	// launch, by network card and device index. When set, one of them must
+	// be the primary interface (card 0, device 0, type interface).
+	// +kubebuilder:validation:XValidation:message="networkInterfaces: must include the primary interface (networkCardIndex 0, deviceIndex 0, interfaceType 'interface')",rule="self.size() == 0 || self.exists(x, x.deviceIndex == 0 && x.networkCardIndex == 0 && x.interfaceType == 'interface')"
+	// +kubebuilder:validation:XValidation:message="networkInterfaces: each (networkCardIndex, deviceIndex) pair may appear once, and each network card may have at most one efa-only interface",rule="self.all(x, self.filter(y, x.networkCardIndex == y.networkCardIndex && x.deviceIndex == y.deviceIndex).size() == 1 && (x.interfaceType != 'efa-only' || self.filter(y, x.networkCardIndex == y.networkCardIndex && y.interfaceType == 'efa-only').size() == 1))"
+	// +kubebuilder:validation:MaxItems:=150
+	// +optional
+	NetworkInterfaces []*NetworkInterface `json:"networkInterfaces,omitempty"`
 	// DetailedMonitoring enables 1-minute CloudWatch metrics for nodes.
 	// +optional
 	DetailedMonitoring *bool `json:"detailedMonitoring,omitempty"`
@@ -115,14 +146,26 @@ type EC2NodeClassSpec struct {
 	// +kubebuilder:default={"httpEndpoint":"enabled","httpProtocolIPv6":"disabled","httpPutResponseHopLimit":1,"httpTokens":"required"}
 	// +optional
 	MetadataOptions *MetadataOptions `json:"metadataOptions,omitempty"`
+	// EnclaveOptions turns AWS Nitro Enclaves on for nodes. When omitted, or
+	// enabled is false, enclaves are off.
+	// +optional
+	EnclaveOptions *EnclaveOptions `json:"enclaveOptions,omitempty"`
+	// ConnectionTracking sets the idle connection tracking timeouts of the
+	// network interfaces in the launch template (not of EFA-only interfaces,
+	// nor of the ones the CNI attaches later). It needs Nitro instances.
+	// +optional
+	ConnectionTracking *ConnectionTracking `json:"connectionTracking,omitempty"`
 	// Context is the EC2 Fleet context, reserved for specific AWS accounts.
 	// +optional
 	Context *string `json:"context,omitempty"`
+	// CPUOptions configure the processor of nodes.
+	// +optional
+	CPUOptions *CPUOptions `json:"cpuOptions,omitempty"`
 	// CapacityReservationSelectorTerms select EC2 capacity reservations
 	// nodes may be launched into. Terms are ORed; the fields inside one term
 	// are ANDed. When empty, no reservation is used.
 	// +kubebuilder:validation:XValidation:message="capacityReservationSelectorTerms: each term must set at least one of ['tags', 'id', 'instanceMatchCriteria']",rule="self.all(x, has(x.tags) || has(x.id) || has(x.instanceMatchCriteria))"
-	// +kubebuilder:validation:XValidation:message="capacityReservationSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'tags', 'ownerID' or 'instanceMatchCriteria' in the same term",rule="!self.exists(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
+	// +kubebuilder:validation:XValidation:message="capacityReservationSelectorTerms: 'id' is mutually exclusive, it cannot be combined with 'tags', 'ownerID' or 'instanceMatchCriteria' (rejected when every term combines them)",rule="!self.all(x, has(x.id) && (has(x.tags) || has(x.ownerID) || has(x.instanceMatchCriteria)))"
 	// +kubebuilder:validation:MaxItems=30
 	// +optional
 	CapacityReservationSelectorTerms []CapacityReservationSelectorTerm `json:"capacityReservationSelectorTerms,omitempty" hash:"ignore"`
@@ -137,7 +180,7 @@ type SubnetSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID selects one subnet by its id (subnet-...).
-	// +kubebuilder:validation:Pattern="^subnet-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="subnet-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 }
@@ -152,7 +195,7 @@ type SecurityGroupSelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID selects one security group by its id (sg-...).
-	// +kubebuilder:validation:Pattern="^sg-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="sg-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name selects security groups by their EC2 group name (not the Name tag).
@@ -168,8 +211,8 @@ type AMISelectorTerm struct {
 	// windows2019, windows2022 and windows2025 only with latest. "latest" follows every new
 	// release, which replaces (drifts) nodes whenever AWS publishes an AMI.
 	// +kubebuilder:validation:XValidation:message="alias: must be in the format 'family@version'",rule="self.matches('^[a-zA-Z0-9]+@.+$')"
-	// +kubebuilder:validation:XValidation:message="alias: family is not supported, must be one of 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",rule="self.find('^[^@]+') in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']"
-	// +kubebuilder:validation:XValidation:message="alias: windows families may only use the version 'latest'",rule="self.find('^[^@]+') in ['windows2019','windows2022','windows2025'] ? self.find('[^@]+$') == 'latest' : true"
+	// +kubebuilder:validation:XValidation:message="alias: family is not supported, must be one of 'al2', 'al2023', 'bottlerocket', 'windows2019', 'windows2022', 'windows2025'",rule="self.split('@')[0] in ['al2','al2023','bottlerocket','windows2019','windows2022','windows2025']"
+	// +kubebuilder:validation:XValidation:message="alias: windows families may only use the version 'latest'",rule="self.split('@')[0] in ['windows2019','windows2022','windows2025'] ? self.split('@')[1] == 'latest' : true"
 	// +kubebuilder:validation:MaxLength=30
 	// +optional
 	Alias string `json:"alias,omitempty"`
@@ -180,7 +223,7 @@ type AMISelectorTerm struct {
 	// +optional
 	Tags map[string]string `json:"tags,omitempty"`
 	// ID selects one AMI by its id (ami-...).
-	// +kubebuilder:validation:Pattern="^ami-[0-9a-z]+$"
+	// +kubebuilder:validation:Pattern="ami-[0-9a-z]+"
 	// +optional
 	ID string `json:"id,omitempty"`
 	// Name selects AMIs by name; wildcards (*) are allowed. Without an owner,
@@ -194,76 +237,8 @@ type AMISelectorTerm struct {
 	// AMI id, e.g. a public EKS parameter such as
 	// /aws/service/eks/optimized-ami/1.30/amazon-linux-2023/x86_64/standard/recommended/image_id
 	// or a parameter of your own that your AMI pipeline updates.
-	// +kubebuilder:validation:MaxLength=2048
 	// +optional
 	SSMParameter string `json:"ssmParameter,omitempty"`
-}
-
-// KubeletConfiguration is the subset of the kubelet's configuration that
-// Karpenter sets on nodes and also uses to compute a node's allocatable
-// resources before launching it.
-// +kubebuilder:validation:XValidation:message="imageGCHighThresholdPercent must be greater than imageGCLowThresholdPercent",rule="has(self.imageGCHighThresholdPercent) && has(self.imageGCLowThresholdPercent) ? self.imageGCHighThresholdPercent > self.imageGCLowThresholdPercent : true"
-// +kubebuilder:validation:XValidation:message="evictionSoft: every key must have a matching evictionSoftGracePeriod",rule="has(self.evictionSoft) ? (has(self.evictionSoftGracePeriod) && self.evictionSoft.all(e, e in self.evictionSoftGracePeriod)) : true"
-// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod: every key must have a matching evictionSoft",rule="has(self.evictionSoftGracePeriod) ? (has(self.evictionSoft) && self.evictionSoftGracePeriod.all(e, e in self.evictionSoft)) : true"
-type KubeletConfiguration struct {
-	// ClusterDNS is the list of DNS server IPs the kubelet gives to pods.
-	// +optional
-	ClusterDNS []string `json:"clusterDNS,omitempty"`
-	// MaxPods caps the number of pods on a node. When unset, the limit comes
-	// from the instance type's ENI limits.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	MaxPods *int32 `json:"maxPods,omitempty"`
-	// PodsPerCore caps pods per vCPU; the lower of this and maxPods wins.
-	// +kubebuilder:validation:Minimum=0
-	// +optional
-	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
-	// SystemReserved is the capacity held back for OS daemons, keyed by cpu,
-	// memory, ephemeral-storage or pid.
-	// +kubebuilder:validation:XValidation:message="systemReserved: valid keys are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="systemReserved: values cannot be negative resource quantities",rule="self.all(x, !self[x].startsWith('-'))"
-	// +optional
-	SystemReserved map[string]string `json:"systemReserved,omitempty"`
-	// KubeReserved is the capacity held back for Kubernetes daemons, keyed by
-	// cpu, memory, ephemeral-storage or pid. When unset, Karpenter computes
-	// it from the instance type like the EKS AMIs do.
-	// +kubebuilder:validation:XValidation:message="kubeReserved: valid keys are ['cpu','memory','ephemeral-storage','pid']",rule="self.all(x, x=='cpu' || x=='memory' || x=='ephemeral-storage' || x=='pid')"
-	// +kubebuilder:validation:XValidation:message="kubeReserved: values cannot be negative resource quantities",rule="self.all(x, !self[x].startsWith('-'))"
-	// +optional
-	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
-	// EvictionHard are the thresholds at which the kubelet evicts pods at once.
-	// +kubebuilder:validation:XValidation:message="evictionHard: valid keys are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionHard map[string]string `json:"evictionHard,omitempty"`
-	// EvictionSoft are the thresholds at which the kubelet evicts pods after
-	// the grace period of the same key in evictionSoftGracePeriod.
-	// +kubebuilder:validation:XValidation:message="evictionSoft: valid keys are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionSoft map[string]string `json:"evictionSoft,omitempty"`
-	// EvictionSoftGracePeriod is how long each evictionSoft threshold must be
-	// exceeded before pods are evicted.
-	// +kubebuilder:validation:XValidation:message="evictionSoftGracePeriod: valid keys are ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available']",rule="self.all(x, x in ['memory.available','nodefs.available','nodefs.inodesFree','imagefs.available','imagefs.inodesFree','pid.available'])"
-	// +optional
-	EvictionSoftGracePeriod map[string]metav1.Duration `json:"evictionSoftGracePeriod,omitempty"`
-	// EvictionMaxPodGracePeriod is the longest termination grace period, in
-	// seconds, given to pods evicted because a soft threshold was met.
-	// +optional
-	EvictionMaxPodGracePeriod *int32 `json:"evictionMaxPodGracePeriod,omitempty"`
-	// ImageGCHighThresholdPercent is the disk usage at which image garbage
-	// collection always runs. It must be greater than the low threshold.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
-	// +optional
-	ImageGCHighThresholdPercent *int32 `json:"imageGCHighThresholdPercent,omitempty"`
-	// ImageGCLowThresholdPercent is the disk usage below which image garbage
-	// collection never runs.
-	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=100
-	// +optional
-	ImageGCLowThresholdPercent *int32 `json:"imageGCLowThresholdPercent,omitempty"`
-	// CPUCFSQuota enforces CPU limits of containers with CFS quota.
-	// +optional
-	CPUCFSQuota *bool `json:"cpuCFSQuota,omitempty"`
 }
 
 // MetadataOptions configure the instance metadata service (IMDS) of a node.
@@ -302,6 +277,8 @@ type BlockDeviceMapping struct {
 	// +optional
 	DeviceName *string `json:"deviceName,omitempty"`
 	// EBS describes the volume.
+	// +kubebuilder:validation:XValidation:message="ebs: snapshotID or volumeSize must be defined",rule="has(self.snapshotID) || has(self.volumeSize)"
+	// +kubebuilder:validation:XValidation:message="ebs: volumeInitializationRate needs a non-empty snapshotID",rule="!has(self.volumeInitializationRate) || (has(self.snapshotID) && self.snapshotID != '')"
 	// +optional
 	EBS *BlockDevice `json:"ebs,omitempty"`
 	// RootVolume marks the volume that holds the root filesystem; its size
@@ -311,7 +288,6 @@ type BlockDeviceMapping struct {
 }
 
 // BlockDevice describes an EBS volume.
-// +kubebuilder:validation:XValidation:message="ebs: snapshotID or volumeSize must be defined",rule="has(self.snapshotID) || has(self.volumeSize)"
 type BlockDevice struct {
 	// DeleteOnTermination deletes the volume when the instance terminates.
 	// +optional
@@ -331,10 +307,17 @@ type BlockDevice struct {
 	// Throughput is the provisioned throughput in MiB/s, for gp3 only.
 	// +optional
 	Throughput *int64 `json:"throughput,omitempty"`
+	// VolumeInitializationRate is the EBS Provisioned Rate for Volume
+	// Initialization in MiB/s (100 to 300): how fast the blocks of
+	// snapshotID are fetched into the new volume. It needs snapshotID.
+	// +kubebuilder:validation:Minimum:=100
+	// +kubebuilder:validation:Maximum:=300
+	// +optional
+	VolumeInitializationRate *int32 `json:"volumeInitializationRate,omitempty"`
 	// VolumeSize is the size of the volume, between 1Gi and 64Ti, written
 	// with a G, Gi, T or Ti suffix (e.g. 100Gi). When unset it is the size of
 	// the snapshot.
-	// +kubebuilder:validation:Pattern:="^((([1-9][0-9]{0,3}|[1-4][0-9]{4}|5[0-8][0-9]{3}|59000)Gi)|(([1-9][0-9]{0,3}|[1-5][0-9]{4}|6[0-3][0-9]{3}|64000)G)|(([1-9]|[1-4][0-9]|5[0-8])Ti)|(([1-9]|[1-5][0-9]|6[0-4])T))$"
+	// +kubebuilder:validation:Pattern:="^((?:[1-9][0-9]{0,3}|[1-4][0-9]{4}|[5][0-8][0-9]{3}|59000)Gi|(?:[1-9][0-9]{0,3}|[1-5][0-9]{4}|[6][0-3][0-9]{3}|64000)G|([1-9]||[1-5][0-7]|58)Ti|([1-9]||[1-5][0-9]|6[0-3]|64)T)$"
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type:=string
 	// +optional
@@ -343,6 +326,87 @@ type BlockDevice struct {
 	// +kubebuilder:validation:Enum:={standard,io1,io2,gp2,sc1,st1,gp3}
 	// +optional
 	VolumeType *string `json:"volumeType,omitempty"`
+
+	// InvalidVolumeSize holds a stored volumeSize that is not a size (the
+	// schema's pattern, upstream's, lets "T" and "Ti" through without a
+	// number, which would otherwise decode as zero); it is written back as
+	// is and the controller reports it.
+	InvalidVolumeSize string `json:"-"`
+}
+
+// PlacementGroupSelector names one EC2 placement group.
+type PlacementGroupSelector struct {
+	// Name of the placement group.
+	// +kubebuilder:validation:MinLength:=1
+	// +optional
+	Name *string `json:"name,omitempty"`
+	// ID of the placement group (pg-...).
+	// +kubebuilder:validation:Pattern:="^pg-[0-9a-z]+$"
+	// +optional
+	ID *string `json:"id,omitempty"`
+}
+
+// EnclaveOptions configure AWS Nitro Enclaves.
+type EnclaveOptions struct {
+	// Enabled turns Nitro Enclaves on.
+	// +required
+	Enabled bool `json:"enabled"`
+}
+
+// CPUOptions configure the processor of a node.
+type CPUOptions struct {
+	// NestedVirtualization turns nested virtualization on or off. When
+	// enabled, only instance types that support it are used.
+	// +kubebuilder:validation:Enum:={enabled,disabled}
+	// +optional
+	NestedVirtualization *string `json:"nestedVirtualization,omitempty"`
+}
+
+// ConnectionTracking holds idle connection tracking timeouts, in seconds.
+// Unset timeouts keep EC2's defaults.
+// +kubebuilder:validation:XValidation:message="connectionTracking: set at least one of tcpEstablishedTimeout, udpStreamTimeout or udpTimeout",rule="has(self.tcpEstablishedTimeout) || has(self.udpStreamTimeout) || has(self.udpTimeout)"
+type ConnectionTracking struct {
+	// TCPEstablishedTimeout for idle established TCP connections, 60 to 432000.
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=432000
+	// +optional
+	TCPEstablishedTimeout *int32 `json:"tcpEstablishedTimeout,omitempty"`
+	// UDPStreamTimeout for idle UDP flows that saw more than one
+	// request-response exchange, 60 to 180.
+	// +kubebuilder:validation:Minimum:=60
+	// +kubebuilder:validation:Maximum:=180
+	// +optional
+	UDPStreamTimeout *int32 `json:"udpStreamTimeout,omitempty"`
+	// UDPTimeout for idle UDP flows seen in one direction or for a single
+	// request-response exchange, 30 to 60.
+	// +kubebuilder:validation:Minimum:=30
+	// +kubebuilder:validation:Maximum:=60
+	// +optional
+	UDPTimeout *int32 `json:"udpTimeout,omitempty"`
+}
+
+// InterfaceType is the type of a network interface.
+type InterfaceType string
+
+// Network interface types.
+const (
+	// InterfaceTypeInterface is a standard (ENA) interface.
+	InterfaceTypeInterface InterfaceType = "interface"
+	// InterfaceTypeEFAOnly is an Elastic Fabric Adapter without IP traffic.
+	InterfaceTypeEFAOnly InterfaceType = "efa-only"
+)
+
+// NetworkInterface is one network interface attached at launch.
+type NetworkInterface struct {
+	// NetworkCardIndex is the network card the interface is attached to.
+	// +kubebuilder:validation:Minimum:=0
+	NetworkCardIndex int32 `json:"networkCardIndex"`
+	// DeviceIndex is the interface's device index on that card.
+	// +kubebuilder:validation:Minimum:=0
+	DeviceIndex int32 `json:"deviceIndex"`
+	// InterfaceType is interface or efa-only.
+	// +kubebuilder:validation:Enum:={interface,efa-only}
+	InterfaceType InterfaceType `json:"interfaceType"`
 }
 
 // InstanceStorePolicy says how local instance store volumes are used.

@@ -67,7 +67,6 @@ const (
 // resolved to.
 type CapacityReservation struct {
 	// AvailabilityZone the reservation's capacity is in.
-	// +kubebuilder:validation:Pattern="^[a-z0-9-]+$"
 	// +required
 	AvailabilityZone string `json:"availabilityZone"`
 	// EndTime is when the reservation ends; unset for reservations without end.
@@ -79,8 +78,8 @@ type CapacityReservation struct {
 	ID string `json:"id"`
 	// InstanceMatchCriteria is open or targeted.
 	// +kubebuilder:validation:Enum:={open,targeted}
-	// +optional
-	InstanceMatchCriteria string `json:"instanceMatchCriteria,omitempty"`
+	// +required
+	InstanceMatchCriteria string `json:"instanceMatchCriteria"`
 	// InstanceType the reservation holds capacity for.
 	// +required
 	InstanceType string `json:"instanceType"`

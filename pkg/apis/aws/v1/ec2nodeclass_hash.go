@@ -22,6 +22,7 @@ func (in *EC2NodeClass) Hash() string {
 	spec.AMISelectorTerms = nil
 	spec.AMIFamily = nil
 	spec.Kubelet = nil
+	spec.IPPrefixCount = nil
 	spec.CapacityReservationSelectorTerms = nil
 	if len(spec.Tags) == 0 {
 		spec.Tags = nil

@@ -149,6 +149,12 @@ const (
 	// AnnotationKubeletCompatibilityKey carries the v1 spec.kubelet (JSON) on
 	// a v1beta1 object, where EC2NodeClass has no kubelet field.
 	AnnotationKubeletCompatibilityKey = CompatibilityGroup + "/v1-kubelet"
+	// AnnotationSpecCompatibilityKey carries, as JSON, the v1 spec fields a
+	// v1beta1 EC2NodeClass has no field for (capacityReservationSelectorTerms,
+	// placementGroupSelector, ipPrefixCount, networkInterfaces,
+	// enclaveOptions, connectionTracking, cpuOptions and the
+	// volumeInitializationRate of each block device mapping).
+	AnnotationSpecCompatibilityKey = CompatibilityGroup + "/v1-spec"
 )
 
 // Tags the provider puts on the EC2 resources it creates.

@@ -48,6 +48,18 @@ type LaunchTemplate struct {
 	// as upstream), of CapacityReservationType (default or capacity-block).
 	CapacityReservationID   string
 	CapacityReservationType awsv1.CapacityReservationType
+	// EnclaveOptions, ConnectionTracking and CPUOptions are the class's,
+	// passed to the template as they are.
+	// (Left out of the template's name hash when unset, so that templates
+	// of classes without them keep their names.)
+	EnclaveOptions     *awsv1.EnclaveOptions     `json:",omitempty"`
+	ConnectionTracking *awsv1.ConnectionTracking `json:",omitempty"`
+	CPUOptions         *awsv1.CPUOptions         `json:",omitempty"`
+	// IPPrefixCount is the class's ipPrefixCount: IPv4 prefixes for the
+	// template's interfaces, or IPv6 prefixes when IPv6Prefixes (the
+	// cluster's kube DNS address is IPv6).
+	IPPrefixCount *int32 `json:",omitempty"`
+	IPv6Prefixes  bool   `json:",omitempty"`
 }
 
 // Resolver turns an EC2NodeClass, a NodeClaim and candidate instance types
@@ -220,6 +232,14 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 		EFACount:                 efa,
 		CapacityType:             capacityType,
 		InstanceTypes:            its,
+		EnclaveOptions:           nc.Spec.EnclaveOptions.DeepCopy(),
+		ConnectionTracking:       nc.Spec.ConnectionTracking.DeepCopy(),
+		CPUOptions:               nc.Spec.CPUOptions.DeepCopy(),
+	}
+	if nc.Spec.IPPrefixCount != nil {
+		lt.IPPrefixCount = ptr.To(*nc.Spec.IPPrefixCount)
+		ip := net.ParseIP(opts.KubeDNSIP)
+		lt.IPv6Prefixes = ip != nil && ip.To4() == nil
 	}
 	return lt, nil
 }

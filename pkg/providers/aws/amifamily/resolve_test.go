@@ -500,3 +500,31 @@ func TestResolveOneTemplatePerReservation(t *testing.T) {
 	claim.Spec.Requirements = []v1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"us-west-2a"}}}
 	equal(t, "reserved in us-west-2a only", resolve(claim, v1.CapacityTypeReserved), []string{"reserved cr-b default"})
 }
+
+// ipPrefixCount is handed to the template as IPv4 prefixes, or IPv6 ones in
+// an IPv6 cluster; the launch options of the class go along unchanged.
+func TestResolveIPPrefixCountAndLaunchOptions(t *testing.T) {
+	al2023 := Get(awsv1.AMIFamilyAL2023)
+	nc := nodeClass(awsv1.AMIFamilyAL2023, ami("ami-x86", "amd64", VariantStandard, al2023))
+	nc.Spec.IPPrefixCount = ptr.To[int32](2)
+	nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{UDPTimeout: ptr.To[int32](40)}
+	its := []*scheduling.InstanceType{instanceType(itSpec{name: "m5.large", arch: "amd64", pods: 29})}
+	for _, c := range []struct {
+		dns  string
+		ipv6 bool
+	}{{"10.100.0.10", false}, {"fd00:10:96::a", true}} {
+		opts := launchOptions()
+		opts.KubeDNSIP = c.dns
+		lts, err := NewResolver().Resolve(nc, nodeClaim(), its, v1.CapacityTypeOnDemand, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lt := lts[0]
+		if lt.IPPrefixCount == nil || *lt.IPPrefixCount != 2 || lt.IPv6Prefixes != c.ipv6 {
+			t.Errorf("kube DNS %s: prefixes %v ipv6 %t, want 2 ipv6 %t", c.dns, lt.IPPrefixCount, lt.IPv6Prefixes, c.ipv6)
+		}
+		if lt.ConnectionTracking == nil || *lt.ConnectionTracking.UDPTimeout != 40 {
+			t.Errorf("connection tracking %+v", lt.ConnectionTracking)
+		}
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -56,14 +57,38 @@ type Provider struct {
 	clusterName string
 	profiles    *ttlcache.Cache[*iamtypes.InstanceProfile]
 	newUUID     func() string
+	clk         clock.PassiveClock
+
+	mu sync.Mutex
+	// unused maps a managed profile that no longer serves its class to
+	// when garbage collection first found it unused.
+	unused map[string]time.Time
+	// collected is, per class UID, the last collection that found no
+	// profile but the current one; it is not repeated within TTL while the
+	// current profile stays the same.
+	collected map[string]collection
 }
+
+type collection struct {
+	at      time.Time
+	current string
+}
+
+// UnusedGracePeriod is how long a managed profile that its class no
+// longer names, and that no NodeClaim records, is kept before it is
+// deleted: a launch that read the class's old status may still be on its
+// way to recording the profile on its NodeClaim.
+const UnusedGracePeriod = 5 * time.Minute
 
 // NewProvider returns a provider for the cluster in region.
 func NewProvider(iamapi *iam.Client, region, clusterName string, clk clock.PassiveClock) *Provider {
 	return &Provider{
 		iam: iamapi, region: region, clusterName: clusterName,
-		profiles: ttlcache.New[*iamtypes.InstanceProfile](clk, TTL),
-		newUUID:  func() string { return string(uuid.NewUUID()) },
+		profiles:  ttlcache.New[*iamtypes.InstanceProfile](clk, TTL),
+		newUUID:   func() string { return string(uuid.NewUUID()) },
+		clk:       clk,
+		unused:    map[string]time.Time{},
+		collected: map[string]collection{},
 	}
 }
 
@@ -103,8 +128,12 @@ func RoleName(role string) string {
 
 // Ensure makes sure nc's managed profile exists, holds spec.role and carries
 // the tags, and returns its name. It reuses the profile named in
-// status.instanceProfile, or any profile under the class's path, before
-// creating one. A missing role gives *RoleNotFoundError and creates nothing.
+// status.instanceProfile, or any profile under the class's path, that holds
+// the role (or no role at all) before creating one. When spec.role changed,
+// a new profile is created for the new role, as upstream does: the nodes
+// running with the old profile keep their role, and the old profile is
+// deleted by GarbageCollect once no NodeClaim uses it. A missing role gives
+// *RoleNotFoundError and creates nothing.
 func (p *Provider) Ensure(ctx context.Context, nc *v1.EC2NodeClass) (string, error) {
 	role := RoleName(nc.Spec.Role)
 	if name := nc.Status.InstanceProfile; name != "" {
@@ -123,6 +152,8 @@ func (p *Provider) Ensure(ctx context.Context, nc *v1.EC2NodeClass) (string, err
 		return "", err
 	}
 	if ip == nil {
+		// No profile of the class holds the role: a new class, or a new
+		// role. A profile holding another role is left to the nodes using it.
 		name := p.NewName(nc)
 		out, err := p.iam.CreateInstanceProfile(ctx, &iam.CreateInstanceProfileInput{
 			InstanceProfileName: aws.String(name),
@@ -144,13 +175,15 @@ func (p *Provider) Ensure(ctx context.Context, nc *v1.EC2NodeClass) (string, err
 	return aws.ToString(ip.InstanceProfileName), nil
 }
 
-// find returns the class's existing managed profile, preferring the one in
-// status and one that already holds role; nil when there is none.
+// find returns the class's existing managed profile that holds role, or
+// else holds no role; nil when there is none. The one in status is
+// preferred.
 func (p *Provider) find(ctx context.Context, nc *v1.EC2NodeClass, role string) (*iamtypes.InstanceProfile, error) {
+	usable := func(ip *iamtypes.InstanceProfile) bool { return len(ip.Roles) == 0 || hasRole(ip, role) }
 	if name := nc.Status.InstanceProfile; name != "" {
 		out, err := p.iam.GetInstanceProfile(ctx, &iam.GetInstanceProfileInput{InstanceProfileName: aws.String(name)})
 		switch {
-		case err == nil && p.owns(nc, out.InstanceProfile):
+		case err == nil && p.owns(nc, out.InstanceProfile) && usable(out.InstanceProfile):
 			return out.InstanceProfile, nil
 		case err != nil && !awserr.IsNotFound(err):
 			return nil, fmt.Errorf("getting instance profile %q: %w", name, err)
@@ -160,11 +193,9 @@ func (p *Provider) find(ctx context.Context, nc *v1.EC2NodeClass, role string) (
 	if err != nil {
 		return nil, err
 	}
-	if len(profiles) == 0 {
-		return nil, nil
-	}
-	// Several profiles under one class's path only arise when a status write
-	// was lost; take one holding the role, else the first by name.
+	// Several profiles under one class's path arise when the role changed
+	// (the old ones wait for garbage collection) or a status write was
+	// lost; take one holding the role, else one without a role, else none.
 	sort.Slice(profiles, func(i, j int) bool {
 		a, b := hasRole(&profiles[i], role), hasRole(&profiles[j], role)
 		if a != b {
@@ -172,7 +203,85 @@ func (p *Provider) find(ctx context.Context, nc *v1.EC2NodeClass, role string) (
 		}
 		return aws.ToString(profiles[i].InstanceProfileName) < aws.ToString(profiles[j].InstanceProfileName)
 	})
-	return &profiles[0], nil
+	for i := range profiles {
+		if usable(&profiles[i]) {
+			return &profiles[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// GarbageCollect deletes the managed profiles under nc's path that are
+// not current (the profile nc now uses, "" when none) and that no NodeClaim
+// records in inUse, once they have been found unused for
+// UnusedGracePeriod. It returns the names it deleted and whether unused
+// profiles are still waiting out the grace period.
+func (p *Provider) GarbageCollect(ctx context.Context, nc *v1.EC2NodeClass, current string, inUse map[string]bool) ([]string, bool, error) {
+	now := p.clk.Now()
+	key := string(nc.UID)
+	p.mu.Lock()
+	last, ok := p.collected[key]
+	p.mu.Unlock()
+	if ok && last.current == current && now.Sub(last.at) < TTL {
+		return nil, false, nil
+	}
+	profiles, err := p.list(ctx, p.Path(nc))
+	if err != nil {
+		return nil, false, err
+	}
+	var deleted []string
+	waiting, others := false, false
+	var errs []error
+	for i := range profiles {
+		name := aws.ToString(profiles[i].InstanceProfileName)
+		if name == current {
+			continue
+		}
+		others = true
+		p.mu.Lock()
+		if inUse[name] {
+			delete(p.unused, name)
+			p.mu.Unlock()
+			continue
+		}
+		since, seen := p.unused[name]
+		if !seen {
+			p.unused[name] = now
+		}
+		p.mu.Unlock()
+		if !seen || now.Sub(since) < UnusedGracePeriod {
+			waiting = true
+			continue
+		}
+		if err := p.delete(ctx, &profiles[i]); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		p.mu.Lock()
+		delete(p.unused, name)
+		p.mu.Unlock()
+		deleted = append(deleted, name)
+	}
+	p.mu.Lock()
+	if others && (waiting || len(errs) > 0 || len(deleted) < countOthers(profiles, current)) {
+		// Profiles remain to collect (in use or waiting): look again on
+		// every call.
+		delete(p.collected, key)
+	} else {
+		p.collected[key] = collection{at: now, current: current}
+	}
+	p.mu.Unlock()
+	return deleted, waiting, errors.Join(errs...)
+}
+
+func countOthers(profiles []iamtypes.InstanceProfile, current string) int {
+	n := 0
+	for i := range profiles {
+		if aws.ToString(profiles[i].InstanceProfileName) != current {
+			n++
+		}
+	}
+	return n
 }
 
 // owns reports whether ip is a profile Karpenter manages for nc.
@@ -252,6 +361,9 @@ func (p *Provider) Get(ctx context.Context, name string) (*iamtypes.InstanceProf
 // for nc (those under its path, and the one in status when it carries the
 // class's tags). Already-deleted profiles are not an error.
 func (p *Provider) DeleteAll(ctx context.Context, nc *v1.EC2NodeClass) error {
+	p.mu.Lock()
+	delete(p.collected, string(nc.UID))
+	p.mu.Unlock()
 	profiles, err := p.list(ctx, p.Path(nc))
 	if err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"reflect"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -244,7 +245,7 @@ func (p *Provider) resolve(s *settings, zones []zone) *resolution {
 	res := &resolution{zones: zones, zoneReqs: zoneRequirements(zones), types: make([]baseType, 0, len(p.infos))}
 	for i := range p.infos {
 		info := &p.infos[i]
-		if architecture(info) == "" {
+		if architecture(info) == "" || !supportsFeatures(info, s) {
 			continue
 		}
 		name := string(info.InstanceType)
@@ -272,6 +273,20 @@ func (p *Provider) resolve(s *settings, zones []zone) *resolution {
 		})
 	}
 	return res
+}
+
+// supportsFeatures: the type supports the Nitro Enclaves and nested
+// virtualization the class asks for.
+func supportsFeatures(info *ec2types.InstanceTypeInfo, s *settings) bool {
+	if s.nitroEnclaves && info.NitroEnclavesSupport != ec2types.NitroEnclavesSupportSupported {
+		return false
+	}
+	if s.nestedVirtualization {
+		if info.ProcessorInfo == nil || !slices.Contains(info.ProcessorInfo.SupportedFeatures, ec2types.SupportedAdditionalProcessorFeatureNestedVirtualization) {
+			return false
+		}
+	}
+	return true
 }
 
 // withOfferings builds the instance types of a resolution with offerings
@@ -308,8 +323,8 @@ func subnetZones(subnets []awsv1.Subnet) []zone {
 }
 
 // classHash identifies what of a class shapes its instance types: the AMI
-// family, kubelet, block device mappings, instance store policy, zones and
-// resolved capacity reservations.
+// family, kubelet, block device mappings, instance store policy, zones,
+// resolved capacity reservations, enclave and CPU options.
 func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 	type zoneKey struct{ Name, ID string }
 	zk := make([]zoneKey, len(zones))
@@ -323,7 +338,9 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 		InstanceStorePolicy *awsv1.InstanceStorePolicy
 		Zones               []zoneKey
 		Reservations        []awsv1.CapacityReservation
-	}{nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings, nc.Spec.InstanceStorePolicy, zk, classReservations(nc)})
+		EnclaveOptions      *awsv1.EnclaveOptions `json:",omitempty"`
+		CPUOptions          *awsv1.CPUOptions     `json:",omitempty"`
+	}{nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings, nc.Spec.InstanceStorePolicy, zk, classReservations(nc), nc.Spec.EnclaveOptions, nc.Spec.CPUOptions})
 	if err != nil {
 		// The spec came from JSON; it always marshals back.
 		panic(fmt.Sprintf("hashing EC2NodeClass %s: %v", nc.Name, err))

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -476,3 +477,51 @@ func TestBadNodeClass(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// enclaveOptions.enabled and cpuOptions.nestedVirtualization enabled keep
+// only the instance types DescribeInstanceTypes reports supporting them;
+// their disabled forms keep every type.
+func TestEnclavesAndNestedVirtualizationNarrowTheTypes(t *testing.T) {
+	f := newFixture(t)
+	ctx := context.Background()
+	if !f.em.SetInstanceTypeFeatures("m5.xlarge", true) || !f.em.SetInstanceTypeFeatures("c5.2xlarge", true, "nested-virtualization") ||
+		!f.em.SetInstanceTypeFeatures("m5.large", false, "nested-virtualization") {
+		t.Fatal("unknown instance types")
+	}
+	names := func(nc *awsv1.EC2NodeClass) []string {
+		its, err := f.provider.List(ctx, nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, it := range its {
+			out = append(out, it.Name)
+		}
+		return out
+	}
+	all := len(names(f.nodeClass()))
+	enclaves := f.nodeClass(func(nc *awsv1.EC2NodeClass) { nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true} })
+	if got := names(enclaves); !reflect.DeepEqual(got, []string{"c5.2xlarge", "m5.xlarge"}) {
+		t.Errorf("enclaves: %v", got)
+	}
+	nested := f.nodeClass(func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr("enabled")}
+	})
+	if got := names(nested); !reflect.DeepEqual(got, []string{"c5.2xlarge", "m5.large"}) {
+		t.Errorf("nested virtualization: %v", got)
+	}
+	both := f.nodeClass(func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: true}
+		nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr("enabled")}
+	})
+	if got := names(both); !reflect.DeepEqual(got, []string{"c5.2xlarge"}) {
+		t.Errorf("both: %v", got)
+	}
+	off := f.nodeClass(func(nc *awsv1.EC2NodeClass) {
+		nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: false}
+		nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: ptr("disabled")}
+	})
+	if got := len(names(off)); got != all {
+		t.Errorf("disabled: %d types, want all %d", got, all)
+	}
+}

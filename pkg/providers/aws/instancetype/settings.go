@@ -32,6 +32,11 @@ type settings struct {
 	evictionNodeFS      *threshold
 	blockDeviceMappings []*awsv1.BlockDeviceMapping
 	instanceStorePolicy awsv1.InstanceStorePolicy
+	// nitroEnclaves and nestedVirtualization keep only the instance types
+	// DescribeInstanceTypes reports supporting them (enclaveOptions.enabled,
+	// cpuOptions.nestedVirtualization enabled).
+	nitroEnclaves        bool
+	nestedVirtualization bool
 }
 
 // threshold is an eviction threshold: an absolute quantity or a percentage of
@@ -59,6 +64,8 @@ func newSettings(nc *awsv1.EC2NodeClass) (*settings, error) {
 		blockDeviceMappings: nc.Spec.BlockDeviceMappings,
 	}
 	s.family = familyOf(s.familyName)
+	s.nitroEnclaves = nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled
+	s.nestedVirtualization = nc.Spec.CPUOptions != nil && nc.Spec.CPUOptions.NestedVirtualization != nil && *nc.Spec.CPUOptions.NestedVirtualization == "enabled"
 	if nc.Spec.InstanceStorePolicy != nil {
 		s.instanceStorePolicy = *nc.Spec.InstanceStorePolicy
 	}

@@ -244,7 +244,13 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 	if lt.UserData != "" {
 		data.UserData = aws.String(base64.StdEncoding.EncodeToString([]byte(lt.UserData)))
 	}
-	if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 {
+	if e := lt.EnclaveOptions; e != nil {
+		data.EnclaveOptions = &ec2types.LaunchTemplateEnclaveOptionsRequest{Enabled: aws.Bool(e.Enabled)}
+	}
+	if c := lt.CPUOptions; c != nil && c.NestedVirtualization != nil {
+		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*c.NestedVirtualization)}
+	}
+	if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 || lt.ConnectionTracking != nil || lt.IPPrefixCount != nil {
 		// Security groups then belong to the interfaces, not the template.
 		n := max(1, lt.EFACount)
 		for i := 0; i < n; i++ {
@@ -256,6 +262,20 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 			}
 			if i == 0 {
 				ni.AssociatePublicIpAddress = lt.AssociatePublicIPAddress
+			}
+			// Every interface the template creates (primary and EFA) gets
+			// the class's prefixes and connection tracking timeouts.
+			if lt.IPPrefixCount != nil {
+				if lt.IPv6Prefixes {
+					ni.Ipv6PrefixCount = aws.Int32(*lt.IPPrefixCount)
+				} else {
+					ni.Ipv4PrefixCount = aws.Int32(*lt.IPPrefixCount)
+				}
+			}
+			if c := lt.ConnectionTracking; c != nil {
+				ni.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
+					TcpEstablishedTimeout: c.TCPEstablishedTimeout, UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout,
+				}
 			}
 			data.NetworkInterfaces = append(data.NetworkInterfaces, ni)
 		}
@@ -334,6 +354,7 @@ func blockDevices(bdms []*awsv1.BlockDeviceMapping) []ec2types.LaunchTemplateBlo
 			if e.Throughput != nil {
 				m.Ebs.Throughput = aws.Int32(int32(*e.Throughput))
 			}
+			m.Ebs.VolumeInitializationRate = e.VolumeInitializationRate
 		}
 		out = append(out, m)
 	}

@@ -9,6 +9,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/launchtest"
@@ -110,5 +113,65 @@ func TestDeleteAll(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("no launch template of the class after a new launch")
+	}
+}
+
+// The class's connectionTracking, enclaveOptions, cpuOptions, ipPrefixCount and an EBS
+// volume's volumeInitializationRate reach CreateLaunchTemplate, and a class
+// without them keeps the template it had.
+func TestClassLaunchOptionsReachTheTemplate(t *testing.T) {
+	env := launchtest.New(t)
+	plain := ensure(t, env, env.LaunchTemplates, "default")
+
+	nc := env.NodeClass(t, "options")
+	nc.Spec.ConnectionTracking = &awsv1.ConnectionTracking{TCPEstablishedTimeout: aws.Int32(3600), UDPStreamTimeout: aws.Int32(90), UDPTimeout: aws.Int32(45)}
+	nc.Spec.EnclaveOptions = &awsv1.EnclaveOptions{Enabled: false}
+	nc.Spec.CPUOptions = &awsv1.CPUOptions{NestedVirtualization: aws.String("disabled")}
+	nc.Spec.IPPrefixCount = aws.Int32(3)
+	size := resource.MustParse("40Gi")
+	nc.Spec.BlockDeviceMappings = []*awsv1.BlockDeviceMapping{{
+		DeviceName: aws.String("/dev/xvda"), RootVolume: true,
+		EBS: &awsv1.BlockDevice{VolumeSize: &size, VolumeType: aws.String("gp3"), SnapshotID: aws.String("snap-0123456789abcdef0"), VolumeInitializationRate: aws.Int32(250)},
+	}}
+	claim := launchtest.NodeClaim("claim", nc, []string{scheduling.CapacityTypeOnDemand}, "m5.large")
+	claim.Spec.NodeClassRef.Name = nc.Name
+	launches, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", env.Tags(nc, claim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if launches[0].Name == plain[0].Name {
+		t.Fatalf("classes with and without launch options share template %s", plain[0].Name)
+	}
+	var data map[string]string
+	for _, lt := range env.Emulator.LaunchTemplates() {
+		if lt.Name == launches[0].Name {
+			data = lt.Data
+		}
+	}
+	want := map[string]string{
+		"EnclaveOptions.Enabled":          "false",
+		"CpuOptions.NestedVirtualization": "disabled",
+		"NetworkInterface.1.ConnectionTrackingSpecification.TcpEstablishedTimeout": "3600",
+		"NetworkInterface.1.ConnectionTrackingSpecification.UdpStreamTimeout":      "90",
+		"NetworkInterface.1.ConnectionTrackingSpecification.UdpTimeout":            "45",
+		"NetworkInterface.1.DeviceIndex":                                           "0",
+		"NetworkInterface.1.Ipv4PrefixCount":                                       "3",
+		"BlockDeviceMapping.1.Ebs.VolumeInitializationRate":                        "250",
+		"BlockDeviceMapping.1.Ebs.SnapshotId":                                      "snap-0123456789abcdef0",
+	}
+	for k, v := range want {
+		if data[k] != v {
+			t.Errorf("launch template %s = %q, want %q (data %v)", k, data[k], v, data)
+		}
+	}
+	// The security groups moved onto the interface with the timeouts.
+	if data["NetworkInterface.1.SecurityGroupId.1"] == "" || data["SecurityGroupId.1"] != "" {
+		t.Errorf("security groups: want them on the network interface only, data %v", data)
+	}
+
+	// The template launches.
+	inst, err := env.Instances.Create(context.Background(), nc, claim, env.Tags(nc, claim), env.InstanceTypesFor(t, nc, claim))
+	if err != nil || inst == nil {
+		t.Fatalf("launch with the options: %v", err)
 	}
 }

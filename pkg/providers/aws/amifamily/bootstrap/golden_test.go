@@ -1,6 +1,7 @@
 package bootstrap
 
 import (
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -157,6 +158,14 @@ func goldenCases() []goldenCase {
 			}, o.Taints...)
 		}},
 		{name: "raid0", mutate: func(o *Options) { o.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0) }},
+		// Fields Karpenter does not read pass through to the kubelet's
+		// configuration on AL2023 only; the other families refuse them
+		// through the EC2NodeClass's ValidationSucceeded condition.
+		{name: "kubelet-pass-through", families: []string{awsv1.AMIFamilyAL2023}, mutate: func(o *Options) {
+			if err := json.Unmarshal([]byte(`{"maxPods":58,"shutdownGracePeriod":"45s","containerLogMaxSize":"50Mi","featureGates":{"InPlacePodVerticalScaling":true},"allowedUnsafeSysctls":["net.core.somaxconn"]}`), o.Kubelet); err != nil {
+				panic(err)
+			}
+		}},
 		{name: "userdata-shell", families: linuxScripts, mutate: func(o *Options) { o.CustomUserData = shellUserData }},
 		{name: "userdata-mime", families: []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom}, mutate: func(o *Options) { o.CustomUserData = mimeShellUserData }},
 		{name: "userdata-mime", families: []string{awsv1.AMIFamilyAL2023}, mutate: func(o *Options) { o.CustomUserData = mimeUserData }},

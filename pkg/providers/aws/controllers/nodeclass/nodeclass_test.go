@@ -5,15 +5,19 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/service/iam"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instanceprofile"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
@@ -308,5 +312,99 @@ func TestKubernetesVersionFromTheAPIServer(t *testing.T) {
 	want := "-1." + strings.TrimSuffix(info.Minor, "+") + "-v20251115"
 	if len(nc.Status.AMIs) != 5 || !strings.Contains(nc.Status.AMIs[0].Name, want) {
 		t.Errorf("amis for the API server's version (%s): %+v\n%s", want, nc.Status.AMIs, conditionSummary(nc))
+	}
+}
+
+// A changed spec.role gets an instance profile of its own; the old profile
+// keeps the old role for the nodes running with it and is deleted once no
+// NodeClaim records it (after a grace period for launches in flight).
+// Switching to spec.instanceProfile retires the managed profile the same way.
+func TestRoleChangeMakesANewInstanceProfile(t *testing.T) {
+	f := setup(t)
+	nc := newNodeClass("role-change")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = f.reconcile(t, nc)
+	first := nc.Status.InstanceProfile
+	if first == "" {
+		t.Fatalf("no instance profile: %s", conditionSummary(nc))
+	}
+	profile := func(name string) *awsemulator.InstanceProfile {
+		for _, p := range f.aws.InstanceProfiles() {
+			if p.Name == name {
+				return &p
+			}
+		}
+		return nil
+	}
+	// A node runs with the first profile.
+	claim := &karpv1.NodeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "running", Annotations: map[string]string{v1.AnnotationInstanceProfile: first}},
+		Spec: karpv1.NodeClaimSpec{
+			NodeClassRef: &karpv1.NodeClassReference{Group: v1.Group, Kind: "EC2NodeClass", Name: nc.Name},
+			Requirements: []karpv1.NodeSelectorRequirementWithMinValues{{Key: corev1.LabelArchStable, Operator: corev1.NodeSelectorOpIn, Values: []string{"amd64"}}},
+		},
+	}
+	ExpectApplied(f.ctx, t, e.Client, claim)
+
+	f.aws.AddRole("OtherRole")
+	nc.Spec.Role = "OtherRole"
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = f.reconcile(t, nc)
+	second := nc.Status.InstanceProfile
+	expectCondition(t, nc, v1.ConditionTypeInstanceProfileReady, metav1.ConditionTrue, v1.ConditionTypeInstanceProfileReady, "")
+	if second == "" || second == first {
+		t.Fatalf("status.instanceProfile %q after the role change, want a new profile (was %q)", second, first)
+	}
+	if p := profile(second); p == nil || len(p.Roles) != 1 || p.Roles[0] != "OtherRole" {
+		t.Errorf("new profile %+v, want it to hold OtherRole", p)
+	}
+	if p := profile(first); p == nil || len(p.Roles) != 1 || p.Roles[0] != role {
+		t.Errorf("old profile %+v, want it kept with %s for the running node", p, role)
+	}
+	// Still used by the NodeClaim: kept however long it waits.
+	f.clk.Step(2 * instanceprofile.UnusedGracePeriod)
+	nc = f.reconcile(t, nc)
+	if profile(first) == nil {
+		t.Fatal("old profile deleted while a NodeClaim uses it")
+	}
+	// The node goes: the profile is deleted after the grace period.
+	ExpectDeleted(f.ctx, t, e.Client, claim)
+	nc = f.reconcile(t, nc)
+	if profile(first) == nil {
+		t.Fatal("old profile deleted before the grace period")
+	}
+	f.clk.Step(instanceprofile.UnusedGracePeriod)
+	nc = f.reconcile(t, nc)
+	if profile(first) != nil {
+		t.Errorf("old profile %s not deleted once unused", first)
+	}
+	if nc.Status.InstanceProfile != second || profile(second) == nil {
+		t.Errorf("current profile %q changed or went", nc.Status.InstanceProfile)
+	}
+
+	// Back to the first role: again a new profile, not the old one swapped.
+	nc.Spec.Role = role
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = f.reconcile(t, nc)
+	third := nc.Status.InstanceProfile
+	if third == second || third == first || profile(third) == nil || profile(third).Roles[0] != role {
+		t.Errorf("profile after switching back: %q (%+v)", third, profile(third))
+	}
+
+	// spec.instanceProfile instead of spec.role: the managed profiles go.
+	iamapi := iam.NewFromConfig(awstest.Config(f.aws))
+	if _, err := iamapi.CreateInstanceProfile(f.ctx, &iam.CreateInstanceProfileInput{InstanceProfileName: ptr.To("MyProfile")}); err != nil {
+		t.Fatal(err)
+	}
+	nc.Spec.Role, nc.Spec.InstanceProfile = "", ptr.To("MyProfile")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = f.reconcile(t, nc)
+	if nc.Status.InstanceProfile != "MyProfile" {
+		t.Fatalf("status.instanceProfile %q, want MyProfile", nc.Status.InstanceProfile)
+	}
+	f.clk.Step(instanceprofile.UnusedGracePeriod)
+	nc = f.reconcile(t, nc)
+	if profile(second) != nil || profile(third) != nil || profile("MyProfile") == nil {
+		t.Errorf("profiles after switching to spec.instanceProfile: %+v", f.aws.InstanceProfiles())
 	}
 }

@@ -3,9 +3,13 @@ package nodeclass
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instanceprofile"
 )
@@ -113,7 +117,7 @@ func (c *Controller) resolveInstanceProfile(ctx context.Context, nc *v1.EC2NodeC
 		}
 		nc.Status.InstanceProfile = name
 		conds.SetTrue(v1.ConditionTypeInstanceProfileReady)
-		return 0, nil
+		return c.collectInstanceProfiles(ctx, nc, name)
 	}
 	name := ""
 	if nc.Spec.InstanceProfile != nil {
@@ -131,5 +135,35 @@ func (c *Controller) resolveInstanceProfile(ctx context.Context, nc *v1.EC2NodeC
 	}
 	nc.Status.InstanceProfile = name
 	conds.SetTrue(v1.ConditionTypeInstanceProfileReady)
+	// Profiles Karpenter made while the class used spec.role go once no
+	// node uses them.
+	return c.collectInstanceProfiles(ctx, nc, "")
+}
+
+// collectInstanceProfiles deletes the class's managed instance profiles
+// other than current that no NodeClaim records (a role change or a switch
+// to spec.instanceProfile leaves the old one to the nodes that run with
+// it). It asks to be called again while some wait out the grace period.
+func (c *Controller) collectInstanceProfiles(ctx context.Context, nc *v1.EC2NodeClass, current string) (time.Duration, error) {
+	claims := &karpv1.NodeClaimList{}
+	if err := c.kubeClient.List(ctx, claims); err != nil {
+		return 0, fmt.Errorf("listing NodeClaims for instance profile garbage collection: %w", err)
+	}
+	inUse := map[string]bool{}
+	for i := range claims.Items {
+		if name := claims.Items[i].Annotations[v1.AnnotationInstanceProfile]; name != "" {
+			inUse[name] = true
+		}
+	}
+	deleted, waiting, err := c.providers.InstanceProfiles.GarbageCollect(ctx, nc, current, inUse)
+	for _, name := range deleted {
+		log.FromContext(ctx).Info("deleted instance profile no node uses", "EC2NodeClass", nc.Name, "instance-profile", name)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("garbage-collecting instance profiles of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	if waiting {
+		return instanceprofile.UnusedGracePeriod, nil
+	}
 	return 0, nil
 }

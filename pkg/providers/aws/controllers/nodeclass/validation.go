@@ -72,6 +72,11 @@ func newValidation(ec2api *ec2.Client, clk clock.Clock, opts *settings.Options) 
 func (v *validation) reconcile(ctx context.Context, nc *v1.EC2NodeClass) (time.Duration, error) {
 	conds := nc.StatusConditions()
 	conds.Now = v.clock.Now
+	// The spec's own checks come first: they hold whatever AWS says.
+	if p := checkSpec(nc); p != nil {
+		conds.SetFalse(v1.ConditionTypeValidationSucceeded, p.reason, p.message)
+		return 0, nil
+	}
 	for _, d := range dependencies {
 		if conds.Get(d).IsFalse() {
 			conds.SetFalse(v1.ConditionTypeValidationSucceeded, ReasonDependenciesNotReady, "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution")

@@ -1,0 +1,150 @@
+package nodeclass
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+)
+
+// ValidationSucceeded reasons of the checks of the spec itself, which need
+// no AWS call and run before the dry runs.
+const (
+	// ReasonInvalidKubeletConfiguration: spec.kubelet holds an unknown
+	// field, a value of the wrong type, or a value out of range.
+	ReasonInvalidKubeletConfiguration = "InvalidKubeletConfiguration"
+	// ReasonUnsupportedKubeletConfiguration: spec.kubelet sets a field the
+	// class's AMI family cannot write into the node's kubelet configuration.
+	ReasonUnsupportedKubeletConfiguration = "UnsupportedKubeletConfiguration"
+	// ReasonUnsupportedField: the spec sets a field whose behaviour this
+	// build does not implement; launching without it would ignore it.
+	ReasonUnsupportedField = "UnsupportedField"
+	// ReasonInvalidSpec: a value the schema accepts (as upstream's does)
+	// but EC2 or SSM would refuse.
+	ReasonInvalidSpec = "InvalidSpec"
+)
+
+// maxSSMParameterName is the longest SSM parameter name (or ARN) SSM takes.
+const maxSSMParameterName = 2048
+
+// specProblem is a failed check of the spec: the condition reason and a
+// message naming the field.
+type specProblem struct {
+	reason, message string
+}
+
+// checkSpec runs the checks of the spec that the CRD schema does not do.
+// It returns nil when the spec can be launched as written.
+func checkSpec(nc *v1.EC2NodeClass) *specProblem {
+	if errs := v1.ValidateKubelet(nc.Spec.Kubelet); len(errs) > 0 {
+		return &specProblem{ReasonInvalidKubeletConfiguration, strings.Join(errs, "; ")}
+	}
+	if msgs := invalidValues(nc); len(msgs) > 0 {
+		return &specProblem{ReasonInvalidSpec, strings.Join(msgs, "; ")}
+	}
+	if msg := unsupportedKubelet(nc); msg != "" {
+		return &specProblem{ReasonUnsupportedKubeletConfiguration, msg}
+	}
+	if fields := unsupportedFields(nc); len(fields) > 0 {
+		verb := "are"
+		if len(fields) == 1 {
+			verb = "is"
+		}
+		return &specProblem{ReasonUnsupportedField, fmt.Sprintf("%s %s not supported by this build yet; no node is launched from this EC2NodeClass until it is removed", strings.Join(fields, ", "), verb)}
+	}
+	return nil
+}
+
+// invalidValues are the spec values the schema lets through that AWS would
+// refuse, each with its field path.
+func invalidValues(nc *v1.EC2NodeClass) []string {
+	var out []string
+	for i, b := range nc.Spec.BlockDeviceMappings {
+		if b != nil && b.EBS != nil && b.EBS.InvalidVolumeSize != "" {
+			out = append(out, fmt.Sprintf("spec.blockDeviceMappings[%d].ebs.volumeSize: %q is not a volume size (a number is needed before the unit)", i, b.EBS.InvalidVolumeSize))
+		}
+	}
+	for i, t := range nc.Spec.AMISelectorTerms {
+		if len(t.SSMParameter) > maxSSMParameterName {
+			out = append(out, fmt.Sprintf("spec.amiSelectorTerms[%d].ssmParameter: %d characters, SSM parameter names have at most %d", i, len(t.SSMParameter), maxSSMParameterName))
+		}
+	}
+	return out
+}
+
+// unsupportedFields are the spec fields a user may set (the CRD accepts
+// them) whose behaviour is not built.
+func unsupportedFields(nc *v1.EC2NodeClass) []string {
+	var out []string
+	s := &nc.Spec
+	if s.PlacementGroupSelector != nil {
+		out = append(out, "spec.placementGroupSelector")
+	}
+	if len(s.NetworkInterfaces) > 0 {
+		out = append(out, "spec.networkInterfaces")
+	}
+	// The schema lets ssmParameter sit beside other fields of a term (as
+	// upstream's does) but a term resolves through one of them only.
+	for i, t := range s.AMISelectorTerms {
+		if t.SSMParameter == "" {
+			continue
+		}
+		var others []string
+		for name, set := range map[string]bool{"alias": t.Alias != "", "id": t.ID != "", "name": t.Name != "", "owner": t.Owner != "", "tags": len(t.Tags) > 0} {
+			if set {
+				others = append(others, name)
+			}
+		}
+		if len(others) > 0 {
+			sort.Strings(others)
+			out = append(out, fmt.Sprintf("spec.amiSelectorTerms[%d].ssmParameter combined with %s", i, strings.Join(others, ", ")))
+		}
+	}
+	return out
+}
+
+// unsupportedKubelet names the kubelet fields the class's AMI family does
+// not write into the node's kubelet configuration. AL2023 writes every
+// field (its NodeConfig carries a KubeletConfiguration); Custom writes none
+// and owns its user data, so nothing is promised there.
+func unsupportedKubelet(nc *v1.EC2NodeClass) string {
+	k := nc.Spec.Kubelet
+	family := nc.AMIFamily()
+	if k == nil || family == v1.AMIFamilyAL2023 || family == v1.AMIFamilyCustom {
+		return ""
+	}
+	fields := k.PassThroughKeys()
+	switch family {
+	case v1.AMIFamilyBottlerocket:
+		// Bottlerocket's settings have neither pods-per-core nor soft
+		// eviction thresholds.
+		if k.PodsPerCore != nil {
+			fields = append(fields, "podsPerCore")
+		}
+		if len(k.EvictionSoft) > 0 {
+			fields = append(fields, "evictionSoft")
+		}
+		if len(k.EvictionSoftGracePeriod) > 0 {
+			fields = append(fields, "evictionSoftGracePeriod")
+		}
+	case v1.AMIFamilyWindows2019, v1.AMIFamilyWindows2022, v1.AMIFamilyWindows2025:
+		// The Windows bootstrap has no pods-per-core setting.
+		if k.PodsPerCore != nil {
+			fields = append(fields, "podsPerCore")
+		}
+	}
+	var msgs []string
+	if len(fields) > 0 {
+		paths := make([]string, len(fields))
+		for i, f := range fields {
+			paths[i] = "spec.kubelet." + f
+		}
+		msgs = append(msgs, fmt.Sprintf("%s not applied by the %s AMI family's bootstrap (only AL2023 passes every kubelet field through)", strings.Join(paths, ", "), family))
+	}
+	// AL2 and Windows give the kubelet a single cluster DNS address.
+	if family != v1.AMIFamilyBottlerocket && len(k.ClusterDNS) > 1 {
+		msgs = append(msgs, fmt.Sprintf("spec.kubelet.clusterDNS: the %s AMI family takes one address, %d were set", family, len(k.ClusterDNS)))
+	}
+	return strings.Join(msgs, "; ")
+}

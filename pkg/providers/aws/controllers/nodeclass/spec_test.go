@@ -1,0 +1,132 @@
+package nodeclass_test
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
+	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+)
+
+func kubelet(t *testing.T, raw string) *v1.KubeletConfiguration {
+	t.Helper()
+	k := &v1.KubeletConfiguration{}
+	if err := json.Unmarshal([]byte(raw), k); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// Fields the schema accepts but whose behaviour is not built, and spec
+// values the API server no longer checks, make ValidationSucceeded (and
+// so Ready) False with a message naming the field; nothing is dry-run or
+// launched for such a class. Removing the field makes the class Ready.
+func TestSpecProblemsBlockTheClass(t *testing.T) {
+	for _, c := range []struct {
+		name, reason, message string
+		family                string
+		mutate                func(*v1.EC2NodeClass)
+	}{
+		{"placementGroupSelector", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector is not supported by this build yet", "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: ptr.To("pg")}
+			}},
+		{"networkInterfaces", nodeclass.ReasonUnsupportedField, "spec.networkInterfaces is not supported by this build yet", "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
+			}},
+		{"several", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector, spec.networkInterfaces are not supported", "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: ptr.To("pg-1")}
+				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
+			}},
+		{"ssmParameter beside name", nodeclass.ReasonUnsupportedField, "spec.amiSelectorTerms[0].ssmParameter combined with name", "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2023)
+				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: "/my/ami", Name: "x"}}
+			}},
+		{"volumeSize without a number", nodeclass.ReasonInvalidSpec, `spec.blockDeviceMappings[0].ebs.volumeSize: "Ti" is not a volume size`, "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.BlockDeviceMappings = []*v1.BlockDeviceMapping{{DeviceName: ptr.To("/dev/xvda"), RootVolume: true, EBS: &v1.BlockDevice{InvalidVolumeSize: "Ti"}}}
+			}},
+		{"ssmParameter too long", nodeclass.ReasonInvalidSpec, "spec.amiSelectorTerms[0].ssmParameter: 2049 characters", "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2023)
+				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: strings.Repeat("p", 2049)}}
+			}},
+		{"kubelet wrong type", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods", "",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPods":"abc"}`) }},
+		{"kubelet unknown field", nodeclass.ReasonInvalidKubeletConfiguration, `unknown field "maxPod"`, "",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPod":10}`) }},
+		{"kubelet imageGC order", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.imageGCHighThresholdPercent: 50 must be greater than imageGCLowThresholdPercent", "",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.Kubelet = kubelet(t, `{"imageGCHighThresholdPercent":50,"imageGCLowThresholdPercent":50}`)
+			}},
+		{"kubelet soft without grace", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.evictionSoft[memory.available]: has no matching evictionSoftGracePeriod", "",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"evictionSoft":{"memory.available":"5%"}}`) }},
+		{"kubelet eviction signal", nodeclass.ReasonInvalidKubeletConfiguration, `spec.kubelet.evictionHard: "memory.free" is not an eviction signal`, "",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"evictionHard":{"memory.free":"5%"}}`) }},
+		{"kubelet reserved quantity", nodeclass.ReasonInvalidKubeletConfiguration, `spec.kubelet.kubeReserved[cpu]: "-1" cannot be a negative`, "",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"kubeReserved":{"cpu":"-1"}}`) }},
+		{"kubelet negative maxPods", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods: -1 cannot be negative", "",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPods":-1}`) }},
+		{"kubelet pass-through on AL2", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.shutdownGracePeriod not applied by the AL2 AMI family", "al2@latest",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s"}`) }},
+		{"kubelet podsPerCore on Bottlerocket", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.podsPerCore not applied by the Bottlerocket AMI family", "bottlerocket@latest",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"podsPerCore":2}`) }},
+		{"kubelet two DNS addresses on Windows", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.clusterDNS: the Windows2022 AMI family takes one address, 2 were set", "windows2022@latest",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"clusterDNS":["10.0.0.10","10.0.0.11"]}`) }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			f := setup(t)
+			nc := newNodeClass("spec-problem")
+			if c.family != "" {
+				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{Alias: c.family}}
+			}
+			c.mutate(nc)
+			ExpectApplied(f.ctx, t, e.Client, nc)
+			nc = f.reconcile(t, nc)
+			expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, c.reason, c.message)
+			if r := nc.StatusConditions().Get(status.ConditionReady); !r.IsFalse() {
+				t.Errorf("Ready %+v, want False", r)
+			}
+			if n := f.aws.Calls("ec2", "CreateFleet") + f.aws.Calls("ec2", "RunInstances") + f.aws.Calls("ec2", "CreateLaunchTemplate"); n != 0 {
+				t.Errorf("%d dry runs for a class that cannot launch", n)
+			}
+		})
+	}
+}
+
+// What the build carries is accepted: pass-through kubelet fields on
+// AL2023, and the launch options that go into the launch template.
+func TestSupportedSpecIsReady(t *testing.T) {
+	f := setup(t)
+	nc := newNodeClass("supported")
+	nc.Spec.Kubelet = kubelet(t, `{"maxPods":58,"shutdownGracePeriod":"45s","featureGates":{"InPlacePodVerticalScaling":true},"evictionSoft":{"memory.available":"5%"},"evictionSoftGracePeriod":{"memory.available":"1m"}}`)
+	nc.Spec.ConnectionTracking = &v1.ConnectionTracking{UDPTimeout: ptr.To(int32(30))}
+	nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: true}
+	nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("enabled")}
+	nc.Spec.IPPrefixCount = ptr.To(int32(2))
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = f.reconcile(t, nc)
+	expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, v1.ConditionTypeValidationSucceeded, "")
+	expectCondition(t, nc, status.ConditionReady, metav1.ConditionTrue, status.ConditionReady, "")
+
+	// A kubelet object that no typed view can read still round-trips
+	// through the API server and the informer-facing client.
+	stored := ExpectExists(f.ctx, t, e.Client, &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
+	stored.Spec.Kubelet = kubelet(t, `{"maxPods":"abc","podsPerCore":"x"}`)
+	ExpectApplied(f.ctx, t, e.Client, stored)
+	got := ExpectExists(f.ctx, t, e.Client, &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
+	if string(got.Spec.Kubelet.Extra["maxPods"].Raw) != `"abc"` {
+		t.Errorf("stored kubelet %s", got.Spec.Kubelet.String())
+	}
+	nc = f.reconcile(t, got)
+	expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods")
+}
