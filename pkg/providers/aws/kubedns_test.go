@@ -126,9 +126,12 @@ func launchThroughTheBundle(t *testing.T) (*awsemulator.NodeBootstrap, *logLines
 		nc = got
 		return nil
 	})
-	if _, err := bundle.CloudProvider.Create(ctx, launchtest.NodeClaim("default-dns01", nc, []string{v1.CapacityTypeOnDemand}, "m5.large")); err != nil {
-		t.Fatal(err)
-	}
+	// The provider reads the class through its own cache, which may not
+	// have seen it Ready yet: a launch then waits (NodeClassReadinessUnknown).
+	Eventually(t, 30*time.Second, func() error {
+		_, err := bundle.CloudProvider.Create(ctx, launchtest.NodeClaim("default-dns01", nc, []string{v1.CapacityTypeOnDemand}, "m5.large"))
+		return err
+	})
 	instances := em.Instances()
 	if len(instances) != 1 {
 		t.Fatalf("%d instances launched, want 1", len(instances))

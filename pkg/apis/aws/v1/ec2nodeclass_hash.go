@@ -9,9 +9,11 @@ import (
 
 // Hash of the EC2NodeClass's static spec fields, stamped on NodeClaims as
 // karpenter.k8s.aws/ec2nodeclass-hash so that a changed class drifts its
-// nodes. As upstream, the fields tagged hash:"ignore" are left out: selector
-// terms drift through what they resolve to (status), the AMI family through
-// the AMIs, the kubelet settings through their own checks. Zero values and
+// nodes. As upstream, the fields tagged hash:"ignore" are left out (selector
+// terms drift through what they resolve to, in status; the AMI family through
+// the AMIs), and the kubelet configuration is hashed as its JSON with sorted
+// keys, so that any kubelet change, a passed-through field included, drifts
+// the class's nodes as upstream's does. Zero values and
 // empty lists hash as absent, and block device mappings are a set. A change of
 // this function's output for an unchanged spec needs a new
 // EC2NodeClassHashVersion, so an upgrade does not roll the fleet.
@@ -21,6 +23,10 @@ func (in *EC2NodeClass) Hash() string {
 	spec.SecurityGroupSelectorTerms = nil
 	spec.AMISelectorTerms = nil
 	spec.AMIFamily = nil
+	kubelet := ""
+	if spec.Kubelet != nil && spec.Kubelet.String() != "{}" {
+		kubelet = spec.Kubelet.String()
+	}
 	spec.Kubelet = nil
 	spec.IPPrefixCount = nil
 	spec.CapacityReservationSelectorTerms = nil
@@ -46,9 +52,10 @@ func (in *EC2NodeClass) Hash() string {
 	sort.Strings(bdms)
 	spec.BlockDeviceMappings = nil
 	data, _ := json.Marshal(struct {
-		Spec *EC2NodeClassSpec `json:"spec"`
-		BDMs []string          `json:"bdms,omitempty"`
-	}{spec, bdms})
+		Spec    *EC2NodeClassSpec `json:"spec"`
+		BDMs    []string          `json:"bdms,omitempty"`
+		Kubelet string            `json:"kubelet,omitempty"`
+	}{spec, bdms, kubelet})
 	h := fnv.New64a()
 	_, _ = h.Write(data)
 	return strconv.FormatUint(h.Sum64(), 10)

@@ -108,7 +108,8 @@ const (
 	// by upstream Karpenter must read as "another version" (the class's
 	// NodeClaims are re-stamped) rather than as drifted, which would replace
 	// every node of a cluster switching over. Same scheme as the NodePool's.
-	EC2NodeClassHashVersion = "kgo-v1"
+	// kgo-v2 added spec.kubelet to the hash.
+	EC2NodeClassHashVersion = "kgo-v2"
 	// AnnotationInstanceTagged marks a NodeClaim whose instance got its
 	// post-registration tags (Name, karpenter.sh/nodeclaim).
 	AnnotationInstanceTagged = Group + "/tagged"
