@@ -69,10 +69,7 @@ var notBuilt = map[string]string{
 // pending lists upstream families whose feature exists here but which are
 // not exported yet, each with what is missing. They are reported in the table
 // as PENDING; the list is meant to shrink to nothing.
-var pending = map[string]string{
-	// AWS provider internals.
-	"karpenter_ec2nodeclasses_userdata_bytes": "AWS user data size gauge",
-}
+var pending = map[string]string{}
 
 // variableLabels reads a descriptor's variable label names from its String
 // form (Desc keeps them private).

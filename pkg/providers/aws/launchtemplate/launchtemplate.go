@@ -191,6 +191,9 @@ func (p *Provider) ensure(ctx context.Context, name, nodeClass string, lt *amifa
 }
 
 func (p *Provider) createOrFind(ctx context.Context, name, nodeClass string, lt *amifamily.LaunchTemplate) (string, error) {
+	// Measured before the create, so that user data EC2 refuses as too
+	// large is still reported.
+	userDataBytes.WithLabelValues(nodeClass).Set(float64(len(lt.UserData)))
 	out, err := p.ec2.CreateLaunchTemplate(ctx, p.createInput(name, nodeClass, lt))
 	if err == nil {
 		log.FromContext(ctx).V(1).Info("created launch template", "name", name, "id", aws.ToString(out.LaunchTemplate.LaunchTemplateId))
@@ -465,6 +468,7 @@ func (p *Provider) DeleteAll(ctx context.Context, nc *awsv1.EC2NodeClass) error 
 			}
 		}
 	}
+	userDataBytes.DeleteLabelValues(nc.Name)
 	return errors.Join(errs...)
 }
 

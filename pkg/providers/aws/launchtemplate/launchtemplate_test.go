@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/eks"
 	"k8s.io/apimachinery/pkg/api/resource"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 
@@ -85,9 +86,15 @@ func TestDeleteAll(t *testing.T) {
 	if len(lts) < 2 {
 		t.Fatalf("%d launch templates for two classes, want at least 2", len(lts))
 	}
+	if b := userDataBytes(t, "default"); b <= 0 {
+		t.Errorf("karpenter_ec2nodeclasses_userdata_bytes{nodeclass=default} %v after a launch template was created, want its size", b)
+	}
 	nc := env.NodeClass(t, "default")
 	if err := env.LaunchTemplates.DeleteAll(context.Background(), nc); err != nil {
 		t.Fatal(err)
+	}
+	if b := userDataBytes(t, "default"); b != -1 {
+		t.Errorf("the deleted class keeps a user data size series (%v)", b)
 	}
 	for _, lt := range env.Emulator.LaunchTemplates() {
 		if lt.Tags["karpenter.k8s.aws/ec2nodeclass"] == "default" {
@@ -174,4 +181,25 @@ func TestClassLaunchOptionsReachTheTemplate(t *testing.T) {
 	if err != nil || inst == nil {
 		t.Fatalf("launch with the options: %v", err)
 	}
+}
+
+// userDataBytes reads karpenter_ec2nodeclasses_userdata_bytes of a class; -1
+// when it has no series.
+func userDataBytes(t *testing.T, class string) float64 {
+	t.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "karpenter_ec2nodeclasses_userdata_bytes" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if m.GetLabel()[0].GetValue() == class {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return -1
 }
