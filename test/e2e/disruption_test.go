@@ -150,6 +150,7 @@ func TestDisruptionConsolidation(t *testing.T) {
 	}
 	expectMaxDisrupting(t, w, 1, 5)
 	w.Assert(t)
+	expectUpstreamMetricFamilies(t, e, 60)
 }
 
 // TestDisruptionDrift: a label added to the NodePool's template drifts every
