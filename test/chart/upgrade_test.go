@@ -1,0 +1,205 @@
+package chart_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	autoscalingv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/autoscaling/v1beta1"
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
+	"github.com/karpenter-go/karpenter/pkg/test/env"
+	"github.com/karpenter-go/karpenter/pkg/test/upstream"
+)
+
+// One object of each of the five kinds upstream's CRD chart installs, as an
+// upstream user has them.
+var upgradeObjects = []string{`
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: default}
+spec:
+  disruption: {consolidationPolicy: Balanced}
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements:
+      - {key: karpenter.k8s.aws/instance-cpu, operator: Gte, values: ["4"]}
+`, `
+apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: static}
+spec:
+  replicas: 2
+  template:
+    spec:
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      requirements: []
+`, `
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata: {name: default-abcde}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+  requirements:
+  - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+`, `
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: default}
+spec:
+  role: KarpenterNodeRole-dev
+  amiSelectorTerms: [{alias: al2023@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: dev}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: dev}}]
+  kubelet: {maxPods: 110, shutdownGracePeriod: 30s}
+  cpuOptions: {nestedVirtualization: enabled}
+`, `
+apiVersion: karpenter.sh/v1alpha1
+kind: NodeOverlay
+metadata: {name: discount}
+spec:
+  priceAdjustment: "-10%"
+  requirements:
+  - {key: karpenter.k8s.aws/instance-family, operator: In, values: [m5]}
+`, `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: spare, namespace: default}
+spec:
+  podTemplateRef: {name: buffer-pods}
+  replicas: 3
+`}
+
+// TestUpgradeFromUpstreamsCRDChartLosesNothing: upstream v1.15.2's
+// karpenter-crd chart is installed with helm, one object of each of its five
+// kinds is created, the release is upgraded to our chart and rolled back to
+// upstream's. After each step every CRD and every object is still there with
+// the same spec, and after the upgrade our typed client reads each of them.
+func TestUpgradeFromUpstreamsCRDChartLosesNothing(t *testing.T) {
+	ctx := context.Background()
+	api := env.StartT(t, env.WithCRDs())
+	kubeconfig := writeKubeconfig(t, api)
+	modDir, err := upstream.Dir(e.Root, "github.com/aws/karpenter-provider-aws", "v1.15.2", "charts/karpenter-crd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	helmIn := func(args ...string) {
+		t.Helper()
+		out, err := runHelm(t, append(args, "--kubeconfig", kubeconfig, "--namespace", "karpenter", "--wait", "--timeout", "2m")...)
+		if err != nil {
+			t.Fatalf("helm %v: %v\n%s", args, err, out)
+		}
+	}
+	helmIn("install", "karpenter-crd", modDir, "--create-namespace")
+	waitCRDsEstablished(t, api, 5)
+
+	var want []*unstructured.Unstructured
+	for _, doc := range upgradeObjects {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := api.Client.Create(ctx, u); err != nil {
+			t.Fatalf("creating %s %s under upstream's CRDs: %v", u.GetKind(), u.GetName(), err)
+		}
+		want = append(want, u)
+	}
+	expectAll := func(step string) {
+		t.Helper()
+		waitCRDsEstablished(t, api, 5)
+		for _, w := range want {
+			got := &unstructured.Unstructured{}
+			got.SetGroupVersionKind(w.GroupVersionKind())
+			if err := api.Client.Get(ctx, types.NamespacedName{Namespace: w.GetNamespace(), Name: w.GetName()}, got); err != nil {
+				t.Fatalf("%s: %s %s: %v", step, w.GetKind(), w.GetName(), err)
+			}
+			if !reflect.DeepEqual(got.Object["spec"], w.Object["spec"]) {
+				t.Errorf("%s: %s %s spec changed:\n%v\nwas\n%v", step, w.GetKind(), w.GetName(), got.Object["spec"], w.Object["spec"])
+			}
+		}
+	}
+	expectAll("under upstream's chart")
+
+	helmIn("upgrade", "karpenter-crd", chartDir("karpenter-crd"))
+	expectAll("after the upgrade to ours")
+	for _, obj := range []client.Object{&v1.NodePool{}, &v1.NodeClaim{}, &awsv1.EC2NodeClass{}, &v1alpha1.NodeOverlay{}, &autoscalingv1beta1.CapacityBuffer{}} {
+		list := &unstructured.UnstructuredList{}
+		gvk, err := api.Client.GroupVersionKindFor(obj)
+		if err != nil {
+			t.Fatal(err)
+		}
+		list.SetGroupVersionKind(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
+		if err := api.Client.List(ctx, list); err != nil || len(list.Items) == 0 {
+			t.Fatalf("after the upgrade: listing %s: %d items, %v", gvk.Kind, len(list.Items), err)
+		}
+		typed := obj.DeepCopyObject().(client.Object)
+		item := list.Items[0]
+		if err := api.Client.Get(ctx, types.NamespacedName{Namespace: item.GetNamespace(), Name: item.GetName()}, typed); err != nil {
+			t.Errorf("after the upgrade: our types cannot read %s %s: %v", gvk.Kind, item.GetName(), err)
+		}
+	}
+	np := &v1.NodePool{}
+	if err := api.Client.Get(ctx, types.NamespacedName{Name: "static"}, np); err != nil || np.Spec.Replicas == nil || *np.Spec.Replicas != 2 {
+		t.Errorf("after the upgrade: static NodePool %+v, %v", np.Spec.Replicas, err)
+	}
+
+	helmIn("rollback", "karpenter-crd", "1")
+	expectAll("after the rollback to upstream's chart")
+}
+
+// waitCRDsEstablished polls until n CRDs are established.
+func waitCRDsEstablished(t *testing.T, api *env.Environment, n int) {
+	t.Helper()
+	established := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		list := &apiextensionsv1.CustomResourceDefinitionList{}
+		if err := api.Client.List(ctx, list); err != nil {
+			return false, err
+		}
+		established = 0
+		for _, c := range list.Items {
+			for _, cond := range c.Status.Conditions {
+				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
+					established++
+				}
+			}
+		}
+		return established >= n, nil
+	})
+	if err != nil {
+		t.Fatalf("%d of %d CRDs established: %v", established, n, err)
+	}
+}
+
+// writeKubeconfig writes a kubeconfig for the environment's admin client.
+func writeKubeconfig(t *testing.T, api *env.Environment) string {
+	t.Helper()
+	cfg := api.Config
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["envtest"] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData}
+	kc.AuthInfos["admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: cfg.CertData, ClientKeyData: cfg.KeyData, Token: cfg.BearerToken}
+	kc.Contexts["envtest"] = &clientcmdapi.Context{Cluster: "envtest", AuthInfo: "admin"}
+	kc.CurrentContext = "envtest"
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := clientcmd.WriteToFile(*kc, path); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
