@@ -41,6 +41,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/controllers/staticcapacity"
 	"github.com/karpenter-go/karpenter/pkg/operator"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 	"github.com/karpenter-go/karpenter/pkg/state"
@@ -84,6 +85,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		// provisioning and disruption alike.
 		DefaultTopologySpread: d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(),
 		SimulateDRARequests:   !d.Options.IgnoreDRARequests,
+		StaticCapacity:        d.Options.FeatureGate(options.FeatureStaticCapacity),
 	})
 	if defaults := d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(); len(defaults) > 0 {
 		mgr.GetLogger().Info("scheduler-config is set: pods that declare no topology spread constraints are simulated with these defaults", "default-topology-spread-constraints", defaults)
@@ -104,7 +106,11 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		all = append(all, metrics...)
 	}
 	all = append(all, NodeLifecycle(d.KubeClient, cp, d.Clock, d.Recorder)...)
-	all = append(all, NodePools(d.KubeClient, cp, d.Clock)...)
+	static := d.Options.FeatureGate(options.FeatureStaticCapacity)
+	all = append(all, NodePools(d.KubeClient, cp, d.Clock, static)...)
+	if static {
+		all = append(all, cloudprovider.Registerer(staticcapacity.NewController(d.KubeClient, d.Cluster, prov, d.Clock).Register))
+	}
 	// Machines of an upstream v0.31 install, until they are migrated.
 	all = append(all, legacy.Controllers(d.KubeClient, cp, prov, d.Cluster, d.Clock, d.Recorder)...)
 
@@ -169,11 +175,13 @@ func NodeLifecycle(kube client.Client, cp cloudprovider.CloudProvider, clk clock
 
 // NodePools are the NodePool controllers: resource counter, NodeClassReady,
 // validation and the hash annotations.
-func NodePools(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clock) []cloudprovider.Controller {
+func NodePools(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, staticCapacity bool) []cloudprovider.Controller {
+	validation := nodepool.NewValidation(kube, clk)
+	validation.StaticCapacity = staticCapacity
 	return []cloudprovider.Controller{
 		cloudprovider.Registerer(nodepool.NewCounter(kube, clk).Register),
 		cloudprovider.Registerer(nodepool.NewReadiness(kube, cp, clk).Register),
-		cloudprovider.Registerer(nodepool.NewValidation(kube, clk).Register),
+		cloudprovider.Registerer(validation.Register),
 		cloudprovider.Registerer(nodepool.NewHashController(kube).Register),
 	}
 }

@@ -24,6 +24,9 @@ func wantsConsolidation(n *node) (bool, *block) {
 		return false, nil
 	}
 	d := &n.pool.NodePool.Spec.Disruption
+	if n.pool.NodePool.Spec.Replicas != nil {
+		return false, staticBlock(n)
+	}
 	if d.ConsolidateAfter.Duration == nil {
 		return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s has consolidation disabled (consolidateAfter: Never)", n.pool.NodePool.Name)}
 	}

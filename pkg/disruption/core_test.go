@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
@@ -424,6 +425,17 @@ func TestSingleNodeConsolidation(t *testing.T) {
 			w.pool("default", standardTypes(), balanced)
 			w.node("a", "default", "l")
 		}, expect{method: disruption.MethodEmptiness, candidates: []string{"a"}}},
+
+		{"a static pool's empty node stays", func(w *world) {
+			w.pool("default", standardTypes(), fixtures.NodePoolFunc(func(np *v1.NodePool) { np.Spec.Replicas = ptr.To[int64](1) }))
+			w.node("a", "default", "l")
+		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeConsolidationDisabled}, explained: map[string]string{"a": "nodepool default is static: its node count is spec.replicas (1)"}}},
+
+		{"a static pool's underused node is not consolidated", func(w *world) {
+			w.pool("default", standardTypes(), fixtures.NodePoolFunc(func(np *v1.NodePool) { np.Spec.Replicas = ptr.To[int64](2) }))
+			a := w.node("a", "default", "l")
+			w.pod(a, "web", "100m")
+		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeConsolidationDisabled}, explained: map[string]string{"a": "is static"}}},
 
 		{"consolidateAfter Never", func(w *world) {
 			w.pool("default", standardTypes(), never)

@@ -25,10 +25,19 @@ func (emptiness) graceful() bool              { return true }
 func (emptiness) revalidate(*pass, []*node, *Decision) (bool, string) { return true, "" }
 
 // wants consolidatable nodes without reschedulable pods in NodePools that
-// consolidate at all (consolidateAfter is not Never).
+// consolidate at all (consolidateAfter is not Never). A static NodePool's
+// nodes stay, empty or not: their count is its spec.replicas.
 func (emptiness) wants(n *node) (bool, *block) {
 	d := &n.pool.NodePool.Spec.Disruption
+	if n.consolidatable && n.empty() && n.pool.NodePool.Spec.Replicas != nil {
+		return false, staticBlock(n)
+	}
 	return n.consolidatable && d.ConsolidateAfter.Duration != nil && n.empty(), nil
+}
+
+// staticBlock explains why consolidation leaves a static NodePool's node.
+func staticBlock(n *node) *block {
+	return &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s is static: its node count is spec.replicas (%d), which only the user changes", n.pool.NodePool.Name, *n.pool.NodePool.Spec.Replicas)}
 }
 
 func (m emptiness) decide(p *pass) *Decision {

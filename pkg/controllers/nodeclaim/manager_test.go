@@ -41,7 +41,7 @@ func TestControllersUnderAManager(t *testing.T) {
 	if err := controllers.RegisterEach(ctx, mgr, controllers.NodeLifecycle(mgr.GetClient(), cp, clk, mgr.GetEventRecorderFor("karpenter"))...); err != nil { //nolint:staticcheck
 		t.Fatal(err)
 	}
-	if err := controllers.RegisterEach(ctx, mgr, controllers.NodePools(mgr.GetClient(), cp, clk)...); err != nil {
+	if err := controllers.RegisterEach(ctx, mgr, controllers.NodePools(mgr.GetClient(), cp, clk, false)...); err != nil {
 		t.Fatal(err)
 	}
 	if err := kwok.NewNodeClassController(mgr.GetClient(), clk).Register(ctx, mgr); err != nil {

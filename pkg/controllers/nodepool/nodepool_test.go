@@ -268,10 +268,10 @@ func TestValidationSaysZeroLimitAdmitsNoNode(t *testing.T) {
 	}
 }
 
-// Static NodePools and the Balanced policy are stored (upstream's manifests
-// apply) but not built: the NodePool stays Ready and ValidationSucceeded's
-// reason and message say what this version does instead.
-func TestValidationSaysWhatIsNotBuilt(t *testing.T) {
+// A static NodePool while the StaticCapacity gate is off, and the Balanced
+// policy (stored, not built yet): the NodePool stays Ready and
+// ValidationSucceeded's reason and message say what this version does.
+func TestValidationSaysWhatStaticAndBalancedPoolsDo(t *testing.T) {
 	ctx, clk := setup(t)
 	validation := nodepool.NewValidation(e.Client, clk)
 	static := nodePool("static", "default")
@@ -284,7 +284,7 @@ func TestValidationSaysWhatIsNotBuilt(t *testing.T) {
 		reason  string
 		message string
 	}{
-		{static, nodepool.ReasonStaticCapacityNotSupported, "spec.replicas is 3: static NodePools are not built in this version; it launches no node"},
+		{static, nodepool.ReasonStaticCapacityDisabled, "spec.replicas is 3: the StaticCapacity feature gate is off: a static NodePool launches no node"},
 		{balanced, nodepool.ReasonBalancedNotSupported, "spec.disruption.consolidationPolicy is Balanced: Balanced scoring is not built in this version, so only empty nodes are consolidated"},
 	} {
 		ExpectReconciled(ctx, t, validation, tc.np)

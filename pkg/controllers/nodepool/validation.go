@@ -26,6 +26,9 @@ import (
 type Validation struct {
 	kubeClient client.Client
 	clock      clock.Clock
+	// StaticCapacity is the StaticCapacity feature gate: without it a static
+	// NodePool launches nothing, which its condition says.
+	StaticCapacity bool
 }
 
 // NewValidation returns the validation controller.
@@ -47,9 +50,9 @@ func (v *Validation) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			reason = "InvalidDisruptionBudget"
 		}
 		conds.SetFalse(v1.ConditionTypeValidationSucceeded, reason, err.Error())
-	} else if np.Spec.Replicas != nil {
-		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonStaticCapacityNotSupported,
-			fmt.Sprintf("spec.replicas is %d: %s", *np.Spec.Replicas, v1.StaticNotBuilt))
+	} else if np.Spec.Replicas != nil && !v.StaticCapacity {
+		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonStaticCapacityDisabled,
+			fmt.Sprintf("spec.replicas is %d: %s", *np.Spec.Replicas, v1.StaticGateOff))
 	} else if np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced {
 		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonBalancedNotSupported,
 			"spec.disruption.consolidationPolicy is Balanced: "+v1.BalancedNotBuilt)
@@ -68,9 +71,10 @@ func (v *Validation) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // whose limits keep every node out (cpu, memory or nodes at 0).
 const ReasonLimitsAdmitNoNode = "LimitsAdmitNoNode"
 
-// ReasonStaticCapacityNotSupported is ValidationSucceeded's reason on a valid
-// static NodePool (spec.replicas set): it launches nothing in this version.
-const ReasonStaticCapacityNotSupported = "StaticCapacityNotSupported"
+// ReasonStaticCapacityDisabled is ValidationSucceeded's reason on a valid
+// static NodePool (spec.replicas set) while the StaticCapacity feature gate is
+// off: it launches nothing, as upstream's.
+const ReasonStaticCapacityDisabled = "StaticCapacityDisabled"
 
 // ReasonBalancedNotSupported is ValidationSucceeded's reason on a valid
 // NodePool whose consolidationPolicy is Balanced: only its empty nodes are

@@ -60,6 +60,9 @@ type Options struct {
 	// constraints (SCHEDULER_CONFIG): the solver input gives them to pods that
 	// declare none (see defaultspread).
 	DefaultTopologySpread []corev1.TopologySpreadConstraint
+	// StaticCapacity is the StaticCapacity feature gate: static NodePools'
+	// nodes come from the static controller (pkg/controllers/static).
+	StaticCapacity bool
 	// SimulateDRARequests is IGNORE_DRA_REQUESTS=false (see
 	// scheduling.Options.SimulateDRARequests). Unset, upstream's default, pods
 	// with Dynamic Resource Allocation requests launch nothing: each is told
@@ -421,7 +424,11 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, []
 		if np.Spec.Replicas != nil {
 			// Static NodePools never take part in provisioning for pods, as
 			// upstream; keeping their replicas is not built yet.
-			skip(np, fmt.Sprintf("nodepool %s is static (spec.replicas: %d): %s", np.Name, *np.Spec.Replicas, v1.StaticNotBuilt))
+			why := v1.StaticGateOff
+			if p.opts.StaticCapacity {
+				why = "its nodes come from spec.replicas, not from pending pods"
+			}
+			skip(np, fmt.Sprintf("nodepool %s is static (spec.replicas: %d): %s", np.Name, *np.Spec.Replicas, why))
 			continue
 		}
 		its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
@@ -732,4 +739,25 @@ func ExportNodePoolMetrics(cluster *state.Cluster) {
 			NodePoolLimit.WithLabelValues(np.Name, string(name)).Set(q.AsApproximateFloat64())
 		}
 	}
+}
+
+// CreateStatic creates n NodeClaims of the static NodePool np, each for any
+// instance type the pool admits (cheapest first), through the same path as
+// the provisioner's own: recorded in cluster state at once, so that the next
+// count includes them, and counted in karpenter_nodeclaims_created_total.
+func (p *Provisioner) CreateStatic(ctx context.Context, np *v1.NodePool, n int) ([]*v1.NodeClaim, error) {
+	its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+	if err != nil {
+		return nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
+	}
+	claim, ok := adaptNodePool(np, its, nil).StaticClaim(0)
+	if !ok {
+		p.publisher.Publish(noCompatibleInstanceTypesEvent(np, false))
+		return nil, fmt.Errorf("nodepool %s admits no instance type with an available offering", np.Name)
+	}
+	claims := make([]*scheduling.NewClaim, n)
+	for i := range claims {
+		claims[i] = claim
+	}
+	return p.create(ctx, map[string]*v1.NodePool{np.Name: np}, claims)
 }

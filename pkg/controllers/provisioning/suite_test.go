@@ -679,7 +679,7 @@ func TestStaticNodePoolLaunchesNothingForPods(t *testing.T) {
 		t.Fatalf("launched %d nodeclaims from a static NodePool", len(res.NodeClaims))
 	}
 	got := f.failedScheduling()
-	if len(got) != 1 || !strings.Contains(got[0], "nodepool static is static (spec.replicas: 2): static NodePools are not built in this version") {
+	if len(got) != 1 || !strings.Contains(got[0], "nodepool static is static (spec.replicas: 2): the StaticCapacity feature gate is off") {
 		t.Fatalf("events %q", got)
 	}
 }

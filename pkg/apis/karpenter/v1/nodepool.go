@@ -71,8 +71,8 @@ type NodePoolSpec struct {
 	// nodes, whatever the pods need, instead of launching for pending pods.
 	// A NodePool is static or dynamic for its whole life. Static NodePools take
 	// effect with the StaticCapacity feature gate; without it (the default) a
-	// static NodePool launches nothing, and its ValidationSucceeded condition
-	// says so.
+	// static NodePool launches nothing, as upstream's, and its
+	// ValidationSucceeded condition says so.
 	// +kubebuilder:validation:Minimum:=0
 	// +optional
 	Replicas *int64 `json:"replicas,omitempty"`
@@ -98,12 +98,13 @@ const (
 	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
-// BalancedNotBuilt and StaticNotBuilt say, in conditions, explanations and
-// logs, what this version does with the two NodePool settings it stores but
-// does not implement yet.
+// BalancedNotBuilt says, in conditions, explanations and logs, what this
+// version does with the Balanced policy, which it stores but does not
+// implement yet; StaticGateOff what a static NodePool does while the
+// StaticCapacity feature gate is off.
 const (
 	BalancedNotBuilt = "Balanced scoring is not built in this version, so only empty nodes are consolidated (what WhenEmpty does, a subset of what Balanced allows)"
-	StaticNotBuilt   = "static NodePools are not built in this version; it launches no node and pending pods are not provisioned on it (as upstream does with the StaticCapacity feature gate off)"
+	StaticGateOff    = "the StaticCapacity feature gate is off: a static NodePool launches no node and pending pods are not provisioned on it, as upstream's"
 )
 
 // DisruptionReason names why Karpenter disrupts a node; budgets may apply to
