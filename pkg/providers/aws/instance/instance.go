@@ -28,9 +28,9 @@ import (
 // Instance is an EC2 instance as Karpenter sees it.
 type Instance struct {
 	ID, Type, ImageID, Zone, ZoneID, CapacityType, SubnetID, State, PrivateDNSName, CapacityReservationID string
-	SecurityGroupIDs                                                                              []string
-	LaunchTime                                                                                    time.Time
-	Tags                                                                                          map[string]string
+	SecurityGroupIDs                                                                                      []string
+	LaunchTime                                                                                            time.Time
+	Tags                                                                                                  map[string]string
 }
 
 // ProviderID is aws:///<zone>/<id>.
