@@ -1,6 +1,8 @@
 package imagebuild_test
 
 import (
+	"io"
+	"log"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -27,7 +29,7 @@ func TestReleasePushesTheImageAndTheChartsPinnedByDigest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true)))
+	srv := httptest.NewServer(registry.New(registry.WithReferrersSupport(true), registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(srv.Close)
 	reg := strings.TrimPrefix(srv.URL, "http://") + "/karpenter-go"
 	helmBin, err := helm.Binary()
