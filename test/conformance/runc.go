@@ -140,7 +140,6 @@ func (n *ControllerNode) startContainer(ctx context.Context, pp *podProcess) err
 			"cwd": nonEmpty(n.imageConfig.Config.WorkingDir, "/"), "noNewPrivileges": noNewPrivs,
 			// drop: ["ALL"]: no capability in any set.
 			"capabilities": map[string]any{"bounding": []string{}, "effective": []string{}, "permitted": []string{}, "inheritable": []string{}, "ambient": []string{}},
-			"rlimits":      []map[string]any{{"type": "RLIMIT_NOFILE", "hard": 65536, "soft": 65536}},
 		},
 		"root":     map[string]any{"path": n.rootfs, "readonly": readOnly},
 		"hostname": pod.Name,
