@@ -361,16 +361,22 @@ func (n *ControllerNode) startProcess(ctx context.Context, pp *podProcess) error
 		return err
 	}
 	pp.proc, pp.started = p, time.Now()
+	pp.mapPorts(portVars)
+	return nil
+}
+
+// mapPorts maps the pod's declared metrics and health ports (portVars, from
+// containerEnv) to the local ports its process listens on.
+func (pp *podProcess) mapPorts(portVars map[string]int32) {
 	pp.ports = map[int32]int{}
 	for name, port := range portVars {
 		switch name {
 		case "METRICS_PORT":
-			pp.ports[port] = p.MetricsPort
+			pp.ports[port] = pp.proc.MetricsPort
 		case "HEALTH_PROBE_PORT":
-			pp.ports[port] = p.HealthPort
+			pp.ports[port] = pp.proc.HealthPort
 		}
 	}
-	return nil
 }
 
 // containerEnv resolves the container's environment the way a kubelet would

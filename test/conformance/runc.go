@@ -96,7 +96,7 @@ func (n *ControllerNode) startContainer(ctx context.Context, pp *podProcess) err
 	if err != nil {
 		return err
 	}
-	env, _ := containerEnv(pod, ctr)
+	env, portVars := containerEnv(pod, ctr)
 	env = append(append(append([]string{}, n.imageConfig.Config.Env...), env...),
 		"METRICS_PORT="+strconv.Itoa(metrics), "HEALTH_PROBE_PORT="+strconv.Itoa(health),
 		"KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
@@ -166,16 +166,7 @@ func (n *ControllerNode) startContainer(ctx context.Context, pp *podProcess) err
 		return err
 	}
 	pp.proc, pp.started, pp.container = p, time.Now(), id
-	pp.ports = map[int32]int{}
-	_, portVars := containerEnv(pod, ctr)
-	for name, port := range portVars {
-		switch name {
-		case "METRICS_PORT":
-			pp.ports[port] = metrics
-		case "HEALTH_PROBE_PORT":
-			pp.ports[port] = health
-		}
-	}
+	pp.mapPorts(portVars)
 	return nil
 }
 
