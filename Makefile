@@ -10,7 +10,7 @@ BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
 
-.PHONY: all run test test-race helm cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-vs-upstream bench-scale kubectl-karpenter conformance
+.PHONY: all run test test-race helm image release cluster cluster-bins cluster-down generate verify vet bench-scheduling bench-disruption bench-vs-upstream bench-scale kubectl-karpenter conformance
 
 all: test
 
@@ -24,6 +24,17 @@ cluster-bins: $(CLUSTER)
 ## helm: build the helm CLI from its Go module into bin/helm (cached; hack/helm pins the version)
 helm:
 	@hack/helm/build.sh
+
+## image: build the controller image (karpenter, karpenter-convert, kubectl-karpenter; linux/amd64 + linux/arm64) from source into the OCI layout bin/image/current/layout (cached by a content stamp)
+image:
+	go run ./hack/image
+
+## release: push the image and both charts (the image pinned by digest) to REGISTRY=host/path, as VERSION (default: the chart's appVersion)
+REGISTRY ?=
+VERSION ?=
+release: helm
+	@test -n "$(REGISTRY)" || { echo "make release REGISTRY=host/path [VERSION=x.y.z]" >&2; exit 2; }
+	go run ./hack/image -release '$(REGISTRY)' -version '$(VERSION)'
 
 ## cluster: run a local control plane with KWOK until Ctrl-C (state in .local/)
 cluster: cluster-bins

@@ -44,8 +44,12 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 )
 
-// Version is set at build time (-ldflags -X).
-var Version = "dev"
+// Version and Commit are set at build time (-ldflags -X); Commit falls back to
+// the VCS revision Go stamps into a build made inside a git checkout.
+var (
+	Version = "dev"
+	Commit  = ""
+)
 
 var buildInfo = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Namespace: "karpenter", Name: "build_info",
@@ -382,6 +386,9 @@ func goVersion() string {
 }
 
 func commit() string {
+	if Commit != "" {
+		return Commit
+	}
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, s := range bi.Settings {
 			if s.Key == "vcs.revision" {

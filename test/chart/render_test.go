@@ -88,7 +88,7 @@ func TestRenderDefaults(t *testing.T) {
 			t.Error("ServiceMonitor rendered although serviceMonitor.enabled is false")
 		}
 	}
-	if img := firstContainer(t, deploy)["image"]; img != "public.ecr.aws/karpenter/controller:1.14.0" {
+	if img := firstContainer(t, deploy)["image"]; img != "ghcr.io/karpenter-go/karpenter/controller:1.14.0" {
 		t.Errorf("image %v, want the appVersion tag", img)
 	}
 }

@@ -35,6 +35,8 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
@@ -54,8 +56,12 @@ type ControllerNode struct {
 	AdminKubeconfig string
 	// Binary is the controller; Dir holds its logs and kubeconfigs.
 	Binary string
-	Dir    string
-	Logf   func(format string, args ...any)
+	// Image, when set, is an OCI image layout (hack/image's): the node runs
+	// its pods from the host platform's image under runc, as a container
+	// runtime would (see startContainer), instead of running Binary.
+	Image string
+	Dir   string
+	Logf  func(format string, args ...any)
 	// ServePodPorts serves the pods' container ports on the host's address
 	// (see podIP): the performance suite reads the controller's metrics
 	// through the API server's pod proxy. Off for the other suites, whose
@@ -70,6 +76,11 @@ type ControllerNode struct {
 
 	mu   sync.Mutex
 	pods map[types.UID]*podProcess
+
+	// runc mode: the runtime binary, the unpacked root filesystem, the image's config.
+	runc        string
+	rootfs      string
+	imageConfig *v1.ConfigFile
 }
 
 // podProcess is one pod's process (its container, restarted in place).
@@ -85,6 +96,8 @@ type podProcess struct {
 	// listeners serve the pod's IP and container ports (see podIP).
 	listeners map[int32]net.Listener
 	log       string
+	// container is the runc container's ID (runc mode).
+	container string
 }
 
 // ControllerNodeTaint keeps every other pod off the node, as the suites expect
@@ -96,6 +109,9 @@ var ControllerNodeTaint = corev1.Taint{Key: "CriticalAddonsOnly", Effect: corev1
 func (n *ControllerNode) Start(ctx context.Context) error {
 	n.pods = map[types.UID]*podProcess{}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
+		return err
+	}
+	if err := n.runcImage(); err != nil {
 		return err
 	}
 	cert, err := selfSignedCert()
@@ -135,6 +151,7 @@ func (n *ControllerNode) Stop() {
 	defer n.mu.Unlock()
 	for _, pp := range n.pods {
 		_ = pp.proc.Stop(30 * time.Second)
+		n.removeContainer(pp)
 		pp.closeListeners()
 	}
 	if n.server != nil {
@@ -227,7 +244,7 @@ func (n *ControllerNode) syncPods(ctx context.Context) {
 	for uid, pp := range n.pods {
 		if !seen[uid] && !pp.stopping {
 			pp.stopping = true
-			go func() { _ = pp.proc.Stop(30 * time.Second); pp.closeListeners() }()
+			go func() { _ = pp.proc.Stop(30 * time.Second); n.removeContainer(pp); pp.closeListeners() }()
 			delete(n.pods, uid)
 		}
 	}
@@ -262,6 +279,7 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 			}
 			go func() {
 				_ = pp.proc.Stop(grace)
+				n.removeContainer(pp)
 				pp.closeListeners()
 				n.finalDelete(context.Background(), pod)
 				n.mu.Lock()
@@ -283,6 +301,7 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 		n.mu.Unlock()
 	case pp.proc.Exited():
 		// restartPolicy Always: the container is restarted in place.
+		n.removeContainer(pp)
 		pp.restarts++
 		if err := n.startProcess(ctx, pp); err != nil {
 			n.Logf("controller node: restarting pod %s/%s: %v", pod.Namespace, pod.Name, err)
@@ -316,11 +335,15 @@ func (n *ControllerNode) finalDelete(ctx context.Context, pod *corev1.Pod) {
 
 // startProcess runs the pod's first container as a process: its literal and
 // downward-API environment, its ServiceAccount's token, free local ports in
-// place of the metrics and health ports it declares.
+// place of the metrics and health ports it declares. With an Image, the
+// container runs from it under runc (startContainer).
 func (n *ControllerNode) startProcess(ctx context.Context, pp *podProcess) error {
 	pod := pp.pod
 	if len(pod.Spec.Containers) == 0 {
 		return fmt.Errorf("no containers")
+	}
+	if n.Image != "" {
+		return n.startContainer(ctx, pp)
 	}
 	ctr := pod.Spec.Containers[0]
 	sa := pod.Spec.ServiceAccountName
@@ -338,16 +361,22 @@ func (n *ControllerNode) startProcess(ctx context.Context, pp *podProcess) error
 		return err
 	}
 	pp.proc, pp.started = p, time.Now()
+	pp.mapPorts(portVars)
+	return nil
+}
+
+// mapPorts maps the pod's declared metrics and health ports (portVars, from
+// containerEnv) to the local ports its process listens on.
+func (pp *podProcess) mapPorts(portVars map[string]int32) {
 	pp.ports = map[int32]int{}
 	for name, port := range portVars {
 		switch name {
 		case "METRICS_PORT":
-			pp.ports[port] = p.MetricsPort
+			pp.ports[port] = pp.proc.MetricsPort
 		case "HEALTH_PROBE_PORT":
-			pp.ports[port] = p.HealthPort
+			pp.ports[port] = pp.proc.HealthPort
 		}
 	}
-	return nil
 }
 
 // containerEnv resolves the container's environment the way a kubelet would
@@ -437,7 +466,10 @@ func (n *ControllerNode) updatePodStatus(ctx context.Context, pod *corev1.Pod, p
 	}
 	ctr := cur.Spec.Containers[0]
 	id := "process://" + ctr.Name
-	if pp.proc != nil {
+	switch {
+	case pp.container != "":
+		id = "runc://" + pp.container
+	case pp.proc != nil:
 		id = fmt.Sprintf("process://%d", pp.proc.Cmd.Process.Pid)
 	}
 	cur.Status.ContainerStatuses = []corev1.ContainerStatus{{

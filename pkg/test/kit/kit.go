@@ -186,26 +186,35 @@ func Build(root, out string) error {
 // logPath, with extra environment variables (KEY=VALUE). The child is killed if
 // this process dies (parent-death signal), so nothing is orphaned.
 func Start(binary, kubeconfig, logPath string, extraEnv ...string) (*Process, error) {
-	p := &Process{LogPath: logPath, done: make(chan error, 1)}
-	var err error
-	if p.MetricsPort, err = FreePort(); err != nil {
+	metrics, err := FreePort()
+	if err != nil {
 		return nil, err
 	}
-	if p.HealthPort, err = FreePort(); err != nil {
+	health, err := FreePort()
+	if err != nil {
 		return nil, err
 	}
+	cmd := exec.Command(binary)
+	cmd.Env = append(os.Environ(),
+		"KUBECONFIG="+kubeconfig,
+		"METRICS_PORT="+strconv.Itoa(metrics),
+		"HEALTH_PROBE_PORT="+strconv.Itoa(health),
+		"LEADER_ELECTION_NAMESPACE=kube-system",
+	)
+	cmd.Env = append(cmd.Env, extraEnv...)
+	return StartCommand(cmd, logPath, metrics, health)
+}
+
+// StartCommand starts cmd as a Karpenter process whose metrics and health
+// probes listen on the given local ports (a binary, or an OCI runtime running
+// the image with the host's network), its output appended to logPath. It is
+// killed if this process dies.
+func StartCommand(cmd *exec.Cmd, logPath string, metricsPort, healthPort int) (*Process, error) {
+	p := &Process{Cmd: cmd, LogPath: logPath, MetricsPort: metricsPort, HealthPort: healthPort, done: make(chan error, 1)}
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return nil, err
 	}
-	p.Cmd = exec.Command(binary)
-	p.Cmd.Env = append(os.Environ(),
-		"KUBECONFIG="+kubeconfig,
-		"METRICS_PORT="+strconv.Itoa(p.MetricsPort),
-		"HEALTH_PROBE_PORT="+strconv.Itoa(p.HealthPort),
-		"LEADER_ELECTION_NAMESPACE=kube-system",
-	)
-	p.Cmd.Env = append(p.Cmd.Env, extraEnv...)
 	p.Cmd.Stdout, p.Cmd.Stderr = logf, logf
 	p.Cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.Cmd.Start(); err != nil {
