@@ -85,10 +85,12 @@ func TestChartRBAC(t *testing.T) {
 	}
 
 	// The proof: requests were made, none refused.
-	if total := scrapeCounter(t, e, "rest_client_requests_total"); total < 50 {
-		t.Fatalf("rest_client_requests_total = %v: the 403 count below would prove nothing", total)
+	// client-go's results, under upstream's family (operator.New points
+	// client-go's hook at it, as upstream's operator does).
+	if total := scrapeCounter(t, e, "client_go_request_total"); total < 50 {
+		t.Fatalf("client_go_request_total = %v: the 403 count below would prove nothing", total)
 	}
-	if n := scrapeCounter(t, e, "rest_client_requests_total", `code="403"`); n != 0 {
+	if n := scrapeCounter(t, e, "client_go_request_total", `code="403"`); n != 0 {
 		t.Errorf("%v requests refused with 403 under the chart's RBAC; log %s", n, e.karpenter.LogPath)
 	}
 	log, err := os.ReadFile(e.karpenter.LogPath)
