@@ -74,7 +74,7 @@ func installCertManagerCRDs(t *testing.T) {
 				return
 			}
 		}
-		certManagerErr = waitEstablished(context.Background(), "certificates.cert-manager.io", "issuers.cert-manager.io", "clusterissuers.cert-manager.io")
+		certManagerErr = waitEstablished(context.Background(), e.Client, "certificates.cert-manager.io", "issuers.cert-manager.io", "clusterissuers.cert-manager.io")
 	})
 	if certManagerErr != nil {
 		t.Fatal(certManagerErr)
@@ -240,12 +240,13 @@ func servedBy(t *testing.T, addr string, caPEM []byte, serverName string) error 
 	return conn.Close()
 }
 
-// waitEstablished polls until the CRDs serve their kinds.
-func waitEstablished(ctx context.Context, names ...string) error {
+// waitEstablished polls until the CRDs serve their kinds on the API server
+// of c.
+func waitEstablished(ctx context.Context, c client.Client, names ...string) error {
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, n := range names {
 			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := e.Client.Get(ctx, client.ObjectKey{Name: n}, crd); err != nil {
+			if err := c.Get(ctx, client.ObjectKey{Name: n}, crd); err != nil {
 				return false, client.IgnoreNotFound(err)
 			}
 			established := false

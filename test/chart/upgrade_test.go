@@ -6,12 +6,9 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
-	"time"
 
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -105,7 +102,7 @@ func TestUpgradeFromUpstreamsCRDChartLosesNothing(t *testing.T) {
 		}
 	}
 	helmIn("install", "karpenter-crd", modDir, "--create-namespace")
-	waitCRDsEstablished(t, api, 5)
+	waitCRDsEstablished(t, api)
 
 	var want []*unstructured.Unstructured
 	for _, doc := range upgradeObjects {
@@ -120,7 +117,7 @@ func TestUpgradeFromUpstreamsCRDChartLosesNothing(t *testing.T) {
 	}
 	expectAll := func(step string) {
 		t.Helper()
-		waitCRDsEstablished(t, api, 5)
+		waitCRDsEstablished(t, api)
 		for _, w := range want {
 			got := &unstructured.Unstructured{}
 			got.SetGroupVersionKind(w.GroupVersionKind())
@@ -161,27 +158,15 @@ func TestUpgradeFromUpstreamsCRDChartLosesNothing(t *testing.T) {
 	expectAll("after the rollback to upstream's chart")
 }
 
-// waitCRDsEstablished polls until n CRDs are established.
-func waitCRDsEstablished(t *testing.T, api *env.Environment, n int) {
+// upstreamCRDs are the five CRDs of upstream's karpenter-crd chart.
+var upstreamCRDs = []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.sh", "ec2nodeclasses.karpenter.k8s.aws",
+	"nodeoverlays.karpenter.sh", "capacitybuffers.autoscaling.x-k8s.io"}
+
+// waitCRDsEstablished fails unless the five CRDs serve their kinds.
+func waitCRDsEstablished(t *testing.T, api *env.Environment) {
 	t.Helper()
-	established := 0
-	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		list := &apiextensionsv1.CustomResourceDefinitionList{}
-		if err := api.Client.List(ctx, list); err != nil {
-			return false, err
-		}
-		established = 0
-		for _, c := range list.Items {
-			for _, cond := range c.Status.Conditions {
-				if cond.Type == apiextensionsv1.Established && cond.Status == apiextensionsv1.ConditionTrue {
-					established++
-				}
-			}
-		}
-		return established >= n, nil
-	})
-	if err != nil {
-		t.Fatalf("%d of %d CRDs established: %v", established, n, err)
+	if err := waitEstablished(context.Background(), api.Client, upstreamCRDs...); err != nil {
+		t.Fatalf("upstream's five CRDs not established: %v", err)
 	}
 }
 

@@ -13,13 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/karpenter-go/karpenter/pkg/apis/autoscaling/v1beta1"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
+	"github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
 var testEnv *env.Environment
@@ -156,7 +155,7 @@ func TestCapacityBufferValidation(t *testing.T) {
 	ctx := context.Background()
 	for i, tc := range bufferCases {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := build(t, baseBuffer, tc.patch)
+			obj := expectations.Manifest(t, baseBuffer, tc.patch)
 			obj.SetName(fmt.Sprintf("buffer-%d", i))
 			err := testEnv.Client.Create(ctx, obj)
 			if err == nil {
@@ -170,7 +169,7 @@ func TestCapacityBufferValidation(t *testing.T) {
 				t.Fatalf("accepted, want rejection naming %s", tc.field)
 			case !apierrors.IsInvalid(err):
 				t.Fatalf("want an Invalid error, got %v", err)
-			case !namesField(err, tc.field, tc.message):
+			case !expectations.NamesField(err, tc.field, tc.message):
 				t.Fatalf("rejection does not name %q with %q:\n%v", tc.field, tc.message, err)
 			}
 		})
@@ -184,7 +183,7 @@ func TestCapacityBufferVerdictsEqualUpstreams(t *testing.T) {
 	up := env.StartT(t, env.WithCRDDirectory(env.UpstreamCRDs(t, "autoscaling.x-k8s.io_capacitybuffers.yaml")))
 	ctx := context.Background()
 	for i, tc := range bufferCases {
-		obj := build(t, baseBuffer, tc.patch)
+		obj := expectations.Manifest(t, baseBuffer, tc.patch)
 		obj.SetName(fmt.Sprintf("buffer-%d", i))
 		err := up.Client.Create(ctx, obj)
 		if err == nil {
@@ -200,7 +199,7 @@ func TestCapacityBufferVerdictsEqualUpstreams(t *testing.T) {
 // upstream's columns, and the autoscaling category includes CapacityBuffers.
 func TestCapacityBufferKubectl(t *testing.T) {
 	ctx := context.Background()
-	obj := build(t, baseBuffer, "")
+	obj := expectations.Manifest(t, baseBuffer, "")
 	obj.SetName("columns")
 	if err := testEnv.Client.Create(ctx, obj); err != nil {
 		t.Fatal(err)
@@ -216,52 +215,5 @@ func TestCapacityBufferKubectl(t *testing.T) {
 	}
 	if out := testEnv.KubectlEventually(t, "get", "autoscaling", "-n", "default"); !strings.Contains(out, "columns") || !strings.Contains(out, "STRATEGY") {
 		t.Errorf("kubectl get autoscaling lacks the CapacityBuffer:\n%s", out)
-	}
-}
-
-// namesField reports whether one cause of err is about field and carries message.
-func namesField(err error, field, message string) bool {
-	status, ok := err.(apierrors.APIStatus)
-	if !ok || status.Status().Details == nil {
-		return false
-	}
-	for _, c := range status.Status().Details.Causes {
-		if (c.Field == field || strings.Contains(c.Message, field)) && strings.Contains(c.Message, message) {
-			return true
-		}
-	}
-	return false
-}
-
-func build(t *testing.T, base, patch string) *unstructured.Unstructured {
-	t.Helper()
-	obj := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(base), &obj); err != nil {
-		t.Fatal(err)
-	}
-	p := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(patch), &p); err != nil {
-		t.Fatalf("patch: %v", err)
-	}
-	merge(obj, p)
-	return &unstructured.Unstructured{Object: obj}
-}
-
-// merge applies a JSON merge patch: objects merge, null deletes, anything else replaces.
-func merge(dst, patch map[string]interface{}) {
-	for k, v := range patch {
-		switch pv := v.(type) {
-		case nil:
-			delete(dst, k)
-		case map[string]interface{}:
-			d, ok := dst[k].(map[string]interface{})
-			if !ok {
-				d = map[string]interface{}{}
-				dst[k] = d
-			}
-			merge(d, pv)
-		default:
-			dst[k] = v
-		}
 	}
 }

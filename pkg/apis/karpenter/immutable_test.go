@@ -6,6 +6,8 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
 // TestImmutableFields checks the transition rules: a NodeClaim's spec cannot
@@ -24,26 +26,26 @@ func TestImmutableFields(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := build(t, tc.base, "")
+			obj := expectations.Manifest(t, tc.base, "")
 			obj.SetName("immutable")
 			if err := e.Client.Create(ctx, obj); err != nil {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = e.Client.Delete(ctx, obj) })
 			updated := obj.DeepCopy()
-			patch := build(t, "{}", tc.patch)
-			merge(updated.Object, patch.Object)
+			patch := expectations.Manifest(t, "{}", tc.patch)
+			expectations.MergePatch(updated.Object, patch.Object)
 			err := e.Client.Update(ctx, updated)
 			if err == nil {
 				t.Fatalf("update accepted, want %q", tc.message)
 			}
-			if !apierrors.IsInvalid(err) || !namesField(err, tc.field, tc.message) {
+			if !apierrors.IsInvalid(err) || !expectations.NamesField(err, tc.field, tc.message) {
 				t.Fatalf("rejection does not name %q with %q: %v", tc.field, tc.message, err)
 			}
 		})
 	}
 	// Renaming the NodeClass is allowed.
-	obj := build(t, baseNodePool, "")
+	obj := expectations.Manifest(t, baseNodePool, "")
 	obj.SetName("rename-nodeclass")
 	if err := e.Client.Create(ctx, obj); err != nil {
 		t.Fatal(err)

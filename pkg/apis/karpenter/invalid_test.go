@@ -10,10 +10,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
+	"github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
 const baseNodePool = `
@@ -152,7 +152,7 @@ func TestInvalidManifestsRejected(t *testing.T) {
 	ctx := context.Background()
 	for i, tc := range invalidCases {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := build(t, tc.base, tc.patch)
+			obj := expectations.Manifest(t, tc.base, tc.patch)
 			obj.SetName(fmt.Sprintf("invalid-%d", i))
 			err := e.Client.Create(ctx, obj)
 			if err == nil {
@@ -162,57 +162,10 @@ func TestInvalidManifestsRejected(t *testing.T) {
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("want an Invalid error, got %v", err)
 			}
-			if !namesField(err, tc.field, tc.message) {
+			if !expectations.NamesField(err, tc.field, tc.message) {
 				t.Fatalf("rejection does not name %q with %q:\n%v", tc.field, tc.message, err)
 			}
 		})
-	}
-}
-
-// namesField reports whether one cause of err is about field and carries message.
-func namesField(err error, field, message string) bool {
-	status, ok := err.(apierrors.APIStatus)
-	if !ok || status.Status().Details == nil {
-		return false
-	}
-	for _, c := range status.Status().Details.Causes {
-		if (c.Field == field || strings.Contains(c.Message, field)) && strings.Contains(c.Message, message) {
-			return true
-		}
-	}
-	return false
-}
-
-func build(t *testing.T, base, patch string) *unstructured.Unstructured {
-	t.Helper()
-	obj := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(base), &obj); err != nil {
-		t.Fatal(err)
-	}
-	p := map[string]interface{}{}
-	if err := yaml.Unmarshal([]byte(patch), &p); err != nil {
-		t.Fatalf("patch: %v", err)
-	}
-	merge(obj, p)
-	return &unstructured.Unstructured{Object: obj}
-}
-
-// merge applies a JSON merge patch: objects merge, null deletes, anything else replaces.
-func merge(dst, patch map[string]interface{}) {
-	for k, v := range patch {
-		switch pv := v.(type) {
-		case nil:
-			delete(dst, k)
-		case map[string]interface{}:
-			d, ok := dst[k].(map[string]interface{})
-			if !ok {
-				d = map[string]interface{}{}
-				dst[k] = d
-			}
-			merge(d, pv)
-		default:
-			dst[k] = v
-		}
 	}
 }
 
@@ -230,7 +183,7 @@ func TestBudgetRulesAcceptWhatThePatternsAccepted(t *testing.T) {
 	n := 0
 	try := func(what, patch string) {
 		t.Helper()
-		obj := build(t, baseNodePool, patch)
+		obj := expectations.Manifest(t, baseNodePool, patch)
 		n++
 		obj.SetName(fmt.Sprintf("valid-%d", n))
 		if err := e.Client.Create(ctx, obj, client.DryRunAll); err != nil {
@@ -284,7 +237,7 @@ func TestUpstreamAdmittedManifestsAreReported(t *testing.T) {
 	ctx := context.Background()
 	for i, tc := range reportedCases {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := build(t, tc.base, tc.patch)
+			obj := expectations.Manifest(t, tc.base, tc.patch)
 			obj.SetName(fmt.Sprintf("reported-%d", i))
 			if err := e.Client.Create(ctx, obj, client.DryRunAll); err != nil {
 				t.Fatalf("rejected at admission, upstream's CRD admits it: %v", err)
@@ -318,13 +271,13 @@ func TestUpstreamOnlyFieldsAdmitted(t *testing.T) {
 		`spec: {template: {spec: {requirements: [{key: example.com/x, operator: Exists, values: [a]}]}}}`,
 	}
 	for i, p := range patches {
-		obj := build(t, baseNodePool, p)
+		obj := expectations.Manifest(t, baseNodePool, p)
 		obj.SetName(fmt.Sprintf("upstream-only-%d", i))
 		if err := e.Client.Create(ctx, obj, client.DryRunAll); err != nil {
 			t.Errorf("%s: rejected: %v", p, err)
 		}
 	}
-	obj := build(t, baseNodePool, `spec: {disruption: {consolidationPolicy: WhenEmpty}}`)
+	obj := expectations.Manifest(t, baseNodePool, `spec: {disruption: {consolidationPolicy: WhenEmpty}}`)
 	obj.SetName("defaulted-consolidate-after")
 	if err := e.Client.Create(ctx, obj, client.DryRunAll); err != nil {
 		t.Fatalf("disruption without consolidateAfter rejected: %v", err)
@@ -344,14 +297,14 @@ func TestStaticNodePoolTransitionsRejected(t *testing.T) {
 		{"static with a cpu limit", baseNodePool, `spec: {replicas: 1, limits: {cpu: "10"}}`, "spec", "limits: a static NodePool"},
 		{"negative replicas", baseNodePool, `spec: {replicas: -1}`, "spec.replicas", "greater than or equal to 0"},
 	} {
-		obj := build(t, tc.base, tc.patch)
+		obj := expectations.Manifest(t, tc.base, tc.patch)
 		obj.SetName("static-invalid")
 		err := e.Client.Create(ctx, obj, client.DryRunAll)
-		if err == nil || !namesField(err, tc.field, tc.message) {
+		if err == nil || !expectations.NamesField(err, tc.field, tc.message) {
 			t.Errorf("%s: want a rejection naming %s with %q, got %v", tc.name, tc.field, tc.message, err)
 		}
 	}
-	dynamic := build(t, baseNodePool, `{}`)
+	dynamic := expectations.Manifest(t, baseNodePool, `{}`)
 	dynamic.SetName("becomes-static")
 	if err := e.Client.Create(ctx, dynamic); err != nil {
 		t.Fatal(err)
@@ -361,7 +314,7 @@ func TestStaticNodePoolTransitionsRejected(t *testing.T) {
 		t.Fatal(err)
 	}
 	err := e.Client.Update(ctx, dynamic, client.DryRunAll)
-	if err == nil || !namesField(err, "spec", "replicas cannot be added to or removed from") {
+	if err == nil || !expectations.NamesField(err, "spec", "replicas cannot be added to or removed from") {
 		t.Fatalf("dynamic -> static: want a rejection, got %v", err)
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
 // kubectl retries while kubectl fails: the apiserver publishes a new CRD's
@@ -28,9 +30,9 @@ func TestKubectlExplainBudgets(t *testing.T) {
 func TestPrinterColumns(t *testing.T) {
 	e := environment(t)
 	ctx := context.Background()
-	np := build(t, baseNodePool, "")
+	np := expectations.Manifest(t, baseNodePool, "")
 	np.SetName("columns")
-	nc := build(t, baseNodeClaim, "")
+	nc := expectations.Manifest(t, baseNodeClaim, "")
 	nc.SetName("columns")
 	if err := e.Client.Create(ctx, np); err != nil {
 		t.Fatal(err)

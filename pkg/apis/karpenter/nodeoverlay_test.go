@@ -17,6 +17,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
+	"github.com/karpenter-go/karpenter/pkg/test/expectations"
 )
 
 // TestNodeOverlayRoundTrips stores a NodeOverlay with every spec field set
@@ -180,7 +181,7 @@ func TestNodeOverlayRejections(t *testing.T) {
 	ctx := context.Background()
 	for i, tc := range nodeOverlayRejections {
 		t.Run(tc.name, func(t *testing.T) {
-			obj := build(t, tc.base, tc.patch)
+			obj := expectations.Manifest(t, tc.base, tc.patch)
 			obj.SetName(fmt.Sprintf("invalid-overlay-%d", i))
 			err := e.Client.Create(ctx, obj)
 			if err == nil {
@@ -190,7 +191,7 @@ func TestNodeOverlayRejections(t *testing.T) {
 			if !apierrors.IsInvalid(err) {
 				t.Fatalf("want an Invalid error, got %v", err)
 			}
-			if !namesField(err, tc.field, tc.message) {
+			if !expectations.NamesField(err, tc.field, tc.message) {
 				t.Fatalf("rejection does not name %q with %q:\n%v", tc.field, tc.message, err)
 			}
 		})
@@ -228,7 +229,7 @@ func TestNodeOverlayAcceptsWhatUpstreamAccepts(t *testing.T) {
 	e := environment(t)
 	ctx := context.Background()
 	for i, patch := range nodeOverlayAccepted {
-		obj := build(t, baseNodeOverlay, patch)
+		obj := expectations.Manifest(t, baseNodeOverlay, patch)
 		obj.SetName(fmt.Sprintf("valid-overlay-%d", i))
 		if err := e.Client.Create(ctx, obj); err != nil {
 			t.Errorf("%s: %v", patch, err)
@@ -245,7 +246,7 @@ func TestNodeOverlayVerdictsEqualUpstreams(t *testing.T) {
 	up := env.StartT(t, env.WithCRDDirectory(env.UpstreamCRDs(t, "karpenter.sh_nodeoverlays.yaml")))
 	ctx := context.Background()
 	verdict := func(name, patch string, wantAccepted bool) {
-		obj := build(t, baseNodeOverlay, patch)
+		obj := expectations.Manifest(t, baseNodeOverlay, patch)
 		obj.SetName(name)
 		err := up.Client.Create(ctx, obj)
 		if err == nil {
@@ -269,7 +270,7 @@ func TestNodeOverlayVerdictsEqualUpstreams(t *testing.T) {
 func TestNodeOverlayKubectl(t *testing.T) {
 	e := environment(t)
 	ctx := context.Background()
-	obj := build(t, baseNodeOverlay, `spec: {weight: 7}`)
+	obj := expectations.Manifest(t, baseNodeOverlay, `spec: {weight: 7}`)
 	obj.SetName("columns")
 	if err := e.Client.Create(ctx, obj); err != nil {
 		t.Fatal(err)
