@@ -3,8 +3,9 @@ package crdparity_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"regexp"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -252,7 +253,7 @@ func collectEnums(s map[string]any, out *[][]string) {
 	if e := enumOf(s); len(e) > 0 {
 		*out = append(*out, e)
 	}
-	for _, k := range sortedKeys(props(s)) {
+	for _, k := range slices.Sorted(maps.Keys(props(s))) {
 		collectEnums(props(s)[k].(map[string]any), out)
 	}
 	if it, ok := s["items"].(map[string]any); ok {
@@ -261,15 +262,6 @@ func collectEnums(s map[string]any, out *[][]string) {
 	if ap, ok := s["additionalProperties"].(map[string]any); ok {
 		collectEnums(ap, out)
 	}
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 // sample is a plausible value of a schema, used where the base has none.
@@ -441,7 +433,7 @@ func (w *walker) walkObject(s map[string]any, p path, v any) {
 		return
 	}
 	if ps := props(s); len(ps) > 0 {
-		for _, k := range sortedKeys(ps) {
+		for _, k := range slices.Sorted(maps.Keys(ps)) {
 			child, ok := m[k]
 			w.walk(ps[k].(map[string]any), p.with(k), child, ok)
 		}
@@ -449,7 +441,7 @@ func (w *walker) walkObject(s map[string]any, p path, v any) {
 	ap, typed := s["additionalProperties"].(map[string]any)
 	if typed && schemaType(ap) != "any" {
 		val := sample(ap)
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			val = m[k]
 			break
 		}
@@ -467,7 +459,7 @@ func (w *walker) walkObject(s map[string]any, p path, v any) {
 			delete(big, "k000")
 			w.add(setAt(p, big))
 		}
-		if keys := sortedKeys(m); len(keys) > 0 {
+		if keys := slices.Sorted(maps.Keys(m)); len(keys) > 0 {
 			w.walk(ap, p.with(keys[0]), m[keys[0]], true)
 		} else {
 			w.walk(ap, p.with("example.com/k"), nil, false)
@@ -477,7 +469,7 @@ func (w *walker) walkObject(s map[string]any, p path, v any) {
 	if len(props(s)) == 0 {
 		// An open object (preserve-unknown-fields): each present key with
 		// other types, and an unknown key.
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			w.add(deleteAt(p.with(k)))
 			for _, wv := range []any{"abc", int64(-1), true, map[string]any{"x": "y"}, []any{"x"}} {
 				w.add(setAt(p.with(k), wv))

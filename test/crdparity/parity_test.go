@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -539,7 +541,7 @@ func diffObjects(p path, a, b any) []fieldDiff {
 		for k := range bm {
 			keys[k] = true
 		}
-		for _, k := range sortedKeys(keys) {
+		for _, k := range slices.Sorted(maps.Keys(keys)) {
 			av, ain := am[k]
 			bv, bin := bm[k]
 			switch {
@@ -606,7 +608,7 @@ func formatReport(rows []row, all []disagreement, took time.Duration) string {
 			groups[d.kind+" "+fieldOf(d)]++
 		}
 	}
-	for _, g := range sortedKeys(groups) {
+	for _, g := range slices.Sorted(maps.Keys(groups)) {
 		fmt.Fprintf(&b, "  %4d  %s\n", groups[g], g)
 	}
 	var own, inherited []disagreement

@@ -3,7 +3,9 @@ package crdparity_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -75,7 +77,7 @@ func compareStructure(up, ours *apiextensionsv1.CustomResourceDefinition) []disa
 		for p := range oa {
 			paths[p] = true
 		}
-		for _, p := range sortedKeys(paths) {
+		for _, p := range slices.Sorted(maps.Keys(paths)) {
 			if ua[p] != oa[p] {
 				u, o := ua[p], oa[p]
 				if u == "" {

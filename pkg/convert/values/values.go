@@ -2,7 +2,8 @@ package values
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -123,7 +124,7 @@ func Convert(old map[string]any) (map[string]any, []Note) {
 	for _, parent := range []string{"settings.aws", "logConfig"} {
 		if rest, ok := take(v, parent); ok {
 			m, _ := rest.(map[string]any)
-			for _, k := range sortedKeys(m) {
+			for _, k := range slices.Sorted(maps.Keys(m)) {
 				notes = append(notes, Note{Key: parent + "." + k, Message: "no v1 value; dropped."})
 			}
 		}
@@ -192,14 +193,14 @@ func env(v map[string]any) []Note {
 func unknown(v map[string]any) []Note {
 	var notes []Note
 	known := set(TopLevelKeys)
-	for _, k := range sortedKeys(v) {
+	for _, k := range slices.Sorted(maps.Keys(v)) {
 		if !known[k] {
 			notes = append(notes, Note{Key: k, Message: "not a value of the v1 chart (kept; helm template will refuse it: remove or rename it)."})
 		}
 	}
 	if s, ok := v["settings"].(map[string]any); ok {
 		known := set(SettingsKeys)
-		for _, k := range sortedKeys(s) {
+		for _, k := range slices.Sorted(maps.Keys(s)) {
 			if !known[k] {
 				notes = append(notes, Note{Key: "settings." + k, Message: "not a value of the v1 chart (kept; helm template will refuse it: remove or rename it)."})
 			}
@@ -210,7 +211,7 @@ func unknown(v map[string]any) []Note {
 				continue
 			}
 			known := set(gates)
-			for _, k := range sortedKeys(fg) {
+			for _, k := range slices.Sorted(maps.Keys(fg)) {
 				if !known[k] {
 					notes = append(notes, Note{Key: "settings." + parent + "." + k, Message: "not a feature gate of v1 (kept; helm template will refuse it)."})
 				}
@@ -322,15 +323,6 @@ func deepCopy(v any) any {
 		return out
 	}
 	return v
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
 
 func set(keys []string) map[string]bool {

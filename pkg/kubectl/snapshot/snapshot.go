@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"sort"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -209,12 +208,3 @@ var (
 	gkNodePool  = v1.SchemeGroupVersion.WithKind("NodePool").GroupKind()
 	gkNodeClaim = v1.SchemeGroupVersion.WithKind("NodeClaim").GroupKind()
 )
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}

@@ -4,7 +4,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -57,12 +58,12 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 	// A typed field whose value did not decode into Karpenter's own view
 	// (e.g. maxPods: "abc") is reported even if the kubelet's type decode
 	// above already stopped at another field.
-	for _, key := range sortedKeys(in.Extra) {
+	for _, key := range slices.Sorted(maps.Keys(in.Extra)) {
 		if IsTypedKubeletField(key) {
 			errs = append(errs, fmt.Sprintf("spec.kubelet.%s: %s is not a valid value", key, string(in.Extra[key].Raw)))
 		}
 	}
-	for _, key := range sortedKeys(kubeletOwnedFields) {
+	for _, key := range slices.Sorted(maps.Keys(kubeletOwnedFields)) {
 		if _, ok := in.Extra[key]; ok {
 			errs = append(errs, fmt.Sprintf("spec.kubelet.%s: cannot be set, %s", key, kubeletOwnedFields[key]))
 		}
@@ -76,8 +77,8 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 		name   string
 		values map[string]string
 	}{{"evictionHard", in.EvictionHard}, {"evictionSoft", in.EvictionSoft}, {"evictionMinimumReclaim", minimumReclaim}} {
-		for _, k := range sortedKeys(m.values) {
-			if !contains(EvictionSignals, k) {
+		for _, k := range slices.Sorted(maps.Keys(m.values)) {
+			if !slices.Contains(EvictionSignals, k) {
 				errs = append(errs, fmt.Sprintf("spec.kubelet.%s: %q is not an eviction signal, valid keys are %s", m.name, k, strings.Join(EvictionSignals, ", ")))
 			}
 			if msg := evictionThreshold(m.values[k]); msg != "" {
@@ -85,20 +86,20 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 			}
 		}
 	}
-	for _, k := range sortedKeys(in.EvictionSoftGracePeriod) {
-		if !contains(EvictionSignals, k) {
+	for _, k := range slices.Sorted(maps.Keys(in.EvictionSoftGracePeriod)) {
+		if !slices.Contains(EvictionSignals, k) {
 			errs = append(errs, fmt.Sprintf("spec.kubelet.evictionSoftGracePeriod: %q is not an eviction signal, valid keys are %s", k, strings.Join(EvictionSignals, ", ")))
 		}
 		if in.EvictionSoftGracePeriod[k].Duration < 0 {
 			errs = append(errs, fmt.Sprintf("spec.kubelet.evictionSoftGracePeriod[%s]: cannot be negative", k))
 		}
 	}
-	for _, k := range sortedKeys(in.EvictionSoft) {
+	for _, k := range slices.Sorted(maps.Keys(in.EvictionSoft)) {
 		if _, ok := in.EvictionSoftGracePeriod[k]; !ok {
 			errs = append(errs, fmt.Sprintf("spec.kubelet.evictionSoft[%s]: has no matching evictionSoftGracePeriod", k))
 		}
 	}
-	for _, k := range sortedKeys(in.EvictionSoftGracePeriod) {
+	for _, k := range slices.Sorted(maps.Keys(in.EvictionSoftGracePeriod)) {
 		if _, ok := in.EvictionSoft[k]; !ok {
 			errs = append(errs, fmt.Sprintf("spec.kubelet.evictionSoftGracePeriod[%s]: has no matching evictionSoft", k))
 		}
@@ -107,8 +108,8 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 		name   string
 		values map[string]string
 	}{{"kubeReserved", in.KubeReserved}, {"systemReserved", in.SystemReserved}} {
-		for _, k := range sortedKeys(m.values) {
-			if !contains(ReservableResources, k) {
+		for _, k := range slices.Sorted(maps.Keys(m.values)) {
+			if !slices.Contains(ReservableResources, k) {
 				errs = append(errs, fmt.Sprintf("spec.kubelet.%s: %q is not a reservable resource, valid keys are %s", m.name, k, strings.Join(ReservableResources, ", ")))
 			}
 			q, err := resource.ParseQuantity(m.values[k])
@@ -160,22 +161,4 @@ func evictionThreshold(v string) string {
 		return "cannot be negative"
 	}
 	return ""
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }
