@@ -67,13 +67,7 @@ func addMiddleware(stack *middleware.Stack) error {
 func request(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 	start := time.Now()
 	out, md, err := next.HandleInitialize(ctx, in)
-	code := "0"
-	if r, ok := awsmiddleware.GetRawResponse(md).(*smithyhttp.Response); ok && r != nil {
-		code = strconv.Itoa(r.StatusCode)
-	}
-	l := []string{awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx), code}
-	requests.WithLabelValues(l...).Inc()
-	requestDuration.WithLabelValues(l...).Observe(time.Since(start).Seconds())
+	l := record(ctx, awsmiddleware.GetRawResponse(md), start, requests, requestDuration)
 	n := 0
 	if results, ok := retry.GetAttemptResults(md); ok && len(results.Results) > 0 {
 		n = len(results.Results) - 1
@@ -85,12 +79,19 @@ func request(ctx context.Context, in middleware.InitializeInput, next middleware
 func attempt(ctx context.Context, in middleware.DeserializeInput, next middleware.DeserializeHandler) (middleware.DeserializeOutput, middleware.Metadata, error) {
 	start := time.Now()
 	out, md, err := next.HandleDeserialize(ctx, in)
+	record(ctx, out.RawResponse, start, attempts, attemptDuration)
+	return out, md, err
+}
+
+// record counts a request or an attempt that started at start and got raw
+// (nil when no response came) and returns its labels: service, action, code.
+func record(ctx context.Context, raw any, start time.Time, count *prometheus.CounterVec, duration *prometheus.HistogramVec) []string {
 	code := "0"
-	if r, ok := out.RawResponse.(*smithyhttp.Response); ok && r != nil {
+	if r, ok := raw.(*smithyhttp.Response); ok && r != nil {
 		code = strconv.Itoa(r.StatusCode)
 	}
 	l := []string{awsmiddleware.GetServiceID(ctx), awsmiddleware.GetOperationName(ctx), code}
-	attempts.WithLabelValues(l...).Inc()
-	attemptDuration.WithLabelValues(l...).Observe(time.Since(start).Seconds())
-	return out, md, err
+	count.WithLabelValues(l...).Inc()
+	duration.WithLabelValues(l...).Observe(time.Since(start).Seconds())
+	return l
 }
