@@ -22,8 +22,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/karpenter-go/karpenter/pkg/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	buffercontroller "github.com/karpenter-go/karpenter/pkg/controllers/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
@@ -75,6 +77,11 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	if err != nil {
 		return err
 	}
+	// CapacityBuffers: resolved by their controller, placed by the provisioner.
+	var buffers *capacitybuffer.Store
+	if d.Options.FeatureGate(options.FeatureCapacityBuffer) {
+		buffers = capacitybuffer.NewStore()
+	}
 	prov := provisioning.NewProvisioner(d.KubeClient, cp, d.Cluster, d.Recorder, d.Clock, provisioning.Options{
 		CreateClient:      creates,
 		BatchIdleDuration: d.Options.BatchIdleDuration,
@@ -86,6 +93,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		DefaultTopologySpread: d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(),
 		SimulateDRARequests:   !d.Options.IgnoreDRARequests,
 		StaticCapacity:        d.Options.FeatureGate(options.FeatureStaticCapacity),
+		Buffers:               buffers,
 	})
 	if defaults := d.Options.SchedulerConfig.DefaultTopologySpreadConstraints(); len(defaults) > 0 {
 		mgr.GetLogger().Info("scheduler-config is set: pods that declare no topology spread constraints are simulated with these defaults", "default-topology-spread-constraints", defaults)
@@ -110,6 +118,9 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	all = append(all, NodePools(d.KubeClient, cp, d.Clock, static)...)
 	if static {
 		all = append(all, cloudprovider.Registerer(staticcapacity.NewController(d.KubeClient, d.Cluster, prov, d.Clock).Register))
+	}
+	if buffers != nil {
+		all = append(all, cloudprovider.ControllerFunc(buffercontroller.NewController(d.KubeClient, buffers, prov.Trigger).Register))
 	}
 	// Machines of an upstream v0.31 install, until they are migrated.
 	all = append(all, legacy.Controllers(d.KubeClient, cp, prov, d.Cluster, d.Clock, d.Recorder)...)
@@ -209,6 +220,9 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 		conditions.NodeClaimKind(d.Bundle.NodeClassLabelKey),
 		conditions.NodePoolKind(),
 		conditions.NodeKind(d.Bundle.NodeClassLabelKey),
+	}
+	if d.Options.FeatureGate(options.FeatureCapacityBuffer) {
+		kinds = append(kinds, conditions.CapacityBufferKind())
 	}
 	for _, nc := range d.Bundle.CloudProvider.GetSupportedNodeClasses() {
 		gvk, err := apiutil.GVKForObject(nc, d.KubeClient.Scheme())

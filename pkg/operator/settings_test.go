@@ -35,7 +35,7 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 // karpenter_feature_gate_enabled{name, implemented}.
 func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 	core, err := options.ParseGateSet("feature-gates", "FEATURE_GATES", options.CoreGates,
-		"NodeRepair=true,SpotToSpotConsolidation=true,ReservedCapacity=false,CapacityBuffer=true,Teleport=true")
+		"NodeRepair=true,SpotToSpotConsolidation=true,ReservedCapacity=false,TerminateFirstDrift=true,CapacityBuffer=true,Teleport=true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,19 +58,19 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 			t.Errorf("level %v, want WARN: %v", m["level"], m)
 		}
 		msg, _ := m["message"].(string)
-		for _, name := range []string{"NodeRepair", "CapacityBuffer", "Teleport", "RebootForRepair", "ENABLE_ZONAL_SHIFT", "SpotToSpotConsolidation", "ReservedCapacity", "NodeClassCEL"} {
+		for _, name := range []string{"NodeRepair", "TerminateFirstDrift", "Teleport", "RebootForRepair", "ENABLE_ZONAL_SHIFT", "SpotToSpotConsolidation", "ReservedCapacity", "NodeClassCEL", "CapacityBuffer"} {
 			if strings.Contains(msg, name+" ") || strings.Contains(msg, "("+name+")") {
 				counts[name]++
 			}
 		}
 	}
-	want := map[string]int{"NodeRepair": 1, "CapacityBuffer": 1, "Teleport": 1, "RebootForRepair": 1, "ENABLE_ZONAL_SHIFT": 1}
+	want := map[string]int{"NodeRepair": 1, "TerminateFirstDrift": 1, "Teleport": 1, "RebootForRepair": 1, "ENABLE_ZONAL_SHIFT": 1}
 	for name, n := range want {
 		if counts[name] != n {
 			t.Errorf("%s warned %d times, want %d\n%s", name, counts[name], n, buf.String())
 		}
 	}
-	for _, name := range []string{"SpotToSpotConsolidation", "ReservedCapacity", "NodeClassCEL"} {
+	for _, name := range []string{"SpotToSpotConsolidation", "ReservedCapacity", "NodeClassCEL", "CapacityBuffer"} {
 		if counts[name] != 0 {
 			t.Errorf("%s (implemented, or not enabled) warned about:\n%s", name, buf.String())
 		}
@@ -84,9 +84,9 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 		want              float64
 	}{
 		{"NodeRepair", "false", 1},
-		{"CapacityBuffer", "false", 1},
-		{"NodeOverlay", "false", 0},
-		{"TerminateFirstDrift", "false", 0},
+		{"CapacityBuffer", "true", 1},
+		{"TerminateFirstDrift", "false", 1},
+		{"TerminateFirstRepair", "false", 0},
 		{"PodDeletionCostManagement", "false", 0},
 		{"SpotToSpotConsolidation", "true", 1},
 		{"ReservedCapacity", "true", 0},

@@ -30,7 +30,8 @@ type StoredKind struct {
 	Ignored string
 }
 
-// StoredKinds are the kinds stored but not acted on.
+// StoredKinds are the kinds stored but not acted on while their gate is off
+// (or, for a gate not implemented yet, at all).
 var StoredKinds = []StoredKind{
 	{
 		GVK:     v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay"),
@@ -40,7 +41,7 @@ var StoredKinds = []StoredKind{
 	{
 		GVK:     autoscalingv1beta1.SchemeGroupVersion.WithKind("CapacityBuffer"),
 		Gate:    options.FeatureCapacityBuffer,
-		Ignored: "no spare capacity is provisioned for them",
+		Ignored: "no spare capacity is provisioned for them (enable the gate to act on them)",
 	},
 }
 
@@ -90,17 +91,22 @@ func ReportStoredObjects(ctx context.Context, reader client.Reader, logger logr.
 	warn := slog.New(logr.ToSlogHandler(logger))
 	for _, f := range found {
 		kind := f.Kind.GVK.Kind
+		if gates[f.Kind.Gate] && options.CoreGateImplemented(f.Kind.Gate) {
+			continue // acted on: the gate is on and its controller runs
+		}
+		why := fmt.Sprintf("feature gate %s=false", f.Kind.Gate)
+		if !options.CoreGateImplemented(f.Kind.Gate) {
+			why = fmt.Sprintf("%s is not built in this version (feature gate %s=%t)", kind, f.Kind.Gate, gates[f.Kind.Gate])
+		}
 		warn.Log(ctx, slog.LevelWarn,
-			fmt.Sprintf("%d %s object(s) are stored but not acted on: %s is not built in this version (feature gate %s=%t), %s",
-				f.Count, kind, kind, f.Kind.Gate, gates[f.Kind.Gate], f.Kind.Ignored),
+			fmt.Sprintf("%d %s object(s) are stored but not acted on: %s, %s", f.Count, kind, why, f.Kind.Ignored),
 			"kind", kind, "apiVersion", f.Kind.GVK.GroupVersion().String(), "count", f.Count)
 		if recorder == nil {
 			continue
 		}
 		for i := range f.Objects {
 			recorder.Eventf(&f.Objects[i], corev1.EventTypeWarning, ReasonStoredNotActedOn,
-				"%s is stored but not acted on: %s is not built in this version (feature gate %s=%t), %s",
-				kind, kind, f.Kind.Gate, gates[f.Kind.Gate], f.Kind.Ignored)
+				"%s is stored but not acted on: %s, %s", kind, why, f.Kind.Ignored)
 		}
 	}
 	if err != nil && ctx.Err() == nil {

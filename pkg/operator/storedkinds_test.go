@@ -122,7 +122,7 @@ func TestStoredObjectsAreReportedAtStartUp(t *testing.T) {
 		text  string
 	}{
 		"NodeOverlay":    {2, "2 NodeOverlay object(s) are stored but not acted on: NodeOverlay is not built in this version (feature gate NodeOverlay=true)"},
-		"CapacityBuffer": {1, "1 CapacityBuffer object(s) are stored but not acted on: CapacityBuffer is not built in this version (feature gate CapacityBuffer=false)"},
+		"CapacityBuffer": {1, "1 CapacityBuffer object(s) are stored but not acted on: feature gate CapacityBuffer=false, no spare capacity"},
 	}
 	for kind, w := range want {
 		lines := found[kind]

@@ -57,6 +57,8 @@ type Cluster struct {
 	// marked: NodeClaims the disruption queue is about to delete (their
 	// replacements exist), by name. See MarkForDeletion.
 	marked map[string]bool
+	// bufferPods: CapacityBuffer virtual pods kept on nodes (bufferpods.go).
+	bufferPods map[string][]*corev1.Pod
 	// generation increases on every change, so callers can tell whether anything moved.
 	generation uint64
 	// unsyncedSince: when ExportMetrics first found state out of sync (zero

@@ -17,7 +17,7 @@ import (
 
 // ChartValues install our chart the way upstream's KWOK end-to-end workflow
 // installs its own (Makefile HELM_OPTS: debug logs, 1-2 CPU and 1-2 GiB, node
-// repair on), as release "karpenter" in kube-system, where the suites look
+// repair, capacity buffers and static capacity on), as release "karpenter" in kube-system, where the suites look
 // for the controller (Deployment kube-system/karpenter, pods labelled
 // app.kubernetes.io/instance=karpenter, Lease karpenter-leader-election).
 // Two departures, both of the environment: one replica (the cluster has one
@@ -33,6 +33,7 @@ var ChartValues = []string{
 	"--set", "controller.resources.limits.memory=2Gi",
 	"--set", "settings.featureGates.nodeRepair=true",
 	"--set", "settings.featureGates.staticCapacity=true",
+	"--set", "settings.featureGates.capacityBuffer=true",
 	"--set-json", "topologySpreadConstraints=[]",
 	"--set-string", "controller.env[0].name=ENABLE_PROFILING",
 	"--set-string", "controller.env[0].value=true",

@@ -60,13 +60,15 @@ type provisioningEnv struct {
 	mu        sync.Mutex // karpenter and started: a supervisor may restart it
 	karpenter *kit.Process
 	started   int // Karpenter processes started so far
+	// env is added to every Karpenter process's environment (e.g. FEATURE_GATES).
+	env []string
 }
 
-func startProvisioning(t testing.TB) *provisioningEnv {
+func startProvisioning(t testing.TB, env ...string) *provisioningEnv {
 	t.Helper()
 	bin := karpenterBinary(t)
 	c := localcluster.Start(t)
-	e := &provisioningEnv{Cluster: c, ctx: context.Background()}
+	e := &provisioningEnv{Cluster: c, ctx: context.Background(), env: env}
 	if err := kit.InstallCRDs(e.ctx, c.Client); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +113,7 @@ func (e *provisioningEnv) launch(bin, pod string) (*kit.Process, error) {
 	if e.started > 1 {
 		logName = fmt.Sprintf("karpenter-%d.log", e.started)
 	}
-	p, err := kit.Start(bin, e.Kubeconfig, filepath.Join(e.StateDir, logName), "POD_NAME="+pod)
+	p, err := kit.Start(bin, e.Kubeconfig, filepath.Join(e.StateDir, logName), append([]string{"POD_NAME=" + pod}, e.env...)...)
 	if err != nil {
 		return nil, err
 	}

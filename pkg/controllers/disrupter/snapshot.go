@@ -91,11 +91,18 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 		in.NodePools = append(in.NodePools, &disruption.NodePool{NodePool: np, InstanceTypes: its})
 	}
 	for _, sn := range src.Cluster.Nodes() {
+		e := existing[sn.Name()]
+		if buffered := src.Cluster.BufferPods(sn); e != nil && len(buffered) > 0 {
+			// The room CapacityBuffers keep on the node counts as taken: their
+			// virtual pods are the node's pods for the pass (a copy: the
+			// slice is cluster state's).
+			e.Pods = append(e.Pods[:len(e.Pods):len(e.Pods)], buffered...)
+		}
 		n := &disruption.Node{
 			Name:        sn.Name(),
 			Node:        sn.Node,
 			NodeClaim:   sn.NodeClaim,
-			Existing:    existing[sn.Name()],
+			Existing:    e,
 			NodePool:    sn.NodePool(),
 			Initialized: sn.Initialized(),
 			Deleting:    (sn.Node != nil && sn.Node.DeletionTimestamp != nil) || (sn.NodeClaim != nil && sn.NodeClaim.DeletionTimestamp != nil),

@@ -15,7 +15,8 @@ import (
 
 // decisionPods lists what one provisioning decision solves for: PendingPods
 // plus the pods kube-scheduler has not tried yet (AwaitingScheduler), in the
-// same stable order, and the uids of the latter.
+// same stable order, then the CapacityBuffers' virtual pods, and the uids of
+// the pods awaiting kube-scheduler.
 func (p *Provisioner) decisionPods(ctx context.Context) ([]*corev1.Pod, map[types.UID]bool, error) {
 	unbound, err := podindex.OnNodeReadOnly(ctx, p.kube, "")
 	if err != nil {
@@ -34,6 +35,8 @@ func (p *Provisioner) decisionPods(ctx context.Context) ([]*corev1.Pod, map[type
 	}
 	out = append(out, p.cluster.PodsOnDeletingCapacity()...)
 	sortPods(out)
+	// The buffers' virtual pods last, in the store's order.
+	out = append(out, p.opts.Buffers.VirtualPods()...)
 	return out, early, nil
 }
 

@@ -79,3 +79,10 @@ func (p *plans) apply(in *scheduling.Input) ([]*corev1.Pod, []string) {
 	sort.Strings(claims)
 	return out, claims
 }
+
+// claimOf is the NodeClaim a pod was launched for, "" for none.
+func (p *plans) claimOf(uid types.UID) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.claims[uid]
+}

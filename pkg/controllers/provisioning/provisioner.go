@@ -25,6 +25,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
 	"github.com/karpenter-go/karpenter/pkg/events"
@@ -68,6 +69,10 @@ type Options struct {
 	// with Dynamic Resource Allocation requests launch nothing: each is told
 	// why in a FailedScheduling event, and disruption does not move them.
 	SimulateDRARequests bool
+	// Buffers, with the CapacityBuffer gate on, holds the resolved
+	// CapacityBuffers: every decision places their virtual pods with the
+	// pending pods (see package capacitybuffer and buffers.go).
+	Buffers *capacitybuffer.Store
 }
 
 // Provisioner turns batches of pending pods into NodeClaims.
@@ -173,6 +178,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	}
 	p.batcher.Decided(uids)
 	if len(pods) == 0 {
+		p.buffersDecided(ctx, nil, &scheduling.Results{})
 		return &Result{Solve: &scheduling.Results{}}, nil
 	}
 	in, skipped, err := p.SolverInput(ctx, pods)
@@ -190,6 +196,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	in.Pods, held = p.loops.held(in)
 	p.launchLoopEvents(held)
 	if len(in.Pods) == 0 {
+		p.buffersDecided(ctx, in, &scheduling.Results{})
 		return &Result{Solve: &scheduling.Results{}, SkippedNodePools: skipped, Held: held}, nil
 	}
 	pods = in.Pods
@@ -205,7 +212,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	results := scheduling.Solve(in)
 	endRun()
 	SchedulingDuration.WithLabelValues("provisioner").Observe(time.Since(start).Seconds())
-	p.cluster.PodTimes.Decided(placedPods(results), failedPods(results))
+	p.cluster.PodTimes.Decided(capacitybuffer.Real(placedPods(results)), capacitybuffer.Real(failedPods(results)))
 	if stopped := p.loops.judge(p.cluster, in, results, launches); len(stopped) > 0 {
 		var stoppedPods []*corev1.Pod
 		results.NewClaims, stoppedPods = withoutWorkloads(results.NewClaims, stopped)
@@ -213,7 +220,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		p.launchLoopEvents(stoppedPods)
 		held = append(held, stoppedPods...)
 	}
-	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(results.PodErrors)))
+	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(capacitybuffer.Real(failedPods(results)))))
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "awaiting-scheduler", awaiting, "nodeclaims", len(results.NewClaims),
 		"existing", len(results.ExistingNodes), "unschedulable", len(results.PodErrors), "duration", time.Since(start).String(),
 		// Before the solve: waiting for cluster state to catch up with the
@@ -235,18 +242,22 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		if placement.Node.InFlight {
 			kind = "nodeclaim"
 		}
-		for _, pod := range placement.Pods {
+		for _, pod := range capacitybuffer.Real(placement.Pods) {
 			if p.nominations.allow(pod) {
 				p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: %s/%s", kind, placement.Node.Name)
 			}
 		}
 	}
 	for pod, perr := range results.PodErrors {
+		if capacitybuffer.IsVirtual(pod) {
+			continue
+		}
 		if scheduling.IsDRAError(perr) {
 			logger.Info("skipping pod with Dynamic Resource Allocation requirements, not yet supported by Karpenter", "Pod", klog.KObj(pod))
 		}
 		p.recorder.Eventf(pod, corev1.EventTypeWarning, EventFailedScheduling, "Failed to schedule pod, %s", perr.Error())
 	}
+	p.buffersDecided(ctx, in, results)
 	p.exportNodePoolMetrics()
 	return &Result{Solve: results, NodeClaims: created, SkippedNodePools: skipped, Held: held}, err
 }
@@ -262,8 +273,8 @@ func (p *Provisioner) observePending(pods []*corev1.Pod) []*corev1.Pod {
 	byZone := map[string]int{}
 	var pending []*corev1.Pod
 	for _, pod := range pods {
-		if pod.Spec.NodeName != "" {
-			kept = append(kept, pod) // on capacity being deleted: not pending
+		if pod.Spec.NodeName != "" || capacitybuffer.IsVirtual(pod) {
+			kept = append(kept, pod) // on capacity being deleted, or a buffer's: not pending
 			continue
 		}
 		if asksForNoKarpenterNode(pod) {
@@ -677,7 +688,7 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("creating nodeclaim for nodepool %s: %w", np.Name, err))
 				mu.Unlock()
-				for _, pod := range c.Pods {
+				for _, pod := range capacitybuffer.Real(c.Pods) {
 					p.recorder.Eventf(pod, corev1.EventTypeWarning, EventFailedScheduling, "Failed to schedule pod, creating nodeclaim: %s", err)
 				}
 				return
@@ -685,9 +696,11 @@ func (p *Provisioner) create(ctx context.Context, pools map[string]*v1.NodePool,
 			p.cluster.UpdateNodeClaim(nc)
 			p.cluster.Nominate(nc.Name)
 			p.plans.record(nc.Name, c.Pods)
-			p.loops.launched(nc.Name, c.Pods)
+			if real := capacitybuffer.Real(c.Pods); len(real) > 0 {
+				p.loops.launched(nc.Name, real)
+			}
 			metrics.NodeClaimsCreatedTotal.WithLabelValues(ReasonProvisioning, np.Name, strconv.FormatBool(c.MinValuesRelaxed)).Inc()
-			for _, pod := range c.Pods {
+			for _, pod := range capacitybuffer.Real(c.Pods) {
 				if p.nominations.allow(pod) {
 					p.recorder.Eventf(pod, corev1.EventTypeNormal, EventNominated, "Pod should schedule on: nodeclaim/%s", nc.Name)
 				}

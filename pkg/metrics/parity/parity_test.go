@@ -41,13 +41,6 @@ type upstreamFamily struct {
 // have; each names the missing feature. Every other upstream family must be
 // registered with upstream's label names.
 var notBuilt = map[string]string{
-	// CapacityBuffer (off-by-default gate): no CapacityBuffer controller.
-	"operator_capacitybuffer_status_condition_count":                  "CapacityBuffer",
-	"operator_capacitybuffer_status_condition_current_status_seconds": "CapacityBuffer",
-	"operator_capacitybuffer_status_condition_transition_seconds":     "CapacityBuffer",
-	"operator_capacitybuffer_status_condition_transitions_total":      "CapacityBuffer",
-	"operator_capacitybuffer_termination_current_time_seconds":        "CapacityBuffer",
-	"operator_capacitybuffer_termination_duration_seconds":            "CapacityBuffer",
 	// Balanced consolidation: no consolidation scoring.
 	"karpenter_consolidation_score":       "Balanced consolidation",
 	"karpenter_consolidation_moves_total": "Balanced consolidation",
@@ -93,7 +86,7 @@ func ourFamilies(t *testing.T) map[string][]string {
 		t.Fatal(err)
 	}
 	for _, k := range []conditions.Kind{conditions.NodeClaimKind(aws.NodeClassLabelKey), conditions.NodePoolKind(), conditions.NodeKind(aws.NodeClassLabelKey),
-		conditions.NodeClassKind(&awsv1.EC2NodeClass{}, awsv1.Group, "EC2NodeClass")} {
+		conditions.NodeClassKind(&awsv1.EC2NodeClass{}, awsv1.Group, "EC2NodeClass"), conditions.CapacityBufferKind()} {
 		if _, err := conditions.NewController(nil, clk, reg, k); err != nil {
 			t.Fatal(err)
 		}

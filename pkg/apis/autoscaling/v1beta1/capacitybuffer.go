@@ -1,6 +1,8 @@
 package v1beta1
 
 import (
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -20,6 +22,28 @@ const (
 	// ConditionLimitedByQuotas is True when quotas cap the buffer below its
 	// desired size.
 	ConditionLimitedByQuotas = "LimitedByQuotas"
+)
+
+// Kinds a scalableRef may name (in the apps group).
+const (
+	KindDeployment  = "Deployment"
+	KindStatefulSet = "StatefulSet"
+	KindReplicaSet  = "ReplicaSet"
+)
+
+// The marks of a buffer's virtual pods: the pods the autoscaler simulates to
+// keep a buffer's room, never created in the API. They are upstream's keys, so
+// that anything reading a simulation's pods (plans, explanations) can tell them.
+const (
+	// FakePodAnnotationKey (value FakePodAnnotationValue) marks a virtual pod.
+	FakePodAnnotationKey   = "karpenter.sh/capacity-buffer-fake-pod"
+	FakePodAnnotationValue = "true"
+	// BufferNameAnnotation and BufferNamespaceAnnotation name the buffer a
+	// virtual pod belongs to.
+	BufferNameAnnotation      = "karpenter.sh/capacity-buffer-name"
+	BufferNamespaceAnnotation = "karpenter.sh/capacity-buffer-namespace"
+	// VirtualPodPriority is a virtual pod's priority: the lowest there is.
+	VirtualPodPriority int32 = math.MinInt32
 )
 
 // CapacityBuffer asks the autoscaler to keep spare capacity for a number of
@@ -77,7 +101,8 @@ type CapacityBufferSpec struct {
 	// +optional
 	ScalableRef *ScalableRef `json:"scalableRef,omitempty"`
 	// Replicas is the number of chunks wanted. With percentage as well, the
-	// smaller of the two counts; with neither, limits alone sizes the buffer.
+	// larger of the two counts; with neither, limits alone sizes the buffer
+	// (limits always cap it).
 	// +kubebuilder:validation:Minimum=0
 	// +optional
 	Replicas *int32 `json:"replicas,omitempty"`

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	autoscalingv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	apistatus "github.com/karpenter-go/karpenter/pkg/apis/status"
 )
@@ -99,6 +100,27 @@ func NodeClassKind(example client.Object, group, kind string) Kind {
 		Group:      group,
 		KindName:   kind,
 		KindLess:   true,
+	}
+}
+
+// CapacityBufferKind is upstream's CapacityBuffer registration (gate
+// CapacityBuffer): operator_capacitybuffer_* and the kind-less families.
+func CapacityBufferKind() Kind {
+	return Kind{
+		Name: "capacitybuffer",
+		New:  func() client.Object { return &autoscalingv1beta1.CapacityBuffer{} },
+		Conditions: func(o client.Object) []apistatus.Condition {
+			b := o.(*autoscalingv1beta1.CapacityBuffer)
+			out := make([]apistatus.Condition, 0, len(b.Status.Conditions))
+			for _, c := range b.Status.Conditions {
+				out = append(out, apistatus.Condition{Type: c.Type, Status: c.Status, Reason: c.Reason, Message: c.Message,
+					ObservedGeneration: c.ObservedGeneration, LastTransitionTime: c.LastTransitionTime})
+			}
+			return out
+		},
+		Group:    autoscalingv1beta1.SchemeGroupVersion.Group,
+		KindName: "CapacityBuffer",
+		KindLess: true,
 	}
 }
 
