@@ -67,7 +67,7 @@ func TestVirtualPodsStandForTheChunks(t *testing.T) {
 		Spec: corev1.PodSpec{
 			NodeName:          "somewhere",
 			PriorityClassName: "high",
-			Containers: []corev1.Container{{Name: "c", VolumeMounts: []corev1.VolumeMount{{Name: "data"}, {Name: "config"}}}},
+			Containers:        []corev1.Container{{Name: "c", VolumeMounts: []corev1.VolumeMount{{Name: "data"}, {Name: "config"}}}},
 			Volumes: []corev1.Volume{
 				{Name: "data", VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "pvc"}}},
 				{Name: "config", VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{}}},
