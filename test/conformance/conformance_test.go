@@ -165,6 +165,12 @@ func (w *worker) up(t *testing.T) {
 		// constraints), at the path their specs look for in its arguments.
 		SchedulerProfiles:   filepath.Join(w.upstreamDir, "test", "suites", "regression", "testdata", "kube-scheduler-config.yaml"),
 		SchedulerConfigPath: "etc/kubernetes/karpenter-scheduler-config/kube-scheduler-config.yaml",
+		// Upstream's KWOK clusters delete a terminating pod at once (their
+		// pod-delete stage); a kubelet-like wait for the grace period made
+		// specs that count nodes see replacements of pods that
+		// kube-controller-manager evicted find no room, where upstream's
+		// replacements find the evicted pods' room free.
+		PodDeleteAtOnce: true,
 	})
 	if err := kit.InstallCRDs(ctx, w.c.Client); err != nil {
 		t.Fatal(err)

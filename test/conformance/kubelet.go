@@ -303,6 +303,7 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 		// restartPolicy Always: the container is restarted in place.
 		n.removeContainer(pp)
 		pp.restarts++
+		pp.ready = false
 		if err := n.startProcess(ctx, pp); err != nil {
 			n.Logf("controller node: restarting pod %s/%s: %v", pod.Namespace, pod.Name, err)
 			return
@@ -311,7 +312,11 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 	if n.ServePodPorts {
 		n.listen(pp)
 	}
-	ready := pp.proc.IsReady()
+	// Ready once the process answers its readiness probe and accepts
+	// connections on every container port: a client that sees the pod Ready
+	// and port-forwards to its metrics port at once (the performance suite
+	// does) must not find the port closed.
+	ready := pp.proc.IsReady() && (pp.ready || pp.portsOpen())
 	if ready != pp.ready || pod.Status.Phase != corev1.PodRunning || containerRestarts(pod) != pp.restarts {
 		if err := n.updatePodStatus(ctx, pod, pp, ready); err == nil {
 			pp.ready = ready
@@ -548,6 +553,19 @@ func (n *ControllerNode) listen(pp *podProcess) {
 			}()
 		}
 	}
+}
+
+// portsOpen reports whether the process accepts connections on each of its
+// container ports.
+func (pp *podProcess) portsOpen() bool {
+	for _, local := range pp.ports {
+		c, err := net.DialTimeout("tcp", fmt.Sprintf("127.0.0.1:%d", local), time.Second)
+		if err != nil {
+			return false
+		}
+		_ = c.Close()
+	}
+	return true
 }
 
 func (pp *podProcess) closeListeners() {

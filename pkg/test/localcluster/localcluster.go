@@ -84,6 +84,10 @@ type Options struct {
 	// by default) come once a Lease duration too.
 	NodeLeaseSeconds       int
 	NodeMonitorGracePeriod time.Duration
+	// PodDeleteAtOnce: KWOK removes terminating pods at once, as upstream
+	// Karpenter's KWOK end-to-end clusters do (`--pod-delete-at-once`),
+	// rather than at the end of their grace period.
+	PodDeleteAtOnce bool
 	// DisableControllers: kube-controller-manager controllers not to run
 	// (`--kcm-disable-controllers`), e.g. "ttl", whose node annotations KWOK
 	// never reads and which re-patches every node as the fleet grows.
@@ -160,6 +164,9 @@ func StartWith(t testing.TB, opts Options) *Cluster {
 	}
 	if opts.NodeLeaseSeconds > 0 {
 		args = append(args, "--node-lease-seconds", strconv.Itoa(opts.NodeLeaseSeconds))
+	}
+	if opts.PodDeleteAtOnce {
+		args = append(args, "--pod-delete-at-once")
 	}
 	if len(opts.DisableControllers) > 0 {
 		args = append(args, "--kcm-disable-controllers", strings.Join(opts.DisableControllers, ","))

@@ -117,6 +117,7 @@ func cmdUp(args []string) error {
 	schedConfigPath := fs.String("scheduler-config-path", "", "where kube-scheduler's configuration file is written (default: <state-dir>/kube-scheduler.yaml)")
 	profiling := fs.Bool("profiling", false, "serve pprof on kube-apiserver, kube-controller-manager and kube-scheduler (/debug/pprof) and etcd (--enable-pprof)")
 	leaseSeconds := fs.Int("node-lease-seconds", 0, "duration of KWOK's node Leases, renewed every quarter of it (0: 40); above 600 also the period of its node status heartbeats")
+	podDeleteAtOnce := fs.Bool("pod-delete-at-once", false, "KWOK removes terminating pods at once (unless annotated pod-delete.stage.kwok.x-k8s.io/delay), as upstream Karpenter's KWOK end-to-end clusters do; default: at the end of their grace period")
 	grace := fs.Duration("node-monitor-grace-period", 0, "kube-controller-manager's --node-monitor-grace-period (0: its default); longer than a Lease renewal")
 	disable := fs.String("kcm-disable-controllers", "", "comma-separated kube-controller-manager controllers not to run (e.g. ttl)")
 	audit := fs.Bool("audit-nodeclaims", false, "kube-apiserver writes an audit log of NodeClaim writes (logs/audit.log), with its latency breakdown of slow requests")
@@ -139,6 +140,7 @@ func cmdUp(args []string) error {
 		SchedulerConfigPath:               *schedConfigPath,
 		Profiling:                         *profiling,
 		NodeLeaseSeconds:                  *leaseSeconds,
+		PodDeleteAtOnce:                   *podDeleteAtOnce,
 		NodeMonitorGracePeriod:            *grace,
 		DisableControllers:                splitList(*disable),
 		AuditNodeClaims:                   *audit,

@@ -158,23 +158,33 @@ func TestChildExitingOnItsOwnIsReported(t *testing.T) {
 	}
 }
 
+// TestKWOKStagesHonourGracePeriod: terminating pods go at the end of their
+// grace period, or at once as in upstream's end-to-end clusters when asked.
 func TestKWOKStagesHonourGracePeriod(t *testing.T) {
-	path, err := writeKWOKStages(t.TempDir(), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	for _, want := range []string{"name: node-initialize", "name: pod-ready", "name: pod-delete", "expressionFrom: '.metadata.deletionTimestamp'"} {
-		if !strings.Contains(s, want) {
-			t.Errorf("stages lack %q", want)
+	for _, c := range []struct {
+		atOnce bool
+		delay  string
+	}{
+		{false, "expressionFrom: '.metadata.deletionTimestamp'"},
+		{true, `expressionFrom: '.metadata.annotations["pod-delete.stage.kwok.x-k8s.io/delay"]'`},
+	} {
+		path, err := writeKWOKStages(t.TempDir(), 0, c.atOnce)
+		if err != nil {
+			t.Fatal(err)
 		}
-	}
-	if n := strings.Count(s, "name: pod-delete"); n != 1 {
-		t.Errorf("%d pod-delete stages, want 1", n)
+		b, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := string(b)
+		for _, want := range []string{"name: node-initialize", "name: pod-ready", "name: pod-delete", c.delay} {
+			if !strings.Contains(s, want) {
+				t.Errorf("at once %t: stages lack %q", c.atOnce, want)
+			}
+		}
+		if n := strings.Count(s, "name: pod-delete"); n != 1 {
+			t.Errorf("at once %t: %d pod-delete stages, want 1", c.atOnce, n)
+		}
 	}
 }
 
@@ -190,7 +200,7 @@ func TestKWOKHeartbeatFollowsTheLease(t *testing.T) {
 		{600, heartbeatDelay, heartbeatJitter},
 		{3600, "durationMilliseconds: 3600000", "jitterDurationMilliseconds: 3660000"},
 	} {
-		path, err := writeKWOKStages(t.TempDir(), c.lease)
+		path, err := writeKWOKStages(t.TempDir(), c.lease, false)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,6 +85,11 @@ type Config struct {
 	// updates a second: 500 a second at 5,000 nodes, on two cores. A fleet
 	// benchmark lengthens it, with NodeMonitorGracePeriod.
 	NodeLeaseSeconds int
+	// PodDeleteAtOnce: KWOK removes a terminating pod at once, as upstream
+	// Karpenter's KWOK end-to-end clusters do (unless the pod's
+	// pod-delete.stage.kwok.x-k8s.io/delay annotation asks for a delay),
+	// rather than at the end of its grace period as a kubelet would.
+	PodDeleteAtOnce bool
 	// NodeMonitorGracePeriod is how long kube-controller-manager's node
 	// lifecycle controller waits for a Lease renewal (or a status heartbeat)
 	// before it marks a node Unknown and taints it (0: its default, 50 s). It
@@ -297,7 +302,7 @@ func boot(ctx context.Context, cfg Config, files pki.Files) (c *Cluster, err err
 	if err := c.spawn("kube-scheduler", schedArgs...); err != nil {
 		return c, err
 	}
-	stages, err := writeKWOKStages(cfg.StateDir, cfg.NodeLeaseSeconds)
+	stages, err := writeKWOKStages(cfg.StateDir, cfg.NodeLeaseSeconds, cfg.PodDeleteAtOnce)
 	if err != nil {
 		return c, err
 	}

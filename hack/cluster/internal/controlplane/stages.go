@@ -37,6 +37,32 @@ spec:
     delete: true
 `
 
+// podDeleteAtOnce is the pod-delete stage of upstream Karpenter's KWOK
+// end-to-end clusters (its hack/kwok/stages): a terminating pod goes at once,
+// unless its pod-delete.stage.kwok.x-k8s.io/delay annotation asks for a delay.
+const podDeleteAtOnce = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-delete
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchExpressions:
+    - key: '.metadata.deletionTimestamp'
+      operator: 'Exists'
+  delay:
+    durationFrom:
+      expressionFrom: '.metadata.annotations["pod-delete.stage.kwok.x-k8s.io/delay"]'
+  next:
+    delete: true
+    finalizers:
+      empty: true
+    statusSubresource: status
+  weight: 100
+`
+
 // kwokOptions raises KWOK's workers from 4 to 16 per kind of stage: with 4, the
 // pods of a 1,000-pod scale-up became Running up to 15 s after they were bound.
 // KWOK's own client has no rate limit.
@@ -73,16 +99,21 @@ func nodeHeartbeat(leaseSeconds int) string {
 
 // writeKWOKStages writes KWOK's configuration and the lifecycle stages it
 // runs: its own fast node and pod stages, with pod deletion that honours the
-// grace period, and node heartbeats no more frequent than the node Leases'
-// duration (leaseSeconds, 0 for the kubelet's 40 s).
-func writeKWOKStages(stateDir string, leaseSeconds int) (string, error) {
+// grace period (or, with deleteAtOnce, upstream's end-to-end clusters' stage),
+// and node heartbeats no more frequent than the node Leases' duration
+// (leaseSeconds, 0 for the kubelet's 40 s).
+func writeKWOKStages(stateDir string, leaseSeconds int, deleteAtOnce bool) (string, error) {
+	podDelete := podDeleteAfterGrace
+	if deleteAtOnce {
+		podDelete = podDeleteAtOnce
+	}
 	docs := []string{
 		kwokOptions,
 		nodefast.DefaultNodeInit,
 		nodeHeartbeat(leaseSeconds),
 		podfast.DefaultPodReady,
 		podfast.DefaultPodComplete,
-		podDeleteAfterGrace,
+		podDelete,
 	}
 	path, err := filepath.Abs(filepath.Join(stateDir, "kwok-stages.yaml"))
 	if err != nil {
