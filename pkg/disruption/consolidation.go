@@ -18,7 +18,8 @@ import (
 
 // wantsConsolidation is the consolidation methods' filter: consolidatable
 // nodes with reschedulable pods (empty ones are emptiness's) in NodePools whose
-// policy is WhenEmptyOrUnderutilized; those the policy excludes are explained.
+// policy is WhenEmptyOrUnderutilized or Balanced (scored, see balanced.go);
+// those the policy excludes are explained.
 func wantsConsolidation(n *node) (bool, *block) {
 	if !n.consolidatable || n.empty() {
 		return false, nil
@@ -32,9 +33,6 @@ func wantsConsolidation(n *node) (bool, *block) {
 	}
 	if d.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty {
 		return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s only consolidates empty nodes (consolidationPolicy: WhenEmpty)", n.pool.NodePool.Name)}
-	}
-	if d.ConsolidationPolicy == v1.ConsolidationPolicyBalanced {
-		return false, &block{CodeConsolidationDisabled, fmt.Sprintf("nodepool %s has consolidationPolicy Balanced: %s", n.pool.NodePool.Name, v1.BalancedNotBuilt)}
 	}
 	return true, nil
 }
@@ -58,6 +56,10 @@ func (p *pass) consolidationCandidates() []*node {
 		}
 		if b := p.budget(n, v1.DisruptionReasonUnderutilized); b.Allowed == 0 {
 			p.explain(n, MethodSingleNodeConsolidation, CodeBudget, b.Message)
+			continue
+		}
+		if ok, why := p.balancedCanPass(n); !ok {
+			p.explain(n, MethodSingleNodeConsolidation, CodeUnconsolidatable, why)
 			continue
 		}
 		p.consolidation = append(p.consolidation, n)
@@ -113,7 +115,7 @@ func (p *pass) consolidate(m Method, cands []*node, multi bool) (*Decision, stri
 		} else {
 			d.Explanation = fmt.Sprintf("the pods of node %s fit on other nodes: deleting it saves %s", cands[0].Name, FormatPrice(price))
 		}
-		return d, ""
+		return p.scored(d, cands, multi)
 	case 1:
 	default:
 		return nil, fmt.Sprintf("%s would need %d new nodes", subject, len(sim.replacements))
@@ -128,6 +130,21 @@ func (p *pass) consolidate(m Method, cands []*node, multi bool) (*Decision, stri
 		d.Explanation = fmt.Sprintf("replacing %d nodes (%s, %s) with %s", len(cands), joinNames(cands), FormatPrice(price), describeClaim(claim))
 	} else {
 		d.Explanation = fmt.Sprintf("replacing node %s (%s) with a cheaper %s", cands[0].Name, FormatPrice(price), strings.TrimPrefix(describeClaim(claim), "1 "))
+	}
+	return p.scored(d, cands, multi)
+}
+
+// scored passes a move the simulation found through Balanced scoring: refused
+// when a Balanced pool's score is below its threshold, else explained with the
+// scores of the Balanced pools.
+func (p *pass) scored(d *Decision, cands []*node, multi bool) (*Decision, string) {
+	if why := p.balancedVerdict(d, cands, multi); why != "" {
+		return nil, why
+	}
+	for _, s := range d.Scores {
+		if s.Scored {
+			d.Explanation += fmt.Sprintf("; nodepool %s (Balanced): %s", s.NodePool, s)
+		}
 	}
 	return d, ""
 }

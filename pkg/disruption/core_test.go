@@ -1,6 +1,7 @@
 package disruption_test
 
 import (
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -415,11 +416,70 @@ func TestSingleNodeConsolidation(t *testing.T) {
 			w.pod(a, "web", "1")
 		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeConsolidationDisabled}, explained: map[string]string{"a": "only consolidates empty nodes (consolidationPolicy: WhenEmpty)"}}},
 
-		{"a Balanced pool keeps non-empty nodes until Balanced scoring is built", func(w *world) {
-			w.pool("default", standardTypes(), balanced)
+		// Balanced: pool cost 0.68/h, disruption 1+3; replacing l by m saves
+		// half the cost for all the disruption: score 0.50, at the threshold.
+		{"a Balanced pool takes a move scoring at its threshold", func(w *world) {
+			w.pool("default", standardTypes(), balanced, onDemandOnly)
 			a := w.node("a", "default", "l")
-			w.pod(a, "web", "1")
-		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeConsolidationDisabled}, explained: map[string]string{"a": "has consolidationPolicy Balanced: Balanced scoring is not built in this version, so only empty nodes are consolidated"}}},
+			for i := range 3 {
+				w.pod(a, fmt.Sprintf("web-%d", i), "1")
+			}
+		}, expect{method: disruption.MethodSingleNodeConsolidation, action: disruption.ActionReplace, candidates: []string{"a"}, check: func(t *testing.T, r *disruption.Result) {
+			d := r.Decision
+			if len(d.Scores) != 1 || !d.Scores[0].Scored || d.Scores[0].NodePool != "default" || d.Scores[0].Value() != 0.5 {
+				t.Fatalf("scores %+v, want default's scored 0.5", d.Scores)
+			}
+			if !strings.Contains(d.Explanation, "nodepool default (Balanced): score 0.50 >= threshold 0.50 (k: 2, savings 50.0%, disruption 100.0%)") {
+				t.Fatalf("explanation %q does not give the score", d.Explanation)
+			}
+			if len(r.Moves) != 1 || !r.Moves[0].Approved {
+				t.Fatalf("moves %+v, want the one approved", r.Moves)
+			}
+		}}},
+
+		// With a second, full node in the pool (cost 1.36/h, disruption 4+2)
+		// the same replacement scores (0.34/1.36)/(4/6) = 0.375: refused, the
+		// score in the explanation. WhenEmptyOrUnderutilized takes it.
+		{"a Balanced pool refuses a move scoring below its threshold", func(w *world) {
+			w.pool("default", standardTypes(), balanced, onDemandOnly)
+			a := w.node("a", "default", "l")
+			for i := range 3 {
+				w.pod(a, fmt.Sprintf("web-%d", i), "1")
+			}
+			w.pod(w.node("b", "default", "l"), "db", "7500m")
+		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeUnconsolidatable},
+			explained: map[string]string{"a": "nodepool default has consolidationPolicy Balanced and this replace scores too low: score 0.38 < threshold 0.50 (k: 2, savings 25.0%, disruption 66.7%)"},
+			check: func(t *testing.T, r *disruption.Result) {
+				refused := 0
+				for _, m := range r.Moves {
+					if !m.Approved {
+						refused++
+					}
+				}
+				if refused == 0 {
+					t.Fatalf("moves %+v, want the refused move recorded", r.Moves)
+				}
+			}}},
+		{"the same move under WhenEmptyOrUnderutilized", func(w *world) {
+			w.pool("default", standardTypes(), onDemandOnly)
+			a := w.node("a", "default", "l")
+			for i := range 3 {
+				w.pod(a, fmt.Sprintf("web-%d", i), "1")
+			}
+			w.pod(w.node("b", "default", "l"), "db", "7500m")
+		}, expect{method: disruption.MethodSingleNodeConsolidation, action: disruption.ActionReplace, candidates: []string{"a"}}},
+
+		// A node whose deletion alone would score too low is not simulated:
+		// (0.34/1.70)/(6/10) = 0.33 (pool: a m with 5 pods, b l full).
+		{"a Balanced pool skips a node even deleting it cannot justify", func(w *world) {
+			w.pool("default", standardTypes(), balanced, onDemandOnly)
+			a := w.node("a", "default", "m")
+			for i := range 5 {
+				w.pod(a, fmt.Sprintf("web-%d", i), "100m")
+			}
+			w.pod(w.node("b", "default", "l"), "db", "7500m")
+			w.pod(w.node("c", "default", "l"), "db2", "7500m")
+		}, expect{none: true, explained: map[string]string{"a": "even deleting the node scores too low: score 0.33 < threshold 0.50"}}},
 
 		{"a Balanced pool still removes empty nodes", func(w *world) {
 			w.pool("default", standardTypes(), balanced)

@@ -47,6 +47,8 @@ type pass struct {
 	// consolidation candidates, computed once for both consolidation methods.
 	consolidation    []*node
 	consolidationSet bool
+	// totals: each NodePool's cost and disruption, for Balanced scoring.
+	totals map[string]poolTotal
 }
 
 // NewPass prepares a pass over the input.

@@ -120,6 +120,9 @@ type Decision struct {
 	// CandidatesPrice and ReplacementsPrice are per hour (0 when unknown).
 	CandidatesPrice   float64
 	ReplacementsPrice float64
+	// Scores of a consolidation, per NodePool of its candidates (Balanced
+	// pools' scored, see balanced.go).
+	Scores []Score
 }
 
 // Action is what a decision does to its candidates. Its values are the words
@@ -233,4 +236,7 @@ type Result struct {
 	// PartitionedSimulations counts the simulations split into independent
 	// solves (partition.go), each counted in Simulations.
 	PartitionedSimulations int
+	// Moves are the consolidation moves the pass found, scored, in order:
+	// those Balanced refused, and the one decided.
+	Moves []Move
 }

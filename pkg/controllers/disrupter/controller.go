@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"math"
 	"time"
 
@@ -191,6 +192,7 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 		return false, fmt.Errorf("starting disruption of %v: %w", cmd.CandidateNames(), err)
 	}
 	DecisionsTotal.WithLabelValues(string(d.Action()), disruption.MetricReason(d.Method.Reason()), ct).Inc()
+	c.consolidationApproved(s, d)
 	counted := map[string]bool{}
 	for _, nc := range cmd.Candidates {
 		if np := nc.Labels[v1.NodePoolLabelKey]; !counted[np] {
@@ -239,8 +241,38 @@ func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestratio
 	return cmd, nil
 }
 
+// EventConsolidationApproved is the event a consolidation of a Balanced
+// NodePool records once started, with its score.
+const EventConsolidationApproved = "ConsolidationApproved"
+
+// consolidationApproved records ConsolidationApproved for the Balanced pools
+// of a started consolidation, as upstream: on the node and its NodeClaim when
+// it moves one node, on the NodePool when it moves several.
+func (c *Controller) consolidationApproved(s *snapshot, d *disruption.Decision) {
+	for _, sc := range d.Scores {
+		if !sc.Scored {
+			continue
+		}
+		msg := sc.String()
+		if len(d.Candidates) == 1 {
+			n := d.Candidates[0]
+			if n.Node != nil {
+				c.recorder.Event(n.Node, corev1.EventTypeNormal, EventConsolidationApproved, msg)
+			}
+			if n.NodeClaim != nil {
+				c.recorder.Event(n.NodeClaim, corev1.EventTypeNormal, EventConsolidationApproved, msg)
+			}
+			continue
+		}
+		if np, ok := s.nodePools[sc.NodePool]; ok {
+			c.recorder.Event(np, corev1.EventTypeNormal, EventConsolidationApproved, msg)
+		}
+	}
+}
+
 // export refreshes the pass's gauges and counters.
 func (c *Controller) export(res *disruption.Result) {
+	exportMoves(res.Moves)
 	for _, r := range disruption.Reasons {
 		EligibleNodes.WithLabelValues(disruption.MetricReason(r)).Set(float64(res.Eligible[r]))
 	}

@@ -53,14 +53,59 @@ var (
 		Namespace: "karpenter", Subsystem: "nodepools", Name: "nodes_consuming_budgets",
 		Help: "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by NodePool.",
 	}, []string{"nodepool", "reason"})
+	// ConsolidationScore observes the score of each consolidation move of a
+	// Balanced NodePool (see disruption.Score), by the pool's decision.
+	ConsolidationScore = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Namespace: "karpenter", Name: "consolidation_score",
+		Help:    "Score of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+		Buckets: []float64{0.1, 0.25, 0.33, 0.5, 1.0, 2.0, 5.0, 10.0},
+	}, []string{"decision", "nodepool", "policy"})
+	// ConsolidationMovesTotal counts the consolidation moves passes found,
+	// approved or (by a Balanced pool) rejected, once per NodePool of a move.
+	ConsolidationMovesTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Name: "consolidation_moves_total",
+		Help: "Number of balanced consolidation moves. Labeled by decision, NodePool, and policy.",
+	}, []string{"decision", "nodepool", "policy"})
+)
+
+// Values of the decision label of the consolidation move metrics.
+const (
+	MoveApproved = "approved"
+	MoveRejected = "rejected"
 )
 
 func init() {
-	crmetrics.Registry.MustRegister(DecisionsTotal, DecisionsByNodePoolTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets)
+	crmetrics.Registry.MustRegister(DecisionsTotal, DecisionsByNodePoolTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets,
+		ConsolidationScore, ConsolidationMovesTotal)
 	// The consolidation types that can time out start at 0.
 	for _, m := range disruption.Methods {
 		if ct := m.ConsolidationType(); ct != "" && m.Simulates() {
 			ConsolidationTimeoutsTotal.WithLabelValues(ct).Add(0)
+		}
+	}
+}
+
+// exportMoves counts a pass's consolidation moves as upstream does: a move of
+// one node once for its NodePool, with its verdict; a move of several nodes
+// once per NodePool, with the move's verdict; and, for Balanced pools, the
+// score observed with the pool's own verdict.
+func exportMoves(moves []disruption.Move) {
+	verdict := func(ok bool) string {
+		if ok {
+			return MoveApproved
+		}
+		return MoveRejected
+	}
+	for _, m := range moves {
+		for _, s := range m.Scores {
+			ConsolidationMovesTotal.WithLabelValues(verdict(m.Approved), s.NodePool, string(s.Policy)).Inc()
+			if s.Scored {
+				own := m.Approved
+				if m.Multi {
+					own = s.Approved()
+				}
+				ConsolidationScore.WithLabelValues(verdict(own), s.NodePool, string(s.Policy)).Observe(s.Value())
+			}
 		}
 	}
 }

@@ -268,9 +268,9 @@ func TestValidationSaysZeroLimitAdmitsNoNode(t *testing.T) {
 	}
 }
 
-// A static NodePool while the StaticCapacity gate is off, and the Balanced
-// policy (stored, not built yet): the NodePool stays Ready and
-// ValidationSucceeded's reason and message say what this version does.
+// A static NodePool while the StaticCapacity gate is off: the NodePool stays
+// Ready and ValidationSucceeded's reason and message say what it does; the
+// Balanced policy is valid like the others.
 func TestValidationSaysWhatStaticAndBalancedPoolsDo(t *testing.T) {
 	ctx, clk := setup(t)
 	validation := nodepool.NewValidation(e.Client, clk)
@@ -285,7 +285,7 @@ func TestValidationSaysWhatStaticAndBalancedPoolsDo(t *testing.T) {
 		message string
 	}{
 		{static, nodepool.ReasonStaticCapacityDisabled, "spec.replicas is 3: the StaticCapacity feature gate is off: a static NodePool launches no node"},
-		{balanced, nodepool.ReasonBalancedNotSupported, "spec.disruption.consolidationPolicy is Balanced: Balanced scoring is not built in this version, so only empty nodes are consolidated"},
+		{balanced, "ValidationSucceeded", ""},
 	} {
 		ExpectReconciled(ctx, t, validation, tc.np)
 		c := ExpectExists(ctx, t, e.Client, tc.np).StatusConditions().Get(v1.ConditionTypeValidationSucceeded)

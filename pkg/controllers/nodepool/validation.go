@@ -53,9 +53,6 @@ func (v *Validation) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	} else if np.Spec.Replicas != nil && !v.StaticCapacity {
 		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonStaticCapacityDisabled,
 			fmt.Sprintf("spec.replicas is %d: %s", *np.Spec.Replicas, v1.StaticGateOff))
-	} else if np.Spec.Disruption.ConsolidationPolicy == v1.ConsolidationPolicyBalanced {
-		conds.SetTrueWithReason(v1.ConditionTypeValidationSucceeded, ReasonBalancedNotSupported,
-			"spec.disruption.consolidationPolicy is Balanced: "+v1.BalancedNotBuilt)
 	} else if why := v1.LimitsAdmitNoNode(np.Spec.Limits); why != "" {
 		// Valid (a zero limit is how users pause a pool), so Ready stays True and
 		// disruption is unchanged; the reason says the pool launches nothing.
@@ -75,11 +72,6 @@ const ReasonLimitsAdmitNoNode = "LimitsAdmitNoNode"
 // static NodePool (spec.replicas set) while the StaticCapacity feature gate is
 // off: it launches nothing, as upstream's.
 const ReasonStaticCapacityDisabled = "StaticCapacityDisabled"
-
-// ReasonBalancedNotSupported is ValidationSucceeded's reason on a valid
-// NodePool whose consolidationPolicy is Balanced: only its empty nodes are
-// consolidated in this version.
-const ReasonBalancedNotSupported = "BalancedNotSupported"
 
 // Register adds the controller to the manager.
 func (v *Validation) Register(mgr manager.Manager) error {

@@ -143,9 +143,6 @@ func notWanted(sn *state.StateNode, np *v1.NodePool, pods []*corev1.Pod) string 
 	if d.ConsolidationPolicy == v1.ConsolidationPolicyWhenEmpty && workload > 0 {
 		return fmt.Sprintf("nodepool %s only removes empty nodes (consolidationPolicy WhenEmpty) and it runs %d pod(s)", np.Name, workload)
 	}
-	if d.ConsolidationPolicy == v1.ConsolidationPolicyBalanced && workload > 0 {
-		return fmt.Sprintf("nodepool %s has consolidationPolicy Balanced (%s) and it runs %d pod(s)", np.Name, v1.BalancedNotBuilt, workload)
-	}
 	return fmt.Sprintf("it runs %d pod(s) and is not drifted; consolidation found it no cheaper arrangement worth a change", workload)
 }
 

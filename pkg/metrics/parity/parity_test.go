@@ -41,9 +41,6 @@ type upstreamFamily struct {
 // have; each names the missing feature. Every other upstream family must be
 // registered with upstream's label names.
 var notBuilt = map[string]string{
-	// Balanced consolidation: no consolidation scoring.
-	"karpenter_consolidation_score":       "Balanced consolidation",
-	"karpenter_consolidation_moves_total": "Balanced consolidation",
 	// Node repair: no repair controller.
 	"karpenter_nodeclaims_unhealthy_disrupted_total": "node repair",
 	// NodeClaim reboot (node repair's reboot policy): not built.

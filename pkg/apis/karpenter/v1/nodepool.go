@@ -91,21 +91,20 @@ const (
 	// ConsolidationPolicyWhenEmptyOrUnderutilized removes empty nodes and
 	// replaces or removes nodes whose pods fit elsewhere more cheaply.
 	ConsolidationPolicyWhenEmptyOrUnderutilized ConsolidationPolicy = "WhenEmptyOrUnderutilized"
-	// ConsolidationPolicyBalanced consolidates underutilized nodes only when
-	// the savings outweigh the disruption. Until its scoring is built, a
-	// Balanced NodePool consolidates only empty nodes (a subset of what
-	// Balanced allows) and its ValidationSucceeded condition says so.
+	// ConsolidationPolicyBalanced removes empty nodes and consolidates
+	// underutilized ones only when the share of the NodePool's cost a move
+	// saves is at least 1/BalancedK of the share of its disruption the move
+	// causes.
 	ConsolidationPolicyBalanced ConsolidationPolicy = "Balanced"
 )
 
-// BalancedNotBuilt says, in conditions, explanations and logs, what this
-// version does with the Balanced policy, which it stores but does not
-// implement yet; StaticGateOff what a static NodePool does while the
-// StaticCapacity feature gate is off.
-const (
-	BalancedNotBuilt = "Balanced scoring is not built in this version, so only empty nodes are consolidated (what WhenEmpty does, a subset of what Balanced allows)"
-	StaticGateOff    = "the StaticCapacity feature gate is off: a static NodePool launches no node and pending pods are not provisioned on it, as upstream's"
-)
+// BalancedK is the Balanced policy's k: a move is taken at a score (savings
+// fraction over disruption fraction) of 1/k or more.
+const BalancedK int32 = 2
+
+// StaticGateOff says what a static NodePool does while the StaticCapacity
+// feature gate is off.
+const StaticGateOff = "the StaticCapacity feature gate is off: a static NodePool launches no node and pending pods are not provisioned on it, as upstream's"
 
 // DisruptionReason names why Karpenter disrupts a node; budgets may apply to
 // a subset of reasons.
