@@ -143,11 +143,11 @@ var upstreamCRDNames = []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.
 // field by field; the Deployment helm upgraded runs our image with the
 // values' settings and IRSA annotation; our controller, started as a pod of
 // that live Deployment (its environment and ServiceAccount token) against
-// the AWS emulator under the shipped IAM policy, reconciles the objects:
-// the EC2NodeClass and both NodePools become Ready and the NodeClaim is
-// launched; the NodeOverlay, a kind this version stores but
-// does not apply, gets the controller's Warning event saying so. Then `helm rollback` returns both releases to
-// upstream's charts and again nothing is lost.
+// the AWS emulator under the shipped IAM policy, reconciles the objects: the
+// EC2NodeClass and both NodePools become Ready and the NodeClaim is
+// launched; the NodeOverlay, a kind this version stores but does not apply,
+// gets the controller's Warning event saying so. Then `helm rollback`
+// returns both releases to upstream's charts and again nothing is lost.
 func TestHelmUpgradeFromUpstreamV1152(t *testing.T) {
 	t.Parallel()
 	start := time.Now()
