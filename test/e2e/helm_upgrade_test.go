@@ -49,8 +49,8 @@ controller:
 `
 
 // upgradeFleet is what a user of upstream v1.15.2 has in the cluster: two
-// NodePools on an EC2NodeClass, a NodeOverlay and a NodeClaim of the default
-// pool, written as upstream's CRDs accept them.
+// EC2NodeClasses, a NodePool on each, a NodeClaim of each pool, a
+// NodeOverlay and a CapacityBuffer, written as upstream's CRDs accept them.
 var upgradeFleet = []string{`
 apiVersion: karpenter.k8s.aws/v1
 kind: EC2NodeClass
@@ -66,6 +66,17 @@ spec:
   - deviceName: /dev/xvda
     ebs: {volumeSize: 50Gi, volumeType: gp3, encrypted: true, deleteOnTermination: true}
   kubelet: {maxPods: 110}
+`, `
+apiVersion: karpenter.k8s.aws/v1
+kind: EC2NodeClass
+metadata: {name: bottlerocket}
+spec:
+  role: KarpenterNodeRole-` + awsCluster + `
+  amiSelectorTerms: [{alias: bottlerocket@latest}]
+  subnetSelectorTerms: [{tags: {karpenter.sh/discovery: ` + awsCluster + `}}]
+  securityGroupSelectorTerms: [{tags: {karpenter.sh/discovery: ` + awsCluster + `}}]
+  associatePublicIPAddress: false
+  detailedMonitoring: true
 `, `
 apiVersion: karpenter.sh/v1
 kind: NodePool
@@ -99,7 +110,7 @@ spec:
     consolidateAfter: 1h
   template:
     spec:
-      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: default}
+      nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: bottlerocket}
       taints: [{key: spot, value: "true", effect: NoSchedule}]
       requirements:
       - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
@@ -129,6 +140,26 @@ spec:
   - {key: node.kubernetes.io/instance-type, operator: In, values: [m5.large, m5.xlarge]}
   resources:
     requests: {cpu: "1", memory: 1Gi}
+`, `
+apiVersion: karpenter.sh/v1
+kind: NodeClaim
+metadata:
+  name: spot-upgrade
+  labels: {karpenter.sh/nodepool: spot}
+spec:
+  nodeClassRef: {group: karpenter.k8s.aws, kind: EC2NodeClass, name: bottlerocket}
+  taints: [{key: spot, value: "true", effect: NoSchedule}]
+  requirements:
+  - {key: karpenter.sh/nodepool, operator: In, values: [spot]}
+  - {key: karpenter.sh/capacity-type, operator: In, values: [spot]}
+  - {key: karpenter.k8s.aws/instance-cpu, operator: Lt, values: ["9"]}
+`, `
+apiVersion: autoscaling.x-k8s.io/v1beta1
+kind: CapacityBuffer
+metadata: {name: spare, namespace: default}
+spec:
+  podTemplateRef: {name: buffer-pods}
+  replicas: 2
 `}
 
 // The five CRDs of upstream v1.15.2's karpenter-crd chart.
@@ -137,16 +168,16 @@ var upstreamCRDNames = []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.
 
 // TestHelmUpgradeFromUpstreamV1152: a cluster installed with upstream
 // v1.15.2's own charts (karpenter-crd, then karpenter with a typical EKS
-// values file) and holding NodePools, an EC2NodeClass, a NodeOverlay and a
-// NodeClaim is upgraded with `helm upgrade` to our two charts and the same
-// values file, CRD chart first. Every CRD and every object keeps its spec,
+// values file) and holding EC2NodeClasses, NodePools, NodeClaims, a
+// NodeOverlay and a CapacityBuffer is upgraded with `helm upgrade` to our
+// two charts and the same values file, CRD chart first. Every CRD and every object keeps its spec,
 // field by field; the Deployment helm upgraded runs our image with the
 // values' settings and IRSA annotation; our controller, started as a pod of
 // that live Deployment (its environment and ServiceAccount token) against
 // the AWS emulator under the shipped IAM policy, reconciles the objects: the
-// EC2NodeClass and both NodePools become Ready and the NodeClaim is
-// launched; the NodeOverlay, a kind this version stores but does not apply,
-// gets the controller's Warning event saying so. Then `helm rollback`
+// EC2NodeClasses and NodePools become Ready and the NodeClaims are launched;
+// the NodeOverlay and CapacityBuffer, kinds this version stores but does not
+// act on, get the controller's Warning event saying so. Then `helm rollback`
 // returns both releases to upstream's charts and again nothing is lost.
 func TestHelmUpgradeFromUpstreamV1152(t *testing.T) {
 	t.Parallel()
@@ -269,38 +300,47 @@ func TestHelmUpgradeFromUpstreamV1152(t *testing.T) {
 	if err := p.Ready(e.ctx, 2*time.Minute); err != nil {
 		t.Fatal(err)
 	}
-	e.waitNodeClassReady(t, "default")
+	for _, name := range []string{"default", "bottlerocket"} {
+		e.waitNodeClassReady(t, name)
+	}
 	for _, name := range []string{"default", "spot"} {
 		e.waitReady(t, &v1.NodePool{}, name)
 	}
-	// NodeOverlay is not built in this version: the object is kept, and the
-	// controller says so on it (a Warning event) instead of ignoring it.
+	// NodeOverlay and CapacityBuffer are not built in this version: the
+	// objects are kept, and the controller says so on each (a Warning event)
+	// instead of ignoring them.
+	unreported := map[string]bool{"NodeOverlay/discount": true, "CapacityBuffer/spare": true}
 	if err := poll(e.ctx, time.Minute, func() (bool, error) {
 		events := &corev1.EventList{}
 		if err := e.Client.List(e.ctx, events); err != nil {
 			return false, err
 		}
 		for _, ev := range events.Items {
-			if ev.InvolvedObject.Kind == "NodeOverlay" && ev.InvolvedObject.Name == "discount" &&
-				ev.Type == corev1.EventTypeWarning && ev.Reason == operator.ReasonStoredNotActedOn {
-				return true, nil
+			if ev.Type == corev1.EventTypeWarning && ev.Reason == operator.ReasonStoredNotActedOn {
+				delete(unreported, ev.InvolvedObject.Kind+"/"+ev.InvolvedObject.Name)
 			}
 		}
-		return false, nil
+		return len(unreported) == 0, nil
 	}); err != nil {
-		t.Errorf("no %s Warning event on NodeOverlay discount: the overlay our controller does not apply went unreported (log %s)", operator.ReasonStoredNotActedOn, p.LogPath)
+		t.Errorf("no %s Warning event on %v: objects our controller does not act on went unreported (log %s)", operator.ReasonStoredNotActedOn, unreported, p.LogPath)
 	}
-	claim := &v1.NodeClaim{}
-	if err := poll(e.ctx, time.Minute, func() (bool, error) {
-		if err := e.Client.Get(e.ctx, types.NamespacedName{Name: "default-upgrade"}, claim); err != nil {
-			return false, err
+	for _, name := range []string{"default-upgrade", "spot-upgrade"} {
+		claim := &v1.NodeClaim{}
+		if err := poll(e.ctx, time.Minute, func() (bool, error) {
+			if err := e.Client.Get(e.ctx, types.NamespacedName{Name: name}, claim); err != nil {
+				return false, err
+			}
+			return claim.StatusConditions().IsTrue(v1.ConditionTypeLaunched) && claim.Status.ProviderID != "", nil
+		}); err != nil {
+			t.Fatalf("our controller did not launch NodeClaim %s, made under upstream's charts: %+v (log %s)", name, claim.Status, p.LogPath)
 		}
-		return claim.StatusConditions().IsTrue(v1.ConditionTypeLaunched) && claim.Status.ProviderID != "", nil
-	}); err != nil {
-		t.Fatalf("our controller did not launch the NodeClaim made under upstream's charts: %+v (log %s)", claim.Status, p.LogPath)
-	}
-	if it := claim.Labels[corev1.LabelInstanceTypeStable]; it != "m5.large" && it != "m5.xlarge" {
-		t.Errorf("NodeClaim launched as %q, outside its requirements", it)
+		it, capacity := claim.Labels[corev1.LabelInstanceTypeStable], claim.Labels[v1.CapacityTypeLabelKey]
+		if name == "default-upgrade" && (it != "m5.large" && it != "m5.xlarge" || capacity != v1.CapacityTypeOnDemand) {
+			t.Errorf("NodeClaim %s launched as %s %s, outside its requirements", name, capacity, it)
+		}
+		if name == "spot-upgrade" && capacity != v1.CapacityTypeSpot {
+			t.Errorf("NodeClaim %s launched as %s %s, outside its requirements", name, capacity, it)
+		}
 	}
 	e.expectInstancesMatchNodeClaims(t)
 	b, err := os.ReadFile(p.LogPath)
