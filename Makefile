@@ -44,8 +44,8 @@ cluster: cluster-bins
 cluster-down: $(CLUSTER)
 	@$(CLUSTER) down --state-dir $(CURDIR)/.local
 
-## run: the main job — local cluster, Karpenter on KWOK (or CLOUD_PROVIDER=aws: on the AWS emulator), demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything (DEMO_EXIT=1: exit after the scale-down, 0 = success)
-run: cluster-bins kubectl-karpenter
+## run: the main job — local cluster, Karpenter started as our chart's Deployment runs it (helm template: its env, args, ServiceAccount and RBAC) on KWOK (or CLOUD_PROVIDER=aws: on the AWS emulator), demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything (DEMO_EXIT=1: exit after the scale-down, 0 = success)
+run: cluster-bins helm kubectl-karpenter
 	@DEMO_EXIT=$(DEMO_EXIT) go run ./cmd/demo -cloud-provider=$(CLOUD_PROVIDER)
 
 ## kubectl-karpenter: build the kubectl plugin (plan, why, top) into bin/kubectl-karpenter

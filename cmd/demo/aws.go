@@ -29,7 +29,8 @@ const (
 )
 
 // startEmulator starts the emulator registering Nodes into the local cluster, with the
-// interruption queue, and returns the environment Karpenter needs to use it.
+// interruption queue, and returns what a pod on EKS gets from outside the chart to
+// reach it: the endpoint, the region and credentials (IRSA or Pod Identity's, on EKS).
 func (d *demo) startEmulator(bootDelay time.Duration) ([]string, error) {
 	e, err := awsemulator.Start(awsemulator.Options{ClusterName: awsClusterName, BootDelay: bootDelay, Kubeconfig: d.kubeconfig})
 	if err != nil {
@@ -40,12 +41,8 @@ func (d *demo) startEmulator(bootDelay time.Duration) ([]string, error) {
 		return nil, err
 	}
 	e.SetEventQueue(awsQueue)
-	return append(e.Env(),
-		"CLOUD_PROVIDER=aws",
-		"CLUSTER_NAME="+awsClusterName,
-		"CLUSTER_ENDPOINT="+e.Cluster().Endpoint,
-		"INTERRUPTION_QUEUE="+awsQueue,
-	), nil
+	// A developer's AWS profile or SSO settings must not leak into the process.
+	return append(e.Env(), "AWS_PROFILE=", "AWS_CONFIG_FILE=/dev/null", "AWS_SHARED_CREDENTIALS_FILE=/dev/null"), nil
 }
 
 // awsNodeClass is the EC2NodeClass upstream's getting-started guide writes: the latest

@@ -1,6 +1,8 @@
 // Command demo is `make run`: it brings up the local cluster (etcd, kube-apiserver,
 // controller-manager, scheduler and KWOK), installs the CRDs, a default NodeClass and
-// NodePool, starts Karpenter, scales a demo Deployment 0 → 50 → 0 while printing a
+// NodePool, starts Karpenter the way the karpenter chart runs it (the chart rendered by
+// helm, its ServiceAccount and RBAC applied, the binary started with the rendered
+// Deployment's environment and args and the ServiceAccount's token), scales a demo Deployment 0 → 50 → 0 while printing a
 // live view, and then leaves the cluster running until Ctrl-C. Ctrl-C at any point
 // stops Karpenter and the cluster.
 //
@@ -35,6 +37,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/operator"
+	"github.com/karpenter-go/karpenter/pkg/test/chartrun"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
@@ -118,22 +121,38 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := kit.InstallCRDs(ctx, d.client); err != nil {
 		return err
 	}
-	karpenterEnv := []string{"CLOUD_PROVIDER=kwok", "CLUSTER_NAME=demo"}
+	// The chart's values for this cluster: one replica (one process), the
+	// provider, and on aws what an EKS install sets (cluster name,
+	// interruption queue) plus the endpoint EKS would report.
+	values := []string{"--set", "replicas=1", "--set", "cloudProvider=" + cfg.provider, "--set", "settings.clusterName=demo"}
+	var outside []string // what the environment gives the pod outside the chart
 	if cfg.provider == "aws" {
 		step(fmt.Sprintf("starting the AWS emulator (instances boot in %s and join as Nodes from their user data; interruption queue %s)", delay, awsQueue))
-		if karpenterEnv, err = d.startEmulator(delay); err != nil {
+		if outside, err = d.startEmulator(delay); err != nil {
 			return err
 		}
 		fmt.Printf("    endpoint %s, cluster %s\n", d.emulator.Endpoint(), awsClusterName)
+		values = []string{"--set", "replicas=1", "--set", "cloudProvider=aws", "--set", "settings.clusterName=" + awsClusterName,
+			"--set", "settings.interruptionQueue=" + awsQueue, "--set", "settings.clusterEndpoint=" + d.emulator.Cluster().Endpoint}
 	}
-	step("building and starting Karpenter (--cloud-provider=" + cfg.provider + "); log: " + rel(root, filepath.Join(d.state, "karpenter.log")))
+	step(fmt.Sprintf("rendering charts/karpenter with helm (helm template karpenter charts/karpenter --namespace %s %s) and applying its ServiceAccount and RBAC", chartNamespace, strings.Join(values, " ")))
+	deploy, err := chartrun.Install(ctx, d.client, "karpenter", chartNamespace, values...)
+	if err != nil {
+		return err
+	}
 	bin := filepath.Join(root, "bin", "karpenter")
+	step("building bin/karpenter and starting it as pod " + chartNamespace + "/" + demoPod + " of the rendered Deployment: the container's environment and args as a kubelet resolves them, a token of ServiceAccount " +
+		chartNamespace + "/" + deploy.Spec.Template.Spec.ServiceAccountName + " (the chart's RBAC, nothing more); no kubelet runs the image here, this process stands in for the pod")
+	if len(outside) > 0 {
+		fmt.Println("    from outside the chart (what IRSA or Pod Identity and the VPC endpoint give a pod on EKS): AWS_ENDPOINT_URL, AWS_REGION and static credentials of the emulator")
+	}
 	if err := kit.Build(root, bin); err != nil {
 		return err
 	}
-	if d.karpenter, err = kit.Start(bin, d.kubeconfig, filepath.Join(d.state, "karpenter.log"), karpenterEnv...); err != nil {
+	if d.karpenter, err = chartrun.Start(ctx, d.client, d.kubeconfig, d.state, bin, deploy, demoPod, outside...); err != nil {
 		return err
 	}
+	fmt.Println("    log: " + rel(root, d.karpenter.LogPath))
 	if err := d.karpenter.Ready(ctx, 2*time.Minute); err != nil {
 		return err
 	}
@@ -237,6 +256,13 @@ Ctrl-C stops Karpenter and the cluster.
 		return fmt.Errorf("local cluster exited: %v", err)
 	}
 }
+
+// The chart's release namespace (upstream's getting-started guide installs
+// into kube-system) and the name of the pod the demo's process stands for.
+const (
+	chartNamespace = "kube-system"
+	demoPod        = "karpenter-0"
+)
 
 var demoStart = time.Now()
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -19,6 +20,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/test/env"
+	"github.com/karpenter-go/karpenter/pkg/test/helm"
 	"github.com/karpenter-go/karpenter/pkg/test/upstream"
 )
 
@@ -187,4 +189,81 @@ func writeKubeconfig(t *testing.T, api *env.Environment) string {
 		t.Fatal(err)
 	}
 	return path
+}
+
+// TestCRDsOfUpstreamsCrdsDirectoryTakenOverByOurCRDChart: CRDs that helm
+// installed from the crds/ directory of upstream's karpenter chart belong to
+// no release, so `helm upgrade --install karpenter-crd` with our chart is
+// refused until they carry the release's ownership label and annotations;
+// with the kubectl label and annotate commands docs/install.md gives, the
+// install takes them over and the objects under them keep their specs.
+func TestCRDsOfUpstreamsCrdsDirectoryTakenOverByOurCRDChart(t *testing.T) {
+	ctx := context.Background()
+	api := env.StartT(t, env.WithCRDs())
+	kubeconfig := writeKubeconfig(t, api)
+	modDir, err := upstream.Dir(e.Root, upstream.AWSProviderModule, upstream.AWSProviderVersion, "charts/karpenter-crd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What helm does with a chart's crds/ directory: create each CRD as it
+	// is, outside any release.
+	out, err := runHelm(t, "template", "karpenter-crd", modDir, "--namespace", "karpenter")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	crds, err := helm.Decode(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, crd := range crds {
+		if err := api.Client.Create(ctx, crd); err != nil {
+			t.Fatalf("creating CRD %s: %v", crd.GetName(), err)
+		}
+	}
+	waitCRDsEstablished(t, api)
+	var want []*unstructured.Unstructured
+	for _, doc := range upgradeObjects {
+		u := &unstructured.Unstructured{}
+		if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+			t.Fatal(err)
+		}
+		if err := api.Client.Create(ctx, u); err != nil {
+			t.Fatalf("creating %s %s: %v", u.GetKind(), u.GetName(), err)
+		}
+		want = append(want, u)
+	}
+
+	install := []string{"upgrade", "--install", "karpenter-crd", chartDir("karpenter-crd"), "--kubeconfig", kubeconfig,
+		"--namespace", "karpenter", "--create-namespace", "--wait", "--timeout", "2m"}
+	if out, err := runHelm(t, install...); err == nil || !strings.Contains(err.Error(), "invalid ownership metadata") {
+		t.Fatalf("helm took over CRDs of no release without their ownership metadata, or failed otherwise: %v\n%s", err, out)
+	}
+	for _, name := range upstreamCRDs {
+		api.Kubectl(t, "label", "crd", name, "app.kubernetes.io/managed-by=Helm", "--overwrite")
+		api.Kubectl(t, "annotate", "crd", name, "meta.helm.sh/release-name=karpenter-crd", "meta.helm.sh/release-namespace=karpenter", "--overwrite")
+	}
+	if out, err := runHelm(t, install...); err != nil {
+		t.Fatalf("helm upgrade --install after the CRDs were handed to the release: %v\n%s", err, out)
+	}
+	waitCRDsEstablished(t, api)
+	for _, w := range want {
+		got := &unstructured.Unstructured{}
+		got.SetGroupVersionKind(w.GroupVersionKind())
+		if err := api.Client.Get(ctx, types.NamespacedName{Namespace: w.GetNamespace(), Name: w.GetName()}, got); err != nil {
+			t.Fatalf("after the take-over: %s %s: %v", w.GetKind(), w.GetName(), err)
+		}
+		if !reflect.DeepEqual(got.Object["spec"], w.Object["spec"]) {
+			t.Errorf("after the take-over: %s %s spec changed:\n%v\nwas\n%v", w.GetKind(), w.GetName(), got.Object["spec"], w.Object["spec"])
+		}
+	}
+	// The release now owns the five CRDs: its manifest lists each.
+	manifest, err := runHelm(t, "get", "manifest", "karpenter-crd", "--kubeconfig", kubeconfig, "--namespace", "karpenter")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range upstreamCRDs {
+		if !strings.Contains(manifest, "name: "+name+"\n") {
+			t.Errorf("the karpenter-crd release does not own CRD %s", name)
+		}
+	}
 }

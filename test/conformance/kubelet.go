@@ -18,7 +18,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +36,7 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/karpenter-go/karpenter/pkg/test/chartrun"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
@@ -384,57 +384,12 @@ func (pp *podProcess) mapPorts(portVars map[string]int32) {
 	}
 }
 
-// containerEnv resolves the container's environment the way a kubelet would
-// for the parts the controller reads (literal values, the pod's name,
-// namespace and node, its resource limits), and returns the port variables
-// separately: each process gets free ports (two controller pods share this
-// host during a rollout).
+// containerEnv is the container's environment as chartrun.ContainerEnv
+// resolves it, the pod's addresses being this host's (see podIP).
 func containerEnv(pod *corev1.Pod, ctr corev1.Container) ([]string, map[string]int32) {
-	var env []string
-	ports := map[string]int32{"METRICS_PORT": 8080, "HEALTH_PROBE_PORT": 8081}
-	for _, ev := range ctr.Env {
-		value := ev.Value
-		if src := ev.ValueFrom; src != nil {
-			switch {
-			case src.FieldRef != nil:
-				switch src.FieldRef.FieldPath {
-				case "metadata.name":
-					value = pod.Name
-				case "metadata.namespace":
-					value = pod.Namespace
-				case "spec.nodeName":
-					value = pod.Spec.NodeName
-				case "status.podIP", "status.hostIP":
-					value = podIP()
-				default:
-					continue
-				}
-			case src.ResourceFieldRef != nil:
-				q, ok := ctr.Resources.Limits[corev1.ResourceName(strings.TrimPrefix(src.ResourceFieldRef.Resource, "limits."))]
-				if !ok {
-					continue
-				}
-				divisor := src.ResourceFieldRef.Divisor
-				if divisor.IsZero() {
-					divisor = resource.MustParse("1")
-				}
-				value = strconv.FormatInt((q.MilliValue()+divisor.MilliValue()-1)/divisor.MilliValue(), 10)
-			default:
-				continue
-			}
-		}
-		if _, isPort := ports[ev.Name]; isPort {
-			if v, err := strconv.Atoi(value); err == nil {
-				ports[ev.Name] = int32(v)
-			}
-			continue
-		}
-		if ev.Name == "WEBHOOK_PORT" || ev.Name == "KUBECONFIG" {
-			continue
-		}
-		env = append(env, ev.Name+"="+value)
-	}
-	return env, ports
+	pod = pod.DeepCopy()
+	pod.Status.PodIP, pod.Status.HostIP = podIP(), podIP()
+	return chartrun.ContainerEnv(pod, ctr)
 }
 
 func (n *ControllerNode) updatePodStatus(ctx context.Context, pod *corev1.Pod, pp *podProcess, ready bool) error {

@@ -40,7 +40,7 @@ func runDemo(t *testing.T, provider string, extraArgs ...string) (string, error)
 	cmd.WaitDelay = time.Minute
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		if log, rerr := os.ReadFile(filepath.Join(state, "karpenter.log")); rerr == nil {
+		if log, rerr := os.ReadFile(filepath.Join(state, "karpenter-0.log")); rerr == nil {
 			lines := strings.Split(string(log), "\n")
 			t.Logf("last lines of karpenter.log:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
 		}
@@ -55,6 +55,9 @@ func TestDemoExitKWOK(t *testing.T) {
 	if err != nil || !strings.Contains(out, "DEMO_EXIT: scale-up and scale-down succeeded") {
 		t.Fatalf("demo (kwok, DEMO_EXIT=1): %v\n%s", err, out)
 	}
+	if !strings.Contains(out, "helm template karpenter charts/karpenter") || !strings.Contains(out, "of the rendered Deployment") {
+		t.Errorf("the demo did not say it runs Karpenter from the rendered chart:\n%s", out)
+	}
 	t.Logf("make run DEMO_EXIT=1 (kwok, 3 replicas) took %s", time.Since(start).Round(time.Second))
 }
 
@@ -67,6 +70,9 @@ func TestDemoExitAWS(t *testing.T) {
 	out, err := runDemo(t, "aws")
 	if err != nil || !strings.Contains(out, "DEMO_EXIT: scale-up and scale-down succeeded") || !strings.Contains(out, "EC2NodeClass default") {
 		t.Fatalf("demo (aws, DEMO_EXIT=1): %v\n%s", err, out)
+	}
+	if !strings.Contains(out, "--set cloudProvider=aws --set settings.clusterName=karpenter-demo --set settings.interruptionQueue=karpenter-demo") {
+		t.Errorf("the demo did not render the chart with the aws provider, cluster name and interruption queue:\n%s", out)
 	}
 	t.Logf("make run CLOUD_PROVIDER=aws DEMO_EXIT=1 (3 replicas) took %s", time.Since(start).Round(time.Second))
 }

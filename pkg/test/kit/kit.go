@@ -426,11 +426,11 @@ func SortedKeys(m map[string]int) []string {
 
 // ServiceAccountKubeconfig writes to path a kubeconfig for the cluster of
 // adminKubeconfig that authenticates as the ServiceAccount ns/name with a
-// token from the TokenRequest API (valid an hour): a process started with it
+// token from the TokenRequest API (valid a day: the demo runs until Ctrl-C): a process started with it
 // holds exactly that ServiceAccount's RBAC, as in a pod.
 func ServiceAccountKubeconfig(ctx context.Context, c client.Client, adminKubeconfig, ns, name, path string) error {
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}}
-	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}
+	tr := &authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](24 * 3600)}}
 	if err := c.SubResource("token").Create(ctx, sa, tr); err != nil {
 		return fmt.Errorf("requesting a token for %s/%s: %w", ns, name, err)
 	}
