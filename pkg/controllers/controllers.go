@@ -26,6 +26,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
 	buffercontroller "github.com/karpenter-go/karpenter/pkg/controllers/capacitybuffer"
+	"github.com/karpenter-go/karpenter/pkg/controllers/deletioncost"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter/orchestration"
 	"github.com/karpenter-go/karpenter/pkg/controllers/internal/podindex"
@@ -44,8 +45,10 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/controllers/staticcapacity"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/operator"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state"
 	"github.com/karpenter-go/karpenter/pkg/state/informer"
 )
@@ -128,9 +131,24 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	// The disruption controller decides; the orchestration queue carries its
 	// commands out.
 	queue := orchestration.NewQueue(d.KubeClient, d.Cluster, d.Recorder, d.Clock)
+	spotToSpot := d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation)
+	deletionCost := d.Options.FeatureGate(options.FeaturePodDeletionCostManagement)
 	all = append(all, cloudprovider.Registerer(queue.Register), cloudprovider.Runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, cp, queue, d.Recorder, d.Clock, disrupter.Options{
-		SpotToSpotConsolidation: d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation),
+		SpotToSpotConsolidation:   spotToSpot,
+		PodDeletionCostManagement: deletionCost,
 	})))
+	if deletionCost {
+		// pod-deletion-cost from the same input as a disruption pass.
+		cache := scheduling.NewCache()
+		input := func(ctx context.Context) (*disruption.Input, error) {
+			in, _, err := disrupter.BuildInput(ctx, disrupter.InputSources{
+				Kube: d.KubeClient, Cluster: d.Cluster, Provisioner: prov, CloudProvider: cp, InQueue: queue.Has, Cache: cache, Now: d.Clock.Now(),
+				Options: disruption.Options{SpotToSpotConsolidation: spotToSpot, PodDeletionCostManagement: true},
+			})
+			return in, err
+		}
+		all = append(all, cloudprovider.Runnable(deletioncost.NewController(d.KubeClient, d.Cluster, input, d.Clock)))
+	}
 
 	if err := RegisterEach(ctx, mgr, all...); err != nil {
 		return err

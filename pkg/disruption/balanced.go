@@ -78,10 +78,10 @@ type poolTotal struct{ cost, disruption float64 }
 
 // rescheduleCost is the node's disruption for Balanced scoring: 1 plus the
 // eviction cost of each pod it moves, counted from 0 (no lifetime factor).
-func rescheduleCost(n *node) float64 {
+func rescheduleCost(n *node, managed bool) float64 {
 	c := 1.0
 	for _, pod := range n.moving {
-		c += math.Max(0, evictionCost(pod))
+		c += math.Max(0, evictionCost(pod, managed))
 	}
 	return c
 }
@@ -100,7 +100,7 @@ func (p *pass) poolTotals() map[string]poolTotal {
 		if n.priced {
 			t.cost += n.price
 		}
-		t.disruption += rescheduleCost(n)
+		t.disruption += n.rescheduleCost
 		p.totals[n.pool.NodePool.Name] = t
 	}
 	return p.totals
@@ -137,7 +137,7 @@ func (p *pass) scoreMove(cands []*node, savings float64) []Score {
 			poolSavings = savings * poolPrice / total
 		}
 		for _, c := range l {
-			disruption += rescheduleCost(c)
+			disruption += c.rescheduleCost
 		}
 		if t := totals[name]; t.cost > 0 && t.disruption > 0 {
 			s.SavingsFraction, s.DisruptionFraction = poolSavings/t.cost, disruption/t.disruption

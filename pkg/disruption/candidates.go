@@ -45,6 +45,9 @@ type node struct {
 	// cost of disrupting it: the eviction cost of its pods scaled by the share
 	// of its lifetime left.
 	cost float64
+	// rescheduleCost: 1 plus its pods' eviction costs counted from 0, with no
+	// lifetime factor (Balanced scoring and deletion-cost ranking).
+	rescheduleCost float64
 	// blocks caches block() per class: [graceful, eventual].
 	blocks   [2]*block
 	blocksOK [2]bool
@@ -84,7 +87,8 @@ func newNode(p *pass, in *Node) *node {
 	}
 	n.pool = p.pools[in.NodePool]
 	n.priceNode(p)
-	n.cost = disruptionCost(n, p.in.Now)
+	n.cost = disruptionCost(n, p.in.Now, p.in.Options.PodDeletionCostManagement)
+	n.rescheduleCost = rescheduleCost(n, p.in.Options.PodDeletionCostManagement)
 	return n
 }
 
@@ -172,11 +176,18 @@ func mirror(p *corev1.Pod) bool {
 
 // evictionCost follows upstream: 1, raised by the pod's deletion cost and
 // priority, clamped to [-10, 10].
-func evictionCost(p *corev1.Pod) float64 {
+func evictionCost(p *corev1.Pod, managed bool) float64 {
 	cost := 1.0
-	if v, ok := p.Annotations[PodDeletionCostAnnotation]; ok {
-		if c, err := strconv.ParseFloat(v, 64); err == nil {
-			cost += c / math.Pow(2, 27)
+	// The user's karpenter.sh/disruption-cost first; else, unless Karpenter
+	// writes it itself, the ReplicaSet controller's pod-deletion-cost. Both
+	// are int32s, as the API server and the ReplicaSet controller read them.
+	if v, ok := p.Annotations[v1.DisruptionCostAnnotationKey]; ok {
+		if c, err := strconv.ParseInt(v, 10, 32); err == nil {
+			cost += float64(c) / math.Pow(2, 27)
+		}
+	} else if v, ok := p.Annotations[PodDeletionCostAnnotation]; ok && !managed {
+		if c, err := strconv.ParseInt(v, 10, 32); err == nil {
+			cost += float64(c) / math.Pow(2, 27)
 		}
 	}
 	if p.Spec.Priority != nil {
@@ -185,10 +196,10 @@ func evictionCost(p *corev1.Pod) float64 {
 	return math.Max(-10, math.Min(10, cost))
 }
 
-func disruptionCost(n *node, now time.Time) float64 {
+func disruptionCost(n *node, now time.Time, managed bool) float64 {
 	c := 0.0
 	for _, p := range n.moving {
-		c += evictionCost(p)
+		c += evictionCost(p, managed)
 	}
 	// A node close to expiry is cheaper to disrupt: its pods move soon anyway.
 	if nc := n.NodeClaim; nc != nil && nc.Spec.ExpireAfter.Duration != nil && *nc.Spec.ExpireAfter.Duration > 0 {

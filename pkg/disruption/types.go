@@ -55,6 +55,10 @@ type Options struct {
 	// The bound is in work, not wall time, so that a pass stays deterministic.
 	// 0 means DefaultMaxSimulationWork.
 	MaxSimulationWork int
+	// PodDeletionCostManagement is the feature gate of that name: Karpenter
+	// writes controller.kubernetes.io/pod-deletion-cost itself (see
+	// RankForDeletionCost), so a pod's eviction cost no longer reads it.
+	PodDeletionCostManagement bool
 }
 
 // Node is one unit of capacity and what the controller knows about it.

@@ -39,6 +39,9 @@ const (
 type Options struct {
 	// SpotToSpotConsolidation is the feature gate.
 	SpotToSpotConsolidation bool
+	// PodDeletionCostManagement is the feature gate (see
+	// disruption.Options.PodDeletionCostManagement).
+	PodDeletionCostManagement bool
 	// MaxSimulationWork bounds a pass's simulation (0: the core's default).
 	MaxSimulationWork int
 	// PollPeriod and ValidationDelay override the defaults (0: default).

@@ -29,7 +29,8 @@ func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 	in, pools, err := BuildInput(ctx, InputSources{
 		Kube: c.kube, Cluster: c.cluster, Provisioner: c.provisioner, CloudProvider: c.cloudProvider,
 		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(), Events: c.publisher,
-		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork},
+		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork,
+			PodDeletionCostManagement: c.opts.PodDeletionCostManagement},
 	})
 	if err != nil {
 		return nil, err

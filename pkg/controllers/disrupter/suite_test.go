@@ -44,6 +44,7 @@ type fixture struct {
 	cp        *kwok.CloudProvider
 	queue     *orchestration.Queue
 	ctrl      *disrupter.Controller
+	prov      *provisioning.Provisioner
 	types     map[string]*scheduling.InstanceType
 }
 
@@ -82,6 +83,7 @@ func newFixture(t *testing.T, budgets ...v1.Budget) *fixture {
 	prov := provisioning.NewProvisioner(testEnv.Client, f.cp, f.cluster, f.recorder, f.clock, provisioning.Options{SyncTimeout: 2 * time.Second})
 	f.queue = orchestration.NewQueue(testEnv.Client, f.cluster, f.recorder, f.clock)
 	f.ctrl = disrupter.NewController(testEnv.Client, f.cluster, prov, f.cp, f.queue, f.recorder, f.clock, disrupter.Options{})
+	f.prov = prov
 
 	nc := fixtures.KWOKNodeClass("default", 0, true)
 	if len(budgets) == 0 {

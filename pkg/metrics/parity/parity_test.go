@@ -16,6 +16,7 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	_ "github.com/karpenter-go/karpenter/pkg/controllers"
+	_ "github.com/karpenter-go/karpenter/pkg/controllers/deletioncost"
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/conditions"
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/nodepoolcost"
@@ -47,9 +48,6 @@ var notBuilt = map[string]string{
 	"karpenter_nodes_reboots_total":                    "node reboot repair",
 	"karpenter_nodes_reboot_duration_seconds":          "node reboot repair",
 	"karpenter_nodes_reboot_recovery_duration_seconds": "node reboot repair",
-	// PodDeletionCostManagement (off-by-default gate): no deletion-cost controller.
-	"karpenter_pod_deletion_cost_nodes_with_pending_annotation_writes": "pod deletion cost management",
-	"karpenter_pod_deletion_cost_pod_annotation_writes_total":          "pod deletion cost management",
 	// EC2 instance status checks (impaired system or instance status): not polled.
 	"karpenter_interruption_instance_status_unhealthy_total": "instance status polling",
 	// Terminate-first disruption decisions: not built.

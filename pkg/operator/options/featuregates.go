@@ -42,8 +42,9 @@ type Gate struct {
 // CoreGates are upstream v1.15's FEATURE_GATES (--feature-gates), in the order
 // upstream's chart renders them, with upstream's defaults. ReservedCapacity
 // (the AWS provider's reserved offerings and capacityReservationSelectorTerms),
-// SpotToSpotConsolidation, StaticCapacity (pkg/controllers/staticcapacity) and
-// CapacityBuffer (pkg/capacitybuffer) are implemented.
+// SpotToSpotConsolidation, StaticCapacity (pkg/controllers/staticcapacity),
+// CapacityBuffer (pkg/capacitybuffer) and PodDeletionCostManagement
+// (pkg/controllers/deletioncost) are implemented.
 var CoreGates = []Gate{
 	{Name: FeatureReservedCapacity, Default: true, Implemented: true},
 	{Name: FeatureSpotToSpotConsolidation, Default: false, Implemented: true},
@@ -53,7 +54,7 @@ var CoreGates = []Gate{
 	{Name: FeatureCapacityBuffer, Default: false, Implemented: true},
 	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "drifted nodes are replaced only by launching the replacement first"},
 	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "there is no node repair, so unhealthy nodes are neither replaced nor terminated first"},
-	{Name: FeaturePodDeletionCostManagement, Default: false, Missing: "controller.kubernetes.io/pod-deletion-cost is not written on pods"},
+	{Name: FeaturePodDeletionCostManagement, Default: false, Implemented: true},
 }
 
 // CoreGateImplemented reports whether the core gate named name is implemented.

@@ -33,6 +33,11 @@ const (
 	// DoNotDisruptAnnotationKey on a node ("true") or pod ("true" or a
 	// duration such as "4h" counted from pod start) blocks voluntary disruption.
 	DoNotDisruptAnnotationKey = Group + "/do-not-disrupt"
+	// DisruptionCostAnnotationKey on a pod is an int32 cost of evicting it:
+	// consolidation prefers nodes whose pods cost less. Unset, the pod's
+	// controller.kubernetes.io/pod-deletion-cost counts instead, unless
+	// Karpenter writes that itself (PodDeletionCostManagement).
+	DisruptionCostAnnotationKey = Group + "/disruption-cost"
 	// NodePoolHashAnnotationKey holds the hash of the NodePool template a
 	// NodeClaim was created from; a mismatch means the NodeClaim drifted.
 	NodePoolHashAnnotationKey = Group + "/nodepool-hash"
