@@ -153,3 +153,24 @@ func IsCreateError(err error) bool {
 	var e *CreateError
 	return errors.As(err, &e)
 }
+
+// UnevaluatedNodePoolError: the NodeOverlays have not been evaluated against
+// the NodePool yet (the NodeOverlay gate is on and the overlay controller has
+// not seen the NodePool), so its instance types cannot be priced as the
+// overlays say. Callers skip the NodePool until the evaluation is done.
+type UnevaluatedNodePoolError struct{ NodePool string }
+
+func (e *UnevaluatedNodePoolError) Error() string {
+	return fmt.Sprintf("nodepool %s has not been evaluated against the NodeOverlays yet", e.NodePool)
+}
+
+// NewUnevaluatedNodePoolError names the NodePool.
+func NewUnevaluatedNodePoolError(nodePool string) *UnevaluatedNodePoolError {
+	return &UnevaluatedNodePoolError{NodePool: nodePool}
+}
+
+// IsUnevaluatedNodePoolError reports whether err is (or wraps) one.
+func IsUnevaluatedNodePoolError(err error) bool {
+	var e *UnevaluatedNodePoolError
+	return errors.As(err, &e)
+}
