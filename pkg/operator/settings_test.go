@@ -85,7 +85,7 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 	}{
 		{"NodeRepair", "false", 1},
 		{"CapacityBuffer", "false", 1},
-		{"NodeOverlay", "false", 0},
+		{"NodeOverlay", "true", 0},
 		{"TerminateFirstDrift", "false", 0},
 		{"PodDeletionCostManagement", "false", 0},
 		{"SpotToSpotConsolidation", "true", 1},

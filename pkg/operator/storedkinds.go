@@ -20,22 +20,29 @@ import (
 )
 
 // StoredKind is a kind whose objects the API server stores for Karpenter but
-// whose behaviour this version does not have yet: objects of it are kept (an
-// upgrade or a switch from upstream never deletes them) and ignored.
+// whose behaviour this version does not have yet, or has behind a feature
+// gate that is off: objects of it are kept (an upgrade or a switch from
+// upstream never deletes them) and ignored.
 type StoredKind struct {
 	GVK schema.GroupVersionKind
 	// Gate is the feature gate upstream puts the behaviour behind.
 	Gate string
 	// Ignored says what does not happen for the objects.
 	Ignored string
+	// Built: the behaviour exists and Gate turns it on. With the gate on the
+	// objects are acted on and not reported; with it off they are reported
+	// as waiting for the gate.
+	Built bool
 }
 
-// StoredKinds are the kinds stored but not acted on.
+// StoredKinds are the kinds stored but not acted on (NodeOverlay only while
+// its gate is off).
 var StoredKinds = []StoredKind{
 	{
 		GVK:     v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay"),
 		Gate:    options.FeatureNodeOverlay,
 		Ignored: "their price and capacity adjustments are not applied to instance types",
+		Built:   true,
 	},
 	{
 		GVK:     autoscalingv1beta1.SchemeGroupVersion.WithKind("CapacityBuffer"),
@@ -90,17 +97,22 @@ func ReportStoredObjects(ctx context.Context, reader client.Reader, logger logr.
 	warn := slog.New(logr.ToSlogHandler(logger))
 	for _, f := range found {
 		kind := f.Kind.GVK.Kind
+		if f.Kind.Built && gates[f.Kind.Gate] {
+			continue
+		}
+		why := fmt.Sprintf("%s is not built in this version (feature gate %s=%t)", kind, f.Kind.Gate, gates[f.Kind.Gate])
+		if f.Kind.Built {
+			why = fmt.Sprintf("feature gate %s is off (%s=%t; set it to true to act on them)", f.Kind.Gate, f.Kind.Gate, gates[f.Kind.Gate])
+		}
 		warn.Log(ctx, slog.LevelWarn,
-			fmt.Sprintf("%d %s object(s) are stored but not acted on: %s is not built in this version (feature gate %s=%t), %s",
-				f.Count, kind, kind, f.Kind.Gate, gates[f.Kind.Gate], f.Kind.Ignored),
+			fmt.Sprintf("%d %s object(s) are stored but not acted on: %s, %s", f.Count, kind, why, f.Kind.Ignored),
 			"kind", kind, "apiVersion", f.Kind.GVK.GroupVersion().String(), "count", f.Count)
 		if recorder == nil {
 			continue
 		}
 		for i := range f.Objects {
 			recorder.Eventf(&f.Objects[i], corev1.EventTypeWarning, ReasonStoredNotActedOn,
-				"%s is stored but not acted on: %s is not built in this version (feature gate %s=%t), %s",
-				kind, kind, f.Kind.Gate, gates[f.Kind.Gate], f.Kind.Ignored)
+				"%s is stored but not acted on: %s, %s", kind, why, f.Kind.Ignored)
 		}
 	}
 	if err != nil && ctx.Err() == nil {

@@ -73,7 +73,7 @@ func TestStoredObjectsAreReportedAtStartUp(t *testing.T) {
 	healthPort := freePort(t)
 	opts, err := options.Parse([]string{"--metrics-port=0", fmt.Sprintf("--health-probe-port=%d", healthPort),
 		"--leader-election-name=stored-objects", "--leader-election-namespace=default",
-		"--log-output-paths=" + logPath, "--feature-gates=NodeOverlay=true",
+		"--log-output-paths=" + logPath,
 	}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestStoredObjectsAreReportedAtStartUp(t *testing.T) {
 		count float64
 		text  string
 	}{
-		"NodeOverlay":    {2, "2 NodeOverlay object(s) are stored but not acted on: NodeOverlay is not built in this version (feature gate NodeOverlay=true)"},
+		"NodeOverlay":    {2, "2 NodeOverlay object(s) are stored but not acted on: feature gate NodeOverlay is off (NodeOverlay=false; set it to true to act on them)"},
 		"CapacityBuffer": {1, "1 CapacityBuffer object(s) are stored but not acted on: CapacityBuffer is not built in this version (feature gate CapacityBuffer=false)"},
 	}
 	for kind, w := range want {

@@ -42,13 +42,13 @@ type Gate struct {
 // CoreGates are upstream v1.15's FEATURE_GATES (--feature-gates), in the order
 // upstream's chart renders them, with upstream's defaults. ReservedCapacity
 // (the AWS provider's reserved offerings and capacityReservationSelectorTerms),
-// SpotToSpotConsolidation and StaticCapacity (pkg/controllers/staticcapacity)
-// are implemented.
+// SpotToSpotConsolidation, NodeOverlay (pkg/controllers/nodeoverlay) and
+// StaticCapacity (pkg/controllers/staticcapacity) are implemented.
 var CoreGates = []Gate{
 	{Name: FeatureReservedCapacity, Default: true, Implemented: true},
 	{Name: FeatureSpotToSpotConsolidation, Default: false, Implemented: true},
 	{Name: FeatureNodeRepair, Default: false, Missing: "no node repair controller: nodes with unhealthy conditions are not replaced"},
-	{Name: FeatureNodeOverlay, Default: false, Missing: "NodeOverlay objects (karpenter.sh/v1alpha1) are stored but not applied: instance type prices and capacities are not adjusted"},
+	{Name: FeatureNodeOverlay, Default: false, Implemented: true},
 	{Name: FeatureStaticCapacity, Default: false, Implemented: true},
 	{Name: FeatureCapacityBuffer, Default: false, Missing: "CapacityBuffer objects (autoscaling.x-k8s.io/v1beta1) are stored but not acted on: no spare capacity is provisioned"},
 	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "drifted nodes are replaced only by launching the replacement first"},

@@ -93,7 +93,7 @@ func TestEnabledGatesNotImplementedAreWarnedOnceEach(t *testing.T) {
 		}
 	}
 	sort.Strings(warned)
-	want := []string{"CapacityBuffer", "NodeOverlay", "NodeRepair", "PodDeletionCostManagement", "TerminateFirstDrift", "TerminateFirstRepair"}
+	want := []string{"CapacityBuffer", "NodeRepair", "PodDeletionCostManagement", "TerminateFirstDrift", "TerminateFirstRepair"}
 	if !reflect.DeepEqual(warned, want) {
 		t.Errorf("warned about %v, want each of %v once", warned, want)
 	}
