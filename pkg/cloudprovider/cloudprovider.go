@@ -174,3 +174,18 @@ func IsUnevaluatedNodePoolError(err error) bool {
 	var e *UnevaluatedNodePoolError
 	return errors.As(err, &e)
 }
+
+// InstanceTypeOverlay applies the NodeOverlays to the instance types of a
+// NodePool (pkg/cloudprovider/overlay's Store): what GetInstanceTypes
+// returns through the overlay decorator.
+type InstanceTypeOverlay interface {
+	ApplyAll(nodePool string, its []*scheduling.InstanceType) ([]*scheduling.InstanceType, error)
+}
+
+// OverlayAware is implemented by a provider whose Create resolves instance
+// types itself: with the NodeOverlay gate it is given the overlays, so that
+// a launch chooses among the instance types as the scheduler saw them
+// (overlaid prices, extended resources an overlay added).
+type OverlayAware interface {
+	SetInstanceTypeOverlay(InstanceTypeOverlay)
+}

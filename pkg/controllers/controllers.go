@@ -77,6 +77,11 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	if d.Options.FeatureGate(options.FeatureNodeOverlay) {
 		store := overlay.NewStore()
 		priced, unmeasured = overlay.Decorate(cp, store), overlay.Decorate(d.Bundle.CloudProvider, store)
+		// A provider that resolves instance types in Create launches among
+		// them as overlaid too.
+		if aware, ok := d.Bundle.CloudProvider.(cloudprovider.OverlayAware); ok {
+			aware.SetInstanceTypeOverlay(store)
+		}
 		overlays = nodeoverlay.NewController(d.KubeClient, cp, store, d.Bundle.WellKnownLabels...)
 	}
 	all := append([]cloudprovider.Controller(nil), d.Bundle.Controllers...)

@@ -33,6 +33,12 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, "InstanceTypeResolutionFailed", fmt.Sprintf("listing instance types of EC2NodeClass %q: %v", nc.Name, err))
 	}
+	if pool := nodeClaim.Labels[v1.NodePoolLabelKey]; c.overlays != nil && pool != "" {
+		// A NodeClaim of no NodePool has no overlays, as upstream.
+		if all, err = c.overlays.ApplyAll(pool, all); err != nil {
+			return nil, fmt.Errorf("applying nodeoverlays: %w", err)
+		}
+	}
 	its := compatibleInstanceTypes(nodeClaim, all)
 	if len(its) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("none of the %d instance types of EC2NodeClass %q meets the requirements %s and fits the requests %s of NodeClaim %s",
