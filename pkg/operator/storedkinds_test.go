@@ -182,3 +182,22 @@ func TestStoredObjectsReportIsQuietWithoutObjects(t *testing.T) {
 		t.Errorf("logged without the CRDs: %s", buf.String())
 	}
 }
+
+// With the NodeOverlay gate on, NodeOverlays are acted on (the overlay
+// controller evaluates them) and not reported; CapacityBuffers still are.
+func TestStoredObjectsReportSkipsNodeOverlaysWithTheGateOn(t *testing.T) {
+	ctx := context.Background()
+	e := env.StartT(t)
+	ExpectApplied(ctx, t, e.Client, overlay("overlay"), buffer("buffer"))
+	for _, on := range []bool{false, true} {
+		var buf bytes.Buffer
+		operator.ReportStoredObjects(ctx, e.Client, operator.NewJSONLogger(&buf, 0), nil, map[string]bool{options.FeatureNodeOverlay: on})
+		found := storedWarnings(t, logLines(t, &buf))
+		if len(found["CapacityBuffer"]) != 1 {
+			t.Errorf("NodeOverlay=%t: CapacityBuffer warnings %v, want 1", on, found["CapacityBuffer"])
+		}
+		if want := map[bool]int{false: 1, true: 0}[on]; len(found["NodeOverlay"]) != want {
+			t.Errorf("NodeOverlay=%t: %d NodeOverlay warnings, want %d", on, len(found["NodeOverlay"]), want)
+		}
+	}
+}
