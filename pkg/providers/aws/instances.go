@@ -178,7 +178,8 @@ func (c *CloudProvider) toNodeClaim(inst *instance.Instance, it *scheduling.Inst
 }
 
 // instanceTypeOf looks the instance's type up in its EC2NodeClass, for the
-// capacity of listed instances; nil when the class or type is unknown.
+// capacity of listed instances (with the NodeOverlays of its NodePool); nil
+// when the class or type is unknown.
 func (c *CloudProvider) instanceTypeOf(ctx context.Context, inst *instance.Instance) *scheduling.InstanceType {
 	name := inst.Tags[awsv1.TagEC2NodeClass]
 	if name == "" || c.instanceTypes == nil {
@@ -191,6 +192,13 @@ func (c *CloudProvider) instanceTypeOf(ctx context.Context, inst *instance.Insta
 	it, err := c.instanceTypes.Get(ctx, nc, inst.Type)
 	if err != nil {
 		return nil
+	}
+	if pool := inst.Tags[awsv1.TagNodePool]; c.overlays != nil && pool != "" {
+		// The capacity as the NodeOverlays of its NodePool extend it, as at
+		// launch; before they are evaluated, the type's own.
+		if its, err := c.overlays.ApplyAll(pool, []*scheduling.InstanceType{it}); err == nil && len(its) == 1 {
+			it = its[0]
+		}
 	}
 	return it
 }

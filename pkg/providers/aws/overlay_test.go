@@ -61,4 +61,12 @@ func TestCreateLaunchesAmongOverlaidInstanceTypes(t *testing.T) {
 	if q := got.Status.Capacity["example.com/licence"]; q.Value() != 3 {
 		t.Errorf("capacity %v, want example.com/licence: 3", got.Status.Capacity)
 	}
+	// Get reports the instance with the same overlaid capacity.
+	again, err := cp.Get(ctx, got.Status.ProviderID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := again.Status.Capacity["example.com/licence"]; q.Value() != 3 {
+		t.Errorf("Get: capacity %v, want example.com/licence: 3", again.Status.Capacity)
+	}
 }
