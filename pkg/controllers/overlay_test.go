@@ -22,7 +22,10 @@ import (
 // requesting that resource gets a NodeClaim of the m family carrying both
 // overlay annotations, and the KWOK provider launches it with the resource.
 func TestRegisterWiresNodeOverlaysWithTheGate(t *testing.T) {
-	ctx, e, _ := startOperator(t, "--batch-idle-duration=100ms", "--batch-max-duration=1s", "--feature-gates=NodeOverlay=true")
+	// Without the cluster state metrics: they register once per process,
+	// and TestRegisterWiresTheOperator registers them.
+	ctx, e, _ := startOperator(t, "--batch-idle-duration=100ms", "--batch-max-duration=1s", "--feature-gates=NodeOverlay=true",
+		"--disable-cluster-state-observability")
 	createDefaultPool(ctx, t, e)
 	create(ctx, t, e, &v1alpha1.NodeOverlay{
 		ObjectMeta: metav1.ObjectMeta{Name: "m-licences"},
