@@ -153,3 +153,39 @@ func IsCreateError(err error) bool {
 	var e *CreateError
 	return errors.As(err, &e)
 }
+
+// UnevaluatedNodePoolError: the NodeOverlays have not been evaluated against
+// the NodePool yet (the NodeOverlay gate is on and the overlay controller has
+// not seen the NodePool), so its instance types cannot be priced as the
+// overlays say. Callers skip the NodePool until the evaluation is done.
+type UnevaluatedNodePoolError struct{ NodePool string }
+
+func (e *UnevaluatedNodePoolError) Error() string {
+	return fmt.Sprintf("nodepool %s has not been evaluated against the NodeOverlays yet", e.NodePool)
+}
+
+// NewUnevaluatedNodePoolError names the NodePool.
+func NewUnevaluatedNodePoolError(nodePool string) *UnevaluatedNodePoolError {
+	return &UnevaluatedNodePoolError{NodePool: nodePool}
+}
+
+// IsUnevaluatedNodePoolError reports whether err is (or wraps) one.
+func IsUnevaluatedNodePoolError(err error) bool {
+	var e *UnevaluatedNodePoolError
+	return errors.As(err, &e)
+}
+
+// InstanceTypeOverlay applies the NodeOverlays to the instance types of a
+// NodePool (pkg/cloudprovider/overlay's Store): what GetInstanceTypes
+// returns through the overlay decorator.
+type InstanceTypeOverlay interface {
+	ApplyAll(nodePool string, its []*scheduling.InstanceType) ([]*scheduling.InstanceType, error)
+}
+
+// OverlayAware is implemented by a provider whose Create resolves instance
+// types itself: with the NodeOverlay gate it is given the overlays, so that
+// a launch chooses among the instance types as the scheduler saw them
+// (overlaid prices, extended resources an overlay added).
+type OverlayAware interface {
+	SetInstanceTypeOverlay(InstanceTypeOverlay)
+}

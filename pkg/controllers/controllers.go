@@ -25,6 +25,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider/instrumented"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider/overlay"
 	buffercontroller "github.com/karpenter-go/karpenter/pkg/controllers/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/controllers/deletioncost"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
@@ -42,6 +43,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeoverlay"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
 	"github.com/karpenter-go/karpenter/pkg/controllers/staticcapacity"
@@ -73,6 +75,20 @@ type Deps struct {
 // provider through the metrics decorator, so its calls are measured.
 func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	cp := instrumented.Decorate(d.Bundle.CloudProvider)
+	// priced is what provisioning, disruption and the cost metric read
+	// instance types through: with the NodeOverlay gate, as the overlays
+	// change them. The overlay controller evaluates against cp.
+	priced, unmeasured, overlays := cp, d.Bundle.CloudProvider, (*nodeoverlay.Controller)(nil)
+	if d.Options.FeatureGate(options.FeatureNodeOverlay) {
+		store := overlay.NewStore()
+		priced, unmeasured = overlay.Decorate(cp, store), overlay.Decorate(d.Bundle.CloudProvider, store)
+		// A provider that resolves instance types in Create launches among
+		// them as overlaid too.
+		if aware, ok := d.Bundle.CloudProvider.(cloudprovider.OverlayAware); ok {
+			aware.SetInstanceTypeOverlay(store)
+		}
+		overlays = nodeoverlay.NewController(d.KubeClient, cp, store, d.Bundle.WellKnownLabels...)
+	}
 	all := append([]cloudprovider.Controller(nil), d.Bundle.Controllers...)
 	all = append(all, StateInformers(d.KubeClient, d.Cluster)...)
 
@@ -85,7 +101,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	if d.Options.FeatureGate(options.FeatureCapacityBuffer) {
 		buffers = capacitybuffer.NewStore()
 	}
-	prov := provisioning.NewProvisioner(d.KubeClient, cp, d.Cluster, d.Recorder, d.Clock, provisioning.Options{
+	prov := provisioning.NewProvisioner(d.KubeClient, priced, d.Cluster, d.Recorder, d.Clock, provisioning.Options{
 		CreateClient:      creates,
 		BatchIdleDuration: d.Options.BatchIdleDuration,
 		BatchMaxDuration:  d.Options.BatchMaxDuration,
@@ -109,8 +125,13 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		}
 		return provisioning.NewPodTrigger(d.KubeClient, prov.Batcher()).Register(mgr, d.Options.CPUConcurrency(10, 1000))
 	}), cloudprovider.Registerer(provisioning.NewDeletionTrigger(prov.Batcher()).Register))
+	if overlays != nil {
+		// NodePools skipped while unevaluated may launch now.
+		overlays.OnUpdate = func() { prov.Trigger(types.UID("nodeoverlay")) }
+		all = append(all, overlays)
+	}
 	if !d.Options.DisableClusterStateObservability {
-		metrics, err := observability(d)
+		metrics, err := observability(d, unmeasured)
 		if err != nil {
 			return err
 		}
@@ -133,7 +154,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	queue := orchestration.NewQueue(d.KubeClient, d.Cluster, d.Recorder, d.Clock)
 	spotToSpot := d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation)
 	deletionCost := d.Options.FeatureGate(options.FeaturePodDeletionCostManagement)
-	all = append(all, cloudprovider.Registerer(queue.Register), cloudprovider.Runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, cp, queue, d.Recorder, d.Clock, disrupter.Options{
+	all = append(all, cloudprovider.Registerer(queue.Register), cloudprovider.Runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, priced, queue, d.Recorder, d.Clock, disrupter.Options{
 		SpotToSpotConsolidation:   spotToSpot,
 		PodDeletionCostManagement: deletionCost,
 	})))
@@ -142,7 +163,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		cache := scheduling.NewCache()
 		input := func(ctx context.Context) (*disruption.Input, error) {
 			in, _, err := disrupter.BuildInput(ctx, disrupter.InputSources{
-				Kube: d.KubeClient, Cluster: d.Cluster, Provisioner: prov, CloudProvider: cp, InQueue: queue.Has, Cache: cache, Now: d.Clock.Now(),
+				Kube: d.KubeClient, Cluster: d.Cluster, Provisioner: prov, CloudProvider: priced, InQueue: queue.Has, Cache: cache, Now: d.Clock.Now(),
 				Options: disruption.Options{SpotToSpotConsolidation: spotToSpot, PodDeletionCostManagement: true},
 			})
 			return in, err
@@ -219,7 +240,9 @@ func NodePools(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clo
 // cluster utilization (upstream's metrics.node), pod bound/startup latencies
 // and waiting-pod gauges (metrics.pod), and operator_<kind>_status_condition_*
 // and _termination_* (operatorpkg's status controllers).
-func observability(d Deps) ([]cloudprovider.Controller, error) {
+// cost is the provider the NodePool cost metric prices through (overlaid
+// with the NodeOverlay gate; not measured, as the metric is not a decision).
+func observability(d Deps, cost cloudprovider.CloudProvider) ([]cloudprovider.Controller, error) {
 	out := []cloudprovider.Controller{cloudprovider.Runnable(&provisioning.MetricsExporter{Cluster: d.Cluster, Clock: d.Clock})}
 	nodeMetrics, err := nodemetrics.NewController(d.Cluster, d.Clock, crmetrics.Registry, d.Bundle.WellKnownLabels...)
 	if err != nil {
@@ -229,11 +252,11 @@ func observability(d Deps) ([]cloudprovider.Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	cost, err := nodepoolcost.New(d.Cluster, d.Bundle.CloudProvider, crmetrics.Registry)
+	costs, err := nodepoolcost.New(d.Cluster, cost, crmetrics.Registry)
 	if err != nil {
 		return nil, err
 	}
-	out = append(out, cloudprovider.Runnable(nodeMetrics), cloudprovider.Registerer(podMetrics.Register), cloudprovider.Runnable(cost))
+	out = append(out, cloudprovider.Runnable(nodeMetrics), cloudprovider.Registerer(podMetrics.Register), cloudprovider.Runnable(costs))
 	kinds := []conditions.Kind{
 		conditions.NodeClaimKind(d.Bundle.NodeClassLabelKey),
 		conditions.NodePoolKind(),

@@ -85,9 +85,10 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 	}{
 		{"NodeRepair", "false", 1},
 		{"CapacityBuffer", "true", 1},
+		{"NodeOverlay", "true", 0},
 		{"TerminateFirstDrift", "false", 1},
 		{"TerminateFirstRepair", "false", 0},
-		{"PodDeletionCostManagement", "false", 0},
+		{"PodDeletionCostManagement", "true", 0},
 		{"SpotToSpotConsolidation", "true", 1},
 		{"ReservedCapacity", "true", 0},
 		{"RebootForRepair", "false", 1},

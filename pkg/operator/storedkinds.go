@@ -20,28 +20,34 @@ import (
 )
 
 // StoredKind is a kind whose objects the API server stores for Karpenter but
-// whose behaviour this version does not have yet: objects of it are kept (an
-// upgrade or a switch from upstream never deletes them) and ignored.
+// whose behaviour this version does not have yet, or has behind a feature
+// gate that is off: objects of it are kept (an upgrade or a switch from
+// upstream never deletes them) and ignored.
 type StoredKind struct {
 	GVK schema.GroupVersionKind
 	// Gate is the feature gate upstream puts the behaviour behind.
 	Gate string
 	// Ignored says what does not happen for the objects.
 	Ignored string
+	// Built: the behaviour exists and Gate turns it on. With the gate on the
+	// objects are acted on and not reported; with it off they are reported
+	// as waiting for the gate.
+	Built bool
 }
 
-// StoredKinds are the kinds stored but not acted on while their gate is off
-// (or, for a gate not implemented yet, at all).
+// StoredKinds are the kinds stored but not acted on while their gate is off.
 var StoredKinds = []StoredKind{
 	{
 		GVK:     v1alpha1.SchemeGroupVersion.WithKind("NodeOverlay"),
 		Gate:    options.FeatureNodeOverlay,
 		Ignored: "their price and capacity adjustments are not applied to instance types",
+		Built:   true,
 	},
 	{
 		GVK:     autoscalingv1beta1.SchemeGroupVersion.WithKind("CapacityBuffer"),
 		Gate:    options.FeatureCapacityBuffer,
-		Ignored: "no spare capacity is provisioned for them (enable the gate to act on them)",
+		Ignored: "no spare capacity is provisioned for them",
+		Built:   true,
 	},
 }
 
@@ -91,12 +97,12 @@ func ReportStoredObjects(ctx context.Context, reader client.Reader, logger logr.
 	warn := slog.New(logr.ToSlogHandler(logger))
 	for _, f := range found {
 		kind := f.Kind.GVK.Kind
-		if gates[f.Kind.Gate] && options.CoreGateImplemented(f.Kind.Gate) {
-			continue // acted on: the gate is on and its controller runs
+		if f.Kind.Built && gates[f.Kind.Gate] {
+			continue
 		}
-		why := fmt.Sprintf("feature gate %s=false", f.Kind.Gate)
-		if !options.CoreGateImplemented(f.Kind.Gate) {
-			why = fmt.Sprintf("%s is not built in this version (feature gate %s=%t)", kind, f.Kind.Gate, gates[f.Kind.Gate])
+		why := fmt.Sprintf("%s is not built in this version (feature gate %s=%t)", kind, f.Kind.Gate, gates[f.Kind.Gate])
+		if f.Kind.Built {
+			why = fmt.Sprintf("feature gate %s is off (%s=%t; set it to true to act on them)", f.Kind.Gate, f.Kind.Gate, gates[f.Kind.Gate])
 		}
 		warn.Log(ctx, slog.LevelWarn,
 			fmt.Sprintf("%d %s object(s) are stored but not acted on: %s, %s", f.Count, kind, why, f.Kind.Ignored),

@@ -73,7 +73,7 @@ func TestStoredObjectsAreReportedAtStartUp(t *testing.T) {
 	healthPort := freePort(t)
 	opts, err := options.Parse([]string{"--metrics-port=0", fmt.Sprintf("--health-probe-port=%d", healthPort),
 		"--leader-election-name=stored-objects", "--leader-election-namespace=default",
-		"--log-output-paths=" + logPath, "--feature-gates=NodeOverlay=true",
+		"--log-output-paths=" + logPath,
 	}, func(string) string { return "" })
 	if err != nil {
 		t.Fatal(err)
@@ -121,8 +121,8 @@ func TestStoredObjectsAreReportedAtStartUp(t *testing.T) {
 		count float64
 		text  string
 	}{
-		"NodeOverlay":    {2, "2 NodeOverlay object(s) are stored but not acted on: NodeOverlay is not built in this version (feature gate NodeOverlay=true)"},
-		"CapacityBuffer": {1, "1 CapacityBuffer object(s) are stored but not acted on: feature gate CapacityBuffer=false, no spare capacity"},
+		"NodeOverlay":    {2, "2 NodeOverlay object(s) are stored but not acted on: feature gate NodeOverlay is off (NodeOverlay=false; set it to true to act on them)"},
+		"CapacityBuffer": {1, "1 CapacityBuffer object(s) are stored but not acted on: feature gate CapacityBuffer is off (CapacityBuffer=false; set it to true to act on them)"},
 	}
 	for kind, w := range want {
 		lines := found[kind]
@@ -180,5 +180,24 @@ func TestStoredObjectsReportIsQuietWithoutObjects(t *testing.T) {
 	operator.ReportStoredObjects(ctx, bare.Client, operator.NewJSONLogger(&buf, 0), nil, nil)
 	if buf.Len() != 0 {
 		t.Errorf("logged without the CRDs: %s", buf.String())
+	}
+}
+
+// With the NodeOverlay gate on, NodeOverlays are acted on (the overlay
+// controller evaluates them) and not reported; CapacityBuffers still are.
+func TestStoredObjectsReportSkipsNodeOverlaysWithTheGateOn(t *testing.T) {
+	ctx := context.Background()
+	e := env.StartT(t)
+	ExpectApplied(ctx, t, e.Client, overlay("overlay"), buffer("buffer"))
+	for _, on := range []bool{false, true} {
+		var buf bytes.Buffer
+		operator.ReportStoredObjects(ctx, e.Client, operator.NewJSONLogger(&buf, 0), nil, map[string]bool{options.FeatureNodeOverlay: on})
+		found := storedWarnings(t, logLines(t, &buf))
+		if len(found["CapacityBuffer"]) != 1 {
+			t.Errorf("NodeOverlay=%t: CapacityBuffer warnings %v, want 1", on, found["CapacityBuffer"])
+		}
+		if want := map[bool]int{false: 1, true: 0}[on]; len(found["NodeOverlay"]) != want {
+			t.Errorf("NodeOverlay=%t: %d NodeOverlay warnings, want %d", on, len(found["NodeOverlay"]), want)
+		}
 	}
 }

@@ -37,6 +37,9 @@ type Offering struct {
 	Available    bool
 	// Requirements carries any further labels the offering implies (e.g. a reservation ID).
 	Requirements Requirements
+	// PriceOverlaid: Price is the provider's price as a NodeOverlay set or
+	// adjusted it.
+	PriceOverlaid bool
 }
 
 // compatible reports whether the offering is available and reqs allow it: its zone, its
@@ -61,6 +64,8 @@ type InstanceType struct {
 	Capacity     corev1.ResourceList
 	// Overhead is kube-reserved + system-reserved + eviction threshold.
 	Overhead corev1.ResourceList
+	// CapacityOverlaid: a NodeOverlay added resources to Capacity.
+	CapacityOverlaid bool
 }
 
 // Allocatable is Capacity minus Overhead.

@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/operator"
@@ -176,8 +177,9 @@ var upstreamCRDNames = []string{"nodepools.karpenter.sh", "nodeclaims.karpenter.
 // that live Deployment (its environment and ServiceAccount token) against
 // the AWS emulator under the shipped IAM policy, reconciles the objects: the
 // EC2NodeClasses and NodePools become Ready and the NodeClaims are launched;
-// the NodeOverlay and CapacityBuffer, kinds this version stores but does not
-// act on, get the controller's Warning event saying so. Then `helm rollback`
+// the NodeOverlay (its gate on in the values) is validated, and the
+// CapacityBuffer (its gate off) gets the controller's Warning event saying
+// it is not acted on. Then `helm rollback`
 // returns both releases to upstream's charts and again nothing is lost.
 func TestHelmUpgradeFromUpstreamV1152(t *testing.T) {
 	t.Parallel()
@@ -306,10 +308,20 @@ func TestHelmUpgradeFromUpstreamV1152(t *testing.T) {
 	for _, name := range []string{"default", "spot"} {
 		e.waitReady(t, &v1.NodePool{}, name)
 	}
-	// NodeOverlay and CapacityBuffer are not built in this version: the
-	// objects are kept, and the controller says so on each (a Warning event)
-	// instead of ignoring them.
-	unreported := map[string]bool{"NodeOverlay/discount": true, "CapacityBuffer/spare": true}
+	// The values file turns the NodeOverlay gate on: our overlay controller
+	// validates the overlay. The CapacityBuffer gate is off: the buffer is
+	// kept, and the controller says so on it (a Warning event) instead of
+	// ignoring it.
+	if err := poll(e.ctx, time.Minute, func() (bool, error) {
+		o := &v1alpha1.NodeOverlay{}
+		if err := e.Client.Get(e.ctx, types.NamespacedName{Name: "discount"}, o); err != nil {
+			return false, err
+		}
+		return o.StatusConditions().Get(v1alpha1.ConditionTypeValidationSucceeded).IsTrue(), nil
+	}); err != nil {
+		t.Errorf("NodeOverlay discount not validated by our controller (log %s)", p.LogPath)
+	}
+	unreported := map[string]bool{"CapacityBuffer/spare": true}
 	if err := poll(e.ctx, time.Minute, func() (bool, error) {
 		events := &corev1.EventList{}
 		if err := e.Client.List(e.ctx, events); err != nil {

@@ -87,7 +87,11 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 		if err != nil {
 			// Its nodes cannot be priced, so they will not be consolidated; other
 			// methods still apply.
-			log.FromContext(ctx).Error(err, "getting instance types for pricing", "nodepool", np.Name)
+			if cloudprovider.IsUnevaluatedNodePoolError(err) {
+				log.FromContext(ctx).V(1).Info("skipping, node overlays are not applied yet", "nodepool", np.Name)
+			} else {
+				log.FromContext(ctx).Error(err, "getting instance types for pricing", "nodepool", np.Name)
+			}
 		}
 		in.NodePools = append(in.NodePools, &disruption.NodePool{NodePool: np, InstanceTypes: its})
 	}

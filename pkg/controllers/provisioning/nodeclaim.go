@@ -7,6 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -47,6 +48,16 @@ func NewNodeClaim(np *v1.NodePool, c *scheduling.NewClaim) *v1.NodeClaim {
 	if c.MinValuesRelaxed {
 		annotations[v1.NodeClaimMinValuesRelaxedAnnotationKey] = "true"
 	}
+	if np.Spec.Replicas == nil {
+		// As upstream, a static NodePool's NodeClaims are not marked.
+		price, capacity := overlaid(c.InstanceTypes)
+		if price {
+			annotations[v1alpha1.PriceOverlayAppliedAnnotationKey] = "true"
+		}
+		if capacity {
+			annotations[v1alpha1.CapacityOverlayAppliedAnnotationKey] = "true"
+		}
+	}
 	requests := corev1.ResourceList{}
 	for _, l := range []corev1.ResourceList{c.Requests, c.DaemonSetOverhead} {
 		for n, q := range l {
@@ -79,6 +90,18 @@ func NewNodeClaim(np *v1.NodePool, c *scheduling.NewClaim) *v1.NodeClaim {
 			ExpireAfter:            tmpl.Spec.ExpireAfter,
 		},
 	}
+}
+
+// overlaid reports whether a NodeOverlay set the price of an offering of
+// one of its, and whether one added capacity to one of them.
+func overlaid(its []*scheduling.InstanceType) (price, capacity bool) {
+	for _, it := range its {
+		capacity = capacity || it.CapacityOverlaid
+		for i := range it.Offerings {
+			price = price || it.Offerings[i].PriceOverlaid
+		}
+	}
+	return price, capacity
 }
 
 // claimRequirements renders the solver's requirements in API form. The hostname

@@ -448,6 +448,11 @@ func (p *Provisioner) nodePools(ctx context.Context) ([]*scheduling.NodePool, []
 				skip(np, fmt.Sprintf("nodepool %s is not ready: %v", np.Name, err))
 				continue
 			}
+			if cloudprovider.IsUnevaluatedNodePoolError(err) {
+				// Its prices are not known as the NodeOverlays set them yet.
+				skip(np, fmt.Sprintf("nodepool %s is awaiting nodeoverlay evaluation", np.Name))
+				continue
+			}
 			return nil, nil, nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
 		}
 		if len(its) == 0 {

@@ -21,6 +21,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/apis"
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/kubeflags"
 	"github.com/karpenter-go/karpenter/pkg/state"
@@ -66,6 +67,7 @@ func lists() []client.ObjectList {
 		&appsv1.DaemonSetList{}, &appsv1.DeploymentList{}, &policyv1.PodDisruptionBudgetList{},
 		&corev1.NamespaceList{}, &corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{},
 		&storagev1.StorageClassList{}, &kwokv1alpha1.KWOKNodeClassList{}, &awsv1.EC2NodeClassList{},
+		&v1alpha1.NodeOverlayList{},
 	}
 }
 

@@ -42,29 +42,20 @@ type Gate struct {
 // CoreGates are upstream v1.15's FEATURE_GATES (--feature-gates), in the order
 // upstream's chart renders them, with upstream's defaults. ReservedCapacity
 // (the AWS provider's reserved offerings and capacityReservationSelectorTerms),
-// SpotToSpotConsolidation, StaticCapacity (pkg/controllers/staticcapacity),
-// CapacityBuffer (pkg/capacitybuffer) and PodDeletionCostManagement
+// SpotToSpotConsolidation, NodeOverlay (pkg/controllers/nodeoverlay),
+// StaticCapacity (pkg/controllers/staticcapacity), CapacityBuffer
+// (pkg/capacitybuffer) and PodDeletionCostManagement
 // (pkg/controllers/deletioncost) are implemented.
 var CoreGates = []Gate{
 	{Name: FeatureReservedCapacity, Default: true, Implemented: true},
 	{Name: FeatureSpotToSpotConsolidation, Default: false, Implemented: true},
 	{Name: FeatureNodeRepair, Default: false, Missing: "no node repair controller: nodes with unhealthy conditions are not replaced"},
-	{Name: FeatureNodeOverlay, Default: false, Missing: "NodeOverlay objects (karpenter.sh/v1alpha1) are stored but not applied: instance type prices and capacities are not adjusted"},
+	{Name: FeatureNodeOverlay, Default: false, Implemented: true},
 	{Name: FeatureStaticCapacity, Default: false, Implemented: true},
 	{Name: FeatureCapacityBuffer, Default: false, Implemented: true},
 	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "drifted nodes are replaced only by launching the replacement first"},
 	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "there is no node repair, so unhealthy nodes are neither replaced nor terminated first"},
 	{Name: FeaturePodDeletionCostManagement, Default: false, Implemented: true},
-}
-
-// CoreGateImplemented reports whether the core gate named name is implemented.
-func CoreGateImplemented(name string) bool {
-	for _, g := range CoreGates {
-		if g.Name == name {
-			return g.Implemented
-		}
-	}
-	return false
 }
 
 // DefaultFeatureGates are upstream's defaults of the core gates.

@@ -37,7 +37,17 @@ type CloudProvider struct {
 	clusterName string
 	// Drift answers IsDrifted (nil: nothing drifts).
 	Drift *Drift
+	// overlays, with the NodeOverlay gate, are applied to the instance
+	// types a launch chooses from (nil: none).
+	overlays cloudprovider.InstanceTypeOverlay
 }
+
+// SetInstanceTypeOverlay makes Create choose among the instance types of the
+// NodeClaim's NodePool as the NodeOverlays change them, as upstream's
+// provider does.
+func (c *CloudProvider) SetInstanceTypeOverlay(o cloudprovider.InstanceTypeOverlay) { c.overlays = o }
+
+var _ cloudprovider.OverlayAware = &CloudProvider{}
 
 // Option adjusts a CloudProvider.
 type Option func(*CloudProvider)

@@ -33,6 +33,12 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, "InstanceTypeResolutionFailed", fmt.Sprintf("listing instance types of EC2NodeClass %q: %v", nc.Name, err))
 	}
+	if pool := nodeClaim.Labels[v1.NodePoolLabelKey]; c.overlays != nil && pool != "" {
+		// A NodeClaim of no NodePool has no overlays, as upstream.
+		if all, err = c.overlays.ApplyAll(pool, all); err != nil {
+			return nil, fmt.Errorf("applying nodeoverlays: %w", err)
+		}
+	}
 	its := compatibleInstanceTypes(nodeClaim, all)
 	if len(its) == 0 {
 		return nil, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("none of the %d instance types of EC2NodeClass %q meets the requirements %s and fits the requests %s of NodeClaim %s",
@@ -172,7 +178,8 @@ func (c *CloudProvider) toNodeClaim(inst *instance.Instance, it *scheduling.Inst
 }
 
 // instanceTypeOf looks the instance's type up in its EC2NodeClass, for the
-// capacity of listed instances; nil when the class or type is unknown.
+// capacity of listed instances (with the NodeOverlays of its NodePool); nil
+// when the class or type is unknown.
 func (c *CloudProvider) instanceTypeOf(ctx context.Context, inst *instance.Instance) *scheduling.InstanceType {
 	name := inst.Tags[awsv1.TagEC2NodeClass]
 	if name == "" || c.instanceTypes == nil {
@@ -185,6 +192,13 @@ func (c *CloudProvider) instanceTypeOf(ctx context.Context, inst *instance.Insta
 	it, err := c.instanceTypes.Get(ctx, nc, inst.Type)
 	if err != nil {
 		return nil
+	}
+	if pool := inst.Tags[awsv1.TagNodePool]; c.overlays != nil && pool != "" {
+		// The capacity as the NodeOverlays of its NodePool extend it, as at
+		// launch; before they are evaluated, the type's own.
+		if its, err := c.overlays.ApplyAll(pool, []*scheduling.InstanceType{it}); err == nil && len(its) == 1 {
+			it = its[0]
+		}
 	}
 	return it
 }

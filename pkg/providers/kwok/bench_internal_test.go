@@ -37,7 +37,7 @@ func BenchmarkCheapestOffering(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
-		if _, _, err := cp.cheapest(reqs, requests); err != nil {
+		if _, _, err := cp.cheapest(cp.instanceTypes, reqs, requests); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -72,6 +72,10 @@ type CloudProvider struct {
 	// ctx outlives single calls: delayed Node writes run under it.
 	ctx context.Context
 
+	// overlays, with the NodeOverlay gate, are applied to the instance
+	// types a launch chooses from (nil: none).
+	overlays cloudprovider.InstanceTypeOverlay
+
 	mu sync.Mutex
 	// pending holds launches whose Node has not been written yet, by NodeClaim name.
 	pending map[string]*pendingLaunch
@@ -149,7 +153,13 @@ func (c *CloudProvider) Create(ctx context.Context, nc *v1.NodeClaim) (*v1.NodeC
 	}
 
 	reqs := requirementsOf(nc)
-	it, offering, err := c.cheapest(reqs, nc.Spec.Resources.Requests)
+	its := c.instanceTypes
+	if pool := nc.Labels[v1.NodePoolLabelKey]; c.overlays != nil && pool != "" {
+		if its, err = c.overlays.ApplyAll(pool, its); err != nil {
+			return nil, fmt.Errorf("applying nodeoverlays: %w", err)
+		}
+	}
+	it, offering, err := c.cheapest(its, reqs, nc.Spec.Resources.Requests)
 	if err != nil {
 		return nil, err
 	}
@@ -253,13 +263,13 @@ func requirementsOf(nc *v1.NodeClaim) scheduling.Requirements {
 // cheapest picks the lowest-priced available offering, over all compatible
 // instance types that can allocate the requested resources; ties are broken at
 // random so that equal-priced zones share the load.
-func (c *CloudProvider) cheapest(reqs scheduling.Requirements, requests corev1.ResourceList) (*scheduling.InstanceType, scheduling.Offering, error) {
+func (c *CloudProvider) cheapest(its []*scheduling.InstanceType, reqs scheduling.Requirements, requests corev1.ResourceList) (*scheduling.InstanceType, scheduling.Offering, error) {
 	type choice struct {
 		it *scheduling.InstanceType
 		o  scheduling.Offering
 	}
 	var best []choice
-	for _, it := range c.instanceTypes {
+	for _, it := range its {
 		// The NodeClaim usually lists its candidate types; checking the name
 		// first skips the full comparison (which formats an error) for the rest.
 		if !reqs.Has(corev1.LabelInstanceTypeStable, it.Name) {
@@ -268,7 +278,7 @@ func (c *CloudProvider) cheapest(reqs scheduling.Requirements, requests corev1.R
 		if err := reqs.Intersects(it.Requirements); err != nil {
 			continue
 		}
-		if !fits(requests, c.allocatable[it.Name]) {
+		if !fits(requests, c.allocatableOf(it)) {
 			continue
 		}
 		for _, o := range it.Offerings {
@@ -294,6 +304,23 @@ func (c *CloudProvider) cheapest(reqs scheduling.Requirements, requests corev1.R
 	c.mu.Unlock()
 	return pick.it, pick.o, nil
 }
+
+// allocatableOf is the instance type's allocatable: computed once per type,
+// or anew for a type a NodeOverlay added capacity to.
+func (c *CloudProvider) allocatableOf(it *scheduling.InstanceType) corev1.ResourceList {
+	if it.CapacityOverlaid {
+		return it.Allocatable()
+	}
+	return c.allocatable[it.Name]
+}
+
+// SetInstanceTypeOverlay makes Create choose among the instance types of the
+// NodeClaim's NodePool as the NodeOverlays change them: the cheapest by the
+// overlaid prices, and a node carrying the extended resources an overlay
+// added (as the device plugin it stands for would report them).
+func (c *CloudProvider) SetInstanceTypeOverlay(o cloudprovider.InstanceTypeOverlay) { c.overlays = o }
+
+var _ cloudprovider.OverlayAware = &CloudProvider{}
 
 func fits(requests, allocatable corev1.ResourceList) bool {
 	for name, q := range requests {
@@ -361,7 +388,7 @@ func (c *CloudProvider) node(nc *v1.NodeClaim, nodeClass *kwokv1alpha1.KWOKNodeC
 	taints = append(taints, nc.Spec.StartupTaints...)
 
 	capacity := it.Capacity.DeepCopy()
-	allocatable := c.allocatable[it.Name].DeepCopy()
+	allocatable := c.allocatableOf(it).DeepCopy()
 	return &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        nc.Name,

@@ -16,6 +16,7 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/batcher"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
@@ -123,7 +124,10 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 	if err != nil {
 		return nil, nil, cloudprovider.NewCreateError(err, "LaunchTemplateCreationFailed", fmt.Sprintf("creating launch templates: %v", err))
 	}
-	in := fleetInput(nc, lts, reqs, tags, capacityType, subnets)
+	// With prices a NodeOverlay set, EC2 is asked to follow them (as
+	// priorities) instead of its own prices, as upstream does.
+	_, prioritized := nodeClaim.Annotations[v1alpha1.PriceOverlayAppliedAnnotationKey]
+	in := fleetInput(nc, lts, reqs, tags, capacityType, subnets, prioritized)
 	if len(in.LaunchTemplateConfigs) == 0 {
 		return nil, lts, cloudprovider.NewInsufficientCapacityError(fmt.Errorf("no %s offering of the %d candidate instance types is in a zone with a subnet of EC2NodeClass %q", capacityType, len(its), nc.Name))
 	}
@@ -252,8 +256,14 @@ func Candidates(reqs scheduling.Requirements, its []*scheduling.InstanceType, ca
 // fleetInput is one instant fleet over every (template, instance type, zone)
 // pool. It holds nothing specific to one NodeClaim, so that concurrent
 // launches of the same shape batch into one call.
+//
+// prioritized (a NodeOverlay priced an instance type of the NodeClaim):
+// each override carries its offering's price, as the overlays set it, as
+// its priority, and the allocation strategy is prioritized (on-demand) or
+// capacity-optimized-prioritized (spot), so that EC2 launches in the order
+// of the overlaid prices rather than of its own.
 func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs scheduling.Requirements, tags map[string]string,
-	capacityType string, subnets map[string]subnet.Subnet) *ec2.CreateFleetInput {
+	capacityType string, subnets map[string]subnet.Subnet, prioritized bool) *ec2.CreateFleetInput {
 	var configs []ec2types.FleetLaunchTemplateConfigRequest
 	// One fleet buys one market: capacity blocks and other reservations
 	// do not mix; the first template's kind wins.
@@ -279,12 +289,16 @@ func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs sched
 					continue
 				}
 				zones[o.Zone] = true
-				overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
+				override := ec2types.FleetLaunchTemplateOverridesRequest{
 					InstanceType:     ec2types.InstanceType(it.Name),
 					SubnetId:         aws.String(s.ID),
 					AvailabilityZone: aws.String(o.Zone),
 					ImageId:          aws.String(lt.ImageID),
-				})
+				}
+				if prioritized {
+					override.Priority = aws.Float64(o.Price)
+				}
+				overrides = append(overrides, override)
 			}
 		}
 		if len(overrides) == 0 {
@@ -327,9 +341,14 @@ func fleetInput(nc *awsv1.EC2NodeClass, lts []*launchtemplate.Launch, reqs sched
 			{ResourceType: ec2types.ResourceTypeFleet, Tags: launchtemplate.EC2Tags(tags)},
 		},
 	}
-	if capacityType == scheduling.CapacityTypeSpot {
+	switch {
+	case capacityType == scheduling.CapacityTypeSpot && prioritized:
+		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyCapacityOptimizedPrioritized}
+	case capacityType == scheduling.CapacityTypeSpot:
 		in.SpotOptions = &ec2types.SpotOptionsRequest{AllocationStrategy: ec2types.SpotAllocationStrategyPriceCapacityOptimized}
-	} else {
+	case prioritized:
+		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyPrioritized}
+	default:
 		in.OnDemandOptions = &ec2types.OnDemandOptionsRequest{AllocationStrategy: ec2types.FleetOnDemandAllocationStrategyLowestPrice}
 	}
 	return in

@@ -14,6 +14,7 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instance"
@@ -462,5 +463,43 @@ func TestTerminationFailureCounted(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(counter); got != before+1 {
 		t.Errorf("karpenter_cloudprovider_instance_termination_failures_total{zone=%s} %v, want %v", inst.Zone, got, before+1)
+	}
+}
+
+// A NodeClaim marked karpenter.sh/price-overlay-applied launches in the
+// order of the prices the NodeOverlays set: the fleet is prioritized, each
+// override's priority its offering's (overlaid) price, so EC2 picks the type
+// the overlays made cheapest, not the one it prices lowest. Unmarked, the
+// same types launch lowest-price by EC2's prices.
+func TestPriceOverlayLaunchesInOverlaidPriceOrder(t *testing.T) {
+	env := launchtest.New(t)
+	nc := env.NodeClass(t, "default")
+	for _, marked := range []bool{false, true} {
+		claim := launchtest.NodeClaim(fmt.Sprintf("claim-%t", marked), nc, onDemand, "c5.large", "m5.large")
+		its := env.InstanceTypesFor(t, nc, claim)
+		var overlaid []*scheduling.InstanceType
+		for _, it := range its {
+			c := *it
+			c.Offerings = append([]scheduling.Offering(nil), it.Offerings...)
+			if c.Name == "m5.large" {
+				// An overlay made m5.large the cheapest by far.
+				for i := range c.Offerings {
+					c.Offerings[i].Price, c.Offerings[i].PriceOverlaid = 0.001, true
+				}
+			}
+			overlaid = append(overlaid, &c)
+		}
+		want := "c5.large"
+		if marked {
+			claim.Annotations = map[string]string{v1alpha1.PriceOverlayAppliedAnnotationKey: "true"}
+			want = "m5.large"
+		}
+		inst, err := env.Instances.Create(context.Background(), nc, claim, env.Tags(nc, claim), overlaid)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if inst.Type != want {
+			t.Errorf("marked %t: launched %s, want %s", marked, inst.Type, want)
+		}
 	}
 }
