@@ -2,6 +2,7 @@ package disruption_test
 
 import (
 	"fmt"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"reflect"
 	"strings"
 	"testing"
@@ -354,6 +355,46 @@ func TestDrift(t *testing.T) {
 			w.pod(a, "web-1", "1", labeled("app", "web"))
 			w.pdb("web", 0, map[string]string{"app": "web"})
 		}, expect{none: true, explained: map[string]string{"a": "PDB default/web blocks eviction of web-1"}}},
+
+		{"a static pool's drifted node is replaced by a node of the pool first", func(w *world) {
+			w.pool("default", standardTypes(), static(2, ""))
+			w.in.StaticClaims = map[string]*scheduling.NewClaim{"default": {Price: 0.17}}
+			w.node("a", "default", "m", drifted(now.Add(-time.Hour)))
+			w.node("b", "default", "m")
+		}, expect{method: disruption.MethodDrift, action: "replace", candidates: []string{"a"}, check: func(t *testing.T, r *disruption.Result) {
+			if len(r.Decision.Replacements) != 1 || r.Decision.Replacements[0].Price != 0.17 {
+				t.Fatalf("replacements %+v, want the static pool's claim", r.Decision.Replacements)
+			}
+			if !strings.Contains(r.Decision.Explanation, "replacing it with a node of static nodepool default") {
+				t.Fatalf("explanation %q", r.Decision.Explanation)
+			}
+		}}},
+
+		{"a static pool at its node limit waits without TerminateFirstDrift", func(w *world) {
+			w.pool("default", standardTypes(), static(2, "2"))
+			w.in.StaticClaims = map[string]*scheduling.NewClaim{"default": {Price: 0.17}}
+			w.pod(w.node("a", "default", "m", drifted(now.Add(-time.Hour))), "web", "1")
+			w.node("b", "default", "m")
+		}, expect{none: true, code: map[string]disruption.Code{"a": disruption.CodeUnschedulable}, explained: map[string]string{"a": "static nodepool default is at its node limit (limits.nodes 2) and cannot stage a replacement"}}},
+
+		{"a static pool at its node limit deletes first with TerminateFirstDrift", func(w *world) {
+			w.in.Options.TerminateFirstDrift = true
+			w.pool("default", standardTypes(), static(2, "2"))
+			w.in.StaticClaims = map[string]*scheduling.NewClaim{"default": {Price: 0.17}}
+			w.node("a", "default", "m", drifted(now.Add(-time.Hour)))
+			w.node("b", "default", "m")
+		}, expect{method: disruption.MethodDrift, action: disruption.ActionTerminateFirst, candidates: []string{"a"}, check: func(t *testing.T, r *disruption.Result) {
+			if len(r.Decision.Replacements) != 0 || r.Decision.TerminateFirstReason != disruption.TerminateFirstStaticAtLimit {
+				t.Fatalf("decision %+v, want a delete-first for static-at-limit", r.Decision)
+			}
+		}}},
+
+		{"a static pool scaling down replaces nothing", func(w *world) {
+			w.pool("default", standardTypes(), static(1, ""))
+			w.in.StaticClaims = map[string]*scheduling.NewClaim{"default": {Price: 0.17}}
+			w.pod(w.node("a", "default", "m", drifted(now.Add(-time.Hour))), "web", "1")
+			w.node("b", "default", "m")
+		}, expect{none: true, explained: map[string]string{"a": "static nodepool default is scaling down to 1 replicas first"}}},
 
 		{"terminationGracePeriod does not override a do-not-disrupt node", func(w *world) {
 			w.pool("default", standardTypes())
@@ -1061,4 +1102,18 @@ func TestValidateNarrowing(t *testing.T) {
 	if _, ok, _ := disruption.ValidateNarrowing(w.in, r.Decision); ok {
 		t.Fatal("narrowing accepted a delete whose pods no longer fit")
 	}
+}
+
+// static makes the pool static (spec.replicas) and Ready, with limits.nodes
+// when given.
+func static(replicas int64, limitNodes string) poolOpt {
+	return fixtures.NodePoolFunc(func(np *v1.NodePool) {
+		np.Spec.Replicas = ptr.To(replicas)
+		if limitNodes != "" {
+			np.Spec.Limits = v1.Limits{v1.ResourceNodes: resource.MustParse(limitNodes)}
+		}
+		for _, c := range []string{v1.ConditionTypeValidationSucceeded, v1.ConditionTypeNodeClassReady, v1.ConditionTypeNodeRegistrationHealthy} {
+			np.StatusConditions().SetTrue(c)
+		}
+	})
 }

@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // MethodDrift replaces nodes whose NodeClaim has the Drifted condition, one per
@@ -59,6 +60,12 @@ func (m drift) decide(p *pass) *Decision {
 		if why == "" {
 			why = "Drifted"
 		}
+		if n.pool.NodePool.Spec.Replicas != nil {
+			if d := p.staticDrift(m, n, why); d != nil {
+				return d
+			}
+			continue
+		}
 		sim, _ := p.simulate([]*node{n}, nil)
 		if !sim.ok {
 			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s) but its pods cannot be rescheduled: %v", n.Name, why, sim.err))
@@ -79,4 +86,48 @@ func (m drift) decide(p *pass) *Decision {
 		return d
 	}
 	return nil
+}
+
+// staticDrift replaces a drifted node of a static NodePool (spec.replicas)
+// as upstream does: with a node of the pool launched first, while the pool's
+// NodeClaims stay within limits.nodes; at the limit, with TerminateFirstDrift
+// and the pool Ready, by deleting it first (the pool is refilled to its
+// replicas after); otherwise it waits, explained. Nothing is replaced while
+// the pool is being scaled down.
+func (p *pass) staticDrift(m Method, n *node, why string) *Decision {
+	np := n.pool.NodePool
+	all, active := 0, 0
+	for _, o := range p.nodes {
+		if o.NodeClaim == nil || o.NodePool != np.Name {
+			continue
+		}
+		all++
+		if o.NodeClaim.DeletionTimestamp == nil && !o.MarkedForDeletion {
+			active++
+		}
+	}
+	if active > int(*np.Spec.Replicas) {
+		p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s): static nodepool %s is scaling down to %d replicas first", n.Name, why, np.Name, *np.Spec.Replicas))
+		return nil
+	}
+	d := &Decision{Method: m, Candidates: []*Node{n.Node}, CandidatesPrice: priceOf([]*node{n})}
+	limit, limited := np.Spec.Limits[v1.ResourceNodes]
+	if !limited || int64(all) < limit.Value() {
+		claim := p.in.StaticClaims[np.Name]
+		if claim == nil {
+			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s): static nodepool %s admits no instance type with an available offering to replace it", n.Name, why, np.Name))
+			return nil
+		}
+		d.Replacements, d.ReplacementsPrice = []*scheduling.NewClaim{claim}, claim.Price
+		d.Explanation = fmt.Sprintf("node %s drifted (%s): replacing it with a node of static nodepool %s", n.Name, why, np.Name)
+		return d
+	}
+	atLimit := fmt.Sprintf("static nodepool %s is at its node limit (limits.nodes %s) and cannot stage a replacement", np.Name, limit.String())
+	if !p.in.Options.TerminateFirstDrift || !np.StatusConditions().Root().IsTrue() || np.DeletionTimestamp != nil {
+		p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s): %s", n.Name, why, atLimit))
+		return nil
+	}
+	d.Explanation = fmt.Sprintf("node %s drifted (%s): %s, so it is deleted first (TerminateFirstDrift) and the pool refilled to %d replicas", n.Name, why, atLimit, *np.Spec.Replicas)
+	d.TerminateFirstReason = TerminateFirstStaticAtLimit
+	return d
 }

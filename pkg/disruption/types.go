@@ -37,7 +37,11 @@ type Input struct {
 	// launch replacements, plus DaemonSets, namespaces, volumes, options and an
 	// optional Cache. Its ExistingNodes are ignored: they come from Nodes.
 	Scheduling *scheduling.Input
-	Options    Options
+	// StaticClaims, by NodePool name, are the NodeClaims a static NodePool
+	// (spec.replicas) launches: drift replaces a static pool's node with one.
+	// A static pool without one admits no instance type.
+	StaticClaims map[string]*scheduling.NewClaim
+	Options      Options
 	// Events, when set, receives the events a pass tells pods about their
 	// karpenter.sh/do-not-disrupt durations and invalid values (upstream's,
 	// deduplicated as upstream's). A plan leaves it nil.
@@ -59,6 +63,10 @@ type Options struct {
 	// writes controller.kubernetes.io/pod-deletion-cost itself (see
 	// RankForDeletionCost), so a pod's eviction cost no longer reads it.
 	PodDeletionCostManagement bool
+	// TerminateFirstDrift is the feature gate of that name: a drifted node of
+	// a static NodePool at its node limit (limits.nodes), which cannot stage
+	// a replacement first, is deleted first and the pool refilled after.
+	TerminateFirstDrift bool
 }
 
 // Node is one unit of capacity and what the controller knows about it.
@@ -127,7 +135,14 @@ type Decision struct {
 	// Scores of a consolidation, per NodePool of its candidates (Balanced
 	// pools' scored, see balanced.go).
 	Scores []Score
+	// TerminateFirstReason, on a delete, says why the replacement could not
+	// be launched first (upstream's values, e.g. TerminateFirstStaticAtLimit).
+	TerminateFirstReason string
 }
+
+// TerminateFirstStaticAtLimit: a static NodePool at its node limit cannot
+// launch a node's replacement alongside it.
+const TerminateFirstStaticAtLimit = "static-at-limit"
 
 // Action is what a decision does to its candidates. Its values are the words
 // of the decision metrics' action label, of events and of the kubectl plugin's
@@ -140,13 +155,19 @@ const (
 	// ActionReplace launches the decision's Replacements, then deletes the
 	// candidates.
 	ActionReplace Action = "replace"
+	// ActionTerminateFirst deletes the candidates whose replacement cannot be
+	// launched first (see Decision.TerminateFirstReason); it comes after.
+	ActionTerminateFirst Action = "terminate-first"
 )
 
 // Action is ActionReplace when the decision launches replacements,
 // ActionDelete otherwise.
 func (d *Decision) Action() Action {
-	if len(d.Replacements) > 0 {
+	switch {
+	case len(d.Replacements) > 0:
 		return ActionReplace
+	case d.TerminateFirstReason != "":
+		return ActionTerminateFirst
 	}
 	return ActionDelete
 }

@@ -39,6 +39,9 @@ const (
 type Options struct {
 	// SpotToSpotConsolidation is the feature gate.
 	SpotToSpotConsolidation bool
+	// TerminateFirstDrift is the feature gate (see
+	// disruption.Options.TerminateFirstDrift).
+	TerminateFirstDrift bool
 	// PodDeletionCostManagement is the feature gate (see
 	// disruption.Options.PodDeletionCostManagement).
 	PodDeletionCostManagement bool
@@ -201,6 +204,9 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 		if np := nc.Labels[v1.NodePoolLabelKey]; !counted[np] {
 			counted[np] = true
 			DecisionsByNodePoolTotal.WithLabelValues(np, string(d.Action()), disruption.MetricReason(d.Method.Reason()), ct).Inc()
+			if d.TerminateFirstReason != "" {
+				TerminateFirstDecisionsTotal.WithLabelValues(np, disruption.MetricReason(d.Method.Reason()), d.TerminateFirstReason).Inc()
+			}
 		}
 	}
 	return true, nil

@@ -53,6 +53,12 @@ var (
 		Namespace: "karpenter", Subsystem: "nodepools", Name: "nodes_consuming_budgets",
 		Help: "The number of nodes consuming the budget of a nodepool at a point in time. Labeled by NodePool.",
 	}, []string{"nodepool", "reason"})
+	// TerminateFirstDecisionsTotal counts delete-first commands whose
+	// replacement could not be launched first, once per NodePool.
+	TerminateFirstDecisionsTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "karpenter", Subsystem: "voluntary_disruption", Name: "terminate_first_decisions_total",
+		Help: "Number of terminate-first disruption decisions performed. Labeled by nodepool name, reason, and why the replacement couldn't be staged first.",
+	}, []string{"nodepool", "reason", "terminate_first_reason"})
 	// ConsolidationScore observes the score of each consolidation move of a
 	// Balanced NodePool (see disruption.Score), by the pool's decision.
 	ConsolidationScore = prometheus.NewHistogramVec(prometheus.HistogramOpts{
@@ -76,7 +82,7 @@ const (
 
 func init() {
 	crmetrics.Registry.MustRegister(DecisionsTotal, DecisionsByNodePoolTotal, EligibleNodes, EvaluationDuration, ConsolidationTimeoutsTotal, FailedValidationsTotal, NodePoolAllowedDisruptions, NodePoolNodesConsumingBudgets,
-		ConsolidationScore, ConsolidationMovesTotal)
+		ConsolidationScore, ConsolidationMovesTotal, TerminateFirstDecisionsTotal)
 	// The consolidation types that can time out start at 0.
 	for _, m := range disruption.Methods {
 		if ct := m.ConsolidationType(); ct != "" && m.Simulates() {

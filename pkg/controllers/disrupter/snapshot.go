@@ -30,7 +30,7 @@ func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 		Kube: c.kube, Cluster: c.cluster, Provisioner: c.provisioner, CloudProvider: c.cloudProvider,
 		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(), Events: c.publisher,
 		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork,
-			PodDeletionCostManagement: c.opts.PodDeletionCostManagement},
+			PodDeletionCostManagement: c.opts.PodDeletionCostManagement, TerminateFirstDrift: c.opts.TerminateFirstDrift},
 	})
 	if err != nil {
 		return nil, err
@@ -83,6 +83,17 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 	pools := map[string]*v1.NodePool{}
 	for _, np := range src.Cluster.NodePools() {
 		pools[np.Name] = np
+		if np.Spec.Replicas != nil {
+			claim, err := src.Provisioner.StaticClaim(ctx, np)
+			if err != nil {
+				log.FromContext(ctx).Error(err, "building the nodeclaim of a static nodepool", "nodepool", np.Name)
+			} else if claim != nil {
+				if in.StaticClaims == nil {
+					in.StaticClaims = map[string]*scheduling.NewClaim{}
+				}
+				in.StaticClaims[np.Name] = claim
+			}
+		}
 		its, err := src.CloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			// Its nodes cannot be priced, so they will not be consolidated; other

@@ -764,12 +764,11 @@ func ExportNodePoolMetrics(cluster *state.Cluster) {
 // the provisioner's own: recorded in cluster state at once, so that the next
 // count includes them, and counted in karpenter_nodeclaims_created_total.
 func (p *Provisioner) CreateStatic(ctx context.Context, np *v1.NodePool, n int) ([]*v1.NodeClaim, error) {
-	its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+	claim, err := p.StaticClaim(ctx, np)
 	if err != nil {
-		return nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
+		return nil, err
 	}
-	claim, ok := adaptNodePool(np, its, nil).StaticClaim(0)
-	if !ok {
+	if claim == nil {
 		p.publisher.Publish(noCompatibleInstanceTypesEvent(np, false))
 		return nil, fmt.Errorf("nodepool %s admits no instance type with an available offering", np.Name)
 	}
@@ -778,4 +777,19 @@ func (p *Provisioner) CreateStatic(ctx context.Context, np *v1.NodePool, n int) 
 		claims[i] = claim
 	}
 	return p.create(ctx, map[string]*v1.NodePool{np.Name: np}, claims)
+}
+
+// StaticClaim is the NodeClaim a static NodePool launches (any instance type
+// it admits, cheapest first), nil when it admits none. Disruption replaces a
+// drifted node of the pool with it.
+func (p *Provisioner) StaticClaim(ctx context.Context, np *v1.NodePool) (*scheduling.NewClaim, error) {
+	its, err := p.cloudProvider.GetInstanceTypes(ctx, np)
+	if err != nil {
+		return nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
+	}
+	claim, ok := adaptNodePool(np, its, nil).StaticClaim(0)
+	if !ok {
+		return nil, nil
+	}
+	return claim, nil
 }

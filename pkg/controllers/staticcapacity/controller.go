@@ -73,7 +73,10 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			continue
 		}
 		all = append(all, sn)
-		if sn.NodeClaim.DeletionTimestamp == nil {
+		// A node disruption is replacing (marked: its replacement is
+		// launching) is on its way out like a deleted one; its replacement
+		// counts instead.
+		if sn.NodeClaim.DeletionTimestamp == nil && !sn.MarkedForDeletion() {
 			active = append(active, sn)
 		}
 	}

@@ -50,8 +50,6 @@ var notBuilt = map[string]string{
 	"karpenter_nodes_reboot_recovery_duration_seconds": "node reboot repair",
 	// EC2 instance status checks (impaired system or instance status): not polled.
 	"karpenter_interruption_instance_status_unhealthy_total": "instance status polling",
-	// Terminate-first disruption decisions: not built.
-	"karpenter_voluntary_disruption_terminate_first_decisions_total": "terminate-first disruption",
 }
 
 // pending lists upstream families whose feature exists here but which are

@@ -53,7 +53,7 @@ var CoreGates = []Gate{
 	{Name: FeatureNodeOverlay, Default: false, Implemented: true},
 	{Name: FeatureStaticCapacity, Default: false, Implemented: true},
 	{Name: FeatureCapacityBuffer, Default: false, Implemented: true},
-	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "drifted nodes are replaced only by launching the replacement first"},
+	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "only drifted nodes of static NodePools at their node limit are terminated first; a drifted reserved-capacity node whose reservation is full is still replaced by launching first"},
 	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "there is no node repair, so unhealthy nodes are neither replaced nor terminated first"},
 	{Name: FeaturePodDeletionCostManagement, Default: false, Implemented: true},
 }
