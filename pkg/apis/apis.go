@@ -7,7 +7,7 @@
 //   - karpenter.k8s.aws/v1 (EC2NodeClass; storage), v1beta1 (served),
 //     v1alpha1 (AWSNodeTemplate; legacy).
 //   - karpenter.sh/v1alpha1 (NodeOverlay; stored, not yet applied).
-//   - autoscaling.x-k8s.io/v1beta1 (CapacityBuffer; stored, not yet acted on).
+//   - autoscaling.x-k8s.io/v1beta1 (CapacityBuffer; acted on with the CapacityBuffer gate).
 //   - karpenter.kwok.sh/v1alpha1 (KWOKNodeClass, the simulated provider).
 //
 // The CRDs generated from these types are embedded by package crds.

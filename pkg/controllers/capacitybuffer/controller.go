@@ -12,7 +12,6 @@ package capacitybuffer
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
@@ -20,8 +19,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,7 +65,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, err
 	}
 	stored := b.DeepCopy()
-	tmpl, retry := c.resolve(ctx, b)
+	tmpl, retry := capacitybuffer.Resolve(ctx, c.kube, b)
 	b.Status.ProvisioningStrategy = b.Spec.ProvisioningStrategy
 	if !equality.Semantic.DeepEqual(stored.Status, b.Status) {
 		if err := c.kube.Status().Patch(ctx, b, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
@@ -90,97 +87,6 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	c.trigger(b.UID)
 	return reconcile.Result{RequeueAfter: Resync}, nil
 }
-
-// resolve finds the buffer's chunk and fills its status. It returns the
-// chunk's template when the buffer is ReadyForProvisioning, and an error only
-// for failures worth retrying (not for a missing or unsupported reference,
-// which the condition reports and a watch or the resync brings back).
-func (c *Controller) resolve(ctx context.Context, b *autoscalingv1beta1.CapacityBuffer) (*corev1.PodTemplateSpec, error) {
-	notReady := func(reason, msg string) {
-		apimeta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: autoscalingv1beta1.ConditionReadyForProvisioning,
-			Status: metav1.ConditionFalse, Reason: reason, Message: msg, ObservedGeneration: b.Generation})
-	}
-	var (
-		tmpl     corev1.PodTemplateSpec
-		scalable *int32
-	)
-	switch {
-	case b.Spec.PodTemplateRef != nil:
-		pt := &corev1.PodTemplate{}
-		if err := c.kube.Get(ctx, types.NamespacedName{Namespace: b.Namespace, Name: b.Spec.PodTemplateRef.Name}, pt); err != nil {
-			if apierrors.IsNotFound(err) {
-				notReady(capacitybuffer.ReasonPodTemplateNotFound, fmt.Sprintf("spec.podTemplateRef: PodTemplate %s/%s not found", b.Namespace, b.Spec.PodTemplateRef.Name))
-				return nil, nil
-			}
-			notReady(capacitybuffer.ReasonResolutionFailed, fmt.Sprintf("spec.podTemplateRef: getting PodTemplate %s/%s: %v", b.Namespace, b.Spec.PodTemplateRef.Name, err))
-			return nil, err
-		}
-		tmpl = pt.Template
-		b.Status.PodTemplateRef = &autoscalingv1beta1.LocalObjectRef{Name: pt.Name}
-		b.Status.PodTemplateGeneration = ptr(pt.Generation)
-	case b.Spec.ScalableRef != nil:
-		t, replicas, err := c.workload(ctx, b.Namespace, b.Spec.ScalableRef)
-		ref := b.Spec.ScalableRef
-		var unsupported unsupportedError
-		switch {
-		case apierrors.IsNotFound(err):
-			notReady(capacitybuffer.ReasonScalableRefNotFound, fmt.Sprintf("spec.scalableRef: %s %s/%s not found", ref.Kind, b.Namespace, ref.Name))
-			return nil, nil
-		case errors.As(err, &unsupported):
-			notReady(capacitybuffer.ReasonResolutionFailed, "spec.scalableRef: "+err.Error())
-			return nil, nil
-		case err != nil:
-			notReady(capacitybuffer.ReasonResolutionFailed, fmt.Sprintf("spec.scalableRef: getting %s %s/%s: %v", ref.Kind, b.Namespace, ref.Name, err))
-			return nil, err
-		}
-		tmpl, scalable = t, &replicas
-		b.Status.PodTemplateRef = nil
-		b.Status.PodTemplateGeneration = nil
-	default:
-		notReady(capacitybuffer.ReasonResolutionFailed, "neither spec.podTemplateRef nor spec.scalableRef is set")
-		return nil, nil
-	}
-	b.Status.Replicas = ptr(capacitybuffer.Replicas(b.Spec, &tmpl.Spec, scalable))
-	apimeta.SetStatusCondition(&b.Status.Conditions, metav1.Condition{Type: autoscalingv1beta1.ConditionReadyForProvisioning,
-		Status: metav1.ConditionTrue, Reason: capacitybuffer.ReasonResolved, Message: "the chunk's pod template is resolved", ObservedGeneration: b.Generation})
-	return &tmpl, nil
-}
-
-type unsupportedError struct{ msg string }
-
-func (e unsupportedError) Error() string { return e.msg }
-
-// workload reads the pod template and replica count (1 when unset, as the API
-// defaults it) of the workload a scalableRef names.
-func (c *Controller) workload(ctx context.Context, namespace string, ref *autoscalingv1beta1.ScalableRef) (corev1.PodTemplateSpec, int32, error) {
-	if ref.APIGroup != "" && ref.APIGroup != appsv1.GroupName {
-		return corev1.PodTemplateSpec{}, 0, unsupportedError{fmt.Sprintf("apiGroup %q is not supported: name a Deployment, StatefulSet or ReplicaSet of the apps group", ref.APIGroup)}
-	}
-	key := types.NamespacedName{Namespace: namespace, Name: ref.Name}
-	replicas := func(r *int32) int32 {
-		if r == nil {
-			return 1
-		}
-		return *r
-	}
-	switch ref.Kind {
-	case autoscalingv1beta1.KindDeployment:
-		o := &appsv1.Deployment{}
-		err := c.kube.Get(ctx, key, o)
-		return o.Spec.Template, replicas(o.Spec.Replicas), err
-	case autoscalingv1beta1.KindStatefulSet:
-		o := &appsv1.StatefulSet{}
-		err := c.kube.Get(ctx, key, o)
-		return o.Spec.Template, replicas(o.Spec.Replicas), err
-	case autoscalingv1beta1.KindReplicaSet:
-		o := &appsv1.ReplicaSet{}
-		err := c.kube.Get(ctx, key, o)
-		return o.Spec.Template, replicas(o.Spec.Replicas), err
-	}
-	return corev1.PodTemplateSpec{}, 0, unsupportedError{fmt.Sprintf("kind %q is not supported: name a Deployment, StatefulSet or ReplicaSet", ref.Kind)}
-}
-
-func ptr[T any](v T) *T { return &v }
 
 // Index names: buffers by the PodTemplate and by the workload they name.
 const (

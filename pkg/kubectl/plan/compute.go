@@ -7,10 +7,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 
+	autoscalingv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -52,6 +56,10 @@ type Planner struct {
 	catalog *catalog.Catalog
 	// prices of the NodeClaims the plan launched, by name.
 	planned map[string]float64
+	// buffers: the CapacityBuffers the controller acts on (nil: none), and
+	// bufferOn their chunks on the NodeClaims the plan launched, by name.
+	buffers  *capacitybuffer.Store
+	bufferOn map[string][]*corev1.Pod
 }
 
 // NewPlanner feeds the snapshot into cluster state and wires a provisioner
@@ -67,7 +75,31 @@ func NewPlanner(snap *snapshot.Snapshot, cp cloudprovider.CloudProvider, opts Op
 	cluster := snap.Cluster(clk)
 	prov := provisioning.NewProvisioner(snap.Store, cp, cluster, &record.FakeRecorder{}, clk, provisioning.Options{})
 	return &Planner{Snapshot: snap, Cluster: cluster, CloudProvider: cp, Provisioner: prov, Opts: opts,
-		cache: scheduling.NewCache(), catalog: catalogOf(opts.Providers), planned: map[string]float64{}}
+		cache: scheduling.NewCache(), catalog: catalogOf(opts.Providers), planned: map[string]float64{},
+		buffers: buffersOf(snap), bufferOn: map[string][]*corev1.Pod{}}
+}
+
+// buffersOf resolves, from the snapshot, the CapacityBuffers a controller
+// acts on: those whose ReadyForProvisioning condition is set (the buffer
+// controller, which runs only with the CapacityBuffer feature gate, wrote
+// it). Each is resolved again here, as the controller would now.
+func buffersOf(snap *snapshot.Snapshot) *capacitybuffer.Store {
+	var store *capacitybuffer.Store
+	for _, b := range snapshot.All[*autoscalingv1beta1.CapacityBuffer](snap) {
+		if apimeta.FindStatusCondition(b.Status.Conditions, autoscalingv1beta1.ConditionReadyForProvisioning) == nil {
+			continue
+		}
+		b = b.DeepCopy()
+		tmpl, err := capacitybuffer.Resolve(context.Background(), snap.Store, b)
+		if err != nil || tmpl == nil {
+			continue
+		}
+		if store == nil {
+			store = capacitybuffer.NewStore()
+		}
+		store.Set(b, *tmpl)
+	}
+	return store
 }
 
 // Provision is one provisioning decision: the solver's results on the
@@ -82,7 +114,9 @@ func (p *Planner) Provision(ctx context.Context) (*scheduling.Input, *scheduling
 		return nil, nil, err
 	}
 	in.Cache = p.cache
-	if len(pods) == 0 {
+	// The buffers' chunks, as the provisioner places them with the pending pods.
+	in.Pods = append(in.Pods, p.buffers.VirtualPods()...)
+	if len(in.Pods) == 0 {
 		return in, &scheduling.Results{PodErrors: map[*corev1.Pod]error{}}, nil
 	}
 	return in, scheduling.Solve(in), nil
@@ -112,6 +146,7 @@ func (p *Planner) Compute(ctx context.Context, costBefore float64) (*Plan, error
 		p.Cluster.Nominate(placement.Node.Name)
 	}
 	out.Pending = pendingPods(res.PodErrors)
+	out.Buffers = p.keepBuffers(res)
 
 	var last *disruption.Result
 	for step := 1; ; step++ {
@@ -166,6 +201,11 @@ func (p *Planner) launch(claims []*scheduling.NewClaim, why string) []Launch {
 		nc.Name = fmt.Sprintf("%s-plan-%d", np.Name, len(p.planned)+1)
 		p.Cluster.UpdateNodeClaim(nc)
 		p.Cluster.Nominate(nc.Name)
+		for _, pod := range c.Pods {
+			if capacitybuffer.IsVirtual(pod) {
+				p.bufferOn[nc.Name] = append(p.bufferOn[nc.Name], pod)
+			}
+		}
 		l := describeLaunch(c)
 		l.Name, l.For = nc.Name, why
 		p.planned[nc.Name] = l.PricePerHour
@@ -227,6 +267,9 @@ func (p *Planner) disrupt(step int, d *disruption.Decision) Disruption {
 func pendingPods(errs map[*corev1.Pod]error) []PendingPod {
 	out := []PendingPod{}
 	for pod, err := range errs {
+		if capacitybuffer.IsVirtual(pod) {
+			continue // a buffer's chunk: see Plan.Buffers
+		}
 		pp := PendingPod{Pod: pod.Namespace + "/" + pod.Name}
 		if pe, ok := err.(*scheduling.PodError); ok {
 			pp.Reasons = pe.Reasons
@@ -299,4 +342,43 @@ func priceOf(cat *catalog.Catalog, sn *state.StateNode) (float64, bool) {
 		n.Spec.ProviderID = sn.ProviderID()
 	}
 	return cat.PriceOf(n)
+}
+
+// keepBuffers tells cluster state where the provisioning step keeps the
+// buffers' chunks, as the provisioner does (so that disruption counts that
+// room as taken), and describes each buffer's chunks.
+func (p *Planner) keepBuffers(res *scheduling.Results) []Buffer {
+	if p.buffers == nil {
+		return nil
+	}
+	byNode := map[string][]*corev1.Pod{}
+	var existing, launched, failed []*corev1.Pod
+	for _, pl := range res.ExistingNodes {
+		for _, pod := range pl.Pods {
+			if capacitybuffer.IsVirtual(pod) {
+				byNode[pl.Node.Name] = append(byNode[pl.Node.Name], pod)
+				existing = append(existing, pod)
+			}
+		}
+	}
+	for name, pods := range p.bufferOn {
+		byNode[name] = append(byNode[name], pods...)
+		launched = append(launched, pods...)
+	}
+	for pod := range res.PodErrors {
+		if capacitybuffer.IsVirtual(pod) {
+			failed = append(failed, pod)
+		}
+	}
+	p.Cluster.SetBufferPods(byNode)
+	counts := capacitybuffer.Tally(existing, launched, failed)
+	out := []Buffer{}
+	for _, b := range snapshot.All[*autoscalingv1beta1.CapacityBuffer](p.Snapshot) {
+		c, ok := counts[types.NamespacedName{Namespace: b.Namespace, Name: b.Name}]
+		if !ok {
+			continue
+		}
+		out = append(out, Buffer{Buffer: b.Namespace + "/" + b.Name, Chunks: c.Existing + c.New + c.Failed, OnExistingCapacity: c.Existing, Launched: c.New, NoPlace: c.Failed})
+	}
+	return out
 }

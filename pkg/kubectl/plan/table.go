@@ -55,6 +55,13 @@ func writeTable(w io.Writer, p *Plan) error {
 			fmt.Fprintf(tw, "    - %s\n", r)
 		}
 	}
+	if len(p.Buffers) > 0 {
+		fmt.Fprintf(tw, "\nCapacity buffers (%d):\n", len(p.Buffers))
+		fmt.Fprintln(tw, "  BUFFER\tCHUNKS\tON EXISTING CAPACITY\tLAUNCHED\tNO PLACE")
+		for _, b := range p.Buffers {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\n", b.Buffer, b.Chunks, b.OnExistingCapacity, b.Launched, b.NoPlace)
+		}
+	}
 	if len(p.Budgets) > 0 || len(p.Blocked) > 0 {
 		fmt.Fprintf(tw, "\nBlocked (%d nodes a disruption method wants but leaves alone):\n", len(p.Blocked))
 		for _, b := range p.Budgets {

@@ -17,6 +17,9 @@ type Plan struct {
 	Disruptions []Disruption `json:"disruptions"`
 	// Pending are pods that would stay pending, with each NodePool's reason.
 	Pending []PendingPod `json:"pending"`
+	// Buffers are the CapacityBuffers the controller acts on and where the
+	// provisioning step keeps their chunks.
+	Buffers []Buffer `json:"buffers,omitempty"`
 	// Blocked are nodes a disruption method wants but leaves alone, with why
 	// (the DisruptionBlocked / Unconsolidatable explanations), after the last step.
 	Blocked []Blocked `json:"blocked"`
@@ -74,6 +77,18 @@ type Disruption struct {
 	// replacements' $/h.
 	PricePerHourRemoved float64 `json:"pricePerHourRemoved"`
 	PricePerHourAdded   float64 `json:"pricePerHourAdded"`
+}
+
+// Buffer is a CapacityBuffer's chunks in the plan.
+type Buffer struct {
+	// Buffer is namespace/name.
+	Buffer string `json:"buffer"`
+	// Chunks the buffer holds; of them, kept on existing (or starting)
+	// capacity, on NodeClaims the plan launches, and with no place.
+	Chunks             int `json:"chunks"`
+	OnExistingCapacity int `json:"onExistingCapacity"`
+	Launched           int `json:"launched"`
+	NoPlace            int `json:"noPlace"`
 }
 
 // PendingPod is a pod that no NodePool or existing node can take.

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpenter-go/karpenter/pkg/apis"
+	autoscalingv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/autoscaling/v1beta1"
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1alpha1"
@@ -68,6 +69,8 @@ func lists() []client.ObjectList {
 		&corev1.NamespaceList{}, &corev1.PersistentVolumeClaimList{}, &corev1.PersistentVolumeList{},
 		&storagev1.StorageClassList{}, &kwokv1alpha1.KWOKNodeClassList{}, &awsv1.EC2NodeClassList{},
 		&v1alpha1.NodeOverlayList{},
+		// CapacityBuffers and what they name (their chunk's shape).
+		&autoscalingv1beta1.CapacityBufferList{}, &corev1.PodTemplateList{}, &appsv1.StatefulSetList{}, &appsv1.ReplicaSetList{},
 	}
 }
 
