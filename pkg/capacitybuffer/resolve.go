@@ -106,5 +106,3 @@ func workload(ctx context.Context, kube client.Reader, namespace string, ref *au
 	}
 	return corev1.PodTemplateSpec{}, 0, unsupportedError{fmt.Sprintf("kind %q is not supported: name a Deployment, StatefulSet or ReplicaSet", ref.Kind)}
 }
-
-
