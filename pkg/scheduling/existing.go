@@ -270,12 +270,9 @@ func (s *solver) pendingDaemonSets(t *target) {
 		ports = append(ports, podHostPorts(ds)...)
 	}
 	for _, p := range t.bound {
-		for _, o := range p.OwnerReferences {
-			if o.Kind == "DaemonSet" {
-				want.sub(s.ri.vec(podRequests(p)))
-				want[resPods]--
-				break
-			}
+		if OwnedByDaemonSet(p) {
+			want.sub(s.ri.vec(podRequests(p)))
+			want[resPods]--
 		}
 	}
 	for i, v := range want {

@@ -507,3 +507,14 @@ func sortQueueKeys(keys []queueKey, pods []*corev1.Pod) {
 		}
 	}
 }
+
+// OwnedByDaemonSet reports whether the pod belongs to a DaemonSet (one of its
+// owners is): its requests are daemon overhead, not workload.
+func OwnedByDaemonSet(pod *corev1.Pod) bool {
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" {
+			return true
+		}
+	}
+	return false
+}

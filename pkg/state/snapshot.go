@@ -67,20 +67,11 @@ func (c *Cluster) PodsOnDeletingCapacity() []*corev1.Pod {
 			continue
 		}
 		for _, p := range c.podsOn(name) {
-			if p.DeletionTimestamp != nil || ownedByDaemonSet(p) {
+			if p.DeletionTimestamp != nil || scheduling.OwnedByDaemonSet(p) {
 				continue
 			}
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }

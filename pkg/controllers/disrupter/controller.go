@@ -4,9 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"math"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
 
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"

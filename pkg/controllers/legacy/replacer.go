@@ -173,7 +173,7 @@ func (r *Replacer) start(ctx context.Context, m *v1alpha5.Machine, np *v1.NodePo
 		}
 		now := r.clock.Now()
 		for _, p := range all {
-			if termination.HoldsDrain(p, now) && !termination.IsOwnedByDaemonSet(p) && !termination.IsTerminating(p) {
+			if termination.HoldsDrain(p, now) && !scheduling.OwnedByDaemonSet(p) && !termination.IsTerminating(p) {
 				pods = append(pods, p)
 			}
 		}

@@ -31,8 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/donotdisrupt"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
 
@@ -122,7 +122,7 @@ func Surplus(nodes []*state.StateNode, n int, now time.Time) []*state.StateNode 
 	for _, sn := range nodes {
 		r := ranked{sn: sn, launched: sn.NodeClaim.Status.ProviderID != ""}
 		for _, p := range sn.Pods {
-			if termination.IsOwnedByDaemonSet(p) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+			if scheduling.OwnedByDaemonSet(p) || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
 			r.workload++

@@ -15,6 +15,7 @@ import (
 	"k8s.io/utils/clock"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/state"
 )
 
@@ -169,7 +170,7 @@ func (c *Controller) Reconcile() {
 		for _, p := range sn.Pods {
 			req, lim := podRequests(p), podLimits(p)
 			podReq, podLim = append(podReq, req), append(podLim, lim)
-			if ownedByDaemonSet(p) {
+			if scheduling.OwnedByDaemonSet(p) {
 				dsReq, dsLim = append(dsReq, req), append(dsLim, lim)
 			}
 		}
@@ -233,15 +234,6 @@ func value(name corev1.ResourceName, q resource.Quantity) float64 {
 		return float64(q.MilliValue()) / 1000
 	}
 	return q.AsApproximateFloat64()
-}
-
-func ownedByDaemonSet(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" {
-			return true
-		}
-	}
-	return false
 }
 
 // gauge is a GaugeVec that remembers which series it set in the current pass,

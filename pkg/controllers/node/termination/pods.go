@@ -53,7 +53,7 @@ func (t Tier) String() string {
 // TierOf returns the pod's eviction tier.
 func TierOf(pod *corev1.Pod) Tier {
 	critical := pod.Spec.PriorityClassName == systemClusterCritical || pod.Spec.PriorityClassName == systemNodeCritical
-	daemon := IsOwnedByDaemonSet(pod)
+	daemon := scheduling.OwnedByDaemonSet(pod)
 	switch {
 	case critical && daemon:
 		return TierCriticalDaemon
@@ -86,16 +86,6 @@ func IsOwnedByNode(pod *corev1.Pod) bool {
 	}
 	for _, o := range pod.OwnerReferences {
 		if o.Kind == "Node" {
-			return true
-		}
-	}
-	return false
-}
-
-// IsOwnedByDaemonSet: the pod belongs to a DaemonSet.
-func IsOwnedByDaemonSet(pod *corev1.Pod) bool {
-	for _, o := range pod.OwnerReferences {
-		if o.Kind == "DaemonSet" {
 			return true
 		}
 	}
