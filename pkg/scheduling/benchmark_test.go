@@ -18,6 +18,11 @@ import (
 func runBench(b *testing.B, pods []*corev1.Pod, policy scheduling.PreferencePolicy, cache *scheduling.Cache) {
 	pool := fake.BenchNodePool()
 	in := &scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{pool}, Options: scheduling.Options{PreferencePolicy: policy}, Cache: cache}
+	// The floor under any solve's $/h (scheduling.LowerBound), outside the timing.
+	bound, err := scheduling.LowerBound(in)
+	if err != nil {
+		b.Fatal(err)
+	}
 	if cache != nil {
 		scheduling.Solve(in) // warm the cache: measures steady-state solves against unchanged pools
 	}
@@ -47,6 +52,10 @@ func runBench(b *testing.B, pods []*corev1.Pod, policy scheduling.PreferencePoli
 	b.ReportMetric(float64(faults)/float64(b.N), "faults/op")
 	b.ReportMetric(float64(len(res.NewClaims)), "nodes")
 	b.ReportMetric(res.TotalPrice(), "$/hour")
+	b.ReportMetric(bound.PricePerHour, "bound-$/hour")
+	if bound.PricePerHour > 0 {
+		b.ReportMetric(res.TotalPrice()/bound.PricePerHour, "x-bound")
+	}
 }
 
 func BenchmarkScheduling(b *testing.B) {

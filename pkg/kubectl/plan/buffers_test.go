@@ -95,3 +95,25 @@ func TestPlanDoesNotDeleteANodeKeepingBufferRoom(t *testing.T) {
 		t.Fatalf("without the buffer roomy is not deleted as empty: %+v", p)
 	}
 }
+
+// The plan prints a lower bound under the fleet's $/h: positive, and not
+// above what the plan's fleet costs.
+func TestPlanPrintsTheLowerBound(t *testing.T) {
+	s := plantest.Base(t, "testdata/nodepool.yaml")
+	for _, name := range []string{"a", "b", "c", "d", "e"} {
+		if err := s.Add(plantest.PendingPod(name, "1500m")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := compute(t, s)
+	if p.LowerBoundPerHour <= 0 || p.LowerBoundPerHour > p.CostPerHourAfter+1e-9 {
+		t.Fatalf("lower bound %v, cost after %v: want 0 < bound <= cost", p.LowerBoundPerHour, p.CostPerHourAfter)
+	}
+	var out bytes.Buffer
+	if err := plan.Write(&out, p, "table"); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), "Lower bound: no fleet running these pods from these NodePools costs less than $") {
+		t.Fatalf("table without the bound:\n%s", out.String())
+	}
+}

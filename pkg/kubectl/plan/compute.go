@@ -180,7 +180,37 @@ func (p *Planner) Compute(ctx context.Context, costBefore float64) (*Plan, error
 		}
 	}
 	out.CostPerHourAfter, out.Unpriced = p.cost()
+	out.LowerBoundPerHour = p.lowerBound(ctx)
 	return out, nil
+}
+
+// lowerBound is scheduling.LowerBound for the pods the fleet runs after the
+// plan (every pod bound to a node, DaemonSets' and finished ones aside, and
+// those still pending), over the NodePools provisioning may launch from: what
+// no fleet under these NodePools costs less than. 0 when it cannot be had.
+func (p *Planner) lowerBound(ctx context.Context) float64 {
+	pods, err := p.Provisioner.PendingPods(ctx)
+	if err != nil {
+		return 0
+	}
+	for _, sn := range p.Cluster.Nodes() {
+		for _, pod := range sn.Pods {
+			if scheduling.OwnedByDaemonSet(pod) || pod.DeletionTimestamp != nil || pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+				continue
+			}
+			pods = append(pods, pod)
+		}
+	}
+	pods = append(pods, p.buffers.VirtualPods()...)
+	in, _, err := p.Provisioner.SolverInput(ctx, pods)
+	if err != nil {
+		return 0
+	}
+	b, err := scheduling.LowerBound(in)
+	if err != nil {
+		return 0
+	}
+	return b.PricePerHour
 }
 
 // launch records the claims as NodeClaims in flight, as the provisioner does

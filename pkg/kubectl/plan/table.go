@@ -78,6 +78,10 @@ func writeTable(w io.Writer, p *Plan) error {
 		fmt.Fprintf(tw, ", %d node(s) without a known price left out", p.Unpriced)
 	}
 	fmt.Fprintln(tw)
+	if p.LowerBoundPerHour > 0 {
+		fmt.Fprintf(tw, "Lower bound: no fleet running these pods from these NodePools costs less than %s (%.2fx that after the plan)\n",
+			money(p.LowerBoundPerHour), p.CostPerHourAfter/p.LowerBoundPerHour)
+	}
 	return tw.Flush()
 }
 

@@ -29,6 +29,9 @@ type Plan struct {
 	// CostPerHourAfter once every launch and disruption of the plan is done.
 	CostPerHourBefore float64 `json:"costPerHourBefore"`
 	CostPerHourAfter  float64 `json:"costPerHourAfter"`
+	// LowerBoundPerHour is a floor under the $/h of any fleet that runs the
+	// same pods from these NodePools (scheduling.LowerBound); 0 when unknown.
+	LowerBoundPerHour float64 `json:"lowerBoundPerHour,omitempty"`
 	// Unpriced counts nodes whose price is unknown (left out of the costs).
 	Unpriced int `json:"unpriced,omitempty"`
 	// StepsTruncated is set when disruption steps stopped at --max-steps.

@@ -1,0 +1,173 @@
+package scheduling
+
+import (
+	"fmt"
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/mat"
+	"gonum.org/v1/gonum/optimize/convex/lp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// Bound is a floor under the $/h of any set of new nodes that holds some
+// pods: no placement, by any solver, launches for less.
+type Bound struct {
+	// PricePerHour is the optimum of the linear program (see LowerBound).
+	PricePerHour float64
+	// Nodes is how many nodes the optimum buys, fractions counted.
+	Nodes float64
+	// Mix is the optimum's instance types (pool/type) and their fractional
+	// counts, largest first.
+	Mix []BoundShare
+}
+
+// BoundShare is one instance type of a bound's optimum.
+type BoundShare struct {
+	NodePool, InstanceType string
+	Count, PricePerHour    float64
+}
+
+// LowerBound is the linear-programming relaxation of "which nodes to buy" for
+// the input's pods: over every instance type a NodePool of the input admits
+// (with an offering its requirements allow, priced at the cheapest such
+// offering), non-negative and fractional counts whose capacity covers the
+// pods' total requests of every resource (cpu, memory, pods, each extended
+// resource), at the least $/h. Cuts it adds, each true of any placement: at
+// least as many nodes as the largest group of pods that require, by
+// anti-affinity on the hostname, a node each.
+//
+// What it leaves out makes it lower, never higher: the DaemonSets' overhead
+// on each node, every other constraint of the pods (affinity, spread, taints,
+// which pool a pod may use), and that a node holds whole pods. Existing
+// capacity is not counted: the bound is for launching the input's pods from
+// nothing.
+func LowerBound(in *Input) (*Bound, error) {
+	demand := corev1.ResourceList{}
+	groups := map[string]int{}
+	for _, p := range in.Pods {
+		addList(demand, podRequests(p))
+		for _, key := range hostnameAntiAffinityGroups(p) {
+			groups[key]++
+		}
+	}
+	demand[corev1.ResourcePods] = *resource.NewQuantity(int64(len(in.Pods)), resource.DecimalSI)
+	names := make([]corev1.ResourceName, 0, len(demand))
+	for n, q := range demand {
+		if q.Sign() > 0 {
+			names = append(names, n)
+		}
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	minNodes := 0
+	for _, k := range groups {
+		minNodes = max(minNodes, k)
+	}
+	if len(names) == 0 && minNodes == 0 {
+		return &Bound{}, nil
+	}
+	type column struct {
+		pool, it string
+		price    float64
+		cap      []float64
+	}
+	var cols []column
+	for _, np := range in.NodePools {
+		reqs, admitted := np.admitted()
+		oc := newOfferingCheck(reqs)
+		for _, it := range admitted {
+			price := math.Inf(1)
+			for oi := range it.Offerings {
+				if o := &it.Offerings[oi]; oc.compatible(o) && o.Price < price {
+					price = o.Price
+				}
+			}
+			alloc := it.Allocatable()
+			c := column{pool: np.Name, it: it.Name, price: price, cap: make([]float64, len(names))}
+			for i, n := range names {
+				q := alloc[n]
+				c.cap[i] = q.AsApproximateFloat64()
+			}
+			cols = append(cols, c)
+		}
+	}
+	if len(cols) == 0 {
+		return nil, fmt.Errorf("no NodePool admits an instance type with an available offering")
+	}
+	// Standard form: minimise price·x subject to, per resource r,
+	// Σ_t cap[t][r]/demand[r]·x_t − s_r = 1 (and, with a node cut,
+	// Σ_t x_t/minNodes − s = 1), x, s >= 0. Rows scaled by their demand keep
+	// the numbers near 1.
+	rows := len(names)
+	if minNodes > 0 {
+		rows++
+	}
+	ncols := len(cols) + rows
+	a := mat.NewDense(rows, ncols, nil)
+	b := make([]float64, rows)
+	c := make([]float64, ncols)
+	for i, n := range names {
+		d := demand[n]
+		dv := d.AsApproximateFloat64()
+		covered := false
+		for j, col := range cols {
+			if v := col.cap[i] / dv; v > 0 {
+				a.Set(i, j, v)
+				covered = true
+			}
+		}
+		if !covered {
+			return nil, fmt.Errorf("no admitted instance type has %s", n)
+		}
+		b[i] = 1
+	}
+	if minNodes > 0 {
+		for j := range cols {
+			a.Set(rows-1, j, 1/float64(minNodes))
+		}
+		b[rows-1] = 1
+	}
+	for r := 0; r < rows; r++ {
+		a.Set(r, len(cols)+r, -1)
+	}
+	for j, col := range cols {
+		c[j] = col.price
+	}
+	opt, x, err := lp.Simplex(c, a, b, 1e-10, nil)
+	if err != nil {
+		return nil, fmt.Errorf("solving the lower bound: %w", err)
+	}
+	out := &Bound{PricePerHour: opt}
+	for j, col := range cols {
+		if x[j] > 1e-9 {
+			out.Nodes += x[j]
+			out.Mix = append(out.Mix, BoundShare{NodePool: col.pool, InstanceType: col.it, Count: x[j], PricePerHour: col.price})
+		}
+	}
+	sort.SliceStable(out.Mix, func(i, j int) bool { return out.Mix[i].Count > out.Mix[j].Count })
+	return out, nil
+}
+
+// hostnameAntiAffinityGroups are keys of the groups the pod belongs to whose
+// members must each have a node of their own: a required anti-affinity term
+// on the hostname whose selector selects the pod itself.
+func hostnameAntiAffinityGroups(p *corev1.Pod) []string {
+	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
+		return nil
+	}
+	var out []string
+	for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+		if t.TopologyKey != corev1.LabelHostname || t.LabelSelector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
+		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		out = append(out, p.Namespace+"/"+sel.String())
+	}
+	return out
+}

@@ -1,0 +1,86 @@
+package scheduling_test
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
+	"github.com/karpenter-go/karpenter/pkg/scheduling/fake"
+)
+
+func near(a, b float64) bool { return math.Abs(a-b) < 1e-6*math.Max(1, math.Abs(b)) }
+
+// The bound is the linear program's optimum: with one type it is demand over
+// capacity of the binding resource; with two it mixes them where that is
+// cheaper than either alone.
+func TestLowerBoundIsTheLPOptimum(t *testing.T) {
+	one := fake.InstanceType("c4", 4, 64, 110, 1)
+	pods := make([]*corev1.Pod, 10)
+	for i := range pods {
+		pods[i] = fake.Pod("default", fmt.Sprintf("p%d", i), "1", "100Mi", nil)
+	}
+	b, err := scheduling.LowerBound(&scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{{Name: "default", InstanceTypes: []*scheduling.InstanceType{one}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 10 cpu over 3.9 allocatable cpu (4 less 100m overhead) at $1 a node.
+	if want := 10 / 3.9; !near(b.PricePerHour, want) || !near(b.Nodes, want) {
+		t.Fatalf("bound %+v, want %.4f/h on %.4f nodes", b, want, want)
+	}
+
+	// A: 2 cpu, 16 Gi, $1; B: 8 cpu, 8 Gi, $2 (no overhead). Pods: 8 cpu, 16 Gi in all.
+	// Alone, A costs $4 (cpu) and B $4 (memory); 4/7 A + 6/7 B covers both
+	// exactly (2·4/7 + 8·6/7 = 8 cpu, 16·4/7 + 8·6/7 = 16 Gi) for $16/7.
+	a, bb := fake.InstanceType("a", 2, 16, 110, 1), fake.InstanceType("b", 8, 8, 110, 2)
+	a.Overhead, bb.Overhead = nil, nil
+	mixed := make([]*corev1.Pod, 8)
+	for i := range mixed {
+		mixed[i] = fake.Pod("default", fmt.Sprintf("m%d", i), "1", "2Gi", nil)
+	}
+	b, err = scheduling.LowerBound(&scheduling.Input{Pods: mixed, NodePools: []*scheduling.NodePool{{Name: "default", InstanceTypes: []*scheduling.InstanceType{a, bb}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(b.PricePerHour, 16.0/7) || len(b.Mix) != 2 || !near(b.Nodes, 10.0/7) {
+		t.Fatalf("bound %+v, want $%.4f/h from a mix of both types", b, 16.0/7)
+	}
+}
+
+// Pods that each need a node of their own (required anti-affinity on the
+// hostname against their own labels) raise the bound to that many nodes.
+func TestLowerBoundCountsAntiAffinityNodes(t *testing.T) {
+	it := fake.InstanceType("c4", 4, 64, 110, 1)
+	var pods []*corev1.Pod
+	for i := range 3 {
+		p := fake.Pod("default", fmt.Sprintf("p%d", i), "100m", "100Mi", map[string]string{"app": "spread"})
+		p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: []corev1.PodAffinityTerm{affTerm(corev1.LabelHostname, sel("app", "spread"))}}}
+		pods = append(pods, p)
+	}
+	b, err := scheduling.LowerBound(&scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{{Name: "default", InstanceTypes: []*scheduling.InstanceType{it}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(b.PricePerHour, 3) {
+		t.Fatalf("bound %+v, want 3 nodes at $1", b)
+	}
+}
+
+// No solve launches for less than the bound: the benchmark workloads.
+func TestLowerBoundIsBelowTheSolversPrice(t *testing.T) {
+	for _, n := range []int{100, 1000, 5000} {
+		in := &scheduling.Input{Pods: fake.DiversePods(n), NodePools: []*scheduling.NodePool{fake.BenchNodePool()}}
+		b, err := scheduling.LowerBound(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := scheduling.Solve(in)
+		if b.PricePerHour <= 0 || b.PricePerHour > res.TotalPrice()+1e-9 {
+			t.Fatalf("%d pods: bound $%.2f/h, solve $%.2f/h: the bound must be positive and not above any solve", n, b.PricePerHour, res.TotalPrice())
+		}
+		t.Logf("%d pods: solve $%.2f/h on %d nodes, bound $%.2f/h (%.2f nodes): %.2fx", n, res.TotalPrice(), len(res.NewClaims), b.PricePerHour, b.Nodes, res.TotalPrice()/b.PricePerHour)
+	}
+}
