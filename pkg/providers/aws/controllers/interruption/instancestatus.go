@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
@@ -161,8 +162,9 @@ func (c *InstanceStatusController) Reconcile(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-// handleHealth acts on one unhealthy instance, a message per category, and
-// returns the (instance, category) pairs it handled.
+// handleHealth acts on one unhealthy instance, a message per category (the
+// status checks' first, so that a forced termination timestamp is set before
+// any deletion), and returns the (instance, category) pairs it handled.
 func (c *InstanceStatusController) handleHealth(ctx context.Context, find finder, h instancestatus.Health) ([]unhealthyKey, error) {
 	ncs, node, err := find(ctx, h.InstanceID)
 	if err != nil {
@@ -185,6 +187,12 @@ func (c *InstanceStatusController) handleHealth(ctx context.Context, find finder
 			if err := c.act(log.IntoContext(ctx, logger), msg, nc, node); err != nil {
 				errs = append(errs, err)
 				failed = true
+				continue
+			}
+			// The copy now shows the deletion, so that the instance's next
+			// category does not delete and count it again.
+			if deletes(kind) && nc.DeletionTimestamp == nil {
+				nc.DeletionTimestamp = &metav1.Time{Time: c.clock.Now()}
 			}
 		}
 		if failed {

@@ -202,3 +202,36 @@ func TestInstanceStatusUnauthorizedStopsPolling(t *testing.T) {
 		t.Error("the missing permission was not logged")
 	}
 }
+
+// An instance unhealthy in several categories is counted once in each, but
+// its NodeClaim is deleted (and counted disrupted) once, for the failed status
+// check, with the forced termination timestamp.
+func TestInstanceStatusSeveralCategoriesDeleteOnce(t *testing.T) {
+	f := setupInstanceStatus(t)
+	broken := f.seeded(t, "broken")
+	nc, _ := f.launched(t, broken)
+	systemBefore, eventBefore := unhealthyCount(instancestatus.SystemStatus), unhealthyCount(instancestatus.EventStatus)
+	systemDisrupted, eventDisrupted := disrupted(nc, "system_status"), disrupted(nc, "event_status")
+	f.setHealth(t, broken.id, awsemulator.InstanceHealth{
+		System: awsemulator.StatusCheck{Status: awsemulator.CheckFailed, ImpairedSince: time.Now().Add(-10 * time.Minute)},
+		Events: []awsemulator.InstanceEvent{{Code: "system-maintenance"}},
+	})
+
+	expectDeleting(t, f.ctx, nc)
+	f.waitPolls(t, 2)
+	cur := ExpectExists(f.ctx, t, e.Client, &v1.NodeClaim{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
+	if _, ok := cur.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey]; !ok {
+		t.Error("the failed system check did not set the termination timestamp")
+	}
+	for category, before := range map[instancestatus.Category]float64{instancestatus.SystemStatus: systemBefore, instancestatus.EventStatus: eventBefore} {
+		if got := unhealthyCount(category) - before; got != 1 {
+			t.Errorf("instance_status_unhealthy_total{category=%s} grew by %v, want 1", category, got)
+		}
+	}
+	if got := disrupted(nc, "system_status") - systemDisrupted; got != 1 {
+		t.Errorf("nodeclaims_disrupted_total{reason=system_status} grew by %v, want 1", got)
+	}
+	if got := disrupted(nc, "event_status") - eventDisrupted; got != 0 {
+		t.Errorf("nodeclaims_disrupted_total{reason=event_status} grew by %v, want 0: the NodeClaim was deleted twice", got)
+	}
+}
