@@ -18,6 +18,7 @@ import (
 //	PUT    /_emulator/policy                 an IAM policy document to enforce ("" lifts it)
 //	GET    /_emulator/denials                the calls the policy refused (Denials)
 //	POST   /_emulator/events                 {"kind","instanceId","noticeSeconds"} (events.go)
+//	POST   /_emulator/instance-status        {"instanceId","instanceStatus","systemStatus",...} (ec2_instancestatus.go)
 func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -98,6 +99,13 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		reply(http.StatusOK, map[string]string{"status": "sent"})
+	case r.URL.Path == "/_emulator/instance-status" && r.Method == http.MethodPost:
+		status, err := e.controlInstanceStatus(r)
+		if err != nil {
+			reply(status, map[string]string{"error": err.Error()})
+			return
+		}
+		reply(http.StatusOK, map[string]string{"status": "set"})
 	default:
 		reply(http.StatusNotFound, map[string]string{"error": "unknown control request " + r.Method + " " + r.URL.Path})
 	}

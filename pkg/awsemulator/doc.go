@@ -53,6 +53,8 @@
 // AL2 bootstrap.sh, Bottlerocket TOML, Windows PowerShell), and deletes it on
 // "terminated". events.go delivers EventBridge events (state changes, spot
 // interruption, rebalance, scheduled change) to the queue SetEventQueue names.
+// ec2_instancestatus.go answers DescribeInstanceStatus from the status checks and
+// scheduled events SetInstanceHealth sets (every check passes until then).
 //
 // # Adding an operation
 //

@@ -26,6 +26,7 @@ func ec2Ops() map[string]handler {
 		"TerminateInstances":            ec2TerminateInstances,
 		"CreateTags":                    ec2CreateTags,
 		"DescribeCapacityReservations":  ec2DescribeCapacityReservations,
+		"DescribeInstanceStatus":        ec2DescribeInstanceStatus,
 	}
 }
 

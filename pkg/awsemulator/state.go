@@ -39,6 +39,7 @@ type state struct {
 	launchTemplates map[string]*LaunchTemplate // by ID
 	instances       map[string]*Instance       // by ID
 	instanceOrder   []string                   // launch order
+	health          map[string]*InstanceHealth // by instance ID; see ec2_instancestatus.go
 	addressSeq      map[string]int             // subnet ID -> addresses handed out
 
 	capacityReservations map[string]*CapacityReservation // by ID; see ec2_capacityreservations.go

@@ -89,6 +89,50 @@ func TestAWSSpotInterruption(t *testing.T) {
 	}
 }
 
+// TestAWSImpairedInstanceIsReplaced: EC2's system status check of one node's
+// instance has been failing for five minutes. Karpenter's status polling (no
+// queue event involved) deletes its NodeClaim; the instance is terminated, its
+// pods run on a replacement, and instances match NodeClaims again.
+func TestAWSImpairedInstanceIsReplaced(t *testing.T) {
+	e := startAWS(t, awsOptions{})
+	e.apply(t, ec2NodeClass("default", "al2023@latest"), awsNodePool("default", "default", 8))
+	e.waitNodeClassReady(t, "default")
+	e.apply(t, kit.Deployment("default", "app", 2, "1", "1Gi", false))
+	e.waitRunning(t, 2, 3*time.Minute)
+	var victim string
+	for n := range e.nodesOf(t, "app") {
+		victim = n
+		break
+	}
+	in := e.instanceOfNode(t, victim)
+	if err := e.emu.SetInstanceHealth(in.ID, awsemulator.InstanceHealth{
+		System: awsemulator.StatusCheck{Status: awsemulator.CheckFailed, ImpairedSince: time.Now().Add(-5 * time.Minute)},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	impaired := time.Now()
+
+	// The controller polls every minute.
+	if err := poll(e.ctx, 4*time.Minute, func() (bool, error) {
+		for _, cur := range e.emu.Instances() {
+			if cur.ID == in.ID {
+				return cur.State == "terminated" || cur.State == "shutting-down", nil
+			}
+		}
+		return true, nil
+	}); err != nil {
+		t.Fatalf("impaired instance %s not terminated within 4m: %v (karpenter log %s)", in.ID, err, e.karpenter.LogPath)
+	}
+	t.Logf("impaired instance gone %s after its check failed", time.Since(impaired).Round(time.Second))
+	e.waitRunning(t, 2, 3*time.Minute)
+	if e.nodesOf(t, "app")[victim] {
+		t.Errorf("pods still on the impaired node %s", victim)
+	}
+	if err := poll(e.ctx, time.Minute, func() (bool, error) { return e.instanceMismatch() == "", nil }); err != nil {
+		t.Errorf("instances vs NodeClaims: %s", e.instanceMismatch())
+	}
+}
+
 func nodeReady(n *corev1.Node) bool {
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {

@@ -48,8 +48,6 @@ var notBuilt = map[string]string{
 	"karpenter_nodes_reboots_total":                    "node reboot repair",
 	"karpenter_nodes_reboot_duration_seconds":          "node reboot repair",
 	"karpenter_nodes_reboot_recovery_duration_seconds": "node reboot repair",
-	// EC2 instance status checks (impaired system or instance status): not polled.
-	"karpenter_interruption_instance_status_unhealthy_total": "instance status polling",
 }
 
 // pending lists upstream families whose feature exists here but which are

@@ -142,6 +142,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 			cloudprovider.Registerer(nodeClasses.Register),
 			cloudprovider.Runnable(priceRefresh),
 			interruptionController(cfg, deps, opts, unavailable),
+			instanceStatusController(ec2api, deps, unavailable),
 		}, lifecycleControllers(deps, opts.ClusterName, instances)...),
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -48,12 +49,18 @@ type Options struct {
 
 // Controller drains the interruption queue. See the package documentation.
 type Controller struct {
+	handler
+	queue *sqs.Provider
+	opts  Options
+}
+
+// handler acts on messages: what the queue controller and the instance status
+// controller share.
+type handler struct {
 	kube        client.Client
-	queue       *sqs.Provider
 	unavailable *instancetype.UnavailableOfferings
 	recorder    record.EventRecorder
 	clock       clock.Clock
-	opts        Options
 	// indexed: the instance-ID indexes are on kube's cache (Register added
 	// them), so lookups select by index instead of listing.
 	indexed bool
@@ -69,12 +76,33 @@ func NewController(kube client.Client, queue *sqs.Provider, unavailable *instanc
 	if opts.MaxBackoff < opts.MinBackoff {
 		opts.MaxBackoff = max(DefaultMaxBackoff, opts.MinBackoff)
 	}
-	return &Controller{kube: kube, queue: queue, unavailable: unavailable, recorder: recorder, clock: clk, opts: opts}
+	return &Controller{handler: handler{kube: kube, unavailable: unavailable, recorder: recorder, clock: clk}, queue: queue, opts: opts}
 }
 
 // Register adds the instance-ID indexes to mgr's cache and the controller as
 // a Runnable. kube must be mgr's cached client for the indexes to serve it.
 func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
+	if err := indexInstanceIDs(ctx, mgr); err != nil {
+		return err
+	}
+	c.indexed = true
+	return mgr.Add(c)
+}
+
+// indexed are the managers whose caches have the instance-ID indexes: both
+// controllers need them, and a cache refuses an index added twice.
+var indexed = struct {
+	sync.Mutex
+	managers map[manager.Manager]bool
+}{managers: map[manager.Manager]bool{}}
+
+// indexInstanceIDs adds the instance-ID indexes to mgr's cache, once.
+func indexInstanceIDs(ctx context.Context, mgr manager.Manager) error {
+	indexed.Lock()
+	defer indexed.Unlock()
+	if indexed.managers[mgr] {
+		return nil
+	}
 	idx := mgr.GetFieldIndexer()
 	if err := idx.IndexField(ctx, &v1.NodeClaim{}, NodeClaimInstanceIDIndex, func(o client.Object) []string {
 		return nonEmpty(InstanceID(o.(*v1.NodeClaim).Status.ProviderID))
@@ -86,8 +114,8 @@ func (c *Controller) Register(ctx context.Context, mgr manager.Manager) error {
 	}); err != nil {
 		return fmt.Errorf("indexing Nodes by instance ID: %w", err)
 	}
-	c.indexed = true
-	return mgr.Add(c)
+	indexed.managers[mgr] = true
+	return nil
 }
 
 // NeedLeaderElection: only the leader acts on messages (two replicas would
@@ -186,7 +214,7 @@ func (c *Controller) delete(ctx context.Context, m sqs.Message, msg messages.Mes
 // act applies the message to one of the cluster's NodeClaims: an event on it
 // and its Node, the spot offering marked unavailable on a spot interruption,
 // and the NodeClaim deleted when the instance is going away.
-func (c *Controller) act(ctx context.Context, msg messages.Message, nc *v1.NodeClaim, node *corev1.Node) error {
+func (c *handler) act(ctx context.Context, msg messages.Message, nc *v1.NodeClaim, node *corev1.Node) error {
 	n, ok := noticeFor(msg)
 	if !ok {
 		return nil
@@ -196,6 +224,11 @@ func (c *Controller) act(ctx context.Context, msg messages.Message, nc *v1.NodeC
 		it, zone := nc.Labels[corev1.LabelInstanceTypeStable], nc.Labels[corev1.LabelTopologyZone]
 		if it != "" && zone != "" {
 			c.unavailable.MarkUnavailable(v1.CapacityTypeSpot, it, zone)
+		}
+	}
+	if forceful(msg.Kind) {
+		if err := c.annotateTerminationTimestamp(ctx, nc); err != nil {
+			return err
 		}
 	}
 	if !deletes(msg.Kind) || nc.DeletionTimestamp != nil {
@@ -211,14 +244,40 @@ func (c *Controller) act(ctx context.Context, msg messages.Message, nc *v1.NodeC
 }
 
 // deletes: the kinds after which the instance goes away, so the node is
-// drained and its NodeClaim deleted (upstream's CordonAndDrain).
+// drained and its NodeClaim deleted (upstream's CordonAndDrain, and its
+// ForcefulTermination for failed status checks).
 func deletes(k messages.Kind) bool {
 	switch k {
 	case messages.SpotInterruptionKind, messages.ScheduledChangeKind, messages.InstanceStoppedKind,
-		messages.InstanceTerminatedKind, messages.CapacityReservationInterruptionKind:
+		messages.InstanceTerminatedKind, messages.CapacityReservationInterruptionKind,
+		messages.InstanceStatusKind, messages.SystemStatusKind, messages.EventStatusKind:
 		return true
 	}
 	return false
+}
+
+// forceful: the kinds whose instance is already broken, so the drain need not
+// wait for pod disruption budgets or volume detachment: the NodeClaim's
+// termination timestamp is set to now before it is deleted.
+func forceful(k messages.Kind) bool {
+	return k == messages.InstanceStatusKind || k == messages.SystemStatusKind
+}
+
+// annotateTerminationTimestamp sets karpenter.sh/nodeclaim-termination-timestamp
+// to now, unless the NodeClaim already has one.
+func (c *handler) annotateTerminationTimestamp(ctx context.Context, nc *v1.NodeClaim) error {
+	if _, ok := nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+		return nil
+	}
+	base := nc.DeepCopy()
+	if nc.Annotations == nil {
+		nc.Annotations = map[string]string{}
+	}
+	nc.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey] = c.clock.Now().UTC().Format(time.RFC3339)
+	if err := c.kube.Patch(ctx, nc, client.MergeFrom(base)); err != nil {
+		return client.IgnoreNotFound(fmt.Errorf("setting the termination timestamp of nodeclaim %s: %w", nc.Name, err))
+	}
+	return nil
 }
 
 // finder returns the NodeClaims and the Node of an instance.
@@ -226,7 +285,7 @@ type finder func(ctx context.Context, instanceID string) ([]*v1.NodeClaim, *core
 
 // finder selects through the cache indexes when Register added them, and
 // otherwise lists NodeClaims and Nodes once for the whole batch.
-func (c *Controller) finder(ctx context.Context) finder {
+func (c *handler) finder(ctx context.Context) finder {
 	if c.indexed {
 		return c.findIndexed
 	}
@@ -256,7 +315,7 @@ func (c *Controller) finder(ctx context.Context) finder {
 	}
 }
 
-func (c *Controller) findIndexed(ctx context.Context, id string) ([]*v1.NodeClaim, *corev1.Node, error) {
+func (c *handler) findIndexed(ctx context.Context, id string) ([]*v1.NodeClaim, *corev1.Node, error) {
 	ncList := &v1.NodeClaimList{}
 	if err := c.kube.List(ctx, ncList, client.MatchingFields{NodeClaimInstanceIDIndex: id}); err != nil {
 		return nil, nil, fmt.Errorf("looking up nodeclaims of instance %s: %w", id, err)

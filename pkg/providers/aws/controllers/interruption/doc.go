@@ -21,4 +21,13 @@
 // are mapped to NodeClaims and Nodes by the instance ID in their provider ID
 // (aws:///<zone>/<instance id>) through a cache index, so a message costs no
 // API server round trip.
+//
+// The InstanceStatusController (instancestatus.go) runs whether or not a
+// queue is configured: every minute it reads EC2's status checks and
+// scheduled events through DescribeInstanceStatus (the instancestatus
+// provider) and handles each unhealthy instance of a NodeClaim as a message
+// of its category's kind: instance_status and system_status (a check failing
+// for at least two minutes) delete the NodeClaim with its termination
+// timestamp set to now, event_status (a scheduled reboot, maintenance,
+// retirement or stop) deletes it with a normal drain.
 package interruption

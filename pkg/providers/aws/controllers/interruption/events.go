@@ -38,6 +38,12 @@ func noticeFor(m messages.Message) (notice, bool) {
 		return notice{corev1.EventTypeWarning, ReasonInstanceTerminating, "Instance is " + m.State}, true
 	case messages.ScheduledChangeKind:
 		return notice{corev1.EventTypeWarning, ReasonInstanceUnhealthy, "AWS Health scheduled change for the instance"}, true
+	case messages.InstanceStatusKind:
+		return notice{corev1.EventTypeWarning, ReasonInstanceUnhealthy, "EC2 instance status check failed for the instance"}, true
+	case messages.SystemStatusKind:
+		return notice{corev1.EventTypeWarning, ReasonInstanceUnhealthy, "EC2 system status check failed for the instance's host"}, true
+	case messages.EventStatusKind:
+		return notice{corev1.EventTypeWarning, ReasonInstanceUnhealthy, "EC2 scheduled an event (reboot, maintenance, retirement or stop) for the instance"}, true
 	case messages.CapacityReservationInterruptionKind:
 		return notice{corev1.EventTypeWarning, ReasonCapacityReservationInstanceInterrupted, "Capacity Reservation interruption warning was triggered"}, true
 	}

@@ -34,6 +34,11 @@ const (
 	InstanceStoppedKind                 Kind = "instance_stopped"
 	InstanceTerminatedKind              Kind = "instance_terminated"
 	CapacityReservationInterruptionKind Kind = "capacity_reservation_interrupted"
+	// The kinds of EC2 status checks (DescribeInstanceStatus), which the
+	// instance status controller polls: none comes from the queue.
+	InstanceStatusKind Kind = "instance_status"
+	SystemStatusKind   Kind = "system_status"
+	EventStatusKind    Kind = "event_status"
 )
 
 // EventBridge sources and detail types the parsers recognise.
