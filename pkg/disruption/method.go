@@ -69,6 +69,21 @@ var Methods = []Method{
 	MethodSingleNodeConsolidation,
 }
 
+// MethodsFor lists the methods a pass with these options tries: Methods,
+// without repair unless the NodeRepair gate is on.
+func MethodsFor(o Options) []Method {
+	if o.NodeRepair {
+		return Methods
+	}
+	out := make([]Method, 0, len(Methods))
+	for _, m := range Methods {
+		if m != MethodRepair {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // Reasons budgets are kept for: those of Methods, in their order (expiration
 // is forceful and never budgeted).
 var Reasons = reasonsOf(Methods)

@@ -126,7 +126,7 @@ func (p *pass) packer() *packer {
 // Run evaluates the snapshot: the first method with a decision wins.
 func Run(in *Input) *Result {
 	p := NewPass(in)
-	for _, m := range Methods {
+	for _, m := range MethodsFor(in.Options) {
 		if p.Method(m) != nil {
 			break
 		}

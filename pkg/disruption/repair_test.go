@@ -270,16 +270,25 @@ func TestValidateRepairPolicies(t *testing.T) {
 		t.Fatalf("valid set: %v", err)
 	}
 	for name, mutate := range map[string]func([]cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy{
-		"empty":       func([]cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { return nil },
-		"no fallback": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { ps[0].ReasonRegex = ".*"; return ps },
+		"empty": func([]cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { return nil },
+		"no fallback": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy {
+			ps[0].ReasonRegex = ".*"
+			return ps
+		},
 		"two fallbacks": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy {
 			ps[1].ReasonRegex = ""
 			return ps
 		},
-		"bad regex":    func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { ps[2].ReasonRegex = "("; return ps },
-		"bad status":   func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { ps[2].ConditionStatus = "Maybe"; return ps },
+		"bad regex": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { ps[2].ReasonRegex = "("; return ps },
+		"bad status": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy {
+			ps[2].ConditionStatus = "Maybe"
+			return ps
+		},
 		"bad priority": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { ps[2].Priority = 101; return ps },
-		"negative":     func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy { ps[2].TolerationDuration = -1; return ps },
+		"negative": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy {
+			ps[2].TolerationDuration = -1
+			return ps
+		},
 		"fallback reboots": func(ps []cloudprovider.RepairPolicy) []cloudprovider.RepairPolicy {
 			ps[0].Action = cloudprovider.RebootNode
 			return ps

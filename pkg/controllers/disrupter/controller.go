@@ -42,6 +42,9 @@ type Options struct {
 	// PodDeletionCostManagement is the feature gate (see
 	// disruption.Options.PodDeletionCostManagement).
 	PodDeletionCostManagement bool
+	// NodeRepair is the feature gate: unhealthy nodes are repaired as the
+	// cloud provider's RepairPolicies say (see disruption.MethodRepair).
+	NodeRepair bool
 	// MaxSimulationWork bounds a pass's simulation (0: the core's default).
 	MaxSimulationWork int
 	// PollPeriod and ValidationDelay override the defaults (0: default).
@@ -134,7 +137,7 @@ func (c *Controller) Reconcile(ctx context.Context) (bool, error) {
 	}
 	pass := disruption.NewPass(s.in)
 	var d *disruption.Decision
-	for _, m := range disruption.Methods {
+	for _, m := range disruption.MethodsFor(s.in.Options) {
 		start := c.clock.Now()
 		d = pass.Method(m)
 		EvaluationDuration.WithLabelValues(disruption.MetricReason(m.Reason()), m.ConsolidationType()).Observe(c.clock.Since(start).Seconds())
@@ -214,6 +217,7 @@ func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestratio
 		Method:      d.Method,
 		Decision:    d.Action(),
 		Explanation: d.Explanation,
+		Repair:      d.Repair,
 	}
 	byName := map[string]*disruption.Node{}
 	for _, n := range s.in.Nodes {
