@@ -113,3 +113,33 @@ func TestRepairStoppedInNodePoolWithManyUnhealthyNodes(t *testing.T) {
 		}
 	}
 }
+
+// An unhealthy node whose pods fit nowhere else is replaced first: the
+// replacement NodeClaim is created and the node stays until it initializes.
+func TestRepairLaunchesReplacementFirst(t *testing.T) {
+	f := newFixture(t)
+	f.withRepair()
+	busy, _ := f.node(t, "busy", "c-4x-amd64-linux", notConsolidatable)
+	f.pod(t, "db", busy.Name, "3500m", nil)
+	sick, nc := f.node(t, "sick", "c-4x-amd64-linux", notConsolidatable)
+	f.pod(t, "web", sick.Name, "3", nil)
+	f.setNotReady(t, sick)
+	f.clock.Step(11 * time.Minute)
+	if r := f.pass(t); !r.acted || r.err != nil {
+		t.Fatalf("want the repair started, got %+v", r)
+	}
+	ncs := &v1.NodeClaimList{}
+	if err := testEnv.Client.List(f.ctx, ncs); err != nil || len(ncs.Items) != 3 {
+		t.Fatalf("want both nodes and a replacement, got %d (%v)", len(ncs.Items), err)
+	}
+	got := ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
+	if got.DeletionTimestamp != nil {
+		t.Fatal("the unhealthy node was deleted before its replacement initialized")
+	}
+	if c := got.StatusConditions().Get(v1.ConditionTypeDisruptionReason); !c.IsTrue() || c.Reason != string(v1.DisruptionReasonUnhealthy) {
+		t.Fatalf("DisruptionReason %+v", c)
+	}
+	if n := ExpectExists(f.ctx, t, testEnv.Client, sick.DeepCopy()); !hasTaint(n, v1.DisruptedTaintKey) {
+		t.Fatal("the unhealthy node is not tainted karpenter.sh/disrupted")
+	}
+}
