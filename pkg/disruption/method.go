@@ -84,6 +84,10 @@ func MethodsFor(o Options) []Method {
 	return out
 }
 
+// ReasonsFor lists the reasons of MethodsFor(o), in their order: those a
+// pass with these options reports budgets and eligibility for.
+func ReasonsFor(o Options) []v1.DisruptionReason { return reasonsOf(MethodsFor(o)) }
+
 // Reasons budgets are kept for: those of Methods, in their order (expiration
 // is forceful and never budgeted).
 var Reasons = reasonsOf(Methods)

@@ -103,8 +103,9 @@ func (p *pass) init(in *Input) {
 	if p.maxWork <= 0 {
 		p.maxWork = DefaultMaxSimulationWork
 	}
+	reasons := ReasonsFor(in.Options)
 	for _, np := range in.NodePools {
-		for _, r := range Reasons {
+		for _, r := range reasons {
 			p.res.Budgets = append(p.res.Budgets, *p.budgets[np.NodePool.Name][r])
 		}
 	}

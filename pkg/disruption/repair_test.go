@@ -114,7 +114,14 @@ func TestRepairOffWithoutGate(t *testing.T) {
 	w := repairWorld(t, 4)
 	w.node("bad", "a", "m", notReadyFor(31*time.Minute))
 	w.in.Options.NodeRepair = false
-	noRepair(t, w.run())
+	r := w.run()
+	noRepair(t, r)
+	// Nor is an Unhealthy budget reported.
+	for _, b := range r.Budgets {
+		if b.Reason == v1.DisruptionReasonUnhealthy {
+			t.Fatalf("Unhealthy budget reported without the gate: %+v", b)
+		}
+	}
 }
 
 func TestRepairWaitsForToleration(t *testing.T) {

@@ -280,7 +280,7 @@ func (c *Controller) consolidationApproved(s *snapshot, d *disruption.Decision) 
 // export refreshes the pass's gauges and counters.
 func (c *Controller) export(res *disruption.Result) {
 	exportMoves(res.Moves)
-	for _, r := range disruption.Reasons {
+	for _, r := range disruption.ReasonsFor(disruption.Options{NodeRepair: c.opts.NodeRepair}) {
 		EligibleNodes.WithLabelValues(disruption.MetricReason(r)).Set(float64(res.Eligible[r]))
 	}
 	// Reset: a NodePool deleted since the last pass leaves no stale series.

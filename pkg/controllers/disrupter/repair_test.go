@@ -72,6 +72,11 @@ func TestRepairDeletesUnhealthyNodePastToleration(t *testing.T) {
 	if after := testutil.ToFloat64(decisions); after != decisionsBefore+1 {
 		t.Fatalf("decisions_total{delete,unhealthy,\"\"} %v -> %v", decisionsBefore, after)
 	}
+	// The Unhealthy budget is exported with the gate (NotReady nodes do not
+	// consume it).
+	if v := gaugeSeries(t, disrupter.NodePoolNodesConsumingBudgets, map[string]string{"nodepool": "default", "reason": "Unhealthy"}); v != 0 {
+		t.Fatalf("nodes_consuming_budgets{default,Unhealthy} = %v, want 0", v)
+	}
 	ExpectReconciledQueue(t, f, "sick")
 	got = ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy())
 	if got.DeletionTimestamp == nil {
