@@ -23,7 +23,7 @@ import (
 //   - karpenter.sh/do-not-disrupt on the Node or NodeClaim does not stop it
 //     (it was never meant to strand a broken node); karpenter.sh/do-not-repair
 //     on the Node does;
-//   - a node that never initialized is repaired too;
+//   - a node that registered but never initialized is repaired too;
 //   - pods that block eviction (PDBs, karpenter.sh/do-not-disrupt) stop it
 //     only when nothing bounds the drain: with the policy's or the NodeClaim's
 //     terminationGracePeriod it goes ahead, and the drain is bounded by the
@@ -325,7 +325,14 @@ func (repair) block(p *pass, n *node) *block {
 		}
 		return &block{CodeNodePoolNotFound, fmt.Sprintf("nodepool %s of node %s not found", n.NodePool, n.Name)}
 	}
-	if n.Nominated {
+	if !n.Initialized {
+		// A node that never initialized is repaired once it registered (until
+		// then the NodeClaim's registration timeout owns it), even while
+		// pending pods are nominated to it: provisioning keeps nominating it.
+		if n.Node.Node.Labels[v1.NodeRegisteredLabelKey] != "true" {
+			return &block{CodeNotInitialized, fmt.Sprintf("node %s is unhealthy (%s) but has not registered yet", n.Name, n.repair.describe())}
+		}
+	} else if n.Nominated {
 		return &block{CodeNominated, fmt.Sprintf("node %s is nominated for pending pods", n.Name)}
 	}
 	if n.Node.Node.Annotations[v1.DoNotRepairAnnotationKey] == "true" {

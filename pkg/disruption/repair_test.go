@@ -193,8 +193,15 @@ func TestRepairBudget(t *testing.T) {
 	}
 	// A node that never initialized needs no budget.
 	w = repairWorld(t, 4, budgetsOf(nodes("0", v1.DisruptionReasonUnhealthy)))
-	w.node("bad", "a", "m", notReadyFor(time.Hour), uninitialized)
+	registered := func(n *disruption.Node) { n.Node.Labels[v1.NodeRegisteredLabelKey] = "true" }
+	w.node("bad", "a", "m", notReadyFor(time.Hour), uninitialized, registered)
 	repairDecision(t, w.run(), "bad")
+	// Until it registers, it is left to the registration timeout.
+	w = repairWorld(t, 4, budgetsOf(nodes("0", v1.DisruptionReasonUnhealthy)))
+	w.node("bad", "a", "m", notReadyFor(time.Hour), uninitialized)
+	r = w.run()
+	noRepair(t, r)
+	wantExplanation(t, r, "bad", disruption.CodeNotInitialized, "has not registered")
 }
 
 func TestRepairBlockingPods(t *testing.T) {
@@ -305,4 +312,17 @@ func TestValidateRepairPolicies(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+}
+
+func TestRepairNominated(t *testing.T) {
+	nominated := func(n *disruption.Node) { n.Nominated = true }
+	w := repairWorld(t, 4)
+	w.node("bad", "a", "m", notReadyFor(time.Hour), nominated)
+	r := w.run()
+	noRepair(t, r)
+	wantExplanation(t, r, "bad", disruption.CodeNominated, "nominated")
+	// A registered node that never initialized is repaired though nominated.
+	w = repairWorld(t, 4)
+	w.node("bad", "a", "m", notReadyFor(time.Hour), nominated, uninitialized, func(n *disruption.Node) { n.Node.Labels[v1.NodeRegisteredLabelKey] = "true" })
+	repairDecision(t, w.run(), "bad")
 }
