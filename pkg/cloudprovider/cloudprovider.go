@@ -56,7 +56,8 @@ type CloudProvider interface {
 	GetInstanceTypes(ctx context.Context, nodePool *v1.NodePool) ([]*scheduling.InstanceType, error)
 	// IsDrifted reports why the instance no longer matches its NodeClass, or "".
 	IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (DriftReason, error)
-	// RepairPolicies lists the node conditions after which an unhealthy node is replaced.
+	// RepairPolicies lists the node conditions that make a node unhealthy, and
+	// how long each is tolerated before the node is repaired (NodeRepair gate).
 	RepairPolicies() []RepairPolicy
 	// Name of the provider, e.g. "kwok" or "aws".
 	Name() string
@@ -68,12 +69,44 @@ type CloudProvider interface {
 // DriftReason says why a NodeClaim drifted; "" means it has not.
 type DriftReason string
 
-// RepairPolicy: a node whose condition ConditionType has ConditionStatus for longer
-// than TolerationDuration is unhealthy and gets replaced.
+// RepairAction is what a repair policy asks for (upstream's values).
+type RepairAction string
+
+const (
+	// ReplaceNode replaces the unhealthy node.
+	ReplaceNode RepairAction = "ReplaceNode"
+	// RebootNode asks for an in-place reboot. Node repair here does not
+	// reboot: a node whose chosen policy says RebootNode is left alone, and
+	// the pass says so.
+	RebootNode RepairAction = "RebootNode"
+)
+
+// RepairPolicy says when a node with a given condition is unhealthy and how
+// it is repaired (upstream's fields). The NodeRepair gate turns node repair
+// on; pkg/disruption's repair method reads the policies.
 type RepairPolicy struct {
-	ConditionType      corev1.NodeConditionType
-	ConditionStatus    corev1.ConditionStatus
+	// ConditionType and ConditionStatus name the Node condition that makes a
+	// node unhealthy, e.g. Ready=False.
+	ConditionType   corev1.NodeConditionType
+	ConditionStatus corev1.ConditionStatus
+	// ReasonRegex, a Go regular expression, narrows the policy to the
+	// condition reasons it matches. The one policy of a set without it is the
+	// set's fallback: it applies to any condition type and status of the set
+	// whose reason no narrower policy of that type and status matches.
+	ReasonRegex string
+	// TolerationDuration: the node is repaired once the condition has held
+	// this long (counted from its last transition, or from the Node's
+	// creation if later).
 	TolerationDuration time.Duration
+	// TerminationGracePeriod bounds the drain of a repaired node: nil keeps
+	// the NodeClaim's terminationGracePeriod, a positive value is the lesser
+	// of the two, 0 deletes the node's pods without waiting for PDBs or
+	// karpenter.sh/do-not-disrupt.
+	TerminationGracePeriod *time.Duration
+	// Priority, 0 to 100, orders repairs: higher first.
+	Priority int
+	// Action is what the policy asks for; "" means ReplaceNode.
+	Action RepairAction
 }
 
 // NodeClaimNotFoundError: the instance does not exist (any more).

@@ -154,10 +154,20 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	queue := orchestration.NewQueue(d.KubeClient, d.Cluster, d.Recorder, d.Clock)
 	spotToSpot := d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation)
 	deletionCost := d.Options.FeatureGate(options.FeaturePodDeletionCostManagement)
+	// Node repair is a disruption method, as upstream's; --legacy-node-repair
+	// asks for upstream's older controller instead, which is not built (a
+	// start-up warning says so), so no repair runs then.
+	repair := d.Options.FeatureGate(options.FeatureNodeRepair) && !d.Options.LegacyNodeRepair
+	if repair {
+		if err := disruption.ValidateRepairPolicies(priced.RepairPolicies()); err != nil {
+			return fmt.Errorf("node repair needs valid repair policies from the %s cloud provider: %w", priced.Name(), err)
+		}
+	}
 	all = append(all, cloudprovider.Registerer(queue.Register), cloudprovider.Runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, priced, queue, d.Recorder, d.Clock, disrupter.Options{
 		SpotToSpotConsolidation:   spotToSpot,
 		PodDeletionCostManagement: deletionCost,
 		TerminateFirstDrift:       d.Options.FeatureGate(options.FeatureTerminateFirstDrift),
+		NodeRepair:                repair,
 	})))
 	if deletionCost {
 		// pod-deletion-cost from the same input as a disruption pass.

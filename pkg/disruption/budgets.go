@@ -92,10 +92,13 @@ func containsReason(rs []v1.DisruptionReason, r v1.DisruptionReason) bool {
 // budgets computes every NodePool's BudgetStatus per reason. A pool's total is
 // its managed, initialized nodes whose instance is not already terminating;
 // those NotReady, being deleted or held by a disruption command consume the
-// budget.
+// budget, except that NotReady nodes do not consume the Unhealthy budget (as
+// upstream's): being NotReady is what repair acts on, so counting them would
+// let a wave of unhealthy nodes take the budget that repairs them.
 func budgets(in *Input) map[string]map[v1.DisruptionReason]*BudgetStatus {
 	total := map[string]int{}
 	disrupting := map[string]int{}
+	inFlight := map[string]int{}
 	for _, n := range in.Nodes {
 		if n.NodeClaim == nil || n.NodePool == "" || !n.Initialized {
 			continue
@@ -104,7 +107,10 @@ func budgets(in *Input) map[string]map[v1.DisruptionReason]*BudgetStatus {
 			continue
 		}
 		total[n.NodePool]++
-		if n.Deleting || n.MarkedForDeletion || !nodeReady(n.Node) {
+		if n.Deleting || n.MarkedForDeletion {
+			inFlight[n.NodePool]++
+			disrupting[n.NodePool]++
+		} else if !nodeReady(n.Node) {
 			disrupting[n.NodePool]++
 		}
 	}
@@ -114,6 +120,9 @@ func budgets(in *Input) map[string]map[v1.DisruptionReason]*BudgetStatus {
 		m := map[v1.DisruptionReason]*BudgetStatus{}
 		for _, reason := range Reasons {
 			st := &BudgetStatus{NodePool: np.Name, Reason: reason, Disrupting: disrupting[np.Name]}
+			if reason == v1.DisruptionReasonUnhealthy {
+				st.Disrupting = inFlight[np.Name]
+			}
 			limit, until, err := BudgetLimit(np, reason, total[np.Name], in.Now)
 			st.Limit = limit
 			switch {

@@ -48,6 +48,8 @@ type node struct {
 	// rescheduleCost: 1 plus its pods' eviction costs counted from 0, with no
 	// lifetime factor (Balanced scoring and deletion-cost ranking).
 	rescheduleCost float64
+	// repair is what the repair policies make of the Node's conditions.
+	repair repairResult
 	// blocks caches block() per class: [graceful, eventual].
 	blocks   [2]*block
 	blocksOK [2]bool
@@ -86,6 +88,9 @@ func newNode(p *pass, in *Node) *node {
 		}
 	}
 	n.pool = p.pools[in.NodePool]
+	if p.repairs != nil && in.Node != nil {
+		n.repair = p.repairs.resolve(in.Node, p.in.Now)
+	}
 	n.priceNode(p)
 	n.cost = disruptionCost(n, p.in.Now, p.in.Options.PodDeletionCostManagement)
 	n.rescheduleCost = rescheduleCost(n, p.in.Options.PodDeletionCostManagement)
@@ -230,6 +235,9 @@ func newPDBs(in *Input) map[string][]*pdbInfo {
 // or nil. Nodes that are not candidates at all (unmanaged, in flight, already
 // being disrupted) return a block with an empty message: nothing to explain.
 func (p *pass) block(n *node, m Method) *block {
+	if r, ok := m.(ruled); ok {
+		return r.block(p, n)
+	}
 	class := 0
 	if !m.graceful() {
 		class = 1
@@ -347,7 +355,7 @@ func (p *pass) wants(n *node, m Method) (bool, *block) {
 	if n.pool == nil || n.NodeClaim == nil {
 		// A managed node whose NodePool is gone: explain it when a condition says
 		// it would otherwise be disrupted.
-		return n.NodeClaim != nil && n.NodePool != "" && (n.drifted || n.consolidatable), nil
+		return n.NodeClaim != nil && n.NodePool != "" && (n.drifted || n.consolidatable || n.repair.eligible), nil
 	}
 	return m.wants(n)
 }

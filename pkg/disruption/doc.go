@@ -10,6 +10,11 @@
 // Methods (Method, one file each) run in upstream Karpenter's order, as listed
 // in Methods, and the first with a decision wins:
 //
+//  0. Repair (reason Unhealthy, NodeRepair gate only, see MethodRepair): nodes
+//     whose Node has a condition matching a repair policy of the cloud
+//     provider past its toleration, by policy priority and age; one per
+//     command, replaced first when its pods need room; karpenter.sh/do-not-repair
+//     vetoes it, and it stops in a NodePool with more than 20% unhealthy nodes.
 //  1. Emptiness (reason Empty): Consolidatable nodes without reschedulable pods
 //     (DaemonSet, mirror, finished and terminating pods do not count), all that
 //     the budgets allow, deleted in one command, whatever the consolidation

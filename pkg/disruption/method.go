@@ -7,8 +7,8 @@ import (
 )
 
 // Method is one way of disrupting nodes. Everything particular to a method
-// lives in its value, defined in a file of its own (emptiness.go, drift.go,
-// multinode.go, singlenode.go): which nodes it wants, how it decides among
+// lives in its value, defined in a file of its own (repair.go, emptiness.go,
+// drift.go, multinode.go, singlenode.go): which nodes it wants, how it decides among
 // them, what it is called and how its work is labelled. A pass, Validate, the
 // controller and the orchestration queue only ever ask a Method; none of them
 // names one.
@@ -62,11 +62,31 @@ type Method interface {
 // Methods in the order a pass tries them (upstream's); the first that decides
 // wins. A new method is one file defining its value and one line here.
 var Methods = []Method{
+	MethodRepair,
 	MethodEmptiness,
 	MethodDrift,
 	MethodMultiNodeConsolidation,
 	MethodSingleNodeConsolidation,
 }
+
+// MethodsFor lists the methods a pass with these options tries: Methods,
+// without repair unless the NodeRepair gate is on.
+func MethodsFor(o Options) []Method {
+	if o.NodeRepair {
+		return Methods
+	}
+	out := make([]Method, 0, len(Methods))
+	for _, m := range Methods {
+		if m != MethodRepair {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// ReasonsFor lists the reasons of MethodsFor(o), in their order: those a
+// pass with these options reports budgets and eligibility for.
+func ReasonsFor(o Options) []v1.DisruptionReason { return reasonsOf(MethodsFor(o)) }
 
 // Reasons budgets are kept for: those of Methods, in their order (expiration
 // is forceful and never budgeted).

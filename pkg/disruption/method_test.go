@@ -18,6 +18,7 @@ func TestMethods(t *testing.T) {
 		validated, simulates                  bool
 	}
 	want := []row{
+		{"repair", "unhealthy", "", v1.DisruptionReasonUnhealthy, false, true},
 		{"emptiness", "empty", "empty", v1.DisruptionReasonEmpty, true, false},
 		{"drift", "drifted", "", v1.DisruptionReasonDrifted, false, true},
 		{"multi_node_consolidation", "underutilized", "multi", v1.DisruptionReasonUnderutilized, true, true},
@@ -30,7 +31,7 @@ func TestMethods(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("methods\n got %+v\nwant %+v", got, want)
 	}
-	if want := []v1.DisruptionReason{v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}; !reflect.DeepEqual(disruption.Reasons, want) {
+	if want := []v1.DisruptionReason{v1.DisruptionReasonUnhealthy, v1.DisruptionReasonEmpty, v1.DisruptionReasonDrifted, v1.DisruptionReasonUnderutilized}; !reflect.DeepEqual(disruption.Reasons, want) {
 		t.Fatalf("reasons %v, want %v", disruption.Reasons, want)
 	}
 	// Method values are comparable: a decision's method is found by ==.

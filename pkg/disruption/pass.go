@@ -47,6 +47,8 @@ type pass struct {
 	// consolidation candidates, computed once for both consolidation methods.
 	consolidation    []*node
 	consolidationSet bool
+	// repairs are the compiled repair policies; nil without the NodeRepair gate.
+	repairs *repairMatcher
 	// totals: each NodePool's cost and disruption, for Balanced scoring.
 	totals map[string]poolTotal
 }
@@ -78,6 +80,11 @@ func (p *pass) init(in *Input) {
 	p.typesByName = map[*NodePool]map[string]*scheduling.InstanceType{}
 	p.poolMasks = map[int]uint64{}
 	p.matching = map[string][]*node{}
+	if in.Options.NodeRepair {
+		// An invalid set is refused at start-up (ValidateRepairPolicies); here
+		// the policies that compile are used.
+		p.repairs, _ = compileRepairPolicies(in.RepairPolicies)
+	}
 	for _, n := range in.Nodes {
 		nn := newNode(p, n)
 		p.nodes = append(p.nodes, nn)
@@ -96,8 +103,9 @@ func (p *pass) init(in *Input) {
 	if p.maxWork <= 0 {
 		p.maxWork = DefaultMaxSimulationWork
 	}
+	reasons := ReasonsFor(in.Options)
 	for _, np := range in.NodePools {
-		for _, r := range Reasons {
+		for _, r := range reasons {
 			p.res.Budgets = append(p.res.Budgets, *p.budgets[np.NodePool.Name][r])
 		}
 	}
@@ -119,7 +127,7 @@ func (p *pass) packer() *packer {
 // Run evaluates the snapshot: the first method with a decision wins.
 func Run(in *Input) *Result {
 	p := NewPass(in)
-	for _, m := range Methods {
+	for _, m := range MethodsFor(in.Options) {
 		if p.Method(m) != nil {
 			break
 		}

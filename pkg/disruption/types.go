@@ -7,6 +7,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/events"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -42,6 +43,9 @@ type Input struct {
 	// A static pool without one admits no instance type.
 	StaticClaims map[string]*scheduling.NewClaim
 	Options      Options
+	// RepairPolicies are the cloud provider's: which Node conditions make a
+	// node unhealthy (read only with Options.NodeRepair).
+	RepairPolicies []cloudprovider.RepairPolicy
 	// Events, when set, receives the events a pass tells pods about their
 	// karpenter.sh/do-not-disrupt durations and invalid values (upstream's,
 	// deduplicated as upstream's). A plan leaves it nil.
@@ -67,6 +71,9 @@ type Options struct {
 	// a static NodePool at its node limit (limits.nodes), which cannot stage
 	// a replacement first, is deleted first and the pool refilled after.
 	TerminateFirstDrift bool
+	// NodeRepair is the feature gate of that name: the repair method replaces
+	// nodes whose conditions match Input.RepairPolicies.
+	NodeRepair bool
 }
 
 // Node is one unit of capacity and what the controller knows about it.
@@ -132,6 +139,9 @@ type Decision struct {
 	// CandidatesPrice and ReplacementsPrice are per hour (0 when unknown).
 	CandidatesPrice   float64
 	ReplacementsPrice float64
+	// Repair says, for a decision of the repair method, which condition the
+	// node is repaired for and how its drain is bounded; nil otherwise.
+	Repair *Repair
 	// Scores of a consolidation, per NodePool of its candidates (Balanced
 	// pools' scored, see balanced.go).
 	Scores []Score
@@ -205,6 +215,14 @@ const (
 	CodeUnschedulable Code = "Unschedulable"
 	// CodeUnpriced: the node's offering price is unknown, so it cannot be compared.
 	CodeUnpriced Code = "Unpriced"
+	// CodeDoNotRepair: the node carries karpenter.sh/do-not-repair.
+	CodeDoNotRepair Code = "DoNotRepair"
+	// CodeNodeRepairBlocked: node repair is stopped in the node's NodePool,
+	// too many of its nodes are unhealthy (upstream's event reason).
+	CodeNodeRepairBlocked Code = "NodeRepairBlocked"
+	// CodeRebootNotImplemented: the repair policy the node matches asks for a
+	// reboot, which is not built.
+	CodeRebootNotImplemented Code = "RebootNotImplemented"
 )
 
 // Explanation says why a node a method wanted was not disrupted.

@@ -64,7 +64,7 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]int{"NodeRepair": 1, "TerminateFirstDrift": 1, "Teleport": 1, "RebootForRepair": 1, "ENABLE_ZONAL_SHIFT": 1}
+	want := map[string]int{"NodeRepair": 0, "TerminateFirstDrift": 1, "Teleport": 1, "RebootForRepair": 1, "ENABLE_ZONAL_SHIFT": 1}
 	for name, n := range want {
 		if counts[name] != n {
 			t.Errorf("%s warned %d times, want %d\n%s", name, counts[name], n, buf.String())
@@ -75,15 +75,15 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 			t.Errorf("%s (implemented, or not enabled) warned about:\n%s", name, buf.String())
 		}
 	}
-	if n := len(logLines(t, &buf)); n != 5 {
-		t.Errorf("%d warnings, want 5:\n%s", n, buf.String())
+	if n := len(logLines(t, &buf)); n != 4 {
+		t.Errorf("%d warnings, want 4:\n%s", n, buf.String())
 	}
 
 	for _, c := range []struct {
 		name, implemented string
 		want              float64
 	}{
-		{"NodeRepair", "false", 1},
+		{"NodeRepair", "true", 1},
 		{"CapacityBuffer", "true", 1},
 		{"NodeOverlay", "true", 0},
 		{"TerminateFirstDrift", "false", 1},

@@ -46,6 +46,9 @@ type Options struct {
 	// PodDeletionCostManagement is the feature gate (see
 	// disruption.Options.PodDeletionCostManagement).
 	PodDeletionCostManagement bool
+	// NodeRepair is the feature gate: unhealthy nodes are repaired as the
+	// cloud provider's RepairPolicies say (see disruption.MethodRepair).
+	NodeRepair bool
 	// MaxSimulationWork bounds a pass's simulation (0: the core's default).
 	MaxSimulationWork int
 	// PollPeriod and ValidationDelay override the defaults (0: default).
@@ -138,7 +141,7 @@ func (c *Controller) Reconcile(ctx context.Context) (bool, error) {
 	}
 	pass := disruption.NewPass(s.in)
 	var d *disruption.Decision
-	for _, m := range disruption.Methods {
+	for _, m := range disruption.MethodsFor(s.in.Options) {
 		start := c.clock.Now()
 		d = pass.Method(m)
 		EvaluationDuration.WithLabelValues(disruption.MetricReason(m.Reason()), m.ConsolidationType()).Observe(c.clock.Since(start).Seconds())
@@ -221,6 +224,7 @@ func (c *Controller) command(s *snapshot, d *disruption.Decision) (*orchestratio
 		Method:      d.Method,
 		Decision:    d.Action(),
 		Explanation: d.Explanation,
+		Repair:      d.Repair,
 	}
 	byName := map[string]*disruption.Node{}
 	for _, n := range s.in.Nodes {
@@ -283,7 +287,7 @@ func (c *Controller) consolidationApproved(s *snapshot, d *disruption.Decision) 
 // export refreshes the pass's gauges and counters.
 func (c *Controller) export(res *disruption.Result) {
 	exportMoves(res.Moves)
-	for _, r := range disruption.Reasons {
+	for _, r := range disruption.ReasonsFor(disruption.Options{NodeRepair: c.opts.NodeRepair}) {
 		EligibleNodes.WithLabelValues(disruption.MetricReason(r)).Set(float64(res.Eligible[r]))
 	}
 	// Reset: a NodePool deleted since the last pass leaves no stale series.

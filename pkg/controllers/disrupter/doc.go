@@ -14,8 +14,9 @@
 //     Provisioner.SolverInput), every NodePool with its instance types for
 //     pricing, the PodDisruptionBudgets, "now" from the clock, and which nodes
 //     the queue already holds or the provisioner nominated;
-//  3. runs the methods in order (emptiness, drift, multi-node and single-node
-//     consolidation), timing each, until one decides;
+//  3. runs the methods in order (repair with the NodeRepair gate, emptiness,
+//     drift, multi-node and single-node consolidation), timing each, until
+//     one decides;
 //  4. explains: for every node a method wanted but left alone, an event on the
 //     Node and NodeClaim (reason DisruptionBlocked for rules and budgets,
 //     Unconsolidatable when consolidation found nothing better; upstream's
@@ -32,7 +33,7 @@
 //     candidates, still within budget, still a delete or a replacement whose
 //     instance types are among those decided); a decision that fails is
 //     dropped and counted in karpenter_voluntary_disruption_failed_validations_total.
-//     Drift acts at once;
+//     Drift and repair act at once;
 //  6. builds the Command (replacement NodeClaims from provisioning.NewNodeClaim)
 //     and starts it on the queue.
 //
@@ -48,5 +49,7 @@
 // API spells them (Empty, Drifted, Underutilized) for the two nodepools gauges;
 // consolidation_type is empty, multi, single, or "" for drift. A
 // NodePool without an active budget for a reason reports 2147483647 allowed
-// disruptions, as upstream does.
+// disruptions, as upstream does. Repair's reason is unhealthy (Unhealthy for
+// the gauges), exported only with the NodeRepair gate; the queue counts the
+// NodeClaims it repairs in karpenter_nodeclaims_unhealthy_disrupted_total.
 package disrupter

@@ -34,6 +34,9 @@ const ConditionTypeDisruptionBlocked = "DisruptionBlocked"
 const (
 	// EventDisruptionBlocked: a rule or a budget keeps the node.
 	EventDisruptionBlocked = "DisruptionBlocked"
+	// EventNodeRepairBlocked (a warning): node repair is stopped in the
+	// node's NodePool, too many of its nodes are unhealthy.
+	EventNodeRepairBlocked = "NodeRepairBlocked"
 	// EventUnconsolidatable: consolidation found nothing better for the node.
 	EventUnconsolidatable = "Unconsolidatable"
 )
@@ -77,14 +80,21 @@ func (c *Controller) explain(ctx context.Context, s *snapshot, res *disruption.R
 			// per-node event for a budget either.
 			continue
 		}
-		reason := EventUnconsolidatable
+		reason, kind := EventUnconsolidatable, corev1.EventTypeNormal
 		if e.Blocking() {
 			reason = EventDisruptionBlocked
 		}
-		if e.Node.Node != nil {
-			c.recorder.Eventf(e.Node.Node, corev1.EventTypeNormal, reason, "%s", e.Message)
+		if e.Code == disruption.CodeNodeRepairBlocked {
+			// Upstream's warning, on the NodePool too.
+			reason, kind = EventNodeRepairBlocked, corev1.EventTypeWarning
+			if np, ok := s.nodePools[e.Node.NodePool]; ok {
+				c.recorder.Eventf(np, kind, reason, "%s", e.Message)
+			}
 		}
-		c.recorder.Eventf(e.Node.NodeClaim, corev1.EventTypeNormal, reason, "%s", e.Message)
+		if e.Node.Node != nil {
+			c.recorder.Eventf(e.Node.Node, kind, reason, "%s", e.Message)
+		}
+		c.recorder.Eventf(e.Node.NodeClaim, kind, reason, "%s", e.Message)
 	}
 	chosen := map[string]bool{}
 	if d := res.Decision; d != nil {

@@ -30,7 +30,7 @@ func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 		Kube: c.kube, Cluster: c.cluster, Provisioner: c.provisioner, CloudProvider: c.cloudProvider,
 		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(), Events: c.publisher,
 		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork,
-			PodDeletionCostManagement: c.opts.PodDeletionCostManagement, TerminateFirstDrift: c.opts.TerminateFirstDrift},
+			PodDeletionCostManagement: c.opts.PodDeletionCostManagement, TerminateFirstDrift: c.opts.TerminateFirstDrift, NodeRepair: c.opts.NodeRepair},
 	})
 	if err != nil {
 		return nil, err
@@ -80,6 +80,9 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 		existing[e.Name] = e
 	}
 	in := &disruption.Input{Now: src.Now, Scheduling: sched, Options: src.Options, Events: src.Events}
+	if src.Options.NodeRepair {
+		in.RepairPolicies = src.CloudProvider.RepairPolicies()
+	}
 	pools := map[string]*v1.NodePool{}
 	for _, np := range src.Cluster.NodePools() {
 		pools[np.Name] = np

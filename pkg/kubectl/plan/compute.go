@@ -36,6 +36,9 @@ type Options struct {
 	MaxSteps int
 	// SpotToSpotConsolidation is the controller's feature gate.
 	SpotToSpotConsolidation bool
+	// NodeRepair is the controller's feature gate: with it the plan repairs
+	// unhealthy nodes as the controller would.
+	NodeRepair bool
 	// Provider names the cloud provider in the output.
 	Provider string
 	// Providers are the providers a plan may use and prices nodes with
@@ -127,7 +130,7 @@ func (p *Planner) DisruptionInput(ctx context.Context) (*disruption.Input, error
 	in, _, err := disrupter.BuildInput(ctx, disrupter.InputSources{
 		Kube: p.Snapshot.Store, Cluster: p.Cluster, Provisioner: p.Provisioner, CloudProvider: p.CloudProvider,
 		Cache: p.cache, Now: p.Opts.Now,
-		Options: disruption.Options{SpotToSpotConsolidation: p.Opts.SpotToSpotConsolidation},
+		Options: disruption.Options{SpotToSpotConsolidation: p.Opts.SpotToSpotConsolidation, NodeRepair: p.Opts.NodeRepair},
 	})
 	return in, err
 }

@@ -42,8 +42,6 @@ type upstreamFamily struct {
 // have; each names the missing feature. Every other upstream family must be
 // registered with upstream's label names.
 var notBuilt = map[string]string{
-	// Node repair: no repair controller.
-	"karpenter_nodeclaims_unhealthy_disrupted_total": "node repair",
 	// NodeClaim reboot (node repair's reboot policy): not built.
 	"karpenter_nodes_reboots_total":                    "node reboot repair",
 	"karpenter_nodes_reboot_duration_seconds":          "node reboot repair",

@@ -42,19 +42,20 @@ type Gate struct {
 // CoreGates are upstream v1.15's FEATURE_GATES (--feature-gates), in the order
 // upstream's chart renders them, with upstream's defaults. ReservedCapacity
 // (the AWS provider's reserved offerings and capacityReservationSelectorTerms),
-// SpotToSpotConsolidation, NodeOverlay (pkg/controllers/nodeoverlay),
+// SpotToSpotConsolidation, NodeRepair (pkg/disruption's repair method),
+// NodeOverlay (pkg/controllers/nodeoverlay),
 // StaticCapacity (pkg/controllers/staticcapacity), CapacityBuffer
 // (pkg/capacitybuffer) and PodDeletionCostManagement
 // (pkg/controllers/deletioncost) are implemented.
 var CoreGates = []Gate{
 	{Name: FeatureReservedCapacity, Default: true, Implemented: true},
 	{Name: FeatureSpotToSpotConsolidation, Default: false, Implemented: true},
-	{Name: FeatureNodeRepair, Default: false, Missing: "no node repair controller: nodes with unhealthy conditions are not replaced"},
+	{Name: FeatureNodeRepair, Default: false, Implemented: true},
 	{Name: FeatureNodeOverlay, Default: false, Implemented: true},
 	{Name: FeatureStaticCapacity, Default: false, Implemented: true},
 	{Name: FeatureCapacityBuffer, Default: false, Implemented: true},
 	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "only drifted nodes of static NodePools at their node limit are terminated first; a drifted reserved-capacity node whose reservation is full is still replaced by launching first"},
-	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "there is no node repair, so unhealthy nodes are neither replaced nor terminated first"},
+	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "unhealthy nodes are repaired only by launching the replacement first, and one whose pods fit nowhere is not repaired"},
 	{Name: FeaturePodDeletionCostManagement, Default: false, Implemented: true},
 }
 

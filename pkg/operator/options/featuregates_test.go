@@ -93,7 +93,7 @@ func TestEnabledGatesNotImplementedAreWarnedOnceEach(t *testing.T) {
 		}
 	}
 	sort.Strings(warned)
-	want := []string{"NodeRepair", "TerminateFirstDrift", "TerminateFirstRepair"}
+	want := []string{"TerminateFirstDrift", "TerminateFirstRepair"}
 	if !reflect.DeepEqual(warned, want) {
 		t.Errorf("warned about %v, want each of %v once", warned, want)
 	}

@@ -77,17 +77,31 @@ func (c *CloudProvider) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&awsv1.EC2NodeClass{}}
 }
 
-// RepairPolicies: the kubelet's Ready condition, and the conditions the EKS
-// node monitoring agent reports, with upstream's tolerations.
+// RepairPolicies (upstream's): the kubelet's Ready condition and the
+// conditions the EKS node monitoring agent reports, replaced after 30 minutes
+// (10 for GPU faults it recognises) with a bounded drain. GPU faults are told
+// apart by the XID code in the condition's reason; an unrecognised one falls
+// to the set's fallback. Upstream reboots the reboot-clearable XIDs only with
+// its RebootForRepair gate; without it, as here, they are replaced.
 func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	five, ten := 5*time.Minute, 10*time.Minute
+	replace := func(t corev1.NodeConditionType, s corev1.ConditionStatus, regex string, toleration time.Duration, drain *time.Duration) cloudprovider.RepairPolicy {
+		return cloudprovider.RepairPolicy{ConditionType: t, ConditionStatus: s, ReasonRegex: regex, TolerationDuration: toleration,
+			TerminationGracePeriod: drain, Action: cloudprovider.ReplaceNode}
+	}
 	return []cloudprovider.RepairPolicy{
-		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
-		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 30 * time.Minute},
-		{ConditionType: "AcceleratedHardwareReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute},
-		{ConditionType: "StorageReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
-		{ConditionType: "NetworkingReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
-		{ConditionType: "KernelReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
-		{ConditionType: "ContainerRuntimeReady", ConditionStatus: corev1.ConditionFalse, TolerationDuration: 30 * time.Minute},
+		replace(corev1.NodeReady, corev1.ConditionFalse, ".*", 30*time.Minute, &ten),
+		replace(corev1.NodeReady, corev1.ConditionUnknown, ".*", 30*time.Minute, &ten),
+		// Reboot-clearable GPU faults.
+		replace("AcceleratedHardwareReady", corev1.ConditionFalse, `.*XID(46|48|54|62|63|95|109|110|136|140|143|155|156|158).*`, 10*time.Minute, &five),
+		// Fatal GPU faults.
+		replace("AcceleratedHardwareReady", corev1.ConditionFalse, `.*XID(64|74|79|119|120).*`, 10*time.Minute, &five),
+		// The fallback: any other reason.
+		replace("AcceleratedHardwareReady", corev1.ConditionFalse, "", 30*time.Minute, &ten),
+		replace("StorageReady", corev1.ConditionFalse, ".*", 30*time.Minute, &ten),
+		replace("NetworkingReady", corev1.ConditionFalse, ".*", 30*time.Minute, &ten),
+		replace("KernelReady", corev1.ConditionFalse, ".*", 30*time.Minute, &ten),
+		replace("ContainerRuntimeReady", corev1.ConditionFalse, ".*", 30*time.Minute, &ten),
 	}
 }
 

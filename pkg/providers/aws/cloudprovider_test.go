@@ -15,6 +15,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
@@ -135,14 +136,21 @@ func TestProviderIdentity(t *testing.T) {
 	} else if _, ok := classes[0].(*awsv1.EC2NodeClass); !ok {
 		t.Errorf("supported NodeClass %T, want *EC2NodeClass", classes[0])
 	}
-	policies := map[corev1.NodeConditionType]time.Duration{}
-	for _, p := range cp.RepairPolicies() {
-		if p.ConditionType != corev1.NodeReady {
-			policies[p.ConditionType] = p.TolerationDuration
-		}
+	// Upstream's policies: every condition the node monitoring agent
+	// reports, GPU faults told apart by the XID in their reason.
+	if err := disruption.ValidateRepairPolicies(cp.RepairPolicies()); err != nil {
+		t.Fatalf("repair policies: %v", err)
 	}
-	if policies["AcceleratedHardwareReady"] != 10*time.Minute || policies["KernelReady"] != 30*time.Minute || len(policies) != 5 {
-		t.Errorf("node monitoring agent repair policies %v", policies)
+	tolerations := map[string]time.Duration{}
+	for _, p := range cp.RepairPolicies() {
+		if p.TerminationGracePeriod == nil || p.Action != cloudprovider.ReplaceNode {
+			t.Errorf("policy %+v: want a drain bound and ReplaceNode", p)
+		}
+		tolerations[string(p.ConditionType)+"="+string(p.ConditionStatus)+"/"+p.ReasonRegex] = p.TolerationDuration
+	}
+	if len(tolerations) != 9 || tolerations["AcceleratedHardwareReady=False/.*XID(64|74|79|119|120).*"] != 10*time.Minute ||
+		tolerations["AcceleratedHardwareReady=False/"] != 30*time.Minute || tolerations["KernelReady=False/.*"] != 30*time.Minute || tolerations["Ready=Unknown/.*"] != 30*time.Minute {
+		t.Errorf("repair policies %v", tolerations)
 	}
 	// Built without an instance provider: it says so instead of launching.
 	_, err := cp.Create(ctx, &v1.NodeClaim{})

@@ -120,11 +120,24 @@ func (c *CloudProvider) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&kwokv1alpha1.KWOKNodeClass{}}
 }
 
-// RepairPolicies: a node not Ready for 10 minutes is replaced.
+// UnhealthyCondition is the simulated fault KWOK's repair policies act on
+// (upstream's name): a node carrying KWOKUnhealthy=True is replaced quickly.
+const UnhealthyCondition corev1.NodeConditionType = "KWOKUnhealthy"
+
+// RepairPolicies (upstream's KWOK policies): a node whose Ready is False or
+// Unknown for 10 minutes is replaced without a drain; KWOKUnhealthy=True for
+// 30 seconds, with a 45-second drain bound. Ready=False is the fallback.
+// Upstream's KWOKRebootRequired policy asks for a reboot, which node repair
+// here does not do, so it is not listed.
 func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
+	forceful, drain := time.Duration(0), 45*time.Second
 	return []cloudprovider.RepairPolicy{
-		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute},
-		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, TolerationDuration: 10 * time.Minute},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute,
+			TerminationGracePeriod: &forceful, Action: cloudprovider.ReplaceNode},
+		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionUnknown, ReasonRegex: ".*", TolerationDuration: 10 * time.Minute,
+			TerminationGracePeriod: &forceful, Action: cloudprovider.ReplaceNode},
+		{ConditionType: UnhealthyCondition, ConditionStatus: corev1.ConditionTrue, ReasonRegex: ".*", TolerationDuration: 30 * time.Second,
+			TerminationGracePeriod: &drain, Action: cloudprovider.ReplaceNode},
 	}
 }
 

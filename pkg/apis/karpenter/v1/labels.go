@@ -33,6 +33,9 @@ const (
 	// DoNotDisruptAnnotationKey on a node ("true") or pod ("true" or a
 	// duration such as "4h" counted from pod start) blocks voluntary disruption.
 	DoNotDisruptAnnotationKey = Group + "/do-not-disrupt"
+	// DoNotRepairAnnotationKey on a node ("true") keeps node repair away from
+	// it, whatever its conditions (NodeRepair gate).
+	DoNotRepairAnnotationKey = Group + "/do-not-repair"
 	// DisruptionCostAnnotationKey on a pod is an int32 cost of evicting it:
 	// consolidation prefers nodes whose pods cost less. Unset, the pod's
 	// controller.kubernetes.io/pod-deletion-cost counts instead, unless

@@ -32,6 +32,10 @@ type Command struct {
 	// kwok-abc is empty", "replace 3 nodes (0.51/h) with 1 c-4x-amd64-linux
 	// (0.17/h)"). It goes into events and the DisruptionReason condition.
 	Explanation string
+	// Repair, for a command of the repair method, names the condition its
+	// candidate is repaired for and bounds its drain (the deletion stamps
+	// the NodeClaim's termination timestamp from it); nil otherwise.
+	Repair *disruption.Repair
 	// Metrics holds, by candidate name, what the disruption metrics record of
 	// the candidate as the decision saw it.
 	Metrics map[string]CandidateMetrics

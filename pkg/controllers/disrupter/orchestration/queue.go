@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -368,6 +369,13 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 			markDeleted(nc.Name)
 			return nil
 		}
+		if c.Repair != nil && c.Repair.TerminationGracePeriod != nil {
+			// Stamped after the replacements are up, right before the
+			// delete, so their launch does not eat into the drain.
+			if err := q.boundDrain(ctx, nc, *c.Repair.TerminationGracePeriod); err != nil {
+				return err
+			}
+		}
 		var opts []client.DeleteOption
 		if nc.UID != "" {
 			opts = append(opts, client.Preconditions{UID: &nc.UID})
@@ -383,6 +391,17 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 		}
 		m := c.Metrics[nc.Name]
 		metrics.CountDisrupted(nc, disruption.MetricReason(c.Method.Reason()), m.ConsolidationPolicy, m.ReschedulablePods)
+		if r := c.Repair; r != nil {
+			mode := metrics.TerminationMode(nc)
+			if r.TerminationGracePeriod != nil {
+				mode = metrics.TerminationModeEventual
+				if *r.TerminationGracePeriod <= 0 {
+					mode = metrics.TerminationModeForceful
+				}
+			}
+			NodeClaimsUnhealthyDisruptedTotal.WithLabelValues(snakeCase(string(r.Condition)), nc.Labels[v1.NodePoolLabelKey],
+				nc.Labels[v1.CapacityTypeLabelKey], nc.Status.ImageID, mode).Inc()
+		}
 		q.record(c, nc, corev1.EventTypeNormal, EventDisruptionTerminating, fmt.Sprintf("Disrupting node: %s/%s: %s", c.Method.Reason(), c.Decision, c.Explanation))
 		return nil
 	})
@@ -392,6 +411,36 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 	log.FromContext(ctx).Info("deleted disrupted nodeclaim(s)", "candidates", c.candidates, "reason", c.Method.Reason(), "decision", c.Decision)
 	q.remove(c)
 	return nil
+}
+
+// boundDrain sets the NodeClaim's termination timestamp to now plus bound,
+// unless one already set is sooner: the drain of a repaired node waits for
+// blocking pods no longer than its repair policy allows (0: not at all).
+func (q *Queue) boundDrain(ctx context.Context, nc *v1.NodeClaim, bound time.Duration) error {
+	deadline := q.clock.Now().Add(bound).UTC().Truncate(time.Second)
+	return retry.RetryOnConflict(retry.DefaultBackoff, func() error {
+		cur := &v1.NodeClaim{}
+		if err := q.kube.Get(ctx, types.NamespacedName{Name: nc.Name}, cur); err != nil {
+			return client.IgnoreNotFound(err)
+		}
+		if nc.UID != "" && cur.UID != nc.UID {
+			return nil
+		}
+		if v, ok := cur.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey]; ok {
+			if t, err := time.Parse(time.RFC3339, v); err == nil && !t.After(deadline) {
+				return nil
+			}
+		}
+		stored := cur.DeepCopy()
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[v1.NodeClaimTerminationTimestampAnnotationKey] = deadline.Format(time.RFC3339)
+		if err := q.kube.Patch(ctx, cur, client.MergeFromWithOptions(stored, client.MergeFromWithOptimisticLock{})); err != nil {
+			return fmt.Errorf("bounding the drain of nodeclaim %s: %w", nc.Name, err)
+		}
+		return nil
+	})
 }
 
 // fail switches the command to rolling back and starts doing so.

@@ -49,7 +49,7 @@ var Gates = []options.Gate{
 	{Name: FeatureNodeClassCEL, Missing: "EC2NodeClass kubelet settings take no CEL expressions"},
 	{Name: FeatureDRANVIDIAGPU, Missing: "no Dynamic Resource Allocation: the devices of the NVIDIA GPU driver are not simulated"},
 	{Name: FeatureDRAEFA, Missing: "no Dynamic Resource Allocation: the EFA devices of the dranet driver are not simulated"},
-	{Name: FeatureRebootForRepair, Missing: "there is no node repair, so no repair by reboot"},
+	{Name: FeatureRebootForRepair, Missing: "node repair does not reboot: nodes with reboot-clearable GPU faults are replaced"},
 }
 
 // Options are the AWS provider's settings.
