@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/catalog"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
@@ -82,6 +83,9 @@ func Node(ctx context.Context, snap *snapshot.Snapshot, name string) (string, er
 			fmt.Fprintf(&b, "  not a candidate: %s\n", notWanted(sn, np, pods))
 		}
 	}
+	if kept := p.Cluster.BufferPods(sn); len(kept) > 0 {
+		fmt.Fprintf(&b, "  it keeps room for %s: disruption counts that room as taken, like pods of the node\n", bufferChunks(kept))
+	}
 	if sn.NodeClaim != nil {
 		if c := sn.NodeClaim.StatusConditions().Get(conditionDisruptionBlocked); c != nil && c.IsTrue() {
 			fmt.Fprintf(&b, "  the controller's last pass said (DisruptionBlocked, %s): %s\n", c.Reason, c.Message)
@@ -95,6 +99,27 @@ func Node(ctx context.Context, snap *snapshot.Snapshot, name string) (string, er
 	}
 	instanceTypeChoice(&b, sn, np, its)
 	return b.String(), nil
+}
+
+// bufferChunks names the CapacityBuffers whose chunks are kept on a node:
+// "2 chunks of CapacityBuffer default/spare".
+func bufferChunks(pods []*corev1.Pod) string {
+	count := map[string]int{}
+	var names []string
+	for _, pod := range pods {
+		if key, ok := capacitybuffer.Of(pod); ok {
+			if count[key.String()] == 0 {
+				names = append(names, key.String())
+			}
+			count[key.String()]++
+		}
+	}
+	sort.Strings(names)
+	parts := make([]string, len(names))
+	for i, n := range names {
+		parts[i] = fmt.Sprintf("%d chunk(s) of CapacityBuffer %s", count[n], n)
+	}
+	return strings.Join(parts, ", ")
 }
 
 func orNone(s string) string {

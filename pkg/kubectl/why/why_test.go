@@ -7,7 +7,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
+	autoscalingv1beta1 "github.com/karpenter-go/karpenter/pkg/apis/autoscaling/v1beta1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/internal/plantest"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/why"
@@ -103,4 +106,25 @@ func TestWhyNodeInstanceTypeOverTheNextCheapest(t *testing.T) {
 	}
 	t.Log("\n" + out)
 	expectContains(t, out, "it is the cheapest of nodepool default's types that fit", "cheaper c-8x-amd64-linux", "too small", "lacks cpu", "next cheapest that fits: ")
+}
+
+// A node keeping a CapacityBuffer's room (a buffer the controller resolved)
+// says so, naming the buffer.
+func TestWhyNodeNamesTheBufferItKeepsRoomFor(t *testing.T) {
+	s := plantest.Base(t, nodePool)
+	n, nc := plantest.Node(t, "roomy", "c-4x-amd64-linux")
+	chunk := plantest.PendingPod("chunk", "1")
+	pt := &corev1.PodTemplate{ObjectMeta: metav1.ObjectMeta{Name: "chunk", Namespace: "default"}, Template: corev1.PodTemplateSpec{Spec: chunk.Spec}}
+	b := &autoscalingv1beta1.CapacityBuffer{ObjectMeta: metav1.ObjectMeta{Name: "spare", Namespace: "default", UID: "uid-spare"},
+		Spec:   autoscalingv1beta1.CapacityBufferSpec{PodTemplateRef: &autoscalingv1beta1.LocalObjectRef{Name: "chunk"}, Replicas: ptr.To[int32](2)},
+		Status: autoscalingv1beta1.CapacityBufferStatus{Conditions: []metav1.Condition{{Type: autoscalingv1beta1.ConditionReadyForProvisioning, Status: metav1.ConditionTrue, Reason: "Resolved"}}}}
+	if err := s.Add(n, nc, pt, b); err != nil {
+		t.Fatal(err)
+	}
+	out, err := why.Node(context.Background(), s, "roomy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
+	expectContains(t, out, "it keeps room for 2 chunk(s) of CapacityBuffer default/spare")
 }
