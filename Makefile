@@ -6,6 +6,8 @@ K8S_VERSION ?= v1.37.2
 # make run CLOUD_PROVIDER=aws: the demo on the AWS emulator; DEMO_EXIT=1: exit after the scale-down (0 = success)
 CLOUD_PROVIDER ?= kwok
 DEMO_EXIT ?=
+# make run DEMO_RUNTIME=binary: run the controller binary as the pod's process instead of the image under runc
+DEMO_RUNTIME ?=
 BIN := $(CURDIR)/bin
 CLUSTER := $(BIN)/cluster
 CLUSTER_SRC := $(shell find hack/cluster/cmd hack/cluster/internal -name '*.go') hack/cluster/go.mod
@@ -44,9 +46,9 @@ cluster: cluster-bins
 cluster-down: $(CLUSTER)
 	@$(CLUSTER) down --state-dir $(CURDIR)/.local
 
-## run: the main job — local cluster, Karpenter started as our chart's Deployment runs it (helm template: its env, args, ServiceAccount and RBAC) on KWOK (or CLOUD_PROVIDER=aws: on the AWS emulator), demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything (DEMO_EXIT=1: exit after the scale-down, 0 = success)
+## run: the main job — local cluster, the controller image built from source, both charts installed with helm upgrade --install, the controller's pod run from the image under runc by the control node (or CLOUD_PROVIDER=aws: on the AWS emulator), demo Deployment scaled 0 → 50 → 0 with a live view; Ctrl-C stops everything (DEMO_EXIT=1: exit after the scale-down, 0 = success)
 run: cluster-bins helm kubectl-karpenter
-	@DEMO_EXIT=$(DEMO_EXIT) go run ./cmd/demo -cloud-provider=$(CLOUD_PROVIDER)
+	@DEMO_EXIT=$(DEMO_EXIT) DEMO_RUNTIME=$(DEMO_RUNTIME) go run ./cmd/demo -cloud-provider=$(CLOUD_PROVIDER)
 
 ## kubectl-karpenter: build the kubectl plugin (plan, why, top) into bin/kubectl-karpenter
 kubectl-karpenter:

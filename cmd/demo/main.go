@@ -1,10 +1,10 @@
 // Command demo is `make run`: it brings up the local cluster (etcd, kube-apiserver,
-// controller-manager, scheduler and KWOK), installs the CRDs, a default NodeClass and
-// NodePool, starts Karpenter the way the karpenter chart runs it (the chart rendered by
-// helm, its ServiceAccount and RBAC applied, the binary started with the rendered
-// Deployment's environment and args and the ServiceAccount's token), scales a demo Deployment 0 → 50 → 0 while printing a
-// live view, and then leaves the cluster running until Ctrl-C. Ctrl-C at any point
-// stops Karpenter and the cluster.
+// controller-manager, scheduler and KWOK), builds the controller image from source,
+// installs both charts with `helm upgrade --install` as users do (the control node's
+// kubelet runs the controller's pod from the image under runc; see controller.go),
+// creates a default NodeClass and NodePool, scales a demo Deployment 0 → 50 → 0 while
+// printing a live view, and then leaves the cluster running until Ctrl-C. Ctrl-C at
+// any point stops Karpenter and the cluster.
 //
 // -cloud-provider (CLOUD_PROVIDER, `make run CLOUD_PROVIDER=aws`) picks the path:
 // kwok (a KWOKNodeClass; KWOK fakes instances and nodes) or aws (the AWS emulator runs
@@ -37,7 +37,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/operator"
-	"github.com/karpenter-go/karpenter/pkg/test/chartrun"
+	"github.com/karpenter-go/karpenter/pkg/test/controllernode"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
@@ -49,10 +49,11 @@ func main() {
 	cloudProvider := flag.String("cloud-provider", envOr("CLOUD_PROVIDER", "kwok"), "kwok or aws (env CLOUD_PROVIDER)")
 	stateDir := flag.String("state-dir", "", "where the local cluster keeps its state (default <repo>/.local)")
 	budget := flag.String("budget", "", "the NodePool's disruption budget nodes (default upstream's 10%)")
+	runtime := flag.String("runtime", envOr("DEMO_RUNTIME", "auto"), "how the control node runs the controller's pod: runc (the image, under Debian's runc; needs root), binary (the controller binary as a process), auto: runc where it can (env DEMO_RUNTIME)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	cfg := config{replicas: int32(*replicas), maxCPU: *maxCPU, delay: *delay, exitAfter: *exitAfter, provider: *cloudProvider, stateDir: *stateDir, budget: *budget}
+	cfg := config{replicas: int32(*replicas), maxCPU: *maxCPU, delay: *delay, exitAfter: *exitAfter, provider: *cloudProvider, stateDir: *stateDir, budget: *budget, runtime: *runtime}
 	// Ctrl-C is a normal end of the interactive demo; with -exit it means the demo did
 	// not get to prove the scale-up and scale-down, so it fails.
 	if err := run(ctx, cfg); err != nil && (cfg.exitAfter || !errors.Is(err, context.Canceled)) {
@@ -69,6 +70,7 @@ type config struct {
 	provider  string
 	stateDir  string
 	budget    string
+	runtime   string
 }
 
 func envBool(k string) bool {
@@ -88,7 +90,10 @@ type demo struct {
 	root, state string
 	client      client.Client
 	kubeconfig  string
-	karpenter   *kit.Process
+	node        *controllernode.Node // the control node, whose kubelet runs the controller's pod
+	pod         string               // the controller's leading pod
+	logPath     string               // its log
+	metricsPort int                  // the local port of its metrics endpoint
 	cluster     *exec.Cmd
 	clusterDone chan error
 	tty         bool
@@ -117,14 +122,11 @@ func run(ctx context.Context, cfg config) (err error) {
 	if err := d.startCluster(ctx); err != nil {
 		return err
 	}
-	step("installing CRDs")
-	if err := kit.InstallCRDs(ctx, d.client); err != nil {
-		return err
-	}
-	// The chart's values for this cluster: one replica (one process), the
-	// provider, and on aws what an EKS install sets (cluster name,
-	// interruption queue) plus the endpoint EKS would report.
-	values := []string{"--set", "replicas=1", "--set", "cloudProvider=" + cfg.provider, "--set", "settings.clusterName=demo"}
+	// The chart's values for this cluster: one replica and no zone spread
+	// (the cluster has one control node, without a zone), the provider, and
+	// on aws what an EKS install sets (cluster name, interruption queue)
+	// plus the endpoint EKS would report.
+	values := []string{"--set", "replicas=1", "--set-json", "topologySpreadConstraints=[]", "--set", "cloudProvider=" + cfg.provider, "--set", "settings.clusterName=demo"}
 	var outside []string // what the environment gives the pod outside the chart
 	if cfg.provider == "aws" {
 		step(fmt.Sprintf("starting the AWS emulator (instances boot in %s and join as Nodes from their user data; interruption queue %s)", delay, awsQueue))
@@ -132,28 +134,11 @@ func run(ctx context.Context, cfg config) (err error) {
 			return err
 		}
 		fmt.Printf("    endpoint %s, cluster %s\n", d.emulator.Endpoint(), awsClusterName)
-		values = []string{"--set", "replicas=1", "--set", "cloudProvider=aws", "--set", "settings.clusterName=" + awsClusterName,
+		values = []string{"--set", "replicas=1", "--set-json", "topologySpreadConstraints=[]", "--set", "cloudProvider=aws", "--set", "settings.clusterName=" + awsClusterName,
 			"--set", "settings.interruptionQueue=" + awsQueue, "--set", "settings.clusterEndpoint=" + d.emulator.Cluster().Endpoint}
 	}
-	step(fmt.Sprintf("rendering charts/karpenter with helm (helm template karpenter charts/karpenter --namespace %s %s) and applying its ServiceAccount and RBAC", chartNamespace, strings.Join(values, " ")))
-	deploy, err := chartrun.Install(ctx, d.client, "karpenter", chartNamespace, values...)
-	if err != nil {
-		return err
-	}
-	bin := filepath.Join(root, "bin", "karpenter")
-	step("building bin/karpenter and starting it as pod " + chartNamespace + "/" + demoPod + " of the rendered Deployment: the container's environment and args as a kubelet resolves them, a token of ServiceAccount " +
-		chartNamespace + "/" + deploy.Spec.Template.Spec.ServiceAccountName + " (the chart's RBAC, nothing more); no kubelet runs the image here, this process stands in for the pod")
-	if len(outside) > 0 {
-		fmt.Println("    from outside the chart (what IRSA or Pod Identity and the VPC endpoint give a pod on EKS): AWS_ENDPOINT_URL, AWS_REGION and static credentials of the emulator")
-	}
-	if err := kit.Build(root, bin); err != nil {
-		return err
-	}
-	if d.karpenter, err = chartrun.Start(ctx, d.client, d.kubeconfig, d.state, bin, deploy, demoPod, outside...); err != nil {
-		return err
-	}
-	fmt.Println("    log: " + rel(root, d.karpenter.LogPath))
-	if err := d.karpenter.Ready(ctx, 2*time.Minute); err != nil {
+	mode, why := runtimeMode(cfg.runtime)
+	if err := d.startController(ctx, cfg.provider, mode, why, values, outside); err != nil {
 		return err
 	}
 	if cfg.provider == "aws" {
@@ -240,7 +225,7 @@ Ask Karpenter before you act (make kubectl-karpenter; never writes to the cluste
   %[4]s top                                   # the fleet and its cost, live
 Karpenter log: %[5]s   metrics: http://127.0.0.1:%[6]d/metrics
 Ctrl-C stops Karpenter and the cluster.
-`, d.kubeconfig, kubectl, kubectl, plugin, rel(d.root, d.karpenter.LogPath), d.karpenter.MetricsPort)
+`, d.kubeconfig, kubectl, kubectl, plugin, rel(d.root, d.logPath), d.metricsPort)
 	if exitAfter {
 		if !nodesGone {
 			return fmt.Errorf("scale-down incomplete: %d node(s) left", c.Nodes)
@@ -256,13 +241,6 @@ Ctrl-C stops Karpenter and the cluster.
 		return fmt.Errorf("local cluster exited: %v", err)
 	}
 }
-
-// The chart's release namespace (upstream's getting-started guide installs
-// into kube-system) and the name of the pod the demo's process stands for.
-const (
-	chartNamespace = "kube-system"
-	demoPod        = "karpenter-0"
-)
 
 var demoStart = time.Now()
 
@@ -335,10 +313,8 @@ func (d *demo) startCluster(ctx context.Context) error {
 // shutdown stops Karpenter first (so it does not react to the cluster going
 // away), then the cluster tool, which stops its own children.
 func (d *demo) shutdown() {
-	if d.karpenter != nil {
-		if err := d.karpenter.Stop(30 * time.Second); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
+	if d.node != nil {
+		d.node.Stop()
 	}
 	if d.emulator != nil {
 		_ = d.emulator.Close()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/karpenter-go/karpenter/pkg/test/controllernode"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 	"github.com/karpenter-go/karpenter/test/conformance"
@@ -153,7 +154,7 @@ type worker struct {
 	karpenter   string
 	upstreamDir string
 	c           *localcluster.Cluster
-	node        *conformance.ControllerNode
+	node        *controllernode.Node
 }
 
 func (w *worker) up(t *testing.T) {
@@ -175,7 +176,7 @@ func (w *worker) up(t *testing.T) {
 	if err := kit.InstallCRDs(ctx, w.c.Client); err != nil {
 		t.Fatal(err)
 	}
-	w.node = &conformance.ControllerNode{
+	w.node = &controllernode.Node{
 		Name: "karpenter-control-plane", Client: w.c.Client, KubeClient: w.c.KubeClient, AdminKubeconfig: w.c.Kubeconfig,
 		Binary: w.karpenter, Dir: filepath.Join(w.c.StateDir, "controller-node"), Logf: t.Logf,
 		ServePodPorts: *suite == "performance",

@@ -12,12 +12,14 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/karpenter-go/karpenter/hack/image/imagebuild"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/test/controllernode"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 	"github.com/karpenter-go/karpenter/pkg/test/localcluster"
 	"github.com/karpenter-go/karpenter/test/conformance"
@@ -33,7 +35,7 @@ import (
 // node once the pod is gone.
 func TestControllerImageRunsUnderRunc(t *testing.T) {
 	if _, err := exec.LookPath("runc"); err != nil {
-		t.Fatalf("%s (%v)", conformance.RuncMissing, err)
+		t.Fatalf("%s (%v)", controllernode.RuncMissing, err)
 	}
 	root, err := kit.RepoRoot()
 	if err != nil {
@@ -51,7 +53,7 @@ func TestControllerImageRunsUnderRunc(t *testing.T) {
 	if err := kit.InstallCRDs(ctx, c.Client); err != nil {
 		t.Fatal(err)
 	}
-	node := &conformance.ControllerNode{
+	node := &controllernode.Node{
 		Name: "karpenter-control-plane", Client: c.Client, KubeClient: c.KubeClient, AdminKubeconfig: c.Kubeconfig,
 		Image: img.Layout, Dir: filepath.Join(c.StateDir, "controller-node"), Logf: t.Logf,
 	}
@@ -168,13 +170,39 @@ func TestControllerImageRunsUnderRunc(t *testing.T) {
 	if err != nil {
 		t.Fatalf("node %s was not terminated after its pod went: %v", launched, err)
 	}
-	t.Logf("node %s terminated; whole test %s", launched, time.Since(start).Round(time.Millisecond))
+	t.Logf("node %s terminated", launched)
+
+	// A pod asking for an image the node does not hold (another digest)
+	// does not start: its container waits with the kubelet's reason.
+	other := pod.DeepCopy()
+	other.ObjectMeta = metav1.ObjectMeta{Namespace: pod.Namespace, Name: "karpenter-other-image"}
+	other.Spec.NodeName = node.Name
+	other.Spec.Containers[0].Image = "ghcr.io/karpenter-go/karpenter/controller:" + img.Version + "@sha256:" + strings.Repeat("0", 64)
+	other.Status = corev1.PodStatus{}
+	if err := c.Client.Create(ctx, other); err != nil {
+		t.Fatal(err)
+	}
+	var waiting *corev1.ContainerStateWaiting
+	err = wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(other), other); err != nil || len(other.Status.ContainerStatuses) == 0 {
+			return false, nil
+		}
+		waiting = other.Status.ContainerStatuses[0].State.Waiting
+		return waiting != nil, nil
+	})
+	if err != nil || waiting.Reason != "ErrImageNeverPull" || !strings.Contains(waiting.Message, img.Index.String()) {
+		t.Fatalf("a pod of another image: waiting %+v (%v), want ErrImageNeverPull naming the node's image %s", waiting, err, img.Index)
+	}
+	if id, _ := node.PodContainer(other.Namespace, other.Name); id != "" {
+		t.Errorf("the node runs container %s for an image it does not hold", id)
+	}
+	t.Logf("whole test %s", time.Since(start).Round(time.Millisecond))
 }
 
 // checkContainerProcess reads the container's process from the host: the
 // image's entrypoint, user and group 65532, no capabilities, no new
 // privileges, a read-only root and the projected ServiceAccount files.
-func checkContainerProcess(t *testing.T, node *conformance.ControllerNode, id string) {
+func checkContainerProcess(t *testing.T, node *controllernode.Node, id string) {
 	t.Helper()
 	pid, err := node.ContainerPID(id)
 	if err != nil {
@@ -219,7 +247,7 @@ func checkContainerProcess(t *testing.T, node *conformance.ControllerNode, id st
 		switch f[4] {
 		case "/":
 			rootRO = strings.Contains(opts, ",ro,")
-		case conformance.ServiceAccountDir:
+		case controllernode.ServiceAccountDir:
 			tokenMounted = strings.Contains(opts, ",ro,")
 		}
 	}
@@ -227,11 +255,11 @@ func checkContainerProcess(t *testing.T, node *conformance.ControllerNode, id st
 		t.Errorf("the container's root filesystem is not read-only")
 	}
 	if !tokenMounted {
-		t.Errorf("%s is not mounted read-only in the container", conformance.ServiceAccountDir)
+		t.Errorf("%s is not mounted read-only in the container", controllernode.ServiceAccountDir)
 	}
 	for _, f := range []string{"token", "ca.crt", "namespace"} {
-		if fi, err := os.Stat(fmt.Sprintf("/proc/%d/root%s/%s", pid, conformance.ServiceAccountDir, f)); err != nil || fi.Size() == 0 {
-			t.Errorf("%s/%s in the container: %v", conformance.ServiceAccountDir, f, err)
+		if fi, err := os.Stat(fmt.Sprintf("/proc/%d/root%s/%s", pid, controllernode.ServiceAccountDir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s/%s in the container: %v", controllernode.ServiceAccountDir, f, err)
 		}
 	}
 }

@@ -40,9 +40,12 @@ func runDemo(t *testing.T, provider string, extraArgs ...string) (string, error)
 	cmd.WaitDelay = time.Minute
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		if log, rerr := os.ReadFile(filepath.Join(state, "karpenter-0.log")); rerr == nil {
-			lines := strings.Split(string(log), "\n")
-			t.Logf("last lines of karpenter.log:\n%s", strings.Join(lines[max(0, len(lines)-40):], "\n"))
+		logs, _ := filepath.Glob(filepath.Join(state, "controller-node", "*.log"))
+		for _, f := range logs {
+			if log, rerr := os.ReadFile(f); rerr == nil {
+				lines := strings.Split(string(log), "\n")
+				t.Logf("last lines of %s:\n%s", filepath.Base(f), strings.Join(lines[max(0, len(lines)-40):], "\n"))
+			}
 		}
 	}
 	return string(out), err
@@ -55,9 +58,7 @@ func TestDemoExitKWOK(t *testing.T) {
 	if err != nil || !strings.Contains(out, "DEMO_EXIT: scale-up and scale-down succeeded") {
 		t.Fatalf("demo (kwok, DEMO_EXIT=1): %v\n%s", err, out)
 	}
-	if !strings.Contains(out, "helm template karpenter charts/karpenter") || !strings.Contains(out, "of the rendered Deployment") {
-		t.Errorf("the demo did not say it runs Karpenter from the rendered chart:\n%s", out)
-	}
+	checkInstalledThroughChartsAndImage(t, out)
 	t.Logf("make run DEMO_EXIT=1 (kwok, 3 replicas) took %s", time.Since(start).Round(time.Second))
 }
 
@@ -71,10 +72,29 @@ func TestDemoExitAWS(t *testing.T) {
 	if err != nil || !strings.Contains(out, "DEMO_EXIT: scale-up and scale-down succeeded") || !strings.Contains(out, "EC2NodeClass default") {
 		t.Fatalf("demo (aws, DEMO_EXIT=1): %v\n%s", err, out)
 	}
+	checkInstalledThroughChartsAndImage(t, out)
 	if !strings.Contains(out, "--set cloudProvider=aws --set settings.clusterName=karpenter-demo --set settings.interruptionQueue=karpenter-demo") {
 		t.Errorf("the demo did not render the chart with the aws provider, cluster name and interruption queue:\n%s", out)
 	}
 	t.Logf("make run CLOUD_PROVIDER=aws DEMO_EXIT=1 (3 replicas) took %s", time.Since(start).Round(time.Second))
+}
+
+// checkInstalledThroughChartsAndImage: make run installs both charts with
+// helm upgrade --install, the chart's image pinned to the digest of the image
+// built from source, and the controller's pod leads from a runc container
+// (CI installs Debian's runc and runs as root, so auto picks runc).
+func checkInstalledThroughChartsAndImage(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{
+		"helm upgrade --install karpenter-crd charts/karpenter-crd",
+		"helm upgrade --install karpenter charts/karpenter",
+		"--set controller.image.digest=sha256:",
+		"leads: runc container ",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("the demo output lacks %q:\n%s", want, out)
+		}
+	}
 }
 
 func TestDemoExitNonZeroOnBadProvider(t *testing.T) {

@@ -136,7 +136,9 @@ func ChartAppVersion(root string) (string, error) {
 // Result of a build.
 type Result struct {
 	Layout string
-	Index  v1.Hash
+	// Version names the index in the layout (its tag when pushed).
+	Version string
+	Index   v1.Hash
 	// Images are the platform images' digests by architecture.
 	Images map[string]v1.Hash
 	// SBOMs are the SPDX documents by architecture (files next to the layout).
@@ -159,7 +161,7 @@ func Build(opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Layout: opts.Out, Images: map[string]v1.Hash{}, SBOMs: map[string]string{}}
+	res := &Result{Layout: opts.Out, Version: opts.Version, Images: map[string]v1.Hash{}, SBOMs: map[string]string{}}
 	idx := mutate.IndexMediaType(empty.Index, types.OCIImageIndex)
 	var sboms []v1.Image
 	for _, arch := range opts.Arches {

@@ -73,7 +73,7 @@ func Open(dir string) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Layout: dir, Index: desc.Digest, Images: map[string]v1.Hash{}, SBOMs: map[string]string{}}
+	res := &Result{Layout: dir, Version: desc.Annotations[RefName], Index: desc.Digest, Images: map[string]v1.Hash{}, SBOMs: map[string]string{}}
 	im, err := idx.IndexManifest()
 	if err != nil {
 		return nil, err

@@ -350,7 +350,8 @@ type Counts struct {
 	CostPerHour float64
 }
 
-// Count lists pods in namespace (all when ""), NodeClaims and nodes.
+// Count lists pods in namespace (all when ""), NodeClaims and the fleet's
+// nodes (control-plane nodes, where the controller runs, are not counted).
 func Count(ctx context.Context, c client.Client, namespace string) (*Counts, error) {
 	out := &Counts{NodeClaims: map[string]int{}, NodesByType: map[string]int{}}
 	pods := &corev1.PodList{}
@@ -382,6 +383,9 @@ func Count(ctx context.Context, c client.Client, namespace string) (*Counts, err
 		return nil, err
 	}
 	for _, n := range nodes.Items {
+		if _, control := n.Labels["node-role.kubernetes.io/control-plane"]; control {
+			continue // the cluster's own node (the controller's), not the fleet
+		}
 		out.Nodes++
 		for _, cond := range n.Status.Conditions {
 			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {

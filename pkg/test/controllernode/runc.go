@@ -1,4 +1,4 @@
-package conformance
+package controllernode
 
 import (
 	"context"
@@ -32,7 +32,7 @@ const RuncMissing = "runc is not installed: install Debian's runc (apt-get insta
 // runcImage prepares the node's image: the runc binary, and the host
 // platform's root filesystem unpacked once from the OCI layout (read-only to
 // every container, as the chart asks).
-func (n *ControllerNode) runcImage() error {
+func (n *Node) runcImage() error {
 	if n.Image == "" || n.rootfs != "" {
 		return nil
 	}
@@ -45,12 +45,39 @@ func (n *ControllerNode) runcImage() error {
 	if err := os.RemoveAll(rootfs); err != nil {
 		return err
 	}
+	img, err := imagebuild.Open(n.Image)
+	if err != nil {
+		return fmt.Errorf("reading image layout %s: %w", n.Image, err)
+	}
 	cf, err := imagebuild.Unpack(n.Image, imagebuild.HostArch(), rootfs)
 	if err != nil {
 		return fmt.Errorf("unpacking %s: %w", n.Image, err)
 	}
-	n.rootfs, n.imageConfig = rootfs, cf
+	n.rootfs, n.imageConfig, n.image = rootfs, cf, img
 	return nil
+}
+
+// errImageNotPresent is a pod's image that is not the node's: like a
+// kubelet with imagePullPolicy Never, the node does not start it and says
+// why in the container's status (ErrImageNeverPull).
+type errImageNotPresent struct{ msg string }
+
+func (e errImageNotPresent) Error() string { return e.msg }
+
+// checkImage accepts the container's image when it names the node's image:
+// by digest (the index's or the host platform's), or, without a digest, by
+// the version tag the layout carries (the chart's appVersion).
+func (n *Node) checkImage(image string) error {
+	name, digest, hasDigest := strings.Cut(image, "@")
+	if hasDigest {
+		if digest == n.image.Index.String() || digest == n.image.Images[imagebuild.HostArch()].String() {
+			return nil
+		}
+	} else if i := strings.LastIndex(name, ":"); i > strings.LastIndex(name, "/") && name[i+1:] == n.image.Version {
+		return nil
+	}
+	return errImageNotPresent{fmt.Sprintf("image %q is not present on node %s, which holds only %s (tag %s, index %s); set controller.image.digest to the index digest of `make image`",
+		image, n.Name, n.Image, n.image.Version, n.image.Index)}
 }
 
 // startContainer runs the pod's first container from the image under runc,
@@ -63,9 +90,12 @@ func (n *ControllerNode) runcImage() error {
 // shares the host's network namespace (hostNetwork): the in-cluster client
 // reaches the API server at KUBERNETES_SERVICE_HOST/PORT, the server's
 // address, and the health and metrics ports are free ports of this host.
-func (n *ControllerNode) startContainer(ctx context.Context, pp *podProcess) error {
+func (n *Node) startContainer(ctx context.Context, pp *podProcess) error {
 	pod := pp.pod
 	ctr := pod.Spec.Containers[0]
+	if err := n.checkImage(ctr.Image); err != nil {
+		return err
+	}
 	id := fmt.Sprintf("%s-%d", pod.Name, pp.restarts)
 	bundle := filepath.Join(n.Dir, "bundles", id)
 	if err := os.RemoveAll(bundle); err != nil {
@@ -100,6 +130,7 @@ func (n *ControllerNode) startContainer(ctx context.Context, pp *podProcess) err
 	env = append(append(append([]string{}, n.imageConfig.Config.Env...), env...),
 		"METRICS_PORT="+strconv.Itoa(metrics), "HEALTH_PROBE_PORT="+strconv.Itoa(health),
 		"KUBERNETES_SERVICE_HOST="+host, "KUBERNETES_SERVICE_PORT="+port)
+	env = append(env, n.ExtraEnv...)
 	args := append([]string{}, n.imageConfig.Config.Entrypoint...)
 	if len(ctr.Command) > 0 {
 		args = append([]string{}, ctr.Command...)
@@ -171,13 +202,13 @@ func (n *ControllerNode) startContainer(ctx context.Context, pp *podProcess) err
 }
 
 // runcCmd runs runc with its state under the node's directory.
-func (n *ControllerNode) runcCmd(args ...string) *exec.Cmd {
+func (n *Node) runcCmd(args ...string) *exec.Cmd {
 	return exec.Command(n.runc, append([]string{"--root", filepath.Join(n.Dir, "runc")}, args...)...)
 }
 
 // removeContainer deletes a container's runc state (killing what is left of
 // it): after its process stopped, or when the node stops.
-func (n *ControllerNode) removeContainer(pp *podProcess) {
+func (n *Node) removeContainer(pp *podProcess) {
 	if n.runc == "" || pp.container == "" {
 		return
 	}
@@ -185,7 +216,7 @@ func (n *ControllerNode) removeContainer(pp *podProcess) {
 }
 
 // apiServer is the host, port and CA of the API server in the admin kubeconfig.
-func (n *ControllerNode) apiServer() (string, string, []byte, error) {
+func (n *Node) apiServer() (string, string, []byte, error) {
 	cfg, err := clientcmd.LoadFromFile(n.AdminKubeconfig)
 	if err != nil {
 		return "", "", nil, err
@@ -214,7 +245,7 @@ func (n *ControllerNode) apiServer() (string, string, []byte, error) {
 
 // podToken is a token of the pod's ServiceAccount bound to the pod, as the
 // kubelet's projected token is.
-func (n *ControllerNode) podToken(ctx context.Context, pod *corev1.Pod) (string, error) {
+func (n *Node) podToken(ctx context.Context, pod *corev1.Pod) (string, error) {
 	sa := pod.Spec.ServiceAccountName
 	if sa == "" {
 		sa = "default"
@@ -240,7 +271,7 @@ func nonEmpty(s, def string) string {
 
 // PodContainer is the runc container ID and local port of each container
 // port of the node's pod ns/name ("" and nil when the node does not run it).
-func (n *ControllerNode) PodContainer(ns, name string) (string, map[int32]int) {
+func (n *Node) PodContainer(ns, name string) (string, map[int32]int) {
 	pp := n.lookup(ns, name)
 	if pp == nil {
 		return "", nil
@@ -255,7 +286,7 @@ func (n *ControllerNode) PodContainer(ns, name string) (string, map[int32]int) {
 }
 
 // ContainerPID is the host PID of a runc container's process.
-func (n *ControllerNode) ContainerPID(id string) (int, error) {
+func (n *Node) ContainerPID(id string) (int, error) {
 	out, err := n.runcCmd("state", id).Output()
 	if err != nil {
 		return 0, fmt.Errorf("runc state %s: %w", id, err)

@@ -1,4 +1,4 @@
-package conformance
+package controllernode
 
 import (
 	"bufio"
@@ -10,6 +10,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math/big"
@@ -17,6 +18,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -36,20 +38,22 @@ import (
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 
+	"github.com/karpenter-go/karpenter/hack/image/imagebuild"
 	"github.com/karpenter-go/karpenter/pkg/test/chartrun"
 	"github.com/karpenter-go/karpenter/pkg/test/kit"
 )
 
-// ControllerNode is a node of the local cluster whose kubelet is this
-// harness: the pods the scheduler binds to it (the controller Deployment's,
-// as upstream's chart runs them on a kind cluster's tainted control-plane
-// node) run as local processes of the controller binary, with the pod's
-// environment and its ServiceAccount's token. It reports them Running and
-// Ready, restarts a process that exits (counting restarts as a kubelet does),
-// stops it with the pod's grace period when the pod is deleted, and serves
-// the kubelet API the suites use through the API server: container logs and
-// port-forwarding (to the process's metrics and health ports).
-type ControllerNode struct {
+// Node is a node of the local cluster whose kubelet is this package: the
+// pods the scheduler binds to it (the controller Deployment's, as upstream's
+// chart runs them on a kind cluster's tainted control-plane node) run either
+// from the controller image under runc (Image) or as local processes of the
+// controller binary (Binary), with the pod's environment and its
+// ServiceAccount's token. It reports them Running and Ready, restarts a
+// container that exits (counting restarts as a kubelet does), stops it with
+// the pod's grace period when the pod is deleted, and serves the kubelet API
+// through the API server: container logs and port-forwarding (to the
+// container's metrics and health ports).
+type Node struct {
 	Name            string
 	Client          client.Client
 	KubeClient      kubernetes.Interface
@@ -61,7 +65,11 @@ type ControllerNode struct {
 	// runtime would (see startContainer), instead of running Binary.
 	Image string
 	Dir   string
-	Logf  func(format string, args ...any)
+	// ExtraEnv is added to every container's environment after its own, as
+	// an admission webhook would inject it (on EKS, IRSA's or Pod Identity's
+	// credentials): what the environment gives a pod outside its chart.
+	ExtraEnv []string
+	Logf     func(format string, args ...any)
 	// ServePodPorts serves the pods' container ports on the host's address
 	// (see podIP): the performance suite reads the controller's metrics
 	// through the API server's pod proxy. Off for the other suites, whose
@@ -81,6 +89,10 @@ type ControllerNode struct {
 	runc        string
 	rootfs      string
 	imageConfig *v1.ConfigFile
+	// image is what the node holds (the layout's index and platform
+	// digests, and the version it is named by), as images preloaded on a
+	// node: a pod asking for another image does not start.
+	image *imagebuild.Result
 }
 
 // podProcess is one pod's process (its container, restarted in place).
@@ -100,13 +112,13 @@ type podProcess struct {
 	container string
 }
 
-// ControllerNodeTaint keeps every other pod off the node, as the suites expect
+// Taint keeps every other pod off the node, as the suites expect
 // of a cluster's system nodes (their clean-cluster check fails on a node
 // without taints).
-var ControllerNodeTaint = corev1.Taint{Key: "CriticalAddonsOnly", Effect: corev1.TaintEffectNoSchedule}
+var Taint = corev1.Taint{Key: "CriticalAddonsOnly", Effect: corev1.TaintEffectNoSchedule}
 
 // Start registers the node, serves its kubelet API and runs its pods until Stop.
-func (n *ControllerNode) Start(ctx context.Context) error {
+func (n *Node) Start(ctx context.Context) error {
 	n.pods = map[types.UID]*podProcess{}
 	if err := os.MkdirAll(n.Dir, 0o755); err != nil {
 		return err
@@ -142,7 +154,7 @@ func (n *ControllerNode) Start(ctx context.Context) error {
 }
 
 // Stop stops the node's processes and its kubelet API.
-func (n *ControllerNode) Stop() {
+func (n *Node) Stop() {
 	if n.cancel != nil {
 		n.cancel()
 	}
@@ -159,13 +171,25 @@ func (n *ControllerNode) Stop() {
 	}
 }
 
+// PodLog is the log file of the node's pod ns/name ("" when the node does
+// not run it).
+func (n *Node) PodLog(ns, name string) string {
+	pp := n.lookup(ns, name)
+	if pp == nil {
+		return ""
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return pp.log
+}
+
 // Logs are every log file the node's processes wrote so far, oldest first.
-func (n *ControllerNode) Logs() []string {
+func (n *Node) Logs() []string {
 	files, _ := filepath.Glob(filepath.Join(n.Dir, "*.log"))
 	return files
 }
 
-func (n *ControllerNode) every(ctx context.Context, d time.Duration, f func(context.Context)) {
+func (n *Node) every(ctx context.Context, d time.Duration, f func(context.Context)) {
 	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
@@ -178,18 +202,18 @@ func (n *ControllerNode) every(ctx context.Context, d time.Duration, f func(cont
 	}
 }
 
-func (n *ControllerNode) register(ctx context.Context) error {
+func (n *Node) register(ctx context.Context) error {
 	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: map[string]string{
-		corev1.LabelHostname: n.Name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64",
+		corev1.LabelHostname: n.Name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: runtime.GOARCH,
 		"node-role.kubernetes.io/control-plane": "",
-	}}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{ControllerNodeTaint}}}
+	}}, Spec: corev1.NodeSpec{Taints: []corev1.Taint{Taint}}}
 	if err := n.Client.Create(ctx, node); err != nil {
 		return fmt.Errorf("registering node %s: %w", n.Name, err)
 	}
 	return retry.RetryOnConflict(retry.DefaultBackoff, func() error { return n.updateNodeStatus(ctx) })
 }
 
-func (n *ControllerNode) updateNodeStatus(ctx context.Context) error {
+func (n *Node) updateNodeStatus(ctx context.Context) error {
 	node := &corev1.Node{}
 	if err := n.Client.Get(ctx, types.NamespacedName{Name: n.Name}, node); err != nil {
 		return err
@@ -202,17 +226,17 @@ func (n *ControllerNode) updateNodeStatus(ctx context.Context) error {
 	node.Status.Capacity, node.Status.Allocatable = capacity, capacity
 	node.Status.Addresses = []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: "127.0.0.1"}}
 	node.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(n.port)
-	node.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: "amd64", KubeletVersion: "conformance-harness"}
+	node.Status.NodeInfo = corev1.NodeSystemInfo{OperatingSystem: "linux", Architecture: runtime.GOARCH, KubeletVersion: "controllernode"}
 	node.Status.Conditions = []corev1.NodeCondition{{
 		Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady",
-		Message: "the conformance harness runs this node's pods as local processes", LastHeartbeatTime: now, LastTransitionTime: now,
+		Message: "this node's kubelet runs its pods under runc or as local processes", LastHeartbeatTime: now, LastTransitionTime: now,
 	}}
 	return n.Client.Status().Update(ctx, node)
 }
 
 // heartbeat renews the node's Lease, which is what keeps the node lifecycle
 // controller from marking it unreachable and evicting the controller.
-func (n *ControllerNode) heartbeat(ctx context.Context) {
+func (n *Node) heartbeat(ctx context.Context) {
 	lease := &coordinationv1.Lease{}
 	key := types.NamespacedName{Namespace: corev1.NamespaceNodeLease, Name: n.Name}
 	now := metav1.NewMicroTime(time.Now())
@@ -228,7 +252,7 @@ func (n *ControllerNode) heartbeat(ctx context.Context) {
 	_ = n.Client.Update(ctx, lease)
 }
 
-func (n *ControllerNode) syncPods(ctx context.Context) {
+func (n *Node) syncPods(ctx context.Context) {
 	list, err := n.KubeClient.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
 	if err != nil {
 		return
@@ -250,7 +274,7 @@ func (n *ControllerNode) syncPods(ctx context.Context) {
 	}
 }
 
-func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
+func (n *Node) syncPod(ctx context.Context, pod *corev1.Pod) {
 	n.mu.Lock()
 	pp := n.pods[pod.UID]
 	n.mu.Unlock()
@@ -293,6 +317,11 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 	case pp == nil:
 		pp = &podProcess{pod: pod}
 		if err := n.startProcess(ctx, pp); err != nil {
+			var notPresent errImageNotPresent
+			if errors.As(err, &notPresent) {
+				n.imageNotPresent(ctx, pod, notPresent.msg)
+				return
+			}
 			n.Logf("controller node: starting pod %s/%s: %v", pod.Namespace, pod.Name, err)
 			return
 		}
@@ -324,6 +353,23 @@ func (n *ControllerNode) syncPod(ctx context.Context, pod *corev1.Pod) {
 	}
 }
 
+// imageNotPresent reports the pod's container Waiting with the kubelet's
+// reason for an image it will not pull (once: the status carries it).
+func (n *Node) imageNotPresent(ctx context.Context, pod *corev1.Pod, msg string) {
+	if len(pod.Status.ContainerStatuses) > 0 {
+		if w := pod.Status.ContainerStatuses[0].State.Waiting; w != nil && w.Reason == "ErrImageNeverPull" {
+			return
+		}
+	}
+	n.Logf("controller node: pod %s/%s: %s", pod.Namespace, pod.Name, msg)
+	cur := pod.DeepCopy()
+	cur.Status.Phase = corev1.PodPending
+	ctr := cur.Spec.Containers[0]
+	cur.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: ctr.Name, Image: ctr.Image,
+		State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ErrImageNeverPull", Message: msg}}}}
+	_, _ = n.KubeClient.CoreV1().Pods(pod.Namespace).UpdateStatus(ctx, cur, metav1.UpdateOptions{})
+}
+
 func containerRestarts(pod *corev1.Pod) int32 {
 	if len(pod.Status.ContainerStatuses) == 0 {
 		return -1
@@ -332,7 +378,7 @@ func containerRestarts(pod *corev1.Pod) int32 {
 }
 
 // finalDelete is the kubelet's last word on a pod: its containers are gone.
-func (n *ControllerNode) finalDelete(ctx context.Context, pod *corev1.Pod) {
+func (n *Node) finalDelete(ctx context.Context, pod *corev1.Pod) {
 	_ = n.KubeClient.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: ptr.To[int64](0), Preconditions: &metav1.Preconditions{UID: &pod.UID},
 	})
@@ -342,7 +388,7 @@ func (n *ControllerNode) finalDelete(ctx context.Context, pod *corev1.Pod) {
 // downward-API environment, its ServiceAccount's token, free local ports in
 // place of the metrics and health ports it declares. With an Image, the
 // container runs from it under runc (startContainer).
-func (n *ControllerNode) startProcess(ctx context.Context, pp *podProcess) error {
+func (n *Node) startProcess(ctx context.Context, pp *podProcess) error {
 	pod := pp.pod
 	if len(pod.Spec.Containers) == 0 {
 		return fmt.Errorf("no containers")
@@ -361,7 +407,7 @@ func (n *ControllerNode) startProcess(ctx context.Context, pp *podProcess) error
 	}
 	env, portVars := containerEnv(pod, ctr)
 	pp.log = filepath.Join(n.Dir, pod.Name+".log")
-	p, err := kit.Start(n.Binary, kubeconfig, pp.log, env...)
+	p, err := kit.Start(n.Binary, kubeconfig, pp.log, append(env, n.ExtraEnv...)...)
 	if err != nil {
 		return err
 	}
@@ -392,7 +438,7 @@ func containerEnv(pod *corev1.Pod, ctr corev1.Container) ([]string, map[string]i
 	return chartrun.ContainerEnv(pod, ctr)
 }
 
-func (n *ControllerNode) updatePodStatus(ctx context.Context, pod *corev1.Pod, pp *podProcess, ready bool) error {
+func (n *Node) updatePodStatus(ctx context.Context, pod *corev1.Pod, pp *podProcess, ready bool) error {
 	cur, err := n.KubeClient.CoreV1().Pods(pod.Namespace).Get(ctx, pod.Name, metav1.GetOptions{})
 	if err != nil {
 		return err
@@ -445,7 +491,7 @@ func (n *ControllerNode) updatePodStatus(ctx context.Context, pod *corev1.Pod, p
 // kube-system, on this node, with the process's command line, so that what
 // looks for the component by its pod (upstream's suites read the scheduler's
 // arguments that way) finds it as on a kubeadm or kind cluster.
-func (n *ControllerNode) MirrorPod(ctx context.Context, component string, argv []string) error {
+func (n *Node) MirrorPod(ctx context.Context, component string, argv []string) error {
 	pod := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: metav1.NamespaceSystem, Name: component + "-" + n.Name,
@@ -481,7 +527,7 @@ func podIP() string {
 // process's own port, as a pod network would. A port another pod of this
 // host holds (during a rollout, or another cluster's controller) is tried
 // again on the next sync.
-func (n *ControllerNode) listen(pp *podProcess) {
+func (n *Node) listen(pp *podProcess) {
 	if pp.listeners == nil {
 		pp.listeners = map[int32]net.Listener{}
 	}
@@ -542,7 +588,7 @@ func proxyTCP(in net.Conn, local int) {
 	<-done
 }
 
-func (n *ControllerNode) lookup(ns, name string) *podProcess {
+func (n *Node) lookup(ns, name string) *podProcess {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for _, pp := range n.pods {
@@ -555,7 +601,7 @@ func (n *ControllerNode) lookup(ns, name string) *podProcess {
 
 // containerLogs serves a process's log, from sinceTime when asked (the
 // controller logs JSON lines with a "time" field).
-func (n *ControllerNode) containerLogs(w http.ResponseWriter, r *http.Request) {
+func (n *Node) containerLogs(w http.ResponseWriter, r *http.Request) {
 	pp := n.lookup(r.PathValue("ns"), r.PathValue("pod"))
 	if pp == nil {
 		http.Error(w, "pod not found on this node", http.StatusNotFound)
@@ -592,7 +638,7 @@ func (n *ControllerNode) containerLogs(w http.ResponseWriter, r *http.Request) {
 // (portforward.k8s.io): each forwarded connection is a pair of streams, error
 // and data, sharing a requestID; the data stream is copied both ways to the
 // process's local port for the pod port asked.
-func (n *ControllerNode) portForward(w http.ResponseWriter, r *http.Request) {
+func (n *Node) portForward(w http.ResponseWriter, r *http.Request) {
 	pp := n.lookup(r.PathValue("ns"), r.PathValue("pod"))
 	if pp == nil {
 		http.Error(w, "pod not found on this node", http.StatusNotFound)
