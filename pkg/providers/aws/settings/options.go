@@ -152,6 +152,9 @@ func (o *Options) SettingWarnings() []string {
 	if o.EnableZonalShift {
 		out = append(out, "enable-zonal-shift (ENABLE_ZONAL_SHIFT) is true but not implemented yet: zones under an ARC zonal shift are still launched into")
 	}
+	if o.VMMemoryOverheadPercent >= 1 {
+		out = append(out, fmt.Sprintf("vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) is %v, a fraction of 1 or more: every instance type's estimated memory is zero or less until its nodes register and report theirs, so no pod requesting memory fits a type never launched (0.075 is the default)", o.VMMemoryOverheadPercent))
+	}
 	return out
 }
 
@@ -168,8 +171,10 @@ func (o *Options) Validate() error {
 	if strings.TrimSpace(o.ClusterName) == "" {
 		errs = append(errs, errors.New("cluster-name (CLUSTER_NAME) is required for the aws cloud provider"))
 	}
-	if o.VMMemoryOverheadPercent < 0 || o.VMMemoryOverheadPercent >= 1 {
-		errs = append(errs, fmt.Errorf("vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) %v: must be a fraction in [0, 1), e.g. 0.075", o.VMMemoryOverheadPercent))
+	// Upstream refuses only negative values; 1 or more is accepted (and
+	// warned about in SettingWarnings).
+	if o.VMMemoryOverheadPercent < 0 {
+		errs = append(errs, fmt.Errorf("vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) %v: must not be negative; a fraction such as 0.075", o.VMMemoryOverheadPercent))
 	}
 	if o.ReservedENIs < 0 {
 		errs = append(errs, fmt.Errorf("reserved-enis (RESERVED_ENIS) %d: must not be negative", o.ReservedENIs))

@@ -88,8 +88,8 @@ func TestValidationNamesTheSetting(t *testing.T) {
 		{"cluster name missing", nil, nil, []string{"cluster-name (CLUSTER_NAME) is required"}},
 		{"bad env values", map[string]string{"CLUSTER_NAME": "c", "RESERVED_ENIS": "two", "ISOLATED_VPC": "yes please", "AMI_REFRESH_INTERVAL": "soon", "VM_MEMORY_OVERHEAD_PERCENT": "x"}, nil,
 			[]string{`RESERVED_ENIS="two" is not an integer`, `ISOLATED_VPC="yes please" is not a boolean`, `AMI_REFRESH_INTERVAL="soon" is not a duration`, `VM_MEMORY_OVERHEAD_PERCENT="x" is not a number`}},
-		{"out of range", map[string]string{"CLUSTER_NAME": "c"}, []string{"--vm-memory-overhead-percent=1.5", "--reserved-enis=-1", "--subnet-refresh-interval=0s", "--ami-refresh-interval=-1m"},
-			[]string{"vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) 1.5", "reserved-enis (RESERVED_ENIS) -1", "subnet-refresh-interval (SUBNET_REFRESH_INTERVAL) 0s", "ami-refresh-interval (AMI_REFRESH_INTERVAL) -1m0s"}},
+		{"out of range", map[string]string{"CLUSTER_NAME": "c"}, []string{"--vm-memory-overhead-percent=-0.5", "--reserved-enis=-1", "--subnet-refresh-interval=0s", "--ami-refresh-interval=-1m"},
+			[]string{"vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) -0.5", "reserved-enis (RESERVED_ENIS) -1", "subnet-refresh-interval (SUBNET_REFRESH_INTERVAL) 0s", "ami-refresh-interval (AMI_REFRESH_INTERVAL) -1m0s"}},
 		{"endpoint not a URL", map[string]string{"CLUSTER_NAME": "c", "CLUSTER_ENDPOINT": "example.com"}, nil, []string{`cluster-endpoint (CLUSTER_ENDPOINT) "example.com"`}},
 	}
 	for _, c := range cases {
@@ -140,5 +140,22 @@ func TestLoadAWSConfigNeedsARegion(t *testing.T) {
 	cfg, err := LoadAWSConfig(context.Background())
 	if err != nil || cfg.Region != "eu-west-1" {
 		t.Fatalf("cfg.Region = %q, err = %v", cfg.Region, err)
+	}
+}
+
+// Upstream accepts a VM_MEMORY_OVERHEAD_PERCENT of 1 or more (it refuses only
+// negative values); so does this controller, with a start-up warning naming
+// the setting.
+func TestVMMemoryOverheadOfOneOrMoreIsAcceptedWithAWarning(t *testing.T) {
+	o, err := parse(t, []string{"--vm-memory-overhead-percent=1.5"}, env(map[string]string{"CLUSTER_NAME": "c"}))
+	if err != nil {
+		t.Fatalf("1.5 refused: %v", err)
+	}
+	w := strings.Join(o.SettingWarnings(), "\n")
+	if !strings.Contains(w, "vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) is 1.5") {
+		t.Errorf("no warning names the setting: %q", w)
+	}
+	if o, err = parse(t, nil, env(map[string]string{"CLUSTER_NAME": "c"})); err != nil || len(o.SettingWarnings()) != 0 {
+		t.Errorf("the default warns or fails: %v %v", o.SettingWarnings(), err)
 	}
 }
