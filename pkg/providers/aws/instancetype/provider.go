@@ -87,7 +87,7 @@ type resolution struct {
 	// list was built with these sequence numbers of the ICE cache, prices
 	// and discovered capacity.
 	iceSeq, priceSeq, discoveredSeq uint64
-	list             []*scheduling.InstanceType
+	list                            []*scheduling.InstanceType
 }
 
 type baseType struct {
