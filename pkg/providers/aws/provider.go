@@ -14,6 +14,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/instancetype/capacity"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
@@ -27,7 +28,8 @@ var NodeClassLabelKey = v1.NodeClassLabelKey(schema.GroupKind{Group: awsv1.Group
 
 // Provider builds the AWS bundle: the CloudProvider over the instance type
 // and price providers, the EC2NodeClass status controller, the price
-// refresher, the interruption controller (INTERRUPTION_QUEUE), the AWS
+// refresher, the interruption controller (INTERRUPTION_QUEUE), the
+// discovered-capacity controller, the AWS
 // well-known labels and the EC2NodeClass label.
 type Provider struct {
 	Options settings.Options
@@ -143,6 +145,8 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 			cloudprovider.Runnable(priceRefresh),
 			interruptionController(cfg, deps, opts, unavailable),
 			instanceStatusController(ec2api, deps, unavailable),
+			// Registered nodes' memory replaces the instance types' estimate.
+			capacity.NewController(deps.KubeClient, instanceTypes),
 		}, lifecycleControllers(deps, opts.ClusterName, instances)...),
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,

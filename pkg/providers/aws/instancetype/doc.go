@@ -11,6 +11,11 @@
 // data and the resolved types, as upstream), and UnavailableOfferings
 // remembers offerings EC2 recently had no capacity for (3 minutes).
 //
+// Memory is the one estimate that registered nodes correct: once a node of a
+// type has reported its memory capacity, that figure replaces the
+// VM_MEMORY_OVERHEAD_PERCENT estimate for the type under the same AMIs
+// (discovered.go, fed by the capacity controller), for 60 days as upstream.
+//
 // The AMI family matters here only for its default root volume, its pod-density
 // and reserved-memory rules and the Windows build label; they come from the
 // amifamily package's table, the one EC2NodeClass resolution uses (family.go).

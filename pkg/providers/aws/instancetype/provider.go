@@ -65,6 +65,10 @@ type Provider struct {
 	offeredAt  time.Time
 	offeredSeq uint64
 	resolved   map[string]*resolution
+
+	// discovered is the memory registered nodes reported, which replaces
+	// the estimate for later launches of their type (discovered.go).
+	discovered *discoveredCapacity
 }
 
 // resolution is what a class resolved to: the price-independent part of every
@@ -77,9 +81,13 @@ type resolution struct {
 	// reservations are the class's status.capacityReservations.
 	reservations []awsv1.CapacityReservation
 	inZone       map[string]bool
-	// list was built with these sequence numbers of the ICE cache and prices.
-	iceSeq, priceSeq uint64
-	list             []*scheduling.InstanceType
+	// amiHash identifies the class's status.amis, under which the memory of
+	// its registered nodes was learnt.
+	amiHash uint64
+	// list was built with these sequence numbers of the ICE cache, prices
+	// and discovered capacity.
+	iceSeq, priceSeq, discoveredSeq uint64
+	list                            []*scheduling.InstanceType
 }
 
 type baseType struct {
@@ -94,7 +102,8 @@ type baseType struct {
 // NewProvider returns a provider that asks ec2Client about instance types and
 // prices offerings with prices.
 func NewProvider(ec2Client *ec2.Client, prices *pricing.Provider, unavailable *UnavailableOfferings, clk clock.Clock, opts Options) *Provider {
-	return &Provider{ec2: ec2Client, prices: prices, unavailable: unavailable, clock: clk, opts: opts, resolved: map[string]*resolution{}}
+	return &Provider{ec2: ec2Client, prices: prices, unavailable: unavailable, clock: clk, opts: opts, resolved: map[string]*resolution{},
+		discovered: newDiscoveredCapacity(clk)}
 }
 
 // List returns every instance type the class can launch, sorted by name, with
@@ -121,10 +130,15 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 			delete(p.resolved, k)
 		}
 	}
-	key := fmt.Sprintf("%016x-%d-%d", classHash(nc, zones), p.infosSeq, p.offeredSeq)
+	// The AMIs are part of the key as in upstream's: what nodes taught about
+	// memory holds for the AMIs they run, so a class with other AMIs must not
+	// share the list.
+	amiHash := amiSetHash(nc.Status.AMIs)
+	key := fmt.Sprintf("%016x-%016x-%d-%d", classHash(nc, zones), amiHash, p.infosSeq, p.offeredSeq)
 	res, ok := p.resolved[key]
 	if !ok {
 		res = p.resolve(s, zones)
+		res.amiHash = amiHash
 		if !p.opts.DisableReservedCapacity {
 			res.reservations = classReservations(nc)
 		}
@@ -138,10 +152,10 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 		res.expires = now.Add(CacheTTL)
 		p.resolved[key] = res
 	}
-	iceSeq, priceSeq := p.unavailable.SeqNum(), p.prices.SeqNum()
-	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq {
+	iceSeq, priceSeq, discoveredSeq := p.unavailable.SeqNum(), p.prices.SeqNum(), p.discovered.seq.Load()
+	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq {
 		res.list = p.withOfferings(res)
-		res.iceSeq, res.priceSeq = iceSeq, priceSeq
+		res.iceSeq, res.priceSeq, res.discoveredSeq = iceSeq, priceSeq, discoveredSeq
 	}
 	return append([]*scheduling.InstanceType(nil), res.list...), nil
 }
@@ -290,7 +304,8 @@ func supportsFeatures(info *ec2types.InstanceTypeInfo, s *settings) bool {
 }
 
 // withOfferings builds the instance types of a resolution with offerings
-// priced and checked against the ICE cache now.
+// priced and checked against the ICE cache now, and with the memory a
+// registered node of the type reported in place of the estimate.
 func (p *Provider) withOfferings(res *resolution) []*scheduling.InstanceType {
 	out := make([]*scheduling.InstanceType, len(res.types))
 	for i := range res.types {
@@ -299,11 +314,29 @@ func (p *Provider) withOfferings(res *resolution) []*scheduling.InstanceType {
 			Name:         b.name,
 			Requirements: b.requirements,
 			Offerings:    p.offeringsOf(b, res),
-			Capacity:     b.capacity,
+			Capacity:     p.capacityOf(b, res),
 			Overhead:     b.overhead,
 		}
 	}
 	return out
+}
+
+// capacityOf is the type's capacity, its memory the one its registered nodes
+// reported when known. As upstream's, only the capacity changes: the
+// overhead stays what the estimate gave (its percentage eviction threshold
+// included), so allocatable drops by exactly what the estimate overstated.
+func (p *Provider) capacityOf(b *baseType, res *resolution) corev1.ResourceList {
+	memory, ok := p.discovered.discoveredMemory(b.name, res.amiHash)
+	if !ok {
+		return b.capacity
+	}
+	// The base capacity is shared by every list built from the resolution.
+	c := make(corev1.ResourceList, len(b.capacity))
+	for n, q := range b.capacity {
+		c[n] = q
+	}
+	c[corev1.ResourceMemory] = memory
+	return c
 }
 
 // subnetZones lists the distinct zones of the subnets, sorted, with their ids.

@@ -70,7 +70,8 @@ type Options struct {
 	// endpoint can be read through EKS DescribeCluster).
 	EKSControlPlane bool
 	// VMMemoryOverheadPercent of an instance type's memory is assumed lost to
-	// the hypervisor before the kubelet sees it.
+	// the hypervisor before the kubelet sees it, until a registered node of
+	// the type reports its real memory (the capacity controller).
 	VMMemoryOverheadPercent float64
 	// InterruptionQueue is the SQS queue name of EC2 interruption events;
 	// interruption handling is off when empty.
@@ -135,7 +136,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) {
 	fs.StringVar(&o.ClusterCABundle, "cluster-ca-bundle", env.String("CLUSTER_CA_BUNDLE", ""), "Base64 PEM CA bundle nodes use to verify the API server. Taken from the controller's own configuration when unset.")
 	fs.BoolVar(&o.IsolatedVPC, "isolated-vpc", env.Bool("ISOLATED_VPC", false), "Assume AWS services without a VPC endpoint (the Pricing API) are unreachable and use static prices.")
 	fs.BoolVar(&o.EKSControlPlane, "eks-control-plane", env.Bool("EKS_CONTROL_PLANE", false), "The cluster runs on an EKS control plane. The Kubernetes version is read from EKS DescribeCluster of cluster-name and, when that fails, from the API server, whatever this says.")
-	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", env.Float64("VM_MEMORY_OVERHEAD_PERCENT", DefaultVMMemoryOverheadPercent), "Fraction of an instance type's memory subtracted for the hypervisor (0.075 = 7.5%).")
+	fs.Float64Var(&o.VMMemoryOverheadPercent, "vm-memory-overhead-percent", env.Float64("VM_MEMORY_OVERHEAD_PERCENT", DefaultVMMemoryOverheadPercent), "Fraction of an instance type's memory subtracted for the hypervisor (0.075 = 7.5%), until a registered node of the type has reported its memory.")
 	fs.StringVar(&o.InterruptionQueue, "interruption-queue", env.String("INTERRUPTION_QUEUE", ""), "SQS queue name for EC2 interruption events. Interruption handling is off when unset.")
 	fs.IntVar(&o.ReservedENIs, "reserved-enis", env.Int("RESERVED_ENIS", 0), "Network interfaces left out of the max-pods calculation (VPC CNI custom networking).")
 	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", env.Bool("DISABLE_DRY_RUN", false), "Skip the dry-run authorization checks (CreateFleet, CreateLaunchTemplate, RunInstances) of EC2NodeClass validation.")
