@@ -25,7 +25,7 @@ func ensure(t *testing.T, env *launchtest.Env, p *launchtemplate.Provider, ncNam
 	nc := env.NodeClass(t, ncName)
 	claim := launchtest.NodeClaim("claim", nc, []string{scheduling.CapacityTypeOnDemand}, "m5.large")
 	claim.Spec.NodeClassRef.Name = ncName
-	launches, err := p.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", env.Tags(nc, claim))
+	launches, err := p.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", "", env.Tags(nc, claim))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestClassLaunchOptionsReachTheTemplate(t *testing.T) {
 	}}
 	claim := launchtest.NodeClaim("claim", nc, []string{scheduling.CapacityTypeOnDemand}, "m5.large")
 	claim.Spec.NodeClassRef.Name = nc.Name
-	launches, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", env.Tags(nc, claim))
+	launches, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", "", env.Tags(nc, claim))
 	if err != nil {
 		t.Fatal(err)
 	}
