@@ -29,12 +29,13 @@ import (
 // Instance is an EC2 instance as Karpenter sees it.
 type Instance struct {
 	ID, Type, ImageID, Zone, ZoneID, CapacityType, SubnetID, State, PrivateDNSName, CapacityReservationID string
-	// Tenancy is the instance's Placement.Tenancy: default or dedicated
-	// (EC2 may also answer host).
-	Tenancy string
 	SecurityGroupIDs                                                                                      []string
 	LaunchTime                                                                                            time.Time
 	Tags                                                                                                  map[string]string
+
+	// Tenancy is the instance's Placement.Tenancy: default or dedicated
+	// (EC2 may also answer host).
+	Tenancy string
 }
 
 // ProviderID is aws:///<zone>/<id>.

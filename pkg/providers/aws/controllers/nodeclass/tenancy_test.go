@@ -9,8 +9,8 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
-	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
+	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
 // noDedicatedPolicy allows everything but launching Dedicated Instances.
