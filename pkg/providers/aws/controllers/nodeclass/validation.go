@@ -267,16 +267,16 @@ func (v *validation) tenancy(ctx context.Context, nc *v1.EC2NodeClass) (string, 
 		if !refersTo(ref, nc.Name) {
 			continue
 		}
-		if PoolAllowsDedicated(np) {
+		if poolAllowsDedicated(np) {
 			return v1.InstanceTenancyDedicated, nil
 		}
 	}
 	return v1.InstanceTenancyDefault, nil
 }
 
-// PoolAllowsDedicated reports whether the NodePool's requirements name
+// poolAllowsDedicated reports whether the NodePool's requirements name
 // karpenter.k8s.aws/instance-tenancy and allow dedicated.
-func PoolAllowsDedicated(np *karpv1.NodePool) bool {
+func poolAllowsDedicated(np *karpv1.NodePool) bool {
 	var reqs []scheduling.Requirement
 	for _, r := range np.Spec.Template.Spec.Requirements {
 		reqs = append(reqs, scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
