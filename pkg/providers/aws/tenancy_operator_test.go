@@ -8,71 +8,31 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/clock"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
-	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/controllers"
-	"github.com/karpenter-go/karpenter/pkg/state"
-	"github.com/karpenter-go/karpenter/pkg/test/env"
 	. "github.com/karpenter-go/karpenter/pkg/test/expectations"
 	"github.com/karpenter-go/karpenter/pkg/test/fixtures"
 )
 
-// The whole operator over the emulator: a pending pod of a NodePool that
-// requires karpenter.k8s.aws/instance-tenancy dedicated gets a NodeClaim,
-// an EC2 instance whose Placement.Tenancy is dedicated, and a Node labelled
-// dedicated.
-func TestDedicatedNodePoolGetsDedicatedNodes(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	ExpectCleanedUp(ctx, t, e.Client, &v1.NodePoolList{}, &awsv1.EC2NodeClassList{}, &v1.NodeClaimList{})
-	em := awsemulator.StartForTest(t, awsemulator.Options{BootDelay: 200 * time.Millisecond})
-	if err := em.RegisterNodesTo(e.Config); err != nil {
-		t.Fatal(err)
-	}
-	cluster := em.Options().ClusterName
-	pointSDKAt(t, em)
-	opts, provider := parseAWS(t, cluster, "--batch-idle-duration=100ms", "--batch-max-duration=1s")
-	// After the manager stops (cleanups run last-registered first).
-	t.Cleanup(func() {
-		ExpectCleanedUp(context.Background(), t, e.Client, &corev1.PodList{}, &v1.NodeClaimList{}, &corev1.NodeList{}, &v1.NodePoolList{}, &awsv1.EC2NodeClassList{})
-	})
-
-	mgr := env.NewManager(t, e.Config, e.Scheme)
-	clk := clock.RealClock{}
-	recorder := mgr.GetEventRecorderFor("karpenter") //nolint:staticcheck // the controllers take a record.EventRecorder
-	bundle, err := provider.New(ctx, cloudprovider.Deps{Manager: mgr, KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := controllers.Register(ctx, mgr, controllers.Deps{
-		KubeClient: mgr.GetClient(), Clock: clk, Recorder: recorder, Options: opts, Cluster: state.NewCluster(clk, mgr.GetClient()), Bundle: bundle,
-	}); err != nil {
-		t.Fatal(err)
-	}
-	env.RunManager(ctx, t, mgr)
-
-	nc := &awsv1.EC2NodeClass{
-		ObjectMeta: metav1.ObjectMeta{Name: "default"},
-		Spec: awsv1.EC2NodeClassSpec{
-			SubnetSelectorTerms:        []awsv1.SubnetSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
-			SecurityGroupSelectorTerms: []awsv1.SecurityGroupSelectorTerm{{Tags: map[string]string{"karpenter.sh/discovery": cluster}}},
-			AMISelectorTerms:           []awsv1.AMISelectorTerm{{Alias: "al2023@latest"}},
-			Role:                       "KarpenterNodeRole-" + cluster,
-		},
-	}
+// expectDedicatedNodes runs on the operator TestTheBundleRuns started (the
+// controllers register process-wide metrics, so one operator per test
+// binary), with the emulator registering Nodes: a pending pod of a NodePool
+// that requires karpenter.k8s.aws/instance-tenancy dedicated gets a
+// NodeClaim, an EC2 instance whose Placement.Tenancy is dedicated, and a Node
+// labelled dedicated.
+func expectDedicatedNodes(ctx context.Context, t *testing.T, em *awsemulator.Emulator) {
+	t.Helper()
+	// Afterwards, the NodeClaim, Node and pod go (before the manager stops,
+	// which TestTheBundleRuns cleans after).
+	defer ExpectCleanedUp(ctx, t, e.Client, &corev1.PodList{}, &v1.NodeClaimList{}, &corev1.NodeList{})
 	np := fixtures.NodePool("dedicated", fixtures.WithNodeClassRef(fixtures.EC2NodeClassRef("default")))
 	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
 		fixtures.Requirement(awsv1.LabelInstanceTenancy, corev1.NodeSelectorOpIn, awsv1.InstanceTenancyDedicated),
 		fixtures.Requirement(v1.CapacityTypeLabelKey, corev1.NodeSelectorOpIn, v1.CapacityTypeOnDemand),
 		fixtures.Requirement(corev1.LabelInstanceTypeStable, corev1.NodeSelectorOpIn, "m5.large", "m5.xlarge"))
 	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
-	if err := e.Client.Create(ctx, nc.DeepCopy()); err != nil {
-		t.Fatal(err)
-	}
 	if err := e.Client.Create(ctx, np.DeepCopy()); err != nil {
 		t.Fatal(err)
 	}
