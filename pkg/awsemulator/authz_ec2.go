@@ -11,7 +11,9 @@ import (
 //     security groups, launch template, capacity reservation) with their
 //     aws:ResourceTag/*, and on what it creates (instance, volume, network-interface,
 //     spot-instances-request for spot) with aws:RequestTag/* = the request's tag
-//     specification for that type over the launch template's.
+//     specification for that type over the launch template's. The instance also
+//     carries ec2:Tenancy (the request's, overrides' or templates' Placement.Tenancy,
+//     default when none sets it; once per tenancy asked for).
 //   - CreateFleet: the same resources, each authorized for ec2:CreateFleet and (the
 //     fleet launching on the caller's behalf) ec2:RunInstances, plus ec2:CreateFleet on
 //     fleet/* with the fleet's request tags.
@@ -140,7 +142,13 @@ func launchAuthz(c *call, s *state, base map[string][]string) []authzRequest {
 	var lts []*LaunchTemplate
 	var ids []string
 	spot := false
+	// The tenancies the launch asks for (request, overrides, templates):
+	// the created instance is authorized once per tenancy, with ec2:Tenancy.
+	tenancySet := map[string]bool{}
 	add := func(m map[string]string, prefix string) {
+		if t := m[prefix+"Placement.Tenancy"]; t != "" {
+			tenancySet[t] = true
+		}
 		for _, k := range []string{"ImageId", "SubnetId", "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"} {
 			if v := m[prefix+k]; v != "" {
 				ids = append(ids, v)
@@ -218,14 +226,29 @@ func launchAuthz(c *call, s *state, base map[string][]string) []authzRequest {
 	if fleet {
 		out = append(out, createdAuthz("ec2:CreateFleet", s.ec2ARN("fleet", "*"), requestTags["fleet"], createAction, base)...)
 	}
+	tenancies := sortedKeys(tenancySet)
+	if len(tenancies) == 0 {
+		tenancies = []string{"default"}
+	}
 	for _, rt := range created {
 		tags := tagsFor(rt)
-		for i, a := range actions {
-			reqs := createdAuthz(a, s.ec2ARN(rt, "*"), tags, createAction, base)
-			if i > 0 {
-				reqs = reqs[:1] // CreateTags once per resource type
+		bases := []map[string][]string{base}
+		if rt == "instance" {
+			bases = nil
+			for _, t := range tenancies {
+				b := cloneContext(base)
+				b["ec2:tenancy"] = []string{t}
+				bases = append(bases, b)
 			}
-			out = append(out, reqs...)
+		}
+		for _, b := range bases {
+			for i, a := range actions {
+				reqs := createdAuthz(a, s.ec2ARN(rt, "*"), tags, createAction, b)
+				if i > 0 {
+					reqs = reqs[:1] // CreateTags once per resource type
+				}
+				out = append(out, reqs...)
+			}
 		}
 	}
 

@@ -41,6 +41,9 @@ type Instance struct {
 	SpotRequestID      string
 	// MetadataOptions are the launch template's MetadataOptions.* (HttpTokens, HttpPutResponseHopLimit, ...).
 	MetadataOptions map[string]string
+	// Tenancy is the Placement.Tenancy the instance launched with: the fleet
+	// override's, else the launch template's, else "default".
+	Tenancy string
 }
 
 var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
@@ -109,6 +112,7 @@ type fleetCandidate struct {
 	imageID      string
 	priority     float64 // lower first; +Inf when unset
 	price        float64
+	tenancy      string            // override's Placement.Tenancy, else the template's, else default
 	overrides    map[string]string // as sent, for the answer's launchTemplateAndOverrides
 }
 
@@ -124,6 +128,13 @@ type fleetLaunch struct {
 }
 
 func ec2CreateFleet(c *call) (any, error) {
+	for k, v := range formMap(c) {
+		if strings.HasPrefix(k, "LaunchTemplateConfigs.") && strings.HasSuffix(k, ".Placement.Tenancy") {
+			if err := checkTenancy(v, "placement.tenancy"); err != nil {
+				return nil, err
+			}
+		}
+	}
 	if c.boolean("DryRun") {
 		return nil, dryRun()
 	}
@@ -254,6 +265,13 @@ func (s *state) fleetCandidate(lt *LaunchTemplate, version string, ov map[string
 	if p, err := strconv.ParseFloat(ov["Priority"], 64); err == nil {
 		cand.priority = p
 	}
+	cand.tenancy = ov["Placement.Tenancy"]
+	if cand.tenancy == "" {
+		cand.tenancy = lt.Tenancy()
+	}
+	if cand.tenancy == "" {
+		cand.tenancy = "default"
+	}
 	switch {
 	case ov["SubnetId"] != "":
 		cand.subnet = s.subnets[ov["SubnetId"]]
@@ -319,6 +337,11 @@ func (s *state) unfulfillable(c *fleetCandidate, capacityType string) (string, s
 		return "InsufficientInstanceCapacity", fmt.Sprintf("We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity.", c.instanceType, c.zone)
 	case capacityType == "spot" && math.IsInf(c.price, 1):
 		return "Unsupported", fmt.Sprintf("The instance type %s is not available as spot capacity in %s.", c.instanceType, c.zone)
+	case c.tenancy == "host":
+		// The emulator has no Dedicated Hosts to place the instance on.
+		return "InsufficientHostCapacity", fmt.Sprintf("There is no Dedicated Host with available capacity for instance type %s in %s; allocate a host or launch with tenancy default or dedicated.", c.instanceType, c.zone)
+	case s.tenancyUnsupported[tenancyKey{c.instanceType, c.tenancy}]:
+		return "Unsupported", "The requested configuration is currently not supported. Please check the documentation for supported configurations."
 	case c.subnet.AvailableIPs == 0:
 		return "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
 	}
@@ -387,6 +410,7 @@ func (s *state) launch(c *fleetCandidate, capacityType, fleetID, reservationID s
 		PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + s.opts.Region + ".compute.internal",
 		SecurityGroupIDs: c.lt.SecurityGroupIDs(), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name,
 		UserData: c.lt.UserData(), Tags: tags, ReservationID: reservationID, FleetID: fleetID, MetadataOptions: map[string]string{},
+		Tenancy: c.tenancy,
 	}
 	if name, arn := c.lt.InstanceProfile(); name != "" || arn != "" {
 		if p := s.profileByNameOrARN(name, arn); p != nil {
@@ -450,7 +474,7 @@ func writeLaunchTemplateAndOverrides(b *xb, c *fleetCandidate) {
 
 var instanceFilters = nameSet("instance-id", "instance-state-name", "instance-state-code", "instance-type", "availability-zone",
 	"subnet-id", "vpc-id", "image-id", "private-ip-address", "private-dns-name", "instance-lifecycle", "reservation-id",
-	"iam-instance-profile.arn", "architecture")
+	"iam-instance-profile.arn", "architecture", "tenancy")
 
 func instanceFields(in *Instance) filterFields {
 	lifecycle := ""
@@ -462,8 +486,15 @@ func instanceFields(in *Instance) filterFields {
 		"instance-type": {in.InstanceType}, "availability-zone": {in.Zone}, "subnet-id": {in.SubnetID}, "vpc-id": {in.VPCID},
 		"image-id": {in.ImageID}, "private-ip-address": {in.PrivateIP}, "private-dns-name": {in.PrivateDNSName},
 		"instance-lifecycle": {lifecycle}, "reservation-id": {in.ReservationID}, "iam-instance-profile.arn": {in.InstanceProfileARN},
-		"architecture": {in.Architecture},
+		"architecture": {in.Architecture}, "tenancy": {tenancyOf(in)},
 	})
+}
+
+func tenancyOf(in *Instance) string {
+	if in.Tenancy == "" {
+		return "default"
+	}
+	return in.Tenancy
 }
 
 func checkInstanceIDs(s *state, ids []string) *apiError {
@@ -566,7 +597,7 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 	b.open("placement")
 	b.leafAlways("availabilityZone", in.Zone)
 	b.leaf("availabilityZoneId", in.ZoneID)
-	b.leafAlways("tenancy", "default")
+	b.leafAlways("tenancy", tenancyOf(in))
 	b.close("placement")
 	b.open("monitoring")
 	b.leafAlways("state", "disabled")

@@ -23,6 +23,9 @@ func (lt *LaunchTemplate) ImageID() string      { return lt.Data["ImageId"] }
 func (lt *LaunchTemplate) UserData() string     { return lt.Data["UserData"] }
 func (lt *LaunchTemplate) InstanceType() string { return lt.Data["InstanceType"] }
 
+// Tenancy is the template's Placement.Tenancy ("" when it sets none).
+func (lt *LaunchTemplate) Tenancy() string { return lt.Data["Placement.Tenancy"] }
+
 // SecurityGroupIDs lists SecurityGroupId.N.
 func (lt *LaunchTemplate) SecurityGroupIDs() []string { return indexed(lt.Data, "SecurityGroupId") }
 
@@ -83,6 +86,9 @@ func formMap(c *call) map[string]string {
 var launchTemplateNamePattern = regexp.MustCompile(`^[a-zA-Z0-9().\-/_]{3,128}$`)
 
 func ec2CreateLaunchTemplate(c *call) (any, error) {
+	if err := checkTenancy(c.str("LaunchTemplateData.Placement.Tenancy"), "launchTemplateData.placement.tenancy"); err != nil {
+		return nil, err
+	}
 	if c.boolean("DryRun") {
 		return nil, dryRun()
 	}

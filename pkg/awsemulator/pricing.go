@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -47,54 +48,88 @@ func (s *state) priceItems() []priceItem {
 		if it.onDemandUSD <= 0 {
 			continue
 		}
-		sku := strings.ToUpper(upperID("", "sku", s.opts.Region, it.name)[:16])
-		attrs := map[string]string{
-			"servicecode": "AmazonEC2", "instanceType": it.name, "regionCode": s.opts.Region, "location": location,
-			"locationType": "AWS Region", "operatingSystem": "Linux", "preInstalledSw": "NA", "capacitystatus": "Used",
-			"tenancy": "Shared", "marketoption": "OnDemand", "licenseModel": "No License required",
-			"operation": "RunInstances", "usagetype": prefix + "-BoxUsage:" + it.name,
-			"vcpu": strconv.Itoa(it.vcpu), "memory": strconv.FormatFloat(float64(it.memoryMiB)/1024, 'f', -1, 64) + " GiB",
-			"instanceFamily": "General purpose", "currentGeneration": "Yes", "servicename": "Amazon Elastic Compute Cloud",
+		for _, v := range priceVariants(it) {
+			s.pricing = append(s.pricing, priceItemOf(s.opts.Region, location, prefix, it, v))
 		}
-		const offer, rate = "JRTCKXETXF", "6YS6EN2CT7"
-		doc := map[string]any{
-			"product": map[string]any{
-				"productFamily": "Compute Instance",
-				"attributes":    attrs,
-				"sku":           sku,
-			},
-			"serviceCode": "AmazonEC2",
-			"terms": map[string]any{
-				"OnDemand": map[string]any{
-					sku + "." + offer: map[string]any{
-						"priceDimensions": map[string]any{
-							sku + "." + offer + "." + rate: map[string]any{
-								"unit":         "Hrs",
-								"endRange":     "Inf",
-								"description":  fmt.Sprintf("$%s per On Demand Linux %s Instance Hour", formatPrice(it.onDemandUSD, 4), it.name),
-								"appliesTo":    []string{},
-								"rateCode":     sku + "." + offer + "." + rate,
-								"beginRange":   "0",
-								"pricePerUnit": map[string]string{"USD": formatPrice(it.onDemandUSD, 10)},
-							},
-						},
-						"sku":            sku,
-						"effectiveDate":  "2025-11-01T00:00:00Z",
-						"offerTermCode":  offer,
-						"termAttributes": map[string]string{},
-					},
-				},
-			},
-			"version":         "20251115000000",
-			"publicationDate": "2025-11-15T00:00:00Z",
-		}
-		b, _ := json.Marshal(doc)
-		match := cloneTags(attrs)
-		match["productFamily"] = "Compute Instance"
-		match["serviceCode"] = "AmazonEC2"
-		s.pricing = append(s.pricing, priceItem{attrs: match, doc: string(b)})
 	}
 	return s.pricing
+}
+
+// priceVariant is one product of an instance type in the price list.
+type priceVariant struct {
+	family, tenancy, usagePrefix string
+	usd                          float64
+}
+
+// DedicatedPremium is how much more the emulator's price list asks for a
+// Dedicated Instance than for the same type on shared hardware (the
+// emulator's figure, not AWS's).
+const DedicatedPremium = 1.1
+
+// priceVariants are the products of a type, as the price list files them:
+// bare-metal types once, as family "Compute Instance (bare metal)" with tenancy
+// Dedicated (they are single-tenant); other types as "Compute Instance" with
+// tenancy Shared and again with tenancy Dedicated, at DedicatedPremium.
+func priceVariants(it *instanceType) []priceVariant {
+	if size := it.name[strings.Index(it.name, ".")+1:]; strings.HasPrefix(size, "metal") {
+		return []priceVariant{{"Compute Instance (bare metal)", "Dedicated", "-DedicatedUsage:", it.onDemandUSD}}
+	}
+	return []priceVariant{
+		{"Compute Instance", "Shared", "-BoxUsage:", it.onDemandUSD},
+		{"Compute Instance", "Dedicated", "-DedicatedUsage:", math.Round(it.onDemandUSD*DedicatedPremium*1e6) / 1e6},
+	}
+}
+
+func priceItemOf(region, location, prefix string, it *instanceType, v priceVariant) priceItem {
+	sku := strings.ToUpper(upperID("", "sku", region, it.name, v.tenancy)[:16])
+	if v.tenancy == "Shared" {
+		sku = strings.ToUpper(upperID("", "sku", region, it.name)[:16]) // as before dedicated products were listed
+	}
+	attrs := map[string]string{
+		"servicecode": "AmazonEC2", "instanceType": it.name, "regionCode": region, "location": location,
+		"locationType": "AWS Region", "operatingSystem": "Linux", "preInstalledSw": "NA", "capacitystatus": "Used",
+		"tenancy": v.tenancy, "marketoption": "OnDemand", "licenseModel": "No License required",
+		"operation": "RunInstances", "usagetype": prefix + v.usagePrefix + it.name,
+		"vcpu": strconv.Itoa(it.vcpu), "memory": strconv.FormatFloat(float64(it.memoryMiB)/1024, 'f', -1, 64) + " GiB",
+		"instanceFamily": "General purpose", "currentGeneration": "Yes", "servicename": "Amazon Elastic Compute Cloud",
+	}
+	const offer, rate = "JRTCKXETXF", "6YS6EN2CT7"
+	doc := map[string]any{
+		"product": map[string]any{
+			"productFamily": v.family,
+			"attributes":    attrs,
+			"sku":           sku,
+		},
+		"serviceCode": "AmazonEC2",
+		"terms": map[string]any{
+			"OnDemand": map[string]any{
+				sku + "." + offer: map[string]any{
+					"priceDimensions": map[string]any{
+						sku + "." + offer + "." + rate: map[string]any{
+							"unit":         "Hrs",
+							"endRange":     "Inf",
+							"description":  fmt.Sprintf("$%s per On Demand Linux %s Instance Hour", formatPrice(v.usd, 4), it.name),
+							"appliesTo":    []string{},
+							"rateCode":     sku + "." + offer + "." + rate,
+							"beginRange":   "0",
+							"pricePerUnit": map[string]string{"USD": formatPrice(v.usd, 10)},
+						},
+					},
+					"sku":            sku,
+					"effectiveDate":  "2025-11-01T00:00:00Z",
+					"offerTermCode":  offer,
+					"termAttributes": map[string]string{},
+				},
+			},
+		},
+		"version":         "20251115000000",
+		"publicationDate": "2025-11-15T00:00:00Z",
+	}
+	b, _ := json.Marshal(doc)
+	match := cloneTags(attrs)
+	match["productFamily"] = v.family
+	match["serviceCode"] = "AmazonEC2"
+	return priceItem{attrs: match, doc: string(b)}
 }
 
 type pricingFilter struct{ Type, Field, Value string }

@@ -14,6 +14,7 @@ type PreexistingInstance struct {
 	InstanceType string
 	Zone         string // "" for the zone of the first subnet
 	CapacityType string // "on-demand" (default) | "spot"
+	Tenancy      string // "default" (default) | "dedicated"
 	ImageID      string
 	// SecurityGroupIDs default to the security groups tagged as the cluster's
 	// (kubernetes.io/cluster/<cluster>), which Karpenter's discovery selects.
@@ -71,6 +72,7 @@ func (e *Emulator) SeedRunningInstance(p PreexistingInstance) (Instance, *corev1
 			CapacityType: capacityType, State: "running", LaunchTime: launched.UTC().Truncate(time.Second),
 			PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + s.opts.Region + ".compute.internal",
 			Tags: cloneTags(p.Tags), MetadataOptions: map[string]string{"HttpTokens": "required", "HttpPutResponseHopLimit": "2"},
+			Tenancy: p.Tenancy,
 		}
 		if capacityType == "spot" {
 			in.SpotRequestID = "sir-" + hashHex(8, "spot-request", in.ID)

@@ -185,18 +185,19 @@ func onDemandFilters(region string) []pricingtypes.Filter {
 		f("preInstalledSw", "NA"), f("operatingSystem", "Linux"), f("capacitystatus", "Used"), f("marketoption", "OnDemand"), f("regionCode", region)}
 }
 
-func TestPricingGetProducts(t *testing.T) {
-	c := start(t)
-	facts := loadFacts(t)
-	priced := 0
-	for _, f := range facts {
-		if f.OnDemandUSD > 0 {
-			priced++
-		}
-	}
-	prices := map[string]string{}
+// withFamily is onDemandFilters for another tenancy and product family.
+func withFamily(filters []pricingtypes.Filter, tenancy, family string) []pricingtypes.Filter {
+	out := append([]pricingtypes.Filter(nil), filters...)
+	out[0].Value, out[1].Value = aws.String(tenancy), aws.String(family)
+	return out
+}
+
+// productPrices pages through GetProducts: instance type -> USD, and the page count.
+func productPrices(t *testing.T, c *clients, filters []pricingtypes.Filter) (map[string]float64, int) {
+	t.Helper()
+	prices := map[string]float64{}
 	pages := 0
-	p := pricing.NewGetProductsPaginator(c.pricing, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: onDemandFilters("us-west-2")})
+	p := pricing.NewGetProductsPaginator(c.pricing, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: filters})
 	for p.HasMorePages() {
 		page, err := p.NextPage(ctx)
 		ok(t, err)
@@ -217,20 +218,55 @@ func TestPricingGetProducts(t *testing.T) {
 			ok(t, json.Unmarshal([]byte(doc), &item))
 			for _, term := range item.Terms.OnDemand {
 				for _, dim := range term.PriceDimensions {
-					prices[item.Product.Attributes["instanceType"]] = dim.PricePerUnit["USD"]
+					v, err := strconv.ParseFloat(dim.PricePerUnit["USD"], 64)
+					ok(t, err)
+					prices[item.Product.Attributes["instanceType"]] = v
 				}
 			}
 		}
 	}
-	if len(prices) != priced || pages != (priced+99)/100 {
-		t.Fatalf("%d prices in %d pages, want %d", len(prices), pages, priced)
+	return prices, pages
+}
+
+// The price list files shared types under "Compute Instance" (tenancy Shared),
+// bare-metal types under "Compute Instance (bare metal)" (tenancy Dedicated),
+// and Dedicated Instances of the other types under "Compute Instance" with
+// tenancy Dedicated, at the emulator's premium.
+func TestPricingGetProducts(t *testing.T) {
+	c := start(t)
+	facts := loadFacts(t)
+	shared, metal := 0, 0
+	for name, f := range facts {
+		switch {
+		case f.OnDemandUSD <= 0:
+		case strings.HasPrefix(name[strings.Index(name, ".")+1:], "metal"):
+			metal++
+		default:
+			shared++
+		}
+	}
+	prices, pages := productPrices(t, c, onDemandFilters("us-west-2"))
+	if len(prices) != shared || pages != (shared+99)/100 {
+		t.Fatalf("%d shared prices in %d pages, want %d", len(prices), pages, shared)
+	}
+	metalPrices, _ := productPrices(t, c, withFamily(onDemandFilters("us-west-2"), "Dedicated", "Compute Instance (bare metal)"))
+	if len(metalPrices) != metal || metal == 0 {
+		t.Fatalf("%d bare-metal prices, want %d", len(metalPrices), metal)
+	}
+	for name, usd := range metalPrices {
+		if _, dup := prices[name]; dup {
+			t.Fatalf("%s is listed as shared and as bare metal", name)
+		}
+		prices[name] = usd
 	}
 	for name, usd := range prices {
-		v, err := strconv.ParseFloat(usd, 64)
-		ok(t, err)
-		if v != facts[name].OnDemandUSD {
-			t.Fatalf("%s: %v, facts say %v", name, v, facts[name].OnDemandUSD)
+		if usd != facts[name].OnDemandUSD {
+			t.Fatalf("%s: %v, facts say %v", name, usd, facts[name].OnDemandUSD)
 		}
+	}
+	dedicated, _ := productPrices(t, c, withFamily(onDemandFilters("us-west-2"), "Dedicated", "Compute Instance"))
+	if len(dedicated) != shared || dedicated["m5.large"] <= prices["m5.large"] {
+		t.Fatalf("%d dedicated prices (m5.large %v, shared %v), want %d above the shared ones", len(dedicated), dedicated["m5.large"], prices["m5.large"], shared)
 	}
 	other, err := c.pricing.GetProducts(ctx, &pricing.GetProductsInput{ServiceCode: aws.String("AmazonEC2"), Filters: onDemandFilters("eu-west-1")})
 	ok(t, err)

@@ -26,6 +26,9 @@ type state struct {
 	offered           map[string]map[string]bool // type -> zone name -> offered
 	spotPrices        map[offeringKey]float64    // (type, zone) -> USD/h
 	insufficient      map[capacityKey]bool       // (capacity type, type, zone) out of capacity
+	// tenancyUnsupported are (instance type, tenancy) pairs EC2 refuses to launch
+	// (SetTenancyUnsupported).
+	tenancyUnsupported map[tenancyKey]bool
 
 	parameters       map[string]*Parameter
 	roles            map[string]*Role
@@ -386,6 +389,27 @@ func (e *Emulator) SetInsufficientCapacity(capacityType, instanceType, zone stri
 			s.insufficient[k] = true
 		} else {
 			delete(s.insufficient, k)
+		}
+	})
+}
+
+type tenancyKey struct{ instanceType, tenancy string }
+
+// SetTenancyUnsupported makes EC2 refuse (on) or accept again launches of
+// instanceType with Placement.Tenancy tenancy ("dedicated", "default"): the
+// fleet answers Unsupported for those pools, as EC2 does for instance types
+// that cannot run as Dedicated Instances. Tenancy host always fails: the
+// emulator has no Dedicated Hosts.
+func (e *Emulator) SetTenancyUnsupported(instanceType, tenancy string, on bool) {
+	e.locked(func(s *state) {
+		if s.tenancyUnsupported == nil {
+			s.tenancyUnsupported = map[tenancyKey]bool{}
+		}
+		k := tenancyKey{instanceType, tenancy}
+		if on {
+			s.tenancyUnsupported[k] = true
+		} else {
+			delete(s.tenancyUnsupported, k)
 		}
 	})
 }

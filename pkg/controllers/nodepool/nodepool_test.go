@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/providers/kwok"
@@ -182,6 +183,16 @@ func TestRuntimeValidate(t *testing.T) {
 		"duplicate taint":        func(np *v1.NodePool) { np.Spec.Template.Spec.StartupTaints = np.Spec.Template.Spec.Taints[:1] },
 		"missing nodeClassRef":   func(np *v1.NodePool) { np.Spec.Template.Spec.NodeClassRef = nil },
 		"minValues above values": func(np *v1.NodePool) { two := 2; np.Spec.Template.Spec.Requirements[0].MinValues = &two },
+		"unknown capacity type": func(np *v1.NodePool) {
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"preemptible"}})
+		},
+		"tenancy host only": func(np *v1.NodePool) {
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{Key: awsv1.LabelInstanceTenancy, Operator: corev1.NodeSelectorOpIn, Values: []string{"host"}})
+		},
+		"minValues above the known values": func(np *v1.NodePool) {
+			two := 2
+			np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{Key: awsv1.LabelInstanceTenancy, Operator: corev1.NodeSelectorOpIn, Values: []string{"host", "dedicated"}, MinValues: &two})
+		},
 	} {
 		np := nodePool("x", "default")
 		if err := nodepool.RuntimeValidate(np); err != nil {
@@ -198,6 +209,17 @@ func TestRuntimeValidate(t *testing.T) {
 	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{"spot"}})
 	if err := nodepool.RuntimeValidate(np); err != nil {
 		t.Errorf("well-known labels and exception domains must be allowed: %v", err)
+	}
+	// Some known values are enough; unknown ones next to them are ignored.
+	np.Spec.Template.Spec.Requirements = append(np.Spec.Template.Spec.Requirements,
+		v1.NodeSelectorRequirementWithMinValues{Key: awsv1.LabelInstanceTenancy, Operator: corev1.NodeSelectorOpIn, Values: []string{"host", "dedicated"}},
+		v1.NodeSelectorRequirementWithMinValues{Key: awsv1.LabelInstanceTenancy, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"host"}})
+	if err := nodepool.RuntimeValidate(np); err != nil {
+		t.Errorf("a known tenancy next to an unknown one must be allowed: %v", err)
+	}
+	np.Spec.Template.Spec.Requirements[len(np.Spec.Template.Spec.Requirements)-2].Values = []string{"host"}
+	if err := nodepool.RuntimeValidate(np); err == nil || !strings.Contains(err.Error(), "karpenter.k8s.aws/instance-tenancy In [host]") {
+		t.Errorf("tenancy In [host]: %v, want an error naming it", err)
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,6 +185,9 @@ func validateRequirement(r v1.NodeSelectorRequirementWithMinValues) error {
 		if r.MinValues != nil && len(r.Values) < *r.MinValues {
 			return fmt.Errorf("minValues %d exceeds the %d values listed", *r.MinValues, len(r.Values))
 		}
+		if err := knownValues(r); err != nil {
+			return err
+		}
 	case corev1.NodeSelectorOpNotIn:
 	case corev1.NodeSelectorOpExists, corev1.NodeSelectorOpDoesNotExist:
 		// Values are ignored, as upstream and the Kubernetes scheduler do.
@@ -196,6 +200,28 @@ func validateRequirement(r v1.NodeSelectorRequirementWithMinValues) error {
 		}
 	default:
 		return fmt.Errorf("unknown operator %q", r.Operator)
+	}
+	return nil
+}
+
+// knownValues refuses an In requirement of a key with well-known values
+// that lists none of them, or fewer than its minValues.
+func knownValues(r v1.NodeSelectorRequirementWithMinValues) error {
+	known, ok := v1.WellKnownValuesForRequirements[r.Key]
+	if !ok {
+		return nil
+	}
+	valid := 0
+	for _, val := range r.Values {
+		if slices.Contains(known, val) {
+			valid++
+		}
+	}
+	if valid == 0 {
+		return fmt.Errorf("%s In %v: none of the values can be launched, expected one of %v", r.Key, r.Values, known)
+	}
+	if r.MinValues != nil && valid < *r.MinValues {
+		return fmt.Errorf("%s In %v: minValues %d but only %d of the values can be launched (expected values: %v)", r.Key, r.Values, *r.MinValues, valid, known)
 	}
 	return nil
 }

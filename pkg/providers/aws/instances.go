@@ -29,6 +29,12 @@ func (c *CloudProvider) Create(ctx context.Context, nodeClaim *v1.NodeClaim) (*v
 	if err != nil {
 		return nil, err
 	}
+	// A tenancy EC2 cannot be asked for is refused by name before instance
+	// types are matched (every type offers default and dedicated only, so
+	// the mismatch would otherwise read as a lack of capacity).
+	if _, err := instance.Tenancy(instance.Requirements(nodeClaim)); err != nil {
+		return nil, cloudprovider.NewCreateError(err, instance.ReasonUnsupportedTenancy, fmt.Sprintf("NodeClaim %s: %v", nodeClaim.Name, err))
+	}
 	all, err := c.instanceTypes.List(ctx, nc)
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, "InstanceTypeResolutionFailed", fmt.Sprintf("listing instance types of EC2NodeClass %q: %v", nc.Name, err))
@@ -150,6 +156,10 @@ func (c *CloudProvider) toNodeClaim(inst *instance.Instance, it *scheduling.Inst
 	labels[corev1.LabelInstanceTypeStable] = inst.Type
 	labels[corev1.LabelTopologyZone] = inst.Zone
 	labels[v1.CapacityTypeLabelKey] = inst.CapacityType
+	// The tenancy EC2 reports (or launched with), as upstream.
+	if inst.Tenancy != "" {
+		labels[awsv1.LabelInstanceTenancy] = inst.Tenancy
+	}
 	if inst.CapacityReservationID != "" {
 		labels[awsv1.LabelCapacityReservationID] = inst.CapacityReservationID
 	}

@@ -75,12 +75,16 @@ func parseAWS(t *testing.T, clusterName string, args ...string) (*options.Option
 // status and becomes Ready, the core's NodePool controller sees NodeClassReady,
 // and the bundle's CloudProvider lists instance types whose offerings are in
 // the subnets' zones and priced, spot below on-demand once the bundle's price
-// refresher ran.
+// refresher ran. Then a NodePool requiring dedicated tenancy gets dedicated
+// nodes (expectDedicatedNodes).
 func TestTheBundleRuns(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	ExpectCleanedUp(ctx, t, e.Client, &v1.NodePoolList{}, &awsv1.EC2NodeClassList{})
-	em := awsemulator.StartForTest(t, awsemulator.Options{})
+	em := awsemulator.StartForTest(t, awsemulator.Options{BootDelay: 200 * time.Millisecond})
+	if err := em.RegisterNodesTo(e.Config); err != nil {
+		t.Fatal(err)
+	}
 	cluster := em.Options().ClusterName
 	pointSDKAt(t, em)
 	opts, provider := parseAWS(t, cluster, "--batch-idle-duration=100ms", "--batch-max-duration=1s")
@@ -211,6 +215,7 @@ func TestTheBundleRuns(t *testing.T) {
 	if em.Calls("ec2", "DescribeSpotPriceHistory") == 0 {
 		t.Error("the price refresher never asked EC2 for spot prices")
 	}
+	expectDedicatedNodes(ctx, t, em)
 }
 
 // TestNewChecksTheSettings: a bundle built without the registry's validation

@@ -100,6 +100,14 @@ var WellKnownLabels = []string{
 	corev1.LabelWindowsBuild,
 }
 
+// WellKnownValuesForRequirements are the only values Karpenter can satisfy
+// for some well-known labels. A NodePool requirement In none of them can
+// launch nothing, and its NodePool fails validation, as upstream's. Providers
+// add their own keys (at init, before any controller runs).
+var WellKnownValuesForRequirements = map[string][]string{
+	CapacityTypeLabelKey: {CapacityTypeOnDemand, CapacityTypeSpot, CapacityTypeReserved},
+}
+
 // NormalizedLabels maps deprecated label keys to the keys Karpenter uses.
 var NormalizedLabels = map[string]string{
 	corev1.LabelFailureDomainBetaZone:   corev1.LabelTopologyZone,

@@ -28,6 +28,11 @@ type LaunchOptions struct {
 	Labels           map[string]string // node labels the kubelet registers with
 	Taints           []corev1.Taint    // NodeClaim spec taints + startupTaints + karpenter.sh/unregistered:NoExecute
 	NodeClassName    string
+	// Tenancy is the instances' tenancy: awsv1.InstanceTenancyDefault or
+	// awsv1.InstanceTenancyDedicated ("" is default). It goes into the
+	// template's Placement, so shared and dedicated launches never share a
+	// template.
+	Tenancy string `json:",omitempty"`
 }
 
 // LaunchTemplate: one resolved option set = one EC2 launch template.

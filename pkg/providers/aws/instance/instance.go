@@ -32,6 +32,10 @@ type Instance struct {
 	SecurityGroupIDs                                                                                      []string
 	LaunchTime                                                                                            time.Time
 	Tags                                                                                                  map[string]string
+
+	// Tenancy is the instance's Placement.Tenancy: default or dedicated
+	// (EC2 may also answer host).
+	Tenancy string
 }
 
 // ProviderID is aws:///<zone>/<id>.
@@ -93,6 +97,10 @@ func Requirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
 // serve is an *cloudprovider.InsufficientCapacityError.
 func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, tags map[string]string, instanceTypes []*scheduling.InstanceType) (*Instance, error) {
 	reqs := Requirements(nodeClaim)
+	tenancy, err := Tenancy(reqs)
+	if err != nil {
+		return nil, cloudprovider.NewCreateError(err, ReasonUnsupportedTenancy, err.Error())
+	}
 	capacityType := CapacityType(reqs, instanceTypes)
 	its := Candidates(reqs, instanceTypes, capacityType)
 	if len(its) == 0 {
@@ -107,7 +115,7 @@ func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 	}
 	// Two attempts: a launch template deleted under us is created again once.
 	for attempt := 0; ; attempt++ {
-		inst, lts, err := p.launch(ctx, nc, nodeClaim, reqs, tags, its, capacityType, subnets)
+		inst, lts, err := p.launch(ctx, nc, nodeClaim, reqs, tags, its, capacityType, tenancy, subnets)
 		if err != nil && attempt == 0 && isLaunchTemplateNotFound(err) {
 			for _, lt := range lts {
 				p.lts.Invalidate(ctx, lt.Name, lt.ID)
@@ -119,8 +127,8 @@ func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 }
 
 func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, reqs scheduling.Requirements, tags map[string]string,
-	its []*scheduling.InstanceType, capacityType string, subnets map[string]subnet.Subnet) (*Instance, []*launchtemplate.Launch, error) {
-	lts, err := p.lts.EnsureAll(ctx, nc, nodeClaim, its, capacityType, tags)
+	its []*scheduling.InstanceType, capacityType, tenancy string, subnets map[string]subnet.Subnet) (*Instance, []*launchtemplate.Launch, error) {
+	lts, err := p.lts.EnsureAll(ctx, nc, nodeClaim, its, capacityType, tenancy, tags)
 	if err != nil {
 		return nil, nil, cloudprovider.NewCreateError(err, "LaunchTemplateCreationFailed", fmt.Sprintf("creating launch templates: %v", err))
 	}
@@ -157,6 +165,7 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		ID:           fi.InstanceIds[0],
 		Type:         string(fi.InstanceType),
 		CapacityType: capacityType,
+		Tenancy:      tenancy,
 		State:        string(ec2types.InstanceStateNamePending),
 		LaunchTime:   p.clk.Now(),
 		Tags:         tags,
@@ -189,6 +198,29 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 	// A launch that worked proves the pool has capacity again.
 	p.unavailable.Delete(capacityType, inst.Type, inst.Zone)
 	return inst, lts, nil
+}
+
+// ReasonUnsupportedTenancy is the launch failure of a NodeClaim whose
+// requirements allow no tenancy Karpenter launches (default or dedicated).
+const ReasonUnsupportedTenancy = "UnsupportedTenancy"
+
+// Tenancy chooses the tenancy of a launch as upstream does: default when the
+// requirements allow it (or say nothing of karpenter.k8s.aws/instance-tenancy),
+// else dedicated when they allow that. Requirements that allow neither
+// (e.g. In [host], NotIn [default, dedicated], DoesNotExist) are an error
+// naming what was asked: no tenancy is guessed.
+func Tenancy(reqs scheduling.Requirements) (string, error) {
+	r, ok := reqs.Get(awsv1.LabelInstanceTenancy)
+	if !ok {
+		return awsv1.InstanceTenancyDefault, nil
+	}
+	for _, t := range []string{awsv1.InstanceTenancyDefault, awsv1.InstanceTenancyDedicated} {
+		if r.Has(t) {
+			return t, nil
+		}
+	}
+	return "", fmt.Errorf("requirement %s %s allows no tenancy Karpenter launches (%s or %s; host, a Dedicated Host, is not supported): nothing is launched",
+		awsv1.LabelInstanceTenancy, r, awsv1.InstanceTenancyDefault, awsv1.InstanceTenancyDedicated)
 }
 
 // CapacityType chooses as upstream: reserved when the requirements allow it

@@ -119,6 +119,10 @@ func fromEC2(in *ec2types.Instance) *Instance {
 	if in.Placement != nil {
 		out.Zone = aws.ToString(in.Placement.AvailabilityZone)
 		out.ZoneID = aws.ToString(in.Placement.AvailabilityZoneId)
+		out.Tenancy = string(in.Placement.Tenancy)
+	}
+	if out.Tenancy == "" {
+		out.Tenancy = awsv1.InstanceTenancyDefault
 	}
 	if in.State != nil {
 		out.State = string(in.State.Name)

@@ -36,6 +36,8 @@ type Launch struct {
 	// (capacity type reserved), of CapacityReservationType.
 	CapacityReservationID   string
 	CapacityReservationType awsv1.CapacityReservationType
+	// Tenancy is the template's Placement.Tenancy (default or dedicated).
+	Tenancy string
 }
 
 // Options are what the launch templates need from outside an EC2NodeClass.
@@ -120,14 +122,17 @@ func LaunchOptions(opts Options, nc *awsv1.EC2NodeClass, tags map[string]string)
 
 // EnsureAll returns one launch template per resolved option set, creating
 // what is missing (name karpenter.k8s.aws/<hash>). tags are the tags of the
-// instances, volumes and network interfaces launched with the templates.
-func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, instanceTypes []*scheduling.InstanceType, capacityType string, tags map[string]string) ([]*Launch, error) {
+// instances, volumes and network interfaces launched with the templates;
+// tenancy (default or dedicated; "" is default) is their Placement.Tenancy.
+func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, instanceTypes []*scheduling.InstanceType, capacityType, tenancy string, tags map[string]string) ([]*Launch, error) {
 	p.Sweep(ctx)
 	opts, err := p.clusterInfo(ctx)
 	if err != nil {
 		return nil, err
 	}
-	resolved, err := p.resolver.Resolve(nc, nodeClaim, instanceTypes, capacityType, LaunchOptions(opts, nc, tags))
+	launchOpts := LaunchOptions(opts, nc, tags)
+	launchOpts.Tenancy = tenancyOrDefault(tenancy)
+	resolved, err := p.resolver.Resolve(nc, nodeClaim, instanceTypes, capacityType, launchOpts)
 	if err != nil {
 		return nil, err
 	}
@@ -139,15 +144,28 @@ func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 			return nil, err
 		}
 		out = append(out, &Launch{Name: name, ID: id, ImageID: lt.ImageID, InstanceTypes: lt.InstanceTypes,
-			CapacityReservationID: lt.CapacityReservationID, CapacityReservationType: lt.CapacityReservationType})
+			CapacityReservationID: lt.CapacityReservationID, CapacityReservationType: lt.CapacityReservationType, Tenancy: tenancyOrDefault(lt.Tenancy)})
 	}
 	return out, nil
 }
 
+func tenancyOrDefault(t string) string {
+	if t == "" {
+		return awsv1.InstanceTenancyDefault
+	}
+	return t
+}
+
 // Name is karpenter.k8s.aws/<hash of everything the template holds>.
+// Tenancy counts only when it is not default, so that the templates of
+// shared launches keep the names they had before tenancy was recorded,
+// while a dedicated template never shares a name with a shared one.
 func Name(lt *amifamily.LaunchTemplate) string {
 	cp := *lt
 	cp.InstanceTypes = nil // what may be launched with it, not what it holds
+	if cp.Tenancy == awsv1.InstanceTenancyDefault {
+		cp.Tenancy = ""
+	}
 	data, err := json.Marshal(cp)
 	if err != nil {
 		data = fmt.Appendf(nil, "%#v", cp)
@@ -232,6 +250,7 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 		BlockDeviceMappings: blockDevices(lt.BlockDeviceMappings),
 		MetadataOptions:     MetadataOptions(lt.MetadataOptions),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(lt.DetailedMonitoring)},
+		Placement:           &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(tenancyOrDefault(lt.Tenancy))},
 	}
 	if lt.CapacityReservationID != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{

@@ -25,7 +25,7 @@ func ensure(t *testing.T, env *launchtest.Env, p *launchtemplate.Provider, ncNam
 	nc := env.NodeClass(t, ncName)
 	claim := launchtest.NodeClaim("claim", nc, []string{scheduling.CapacityTypeOnDemand}, "m5.large")
 	claim.Spec.NodeClassRef.Name = ncName
-	launches, err := p.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", env.Tags(nc, claim))
+	launches, err := p.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", "", env.Tags(nc, claim))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,7 +142,7 @@ func TestClassLaunchOptionsReachTheTemplate(t *testing.T) {
 	}}
 	claim := launchtest.NodeClaim("claim", nc, []string{scheduling.CapacityTypeOnDemand}, "m5.large")
 	claim.Spec.NodeClassRef.Name = nc.Name
-	launches, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", env.Tags(nc, claim))
+	launches, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, env.InstanceTypesFor(t, nc, claim), "on-demand", "", env.Tags(nc, claim))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,4 +202,50 @@ func userDataBytes(t *testing.T, class string) float64 {
 		}
 	}
 	return -1
+}
+
+// Tenancy is part of a template: a dedicated launch gets a template of its
+// own with Placement.Tenancy dedicated, while default tenancy keeps the name
+// a template had before tenancy was recorded (no churn on upgrade).
+func TestTenancyMakesTemplatesOfTheirOwn(t *testing.T) {
+	lt := &amifamily.LaunchTemplate{ImageID: "ami-1", UserData: "x"}
+	unset := launchtemplate.Name(lt)
+	lt.Tenancy = awsv1.InstanceTenancyDefault
+	if launchtemplate.Name(lt) != unset {
+		t.Errorf("default tenancy renamed the template: %s, was %s", launchtemplate.Name(lt), unset)
+	}
+	lt.Tenancy = awsv1.InstanceTenancyDedicated
+	if launchtemplate.Name(lt) == unset {
+		t.Errorf("dedicated and default tenancy share the name %s", unset)
+	}
+
+	env := launchtest.New(t)
+	nc := env.NodeClass(t, "default")
+	claim := launchtest.NodeClaim("claim", nc, []string{scheduling.CapacityTypeOnDemand}, "m5.large")
+	its := env.InstanceTypesFor(t, nc, claim)
+	shared, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, its, "on-demand", "", env.Tags(nc, claim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dedicated, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, its, "on-demand", awsv1.InstanceTenancyDedicated, env.Tags(nc, claim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shared[0].Name == dedicated[0].Name || shared[0].ID == dedicated[0].ID {
+		t.Fatalf("shared and dedicated launches share template %s", shared[0].Name)
+	}
+	if shared[0].Tenancy != "default" || dedicated[0].Tenancy != "dedicated" {
+		t.Errorf("launch tenancies %q and %q, want default and dedicated", shared[0].Tenancy, dedicated[0].Tenancy)
+	}
+	want := map[string]string{shared[0].ID: "default", dedicated[0].ID: "dedicated"}
+	for _, lt := range env.Emulator.LaunchTemplates() {
+		if w, ok := want[lt.ID]; ok && lt.Tenancy() != w {
+			t.Errorf("template %s Placement.Tenancy %q, want %q", lt.Name, lt.Tenancy(), w)
+		}
+	}
+	// Each is reused by launches of its tenancy.
+	again, err := env.LaunchTemplates.EnsureAll(context.Background(), nc, claim, its, "on-demand", awsv1.InstanceTenancyDedicated, env.Tags(nc, claim))
+	if err != nil || again[0].ID != dedicated[0].ID || env.Emulator.Calls("ec2", "CreateLaunchTemplate") != 2 {
+		t.Errorf("dedicated template not reused: %v, %d creates", err, env.Emulator.Calls("ec2", "CreateLaunchTemplate"))
+	}
 }

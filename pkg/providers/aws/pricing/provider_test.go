@@ -45,6 +45,12 @@ func TestOnDemandFromThePricingAPI(t *testing.T) {
 	if p.SeqNum() != seq {
 		t.Error("prices equal to the static table changed the sequence number")
 	}
+	// The list also prices Dedicated Instances (m5.large at a premium); as
+	// upstream, those are not read: a dedicated launch is priced as a shared
+	// one, and bare-metal types come from their own product family.
+	if got, _ := p.OnDemandPrice("m5.large"); got != 0.096 {
+		t.Errorf("m5.large priced %v, want the shared 0.096", got)
+	}
 }
 
 // The Pricing API is reached through its own endpoint region (eu-central-1

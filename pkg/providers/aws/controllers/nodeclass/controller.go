@@ -69,7 +69,7 @@ type Controller struct {
 func NewController(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder, opts *settings.Options, providers Providers) *Controller {
 	return &Controller{
 		kubeClient: kubeClient, clock: clk, recorder: recorder, opts: opts, providers: providers,
-		validation: newValidation(providers.EC2, clk, opts),
+		validation: newValidation(kubeClient, providers.EC2, clk, opts),
 	}
 }
 
@@ -172,6 +172,20 @@ func (c *Controller) Register(mgr manager.Manager) error {
 			DeleteFunc:  func(event.DeleteEvent) bool { return true },
 			GenericFunc: func(event.GenericEvent) bool { return false },
 		})).
+		// The validation's dry runs ask for dedicated tenancy when a NodePool
+		// of the class allows it: a NodePool created or changed is looked at.
+		Watches(&karpv1.NodePool{}, handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+			np, ok := o.(*karpv1.NodePool)
+			if !ok || np.Spec.Template.Spec.NodeClassRef == nil || !refersTo(np.Spec.Template.Spec.NodeClassRef, np.Spec.Template.Spec.NodeClassRef.Name) {
+				return nil
+			}
+			return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: np.Spec.Template.Spec.NodeClassRef.Name}}}
+		}), builder.WithPredicates(predicate.Funcs{
+			CreateFunc:  func(event.CreateEvent) bool { return true },
+			UpdateFunc:  func(e event.UpdateEvent) bool { return e.ObjectNew.GetGeneration() != e.ObjectOld.GetGeneration() },
+			DeleteFunc:  func(event.DeleteEvent) bool { return false },
+			GenericFunc: func(event.GenericEvent) bool { return false },
+		})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: 10}).
 		Complete(c)
 }
@@ -179,7 +193,12 @@ func (c *Controller) Register(mgr manager.Manager) error {
 // usesEC2NodeClass reports whether a NodeClaim references an EC2NodeClass.
 func usesEC2NodeClass(nodeClaim *karpv1.NodeClaim) bool {
 	ref := nodeClaim.Spec.NodeClassRef
-	if ref == nil {
+	return ref != nil && refersTo(ref, ref.Name)
+}
+
+// refersTo reports whether ref names the EC2NodeClass name.
+func refersTo(ref *karpv1.NodeClassReference, name string) bool {
+	if ref == nil || ref.Name != name {
 		return false
 	}
 	return (ref.Group == "" || ref.Group == v1.Group) && (ref.Kind == "" || ref.Kind == "EC2NodeClass")

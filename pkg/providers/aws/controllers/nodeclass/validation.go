@@ -14,6 +14,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -22,6 +23,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/ttlcache"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // ValidationSucceeded reasons and messages, as upstream's.
@@ -58,6 +60,7 @@ var dependencies = []string{
 // validation checks, with EC2 dry runs, that the controller may launch what
 // the class describes. It launches nothing.
 type validation struct {
+	kube  client.Reader
 	ec2   *ec2.Client
 	clock clock.Clock
 	opts  *settings.Options
@@ -65,8 +68,8 @@ type validation struct {
 	cache *ttlcache.Cache[string]
 }
 
-func newValidation(ec2api *ec2.Client, clk clock.Clock, opts *settings.Options) *validation {
-	return &validation{ec2: ec2api, clock: clk, opts: opts, cache: ttlcache.New[string](clk, ValidationTTL)}
+func newValidation(kube client.Reader, ec2api *ec2.Client, clk clock.Clock, opts *settings.Options) *validation {
+	return &validation{kube: kube, ec2: ec2api, clock: clk, opts: opts, cache: ttlcache.New[string](clk, ValidationTTL)}
 }
 
 func (v *validation) reconcile(ctx context.Context, nc *v1.EC2NodeClass) (time.Duration, error) {
@@ -99,6 +102,10 @@ func (v *validation) reconcile(ctx context.Context, nc *v1.EC2NodeClass) (time.D
 		return 0, nil
 	}
 	in := v.inputs(nc, tags)
+	if in.Tenancy, err = v.tenancy(ctx, nc); err != nil {
+		conds.SetUnknown(v1.ConditionTypeValidationSucceeded, ReasonValidationFailed, err.Error())
+		return 0, err
+	}
 	key := nc.Name + ":" + in.hash()
 	if reason, ok := v.cache.Get(key); ok {
 		v.set(nc, reason)
@@ -196,6 +203,16 @@ type dryRunInputs struct {
 	BlockDevices      []v1.BlockDeviceMapping
 	Tags              map[string]string
 	AssociatePublicIP *bool
+	// Tenancy is the Placement.Tenancy launched with: dedicated when a
+	// NodePool of the class allows dedicated tenancy, as upstream.
+	Tenancy string
+}
+
+func (in dryRunInputs) tenancy() string {
+	if in.Tenancy == "" {
+		return v1.InstanceTenancyDefault
+	}
+	return in.Tenancy
 }
 
 func (in dryRunInputs) hash() string {
@@ -230,6 +247,42 @@ func (v *validation) inputs(nc *v1.EC2NodeClass, tags map[string]string) dryRunI
 		in.BlockDevices = amifamily.ForNodeClass(nc).DefaultBlockDeviceMappings
 	}
 	return in
+}
+
+// tenancy is the tenancy the dry runs ask for, as upstream chooses it:
+// dedicated when the requirements of a NodePool referencing the class allow
+// karpenter.k8s.aws/instance-tenancy dedicated (so that a policy refusing
+// dedicated tenancy shows here, not at the first launch), else default.
+func (v *validation) tenancy(ctx context.Context, nc *v1.EC2NodeClass) (string, error) {
+	if v.kube == nil {
+		return v1.InstanceTenancyDefault, nil
+	}
+	pools := &karpv1.NodePoolList{}
+	if err := v.kube.List(ctx, pools); err != nil {
+		return "", fmt.Errorf("listing the NodePools of EC2NodeClass %s: %w", nc.Name, err)
+	}
+	for i := range pools.Items {
+		np := &pools.Items[i]
+		ref := np.Spec.Template.Spec.NodeClassRef
+		if !refersTo(ref, nc.Name) {
+			continue
+		}
+		if poolAllowsDedicated(np) {
+			return v1.InstanceTenancyDedicated, nil
+		}
+	}
+	return v1.InstanceTenancyDefault, nil
+}
+
+// poolAllowsDedicated reports whether the NodePool's requirements name
+// karpenter.k8s.aws/instance-tenancy and allow dedicated.
+func poolAllowsDedicated(np *karpv1.NodePool) bool {
+	var reqs []scheduling.Requirement
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		reqs = append(reqs, scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	r, ok := scheduling.NewRequirements(reqs...).Get(v1.LabelInstanceTenancy)
+	return ok && r.Has(v1.InstanceTenancyDedicated)
 }
 
 // Instance types the dry runs name. Any type the AMI boots does: EC2 checks
@@ -296,6 +349,7 @@ func (v *validation) createLaunchTemplate(ctx context.Context, in dryRunInputs) 
 			IamInstanceProfile:  &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(in.InstanceProfile)},
 			MetadataOptions:     launchtemplate.MetadataOptions(in.MetadataOptions),
 			BlockDeviceMappings: ltBlockDevices(in.BlockDevices),
+			Placement:           &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(in.tenancy())},
 		},
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: launchtemplate.EC2Tags(in.Tags)}},
 	}, noRetry)
@@ -307,6 +361,9 @@ func (v *validation) createFleet(ctx context.Context, in dryRunInputs) error {
 	for _, s := range in.Subnets {
 		overrides = append(overrides, ec2types.FleetLaunchTemplateOverridesRequest{
 			InstanceType: ec2types.InstanceType(in.InstanceType), SubnetId: aws.String(s), ImageId: aws.String(in.ImageID),
+			// The template named does not exist (a dry run creates none): the
+			// tenancy a launch template would carry goes with each pool.
+			Placement: &ec2types.Placement{Tenancy: ec2types.Tenancy(in.tenancy())},
 		})
 	}
 	tags := launchtemplate.EC2Tags(in.Tags)
@@ -342,6 +399,7 @@ func (v *validation) runInstances(ctx context.Context, in dryRunInputs) error {
 		IamInstanceProfile:  &ec2types.IamInstanceProfileSpecification{Name: aws.String(in.InstanceProfile)},
 		MetadataOptions:     runMetadata(in.MetadataOptions),
 		BlockDeviceMappings: runBlockDevices(in.BlockDevices),
+		Placement:           &ec2types.Placement{Tenancy: ec2types.Tenancy(in.tenancy())},
 		TagSpecifications: []ec2types.TagSpecification{
 			{ResourceType: ec2types.ResourceTypeInstance, Tags: tags},
 			{ResourceType: ec2types.ResourceTypeVolume, Tags: tags},

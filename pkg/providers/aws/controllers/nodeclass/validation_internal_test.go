@@ -42,7 +42,7 @@ func TestValidationTargetPrefersStandardAMIs(t *testing.T) {
 }
 
 func TestDryRunInputs(t *testing.T) {
-	v := newValidation(nil, nil, &settings.Options{ClusterName: "demo"})
+	v := newValidation(nil, nil, nil, &settings.Options{ClusterName: "demo"})
 	nc := &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.EC2NodeClassSpec{
 		AMISelectorTerms: []v1.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
 		Tags:             map[string]string{"team": "a"},
