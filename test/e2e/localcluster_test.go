@@ -143,3 +143,97 @@ func poll(ctx context.Context, timeout time.Duration, cond func() (bool, error))
 		return cond()
 	})
 }
+
+// Upstream's end-to-end clusters let a test make a node or a pod unhealthy by
+// labelling it kwok.x-k8s.io/stage=unhealthy (its node repair specs write a
+// node's Ready condition that way): KWOK leaves a labelled node's conditions
+// as written while its unlabelled sibling becomes Ready, and reports a
+// labelled pod running but not Ready while its unlabelled sibling is Ready.
+func TestKWOKLeavesUnhealthyLabelledNodesAndPodsAlone(t *testing.T) {
+	t.Parallel()
+	c := localcluster.Start(t)
+	ctx := context.Background()
+	const unhealthy = "kwok.x-k8s.io/stage"
+	capacity := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("16Gi"), corev1.ResourcePods: resource.MustParse("110")}
+	newNode := func(name string, labels map[string]string) *corev1.Node {
+		labels[corev1.LabelHostname] = name
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels, Annotations: map[string]string{localcluster.FakeNodeAnnotation: "fake"}},
+			Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity, Conditions: []corev1.NodeCondition{{
+				Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "written by the test",
+			}}},
+		}
+	}
+	sick, well := newNode("kwok-sick", map[string]string{unhealthy: "unhealthy"}), newNode("kwok-well", map[string]string{})
+	for _, n := range []*corev1.Node{sick, well} {
+		if err := c.Client.Create(ctx, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func(conds []corev1.NodeCondition) corev1.ConditionStatus {
+		for _, cond := range conds {
+			if cond.Type == corev1.NodeReady {
+				return cond.Status
+			}
+		}
+		return ""
+	}
+	if err := poll(ctx, 60*time.Second, func() (bool, error) {
+		n := &corev1.Node{}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(well), n); err != nil {
+			return false, err
+		}
+		return ready(n.Status.Conditions) == corev1.ConditionTrue, nil
+	}); err != nil {
+		t.Fatalf("the unlabelled node never became Ready: %v", err)
+	}
+	n := &corev1.Node{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(sick), n); err != nil {
+		t.Fatal(err)
+	}
+	if got := ready(n.Status.Conditions); got == corev1.ConditionTrue {
+		t.Errorf("KWOK made the node labelled %s=unhealthy Ready: %+v", unhealthy, n.Status.Conditions)
+	}
+
+	newPod := func(name string, labels map[string]string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
+			Spec: corev1.PodSpec{NodeName: well.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/demo:1"}}},
+		}
+	}
+	sickPod, wellPod := newPod("sick", map[string]string{unhealthy: "unhealthy"}), newPod("well", nil)
+	for _, p := range []*corev1.Pod{sickPod, wellPod} {
+		if err := c.Client.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	podReady := func(p *corev1.Pod) corev1.ConditionStatus {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady {
+				return cond.Status
+			}
+		}
+		return ""
+	}
+	var last string
+	if err := poll(ctx, 60*time.Second, func() (bool, error) {
+		s, w := &corev1.Pod{}, &corev1.Pod{}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(sickPod), s); err != nil {
+			return false, err
+		}
+		if err := c.Client.Get(ctx, client.ObjectKeyFromObject(wellPod), w); err != nil {
+			return false, err
+		}
+		last = fmt.Sprintf("labelled: phase %q Ready %q IP %q; unlabelled: phase %q Ready %q", s.Status.Phase, podReady(s), s.Status.PodIP, w.Status.Phase, podReady(w))
+		return s.Status.PodIP != "" && podReady(w) == corev1.ConditionTrue, nil
+	}); err != nil {
+		t.Fatalf("pods not reported (%s): %v", last, err)
+	}
+	s := &corev1.Pod{}
+	if err := c.Client.Get(ctx, client.ObjectKeyFromObject(sickPod), s); err != nil {
+		t.Fatal(err)
+	}
+	if podReady(s) != corev1.ConditionFalse || len(s.Status.ContainerStatuses) != 1 || s.Status.ContainerStatuses[0].State.Running == nil {
+		t.Errorf("the pod labelled %s=unhealthy: %s, want its container running and the pod not Ready", unhealthy, last)
+	}
+}

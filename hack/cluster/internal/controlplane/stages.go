@@ -63,6 +63,72 @@ spec:
   weight: 100
 `
 
+// Upstream Karpenter's end-to-end clusters let a test make a node or a pod
+// unhealthy by labelling it kwok.x-k8s.io/stage=unhealthy (its node repair
+// specs set a node's Ready condition to False or Unknown that way). These two
+// stages give such objects precedence (weight 100) over KWOK's own:
+//   - a labelled node matches a stage that does nothing, so KWOK's node
+//     stages never rewrite the conditions the test wrote;
+//   - a labelled pod not yet given an IP is reported running with its
+//     containers but not Ready, as a pod failing its readiness probe.
+const (
+	nodeUnhealthyHold = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: node-unhealthy
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Node
+  selector:
+    matchLabels:
+      kwok.x-k8s.io/stage: unhealthy
+  weight: 100
+  next: {}
+`
+	podUnhealthy = `apiVersion: kwok.x-k8s.io/v1alpha1
+kind: Stage
+metadata:
+  name: pod-unhealthy
+spec:
+  resourceRef:
+    apiGroup: v1
+    kind: Pod
+  selector:
+    matchLabels:
+      kwok.x-k8s.io/stage: unhealthy
+    matchExpressions:
+    - key: .metadata.deletionTimestamp
+      operator: DoesNotExist
+    - key: .status.podIP
+      operator: DoesNotExist
+  weight: 100
+  next:
+    statusSubresource: status
+    statusTemplate: |
+      {{ $at := Now | Quote }}
+      phase: Unknown
+      startTime: {{ $at }}
+      hostIP: {{ NodeIPWith .spec.nodeName | Quote }}
+      podIP: {{ PodIPWith .spec.nodeName ( or .spec.hostNetwork false ) ( or .metadata.uid "" ) ( or .metadata.name "" ) ( or .metadata.namespace "" ) | Quote }}
+      conditions:
+      - {type: Initialized, status: "True", lastTransitionTime: {{ $at }}}
+      - {type: ContainersReady, status: "True", lastTransitionTime: {{ $at }}}
+      - {type: Ready, status: "False", lastTransitionTime: {{ $at }}}
+      {{ range .spec.readinessGates }}
+      - {type: {{ .conditionType | Quote }}, status: "True", lastTransitionTime: {{ $at }}}
+      {{ end }}
+      containerStatuses:
+      {{ range .spec.containers }}
+      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: true, restartCount: 0, state: {running: {startedAt: {{ $at }}}}}
+      {{ end }}
+      initContainerStatuses:
+      {{ range .spec.initContainers }}
+      - {name: {{ .name | Quote }}, image: {{ .image | Quote }}, ready: true, restartCount: 0, state: {terminated: {exitCode: 0, reason: Completed, startedAt: {{ $at }}, finishedAt: {{ $at }}}}}
+      {{ end }}
+`
+)
+
 // kwokOptions raises KWOK's workers from 4 to 16 per kind of stage: with 4, the
 // pods of a 1,000-pod scale-up became Running up to 15 s after they were bound.
 // KWOK's own client has no rate limit.
@@ -100,7 +166,8 @@ func nodeHeartbeat(leaseSeconds int) string {
 // writeKWOKStages writes KWOK's configuration and the lifecycle stages it
 // runs: its own fast node and pod stages, with pod deletion that honours the
 // grace period (or, with deleteAtOnce, upstream's end-to-end clusters' stage),
-// and node heartbeats no more frequent than the node Leases' duration
+// the unhealthy node and pod stages of upstream's end-to-end clusters, and
+// node heartbeats no more frequent than the node Leases' duration
 // (leaseSeconds, 0 for the kubelet's 40 s).
 func writeKWOKStages(stateDir string, leaseSeconds int, deleteAtOnce bool) (string, error) {
 	podDelete := podDeleteAfterGrace
@@ -114,6 +181,8 @@ func writeKWOKStages(stateDir string, leaseSeconds int, deleteAtOnce bool) (stri
 		podfast.DefaultPodReady,
 		podfast.DefaultPodComplete,
 		podDelete,
+		nodeUnhealthyHold,
+		podUnhealthy,
 	}
 	path, err := filepath.Abs(filepath.Join(stateDir, "kwok-stages.yaml"))
 	if err != nil {
