@@ -508,6 +508,18 @@ func sortQueueKeys(keys []queueKey, pods []*corev1.Pod) {
 	}
 }
 
+// FollowsItsNode reports whether the pod is a DaemonSet's or a static pod's
+// mirror (owned by its Node): it is where it is because of the node, so it
+// neither asks for a node nor moves with a workload.
+func FollowsItsNode(pod *corev1.Pod) bool {
+	for _, o := range pod.OwnerReferences {
+		if o.Kind == "DaemonSet" || o.Kind == "Node" {
+			return true
+		}
+	}
+	return false
+}
+
 // OwnedByDaemonSet reports whether the pod belongs to a DaemonSet (one of its
 // owners is): its requests are daemon overhead, not workload.
 func OwnedByDaemonSet(pod *corev1.Pod) bool {

@@ -163,16 +163,6 @@ func workloadOf(p *corev1.Pod) types.UID {
 	return p.UID
 }
 
-// daemonOrStatic: the pod follows its node (a DaemonSet's, a static pod's mirror).
-func daemonOrStatic(p *corev1.Pod) bool {
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return true
-		}
-	}
-	return false
-}
-
 // launched remembers a NodeClaim created for pods.
 func (g *loopGuard) launched(claim string, pods []*corev1.Pod) {
 	g.mu.Lock()
@@ -225,7 +215,7 @@ func (g *loopGuard) observe(cs claimNodes) map[string]*launch {
 		l.initialized = true
 		l.idle = true
 		for _, p := range pods {
-			if p.DeletionTimestamp == nil && !daemonOrStatic(p) {
+			if p.DeletionTimestamp == nil && !scheduling.FollowsItsNode(p) {
 				l.idle = false
 				break
 			}

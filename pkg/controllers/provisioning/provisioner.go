@@ -212,7 +212,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 	results := scheduling.Solve(in)
 	endRun()
 	SchedulingDuration.WithLabelValues("provisioner").Observe(time.Since(start).Seconds())
-	p.cluster.PodTimes.Decided(capacitybuffer.Real(placedPods(results)), capacitybuffer.Real(failedPods(results)))
+	// Virtual pods of capacity buffers are neither timed nor counted.
+	failed := capacitybuffer.Real(failedPods(results))
+	p.cluster.PodTimes.Decided(capacitybuffer.Real(placedPods(results)), failed)
 	if stopped := p.loops.judge(p.cluster, in, results, launches); len(stopped) > 0 {
 		var stoppedPods []*corev1.Pod
 		results.NewClaims, stoppedPods = withoutWorkloads(results.NewClaims, stopped)
@@ -220,7 +222,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		p.launchLoopEvents(stoppedPods)
 		held = append(held, stoppedPods...)
 	}
-	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(capacitybuffer.Real(failedPods(results)))))
+	UnschedulablePods.WithLabelValues("provisioner").Set(float64(len(failed)))
 	logger.Info("computed new nodeclaim(s) to fit pod(s)", "pods", len(pods), "awaiting-scheduler", awaiting, "nodeclaims", len(results.NewClaims),
 		"existing", len(results.ExistingNodes), "unschedulable", len(results.PodErrors), "duration", time.Since(start).String(),
 		// Before the solve: waiting for cluster state to catch up with the

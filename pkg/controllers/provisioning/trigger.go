@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // RetriggerPeriod: a provisionable pod asks for a decision again this often while
@@ -80,12 +81,7 @@ func candidate(p *corev1.Pod) bool {
 	if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 		return false
 	}
-	for _, o := range p.OwnerReferences {
-		if o.Kind == "DaemonSet" || o.Kind == "Node" {
-			return false
-		}
-	}
-	return true
+	return !scheduling.FollowsItsNode(p)
 }
 
 // PodTrigger reconciles pods: it triggers the batcher for provisionable ones (and

@@ -150,11 +150,7 @@ func notWanted(sn *state.StateNode, np *v1.NodePool, pods []*corev1.Pod) string 
 	}
 	workload := 0
 	for _, p := range pods {
-		daemon := false
-		for _, o := range p.OwnerReferences {
-			daemon = daemon || o.Kind == "DaemonSet"
-		}
-		if !daemon && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
+		if !scheduling.OwnedByDaemonSet(p) && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			workload++
 		}
 	}
