@@ -67,45 +67,77 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if synced, err := c.cluster.Synced(ctx); err != nil || !synced {
 		return reconcile.Result{RequeueAfter: time.Second}, err
 	}
-	var active, all []*state.StateNode
-	for _, sn := range c.cluster.Nodes() {
-		if sn.NodeClaim == nil || sn.NodePool() != np.Name {
-			continue
-		}
-		all = append(all, sn)
-		// A node disruption is replacing (marked: its replacement is
-		// launching) is on its way out like a deleted one; its replacement
-		// counts instead.
-		if sn.NodeClaim.DeletionTimestamp == nil && !sn.MarkedForDeletion() {
-			active = append(active, sn)
-		}
-	}
-	desired := int(*np.Spec.Replicas)
-	logger := log.FromContext(ctx).WithValues("NodePool", np.Name, "current", len(active), "desired", desired)
+	step := Decide(np, c.cluster.Nodes(), c.clock.Now())
+	logger := log.FromContext(ctx).WithValues("NodePool", np.Name, "current", step.Active, "desired", *np.Spec.Replicas)
 	switch {
-	case len(active) < desired:
-		n := desired - len(active)
-		if limit, ok := np.Spec.Limits[corev1.ResourceName("nodes")]; ok {
-			n = min(n, int(limit.Value())-len(all))
-		}
-		if n <= 0 {
-			logger.Info("static nodepool is at its node limit (limits.nodes)", "nodeclaims", len(all))
-			return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
-		}
-		logger.Info("creating nodeclaims to reach the nodepool's replicas", "count", n)
-		if _, err := c.creator.CreateStatic(ctx, np, n); err != nil {
+	case step.AtLimit:
+		logger.Info("static nodepool is at its node limit (limits.nodes)", "nodeclaims", step.All)
+		return reconcile.Result{RequeueAfter: 30 * time.Second}, nil
+	case step.Launch > 0:
+		logger.Info("creating nodeclaims to reach the nodepool's replicas", "count", step.Launch)
+		if _, err := c.creator.CreateStatic(ctx, np, step.Launch); err != nil {
 			return reconcile.Result{}, fmt.Errorf("creating nodeclaims of static nodepool %s: %w", np.Name, err)
 		}
-	case len(active) > desired:
-		surplus := Surplus(active, len(active)-desired, c.clock.Now())
-		logger.Info("deleting nodeclaims above the nodepool's replicas", "count", len(surplus))
-		for _, sn := range surplus {
+	case len(step.Remove) > 0:
+		logger.Info("deleting nodeclaims above the nodepool's replicas", "count", len(step.Remove))
+		for _, sn := range step.Remove {
 			if err := c.kube.Delete(ctx, sn.NodeClaim); client.IgnoreNotFound(err) != nil {
 				return reconcile.Result{}, fmt.Errorf("deleting nodeclaim %s of static nodepool %s: %w", sn.NodeClaim.Name, np.Name, err)
 			}
 		}
 	}
 	return reconcile.Result{RequeueAfter: time.Minute}, nil
+}
+
+// Step is what a static NodePool needs now to hold spec.replicas NodeClaims.
+type Step struct {
+	// Active counts its NodeClaims not on their way out; All, every one.
+	Active, All int
+	// Launch is how many NodeClaims to create; AtLimit is set when
+	// limits.nodes holds back every one that is missing.
+	Launch  int
+	AtLimit bool
+	// Remove are the nodes above the replicas, in the order to remove them.
+	Remove []*state.StateNode
+}
+
+// Decide is the static NodePool np's step over the cluster's nodes: NodeClaims
+// to create up to spec.replicas (within limits.nodes, counting every NodeClaim
+// of the pool, leaving ones included), or the surplus to delete. A node
+// disruption is replacing (marked for deletion: its replacement is launching)
+// is on its way out like a deleted one; its replacement counts instead.
+func Decide(np *v1.NodePool, nodes []*state.StateNode, now time.Time) Step {
+	var step Step
+	if np.Spec.Replicas == nil {
+		return step
+	}
+	var active []*state.StateNode
+	for _, sn := range nodes {
+		if sn.NodeClaim == nil || sn.NodePool() != np.Name {
+			continue
+		}
+		step.All++
+		if sn.NodeClaim.DeletionTimestamp == nil && !sn.MarkedForDeletion() {
+			active = append(active, sn)
+		}
+	}
+	step.Active = len(active)
+	desired := int(*np.Spec.Replicas)
+	switch {
+	case len(active) < desired:
+		n := desired - len(active)
+		if limit, ok := np.Spec.Limits[corev1.ResourceName("nodes")]; ok {
+			n = min(n, int(limit.Value())-step.All)
+		}
+		if n <= 0 {
+			step.AtLimit = true
+			return step
+		}
+		step.Launch = n
+	case len(active) > desired:
+		step.Remove = Surplus(active, len(active)-desired, now)
+	}
+	return step
 }
 
 // Surplus picks the n nodes of a static NodePool to remove: NodeClaims not

@@ -17,7 +17,9 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/capacitybuffer"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
+	"github.com/karpenter-go/karpenter/pkg/controllers/staticcapacity"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/catalog"
 	"github.com/karpenter-go/karpenter/pkg/kubectl/snapshot"
@@ -150,6 +152,14 @@ func (p *Planner) Compute(ctx context.Context, costBefore float64) (*Plan, error
 	}
 	out.Pending = pendingPods(res.PodErrors)
 	out.Buffers = p.keepBuffers(res)
+	static, err := p.static(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range static {
+		out.Static = append(out.Static, s.pool)
+		out.Launches = append(out.Launches, s.launches...)
+	}
 
 	var last *disruption.Result
 	for step := 1; ; step++ {
@@ -184,6 +194,54 @@ func (p *Planner) Compute(ctx context.Context, costBefore float64) (*Plan, error
 	}
 	out.CostPerHourAfter, out.Unpriced = p.cost()
 	out.LowerBoundPerHour = p.lowerBound(ctx)
+	return out, nil
+}
+
+type staticStep struct {
+	pool     StaticPool
+	launches []Launch
+}
+
+// static runs the static capacity controller's step on every static
+// NodePool it acts on: those not unready whose validation did not find the
+// StaticCapacity gate off. Launches are recorded as in-flight NodeClaims
+// and removed nodes are marked for deletion, so the disruption steps after
+// see the pool at its replicas.
+func (p *Planner) static(ctx context.Context) ([]staticStep, error) {
+	var out []staticStep
+	for _, np := range p.Cluster.NodePools() {
+		if np.Spec.Replicas == nil || np.DeletionTimestamp != nil {
+			continue
+		}
+		// As the provisioner: a pool not known to be unready (a manifest
+		// applied in memory has no status yet) is taken as ready.
+		if c := np.StatusConditions().Root(); c != nil && c.IsFalse() {
+			continue
+		}
+		if c := np.StatusConditions().Get(v1.ConditionTypeValidationSucceeded); c != nil && c.Reason == nodepool.ReasonStaticCapacityDisabled {
+			continue
+		}
+		step := staticcapacity.Decide(np, p.Cluster.Nodes(), p.Opts.Now)
+		s := staticStep{pool: StaticPool{NodePool: np.Name, Replicas: *np.Spec.Replicas, Current: step.Active, Launch: step.Launch, AtLimit: step.AtLimit}}
+		for i := 0; i < step.Launch; i++ {
+			claim, err := p.Provisioner.StaticClaim(ctx, np)
+			if err != nil {
+				return nil, err
+			}
+			if claim == nil {
+				s.pool.Launch = i
+				break
+			}
+			s.launches = append(s.launches, p.launch([]*scheduling.NewClaim{claim}, fmt.Sprintf("static nodepool %s (replicas %d)", np.Name, *np.Spec.Replicas))...)
+		}
+		var claims []string
+		for _, sn := range step.Remove {
+			s.pool.Remove = append(s.pool.Remove, sn.Name())
+			claims = append(claims, sn.NodeClaim.Name)
+		}
+		p.Cluster.MarkForDeletion(claims...)
+		out = append(out, s)
+	}
 	return out, nil
 }
 

@@ -25,7 +25,11 @@ func writeTable(w io.Writer, p *Plan) error {
 	for _, n := range p.Notes {
 		fmt.Fprintf(tw, "  note: %s\n", n)
 	}
-	fmt.Fprintf(tw, "\nLaunch (%d NodeClaims for pending pods):\n", len(p.Launches))
+	what := "pending pods"
+	if len(p.Static) > 0 {
+		what = "pending pods and static NodePools"
+	}
+	fmt.Fprintf(tw, "\nLaunch (%d NodeClaims for %s):\n", len(p.Launches), what)
 	if len(p.Launches) == 0 {
 		fmt.Fprintln(tw, "  nothing to launch")
 	} else {
@@ -53,6 +57,21 @@ func writeTable(w io.Writer, p *Plan) error {
 		fmt.Fprintf(tw, "  %s\n", pp.Pod)
 		for _, r := range pp.Reasons {
 			fmt.Fprintf(tw, "    - %s\n", r)
+		}
+	}
+	if len(p.Static) > 0 {
+		fmt.Fprintf(tw, "\nStatic NodePools (%d):\n", len(p.Static))
+		fmt.Fprintln(tw, "  NODEPOOL\tREPLICAS\tCURRENT\tLAUNCH\tREMOVE")
+		for _, s := range p.Static {
+			launch := fmt.Sprint(s.Launch)
+			if s.AtLimit {
+				launch = "0 (at limits.nodes)"
+			}
+			remove := "-"
+			if len(s.Remove) > 0 {
+				remove = strings.Join(s.Remove, ", ")
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%s\t%s\n", s.NodePool, s.Replicas, s.Current, launch, remove)
 		}
 	}
 	if len(p.Buffers) > 0 {

@@ -17,6 +17,9 @@ type Plan struct {
 	Disruptions []Disruption `json:"disruptions"`
 	// Pending are pods that would stay pending, with each NodePool's reason.
 	Pending []PendingPod `json:"pending"`
+	// Static are the static NodePools (spec.replicas) the controller acts on
+	// and what it does to hold their replicas.
+	Static []StaticPool `json:"static,omitempty"`
 	// Buffers are the CapacityBuffers the controller acts on and where the
 	// provisioning step keeps their chunks.
 	Buffers []Buffer `json:"buffers,omitempty"`
@@ -124,4 +127,19 @@ type Budget struct {
 	Disrupting int    `json:"disrupting"`
 	Allowed    int    `json:"allowed"`
 	Message    string `json:"message"`
+}
+
+// StaticPool is one static NodePool's step: NodeClaims launched up to its
+// replicas (in Launches, for "static nodepool NAME") or nodes above them
+// removed.
+type StaticPool struct {
+	NodePool string `json:"nodePool"`
+	Replicas int64  `json:"replicas"`
+	// Current counts its NodeClaims not on their way out.
+	Current int `json:"current"`
+	// Launch: NodeClaims to create; AtLimit: limits.nodes holds them back.
+	Launch  int  `json:"launch"`
+	AtLimit bool `json:"atLimit,omitempty"`
+	// Remove: nodes above the replicas, in the order they go.
+	Remove []string `json:"remove,omitempty"`
 }
