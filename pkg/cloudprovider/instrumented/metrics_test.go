@@ -57,8 +57,8 @@ func (s *scripted) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
 func (s *scripted) Reboot(context.Context, *v1.NodeClaim, string) error {
 	return cloudprovider.NewNodeRebootNotImplementedError()
 }
-func (s *scripted) Name() string                                 { return "scripted" }
-func (s *scripted) GetSupportedNodeClasses() []client.Object     { return nil }
+func (s *scripted) Name() string                             { return "scripted" }
+func (s *scripted) GetSupportedNodeClasses() []client.Object { return nil }
 
 func histogram(t *testing.T, controller, method string) *dto.Histogram {
 	t.Helper()

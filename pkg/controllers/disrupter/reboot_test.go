@@ -315,4 +315,3 @@ func TestRebootInvalidRequestFailsWithoutReplacing(t *testing.T) {
 		t.Fatalf("nodes_reboots_total{invalid_request} %v -> %v", before, after)
 	}
 }
-

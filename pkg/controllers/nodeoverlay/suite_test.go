@@ -50,7 +50,7 @@ func (p *provider) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
 func (p *provider) Reboot(context.Context, *v1.NodeClaim, string) error {
 	return cloudprovider.NewNodeRebootNotImplementedError()
 }
-func (p *provider) Name() string                                 { return "test" }
+func (p *provider) Name() string { return "test" }
 func (p *provider) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&kwokv1alpha1.KWOKNodeClass{}}
 }

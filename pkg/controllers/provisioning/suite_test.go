@@ -58,7 +58,7 @@ func (c *instanceTypes) RepairPolicies() []cloudprovider.RepairPolicy { return n
 func (c *instanceTypes) Reboot(context.Context, *v1.NodeClaim, string) error {
 	return cloudprovider.NewNodeRebootNotImplementedError()
 }
-func (c *instanceTypes) Name() string                                 { return "test" }
+func (c *instanceTypes) Name() string { return "test" }
 func (c *instanceTypes) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&kwokv1alpha1.KWOKNodeClass{}}
 }

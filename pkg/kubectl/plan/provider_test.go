@@ -99,7 +99,7 @@ func (exampleCloud) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
 func (exampleCloud) Reboot(context.Context, *v1.NodeClaim, string) error {
 	return cloudprovider.NewNodeRebootNotImplementedError()
 }
-func (exampleCloud) Name() string                                 { return "example" }
+func (exampleCloud) Name() string { return "example" }
 func (exampleCloud) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&exampleNodeClass{}}
 }
