@@ -461,7 +461,8 @@ func (m repair) decide(p *pass) *Decision {
 			why += fmt.Sprintf(", rebooted %d times in the last %s", p.in.RecentReboots[n.NodeClaim.UID], RebootHistoryWindow)
 		}
 		if action == cloudprovider.RebootNode {
-			return &Decision{Method: m, Candidates: []*Node{n.Node}, CandidatesPrice: priceOf([]*node{n}), Repair: rep, Reboot: true,
+			// The instance stays: nothing is removed, nothing added.
+			return &Decision{Method: m, Candidates: []*Node{n.Node}, Repair: rep, Reboot: true,
 				Explanation: fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): rebooting it in place, %s", n.Name, why, since, describeRebootDrain(rep.TerminationGracePeriod, n.NodeClaim))}
 		}
 		if n.pool.NodePool.Spec.Replicas != nil {
