@@ -22,7 +22,7 @@ import (
 //   - An instance profile in the launch: iam:PassRole on its role with
 //     iam:PassedToService = ec2.amazonaws.com.
 //   - CreateLaunchTemplate: launch-template/* with its request tags (+ CreateTags).
-//   - CreateTags (standalone), TerminateInstances, DeleteLaunchTemplate: each existing
+//   - CreateTags (standalone), TerminateInstances, RebootInstances, DeleteLaunchTemplate: each existing
 //     resource named, with its aws:ResourceTag/* (CreateTags adds aws:RequestTag/* and
 //     aws:TagKeys).
 //   - Describe* and anything else: "*".
@@ -108,7 +108,7 @@ func ec2AuthzRequests(c *call, s *state) []authzRequest {
 			}
 		}
 		return existing([]string{action}, id)
-	case "TerminateInstances":
+	case "TerminateInstances", "RebootInstances":
 		return existing([]string{action}, c.list("InstanceId")...)
 	case "CreateTags":
 		tags := map[string]string{}

@@ -24,6 +24,7 @@ func ec2Ops() map[string]handler {
 		"DeleteLaunchTemplate":          ec2DeleteLaunchTemplate,
 		"DescribeInstances":             ec2DescribeInstances,
 		"TerminateInstances":            ec2TerminateInstances,
+		"RebootInstances":               ec2RebootInstances,
 		"CreateTags":                    ec2CreateTags,
 		"DescribeCapacityReservations":  ec2DescribeCapacityReservations,
 		"DescribeInstanceStatus":        ec2DescribeInstanceStatus,

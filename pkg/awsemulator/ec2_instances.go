@@ -44,7 +44,16 @@ type Instance struct {
 	// Tenancy is the Placement.Tenancy the instance launched with: the fleet
 	// override's, else the launch template's, else "default".
 	Tenancy string
+	// Boots counts the times the instance booted: 1 once running, one more per
+	// RebootInstances that came back. Its Node's boot ID names it (BootID).
+	Boots int
+	// RebootHangs: a RebootInstances is accepted but the instance never comes
+	// back from it (its Node keeps its boot ID). See SetRebootHangs.
+	RebootHangs bool
 }
+
+// BootID is the boot ID the instance's Node reports for its current boot.
+func (in *Instance) BootID() string { return fmt.Sprintf("%s-boot-%d", in.ID, max(in.Boots, 1)) }
 
 var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
 
@@ -639,6 +648,62 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 	}
 	b.tagSet("tagSet", "item", "key", "value", in.Tags)
 	b.close("item")
+}
+
+// SetRebootHangs makes RebootInstances of the instance be accepted from now on
+// without the instance ever coming back (hang) or, with hang false, reboot it
+// as usual.
+func (e *Emulator) SetRebootHangs(id string, hang bool) error {
+	var err error
+	e.locked(func(s *state) {
+		in := s.instances[id]
+		if in == nil {
+			err = fmt.Errorf("instance %s does not exist", id)
+			return
+		}
+		in.RebootHangs = hang
+	})
+	return err
+}
+
+// ec2RebootInstances reboots running instances: each boots again at once (its
+// Node, if it registered, reports a new boot ID on the next step) unless its
+// reboot hangs. An instance that is not running cannot be rebooted.
+func ec2RebootInstances(c *call) (any, error) {
+	if c.boolean("DryRun") {
+		return nil, dryRun()
+	}
+	ids := c.list("InstanceId")
+	if len(ids) == 0 {
+		return nil, errorf(400, "MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	var apiErr *apiError
+	c.e.locked(func(s *state) {
+		if apiErr = checkInstanceIDs(s, ids); apiErr != nil {
+			return
+		}
+		for _, id := range ids {
+			if st := s.instances[id].State; st != "running" {
+				apiErr = errorf(400, "IncorrectState", "The instance '%s' is not in a state from which it can be rebooted (%s).", id, st)
+				return
+			}
+		}
+		l := s.life()
+		for _, id := range ids {
+			in := s.instances[id]
+			if in.RebootHangs {
+				continue
+			}
+			in.Boots = max(in.Boots, 1) + 1
+			l.nodeOps = append(l.nodeOps, nodeOp{instanceID: in.ID, nodeName: in.PrivateDNSName, bootID: in.BootID()})
+		}
+	})
+	if apiErr != nil {
+		return nil, apiErr
+	}
+	var b xb
+	b.leafAlways("return", "true")
+	return b.body(), nil
 }
 
 func ec2TerminateInstances(c *call) (any, error) {

@@ -61,6 +61,7 @@ func (s *state) setState(in *Instance, st string, now time.Time) {
 	s.stateChangeEvent(in, now)
 	switch st {
 	case "running":
+		in.Boots = max(in.Boots, 1)
 		l.nodeOps = append(l.nodeOps, s.registration(in))
 	case "terminated":
 		l.nodeOps = append(l.nodeOps, nodeOp{remove: true, instanceID: in.ID, nodeName: in.PrivateDNSName})

@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -51,13 +52,15 @@ type nodeRegistrar struct {
 	retry  []nodeOp
 }
 
-// nodeOp is a Node to create (node set), a Node to delete (remove) or a registration
+// nodeOp is a Node to create (node set), a Node to delete (remove), a Node that
+// booted again (bootID set: its status reports the new boot) or a registration
 // that fails (err).
 type nodeOp struct {
 	instanceID string
 	nodeName   string
 	node       *corev1.Node
 	remove     bool
+	bootID     string
 	err        string
 	attempts   int
 }
@@ -239,6 +242,7 @@ func buildNode(o Options, in *Instance, it *instanceType, nb *NodeBootstrap, vol
 				ContainerRuntimeVersion: "containerd://2.0.0",
 				MachineID:               in.ID,
 				SystemUUID:              in.ID,
+				BootID:                  in.BootID(),
 			},
 		},
 	}
@@ -285,12 +289,19 @@ func (e *Emulator) applyNodeOps(ops []nodeOp) {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		var err error
-		if op.remove {
+		switch {
+		case op.remove:
 			err = cs.CoreV1().Nodes().Delete(ctx, op.nodeName, metav1.DeleteOptions{})
 			if apierrors.IsNotFound(err) {
 				err = nil
 			}
-		} else {
+		case op.bootID != "":
+			patch := fmt.Sprintf(`{"status":{"nodeInfo":{"bootID":%q}}}`, op.bootID)
+			_, err = cs.CoreV1().Nodes().Patch(ctx, op.nodeName, types.MergePatchType, []byte(patch), metav1.PatchOptions{}, "status")
+			if apierrors.IsNotFound(err) {
+				err = nil // the Node never registered or is gone
+			}
+		default:
 			_, err = cs.CoreV1().Nodes().Create(ctx, op.node, metav1.CreateOptions{})
 			if apierrors.IsAlreadyExists(err) {
 				err = nil

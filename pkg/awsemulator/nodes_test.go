@@ -134,3 +134,57 @@ func withoutNotReady(taints []corev1.Taint) []corev1.Taint {
 	}
 	return out
 }
+
+// RebootInstances boots a running instance again: its Node reports a new boot
+// ID, the instance stays the same. A reboot set to hang is accepted and never
+// comes back; an instance that is not running cannot be rebooted.
+func TestRebootInstancesGivesTheNodeANewBootID(t *testing.T) {
+	k8s := env.StartT(t)
+	e := awsemulator.StartForTest(t, awsemulator.Options{})
+	if err := e.RegisterNodesTo(k8s.Config); err != nil {
+		t.Fatal(err)
+	}
+	c := newClients(e)
+	_, subnets := launchWorld(t, c, "x86_64")
+	nodes := k8s.KubeClient.CoreV1().Nodes()
+	id := launchOne(t, c, userDataTemplate(t, c, "al2023", al2023UserData), ec2types.DefaultTargetCapacityTypeOnDemand, "m5.large", subnets)
+	var in awsemulator.Instance
+	for _, i := range e.Instances() {
+		if i.ID == id {
+			in = i
+		}
+	}
+	bootID := func() string {
+		n, err := nodes.Get(ctx, in.PrivateDNSName, metav1.GetOptions{})
+		if err != nil {
+			return ""
+		}
+		return n.Status.NodeInfo.BootID
+	}
+	poll(t, "node "+in.PrivateDNSName, func() bool { return bootID() != "" })
+	first := bootID()
+
+	_, err := c.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{id}})
+	ok(t, err)
+	poll(t, "a new boot ID", func() bool { return bootID() != first && bootID() != "" })
+	second := bootID()
+
+	ok(t, e.SetRebootHangs(id, true))
+	_, err = c.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{id}})
+	ok(t, err)
+	for _, i := range e.Instances() {
+		if i.ID == id && (i.State != "running" || i.Boots != 2) {
+			t.Fatalf("after a hung reboot: %s with %d boots, want running with 2", i.State, i.Boots)
+		}
+	}
+	if got := bootID(); got != second {
+		t.Fatalf("a hung reboot changed the boot ID %s -> %s", second, got)
+	}
+
+	_, err = c.ec2.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
+	ok(t, err)
+	_, err = c.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{id}})
+	expectError(t, err, "IncorrectState", 400)
+	_, err = c.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{"i-0123456789abcdef0"}})
+	expectError(t, err, "InvalidInstanceID.NotFound", 400)
+}

@@ -59,6 +59,13 @@ type CloudProvider interface {
 	// RepairPolicies lists the node conditions that make a node unhealthy, and
 	// how long each is tolerated before the node is repaired (NodeRepair gate).
 	RepairPolicies() []RepairPolicy
+	// Reboot restarts the instance in place. operationID names one reboot
+	// (the same across retries of it) for providers that can deduplicate
+	// requests. It returns once the provider accepted the request; the reboot
+	// controller watches the Node come back. A provider that cannot reboot
+	// returns a *NodeRebootNotImplementedError; a refusal retrying cannot
+	// change (a missing permission) is a *NodeRebootFailedError.
+	Reboot(ctx context.Context, nodeClaim *v1.NodeClaim, operationID string) error
 	// Name of the provider, e.g. "kwok" or "aws".
 	Name() string
 	// GetSupportedNodeClasses returns an empty object of each NodeClass kind the
@@ -75,9 +82,8 @@ type RepairAction string
 const (
 	// ReplaceNode replaces the unhealthy node.
 	ReplaceNode RepairAction = "ReplaceNode"
-	// RebootNode asks for an in-place reboot. Node repair here does not
-	// reboot: a node whose chosen policy says RebootNode is left alone, and
-	// the pass says so.
+	// RebootNode reboots the node in place (the cloud provider's Reboot);
+	// a node that does not come back healthy is replaced.
 	RebootNode RepairAction = "RebootNode"
 )
 
@@ -107,6 +113,42 @@ type RepairPolicy struct {
 	Priority int
 	// Action is what the policy asks for; "" means ReplaceNode.
 	Action RepairAction
+}
+
+// NodeRebootNotImplementedError: the cloud provider cannot reboot instances.
+type NodeRebootNotImplementedError struct{}
+
+func (e *NodeRebootNotImplementedError) Error() string {
+	return "reboot is not implemented by this cloud provider"
+}
+
+// NewNodeRebootNotImplementedError returns the error.
+func NewNodeRebootNotImplementedError() *NodeRebootNotImplementedError {
+	return &NodeRebootNotImplementedError{}
+}
+
+// IsNodeRebootNotImplementedError reports whether err is (or wraps) one.
+func IsNodeRebootNotImplementedError(err error) bool {
+	var e *NodeRebootNotImplementedError
+	return errors.As(err, &e)
+}
+
+// NodeRebootFailedError: the cloud provider refused a reboot in a way
+// retrying cannot change (e.g. a missing permission).
+type NodeRebootFailedError struct{ Err error }
+
+func (e *NodeRebootFailedError) Error() string { return fmt.Sprintf("reboot failed, %v", e.Err) }
+func (e *NodeRebootFailedError) Unwrap() error { return e.Err }
+
+// NewNodeRebootFailedError wraps err.
+func NewNodeRebootFailedError(err error) *NodeRebootFailedError {
+	return &NodeRebootFailedError{Err: err}
+}
+
+// IsNodeRebootFailedError reports whether err is (or wraps) one.
+func IsNodeRebootFailedError(err error) bool {
+	var e *NodeRebootFailedError
+	return errors.As(err, &e)
 }
 
 // NodeClaimNotFoundError: the instance does not exist (any more).

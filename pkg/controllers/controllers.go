@@ -43,6 +43,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/garbagecollection"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/lifecycle"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/podevents"
+	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/reboot"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeoverlay"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodepool"
 	"github.com/karpenter-go/karpenter/pkg/controllers/provisioning"
@@ -167,6 +168,7 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		SpotToSpotConsolidation:   spotToSpot,
 		PodDeletionCostManagement: deletionCost,
 		TerminateFirstDrift:       d.Options.FeatureGate(options.FeatureTerminateFirstDrift),
+		TerminateFirstRepair:      d.Options.FeatureGate(options.FeatureTerminateFirstRepair),
 		NodeRepair:                repair,
 	})))
 	if deletionCost {
@@ -223,9 +225,14 @@ func StateInformers(kube client.Reader, cluster *state.Cluster) []cloudprovider.
 // expiration, and garbage collection of instances against NodeClaims. cp
 // should be the decorated provider, so that their calls are measured.
 func NodeLifecycle(kube client.Client, cp cloudprovider.CloudProvider, clk clock.Clock, recorder record.EventRecorder) []cloudprovider.Controller {
+	term := termination.NewController(kube, cp, clk, recorder)
 	return []cloudprovider.Controller{
 		lifecycle.NewController(kube, cp, clk, recorder),
-		termination.NewController(kube, cp, clk, recorder),
+		term,
+		// Reboots already requested run to their end whatever the gates say
+		// now, as upstream's: the controller acts only on a Rebooting
+		// condition that is True.
+		reboot.NewController(kube, cp, term.Drainer, clk, recorder),
 		podevents.NewController(kube, clk),
 		cloudprovider.Registerer(candidacy.NewController(kube, cp, clk).Register),
 		cloudprovider.Registerer(expiration.NewController(kube, clk, recorder).Register),

@@ -90,24 +90,30 @@ func containsReason(rs []v1.DisruptionReason, r v1.DisruptionReason) bool {
 }
 
 // budgets computes every NodePool's BudgetStatus per reason. A pool's total is
-// its managed, initialized nodes whose instance is not already terminating;
-// those NotReady, being deleted or held by a disruption command consume the
-// budget, except that NotReady nodes do not consume the Unhealthy budget (as
-// upstream's): being NotReady is what repair acts on, so counting them would
+// its managed, initialized (or rebooting) nodes whose instance is not already
+// terminating; those NotReady, being deleted, rebooting or held by a
+// disruption command consume the budget, except that NotReady nodes do not
+// consume the Unhealthy budget (as upstream's): being NotReady is what repair acts on, so counting them would
 // let a wave of unhealthy nodes take the budget that repairs them.
 func budgets(in *Input) map[string]map[v1.DisruptionReason]*BudgetStatus {
 	total := map[string]int{}
 	disrupting := map[string]int{}
 	inFlight := map[string]int{}
 	for _, n := range in.Nodes {
-		if n.NodeClaim == nil || n.NodePool == "" || !n.Initialized {
+		if n.NodeClaim == nil || n.NodePool == "" {
+			continue
+		}
+		// A rebooting node is uninitialized once its reboot is issued, but it
+		// is a node of the pool being disrupted until the reboot ends.
+		rebooting := n.NodeClaim.StatusConditions().Get(v1.ConditionTypeRebooting).IsTrue()
+		if !n.Initialized && !rebooting {
 			continue
 		}
 		if n.NodeClaim.StatusConditions().Get(v1.ConditionTypeInstanceTerminating).IsTrue() {
 			continue
 		}
 		total[n.NodePool]++
-		if n.Deleting || n.MarkedForDeletion {
+		if n.Deleting || n.MarkedForDeletion || rebooting {
 			inFlight[n.NodePool]++
 			disrupting[n.NodePool]++
 		} else if !nodeReady(n.Node) {

@@ -50,6 +50,10 @@ type node struct {
 	rescheduleCost float64
 	// repair is what the repair policies make of the Node's conditions.
 	repair repairResult
+	// rebooting: a reboot is in progress (the NodeClaim's Rebooting is
+	// True). No method touches the node until it ends, and it counts against
+	// every budget meanwhile.
+	rebooting bool
 	// blocks caches block() per class: [graceful, eventual].
 	blocks   [2]*block
 	blocksOK [2]bool
@@ -78,9 +82,16 @@ func newNode(p *pass, in *Node) *node {
 			}
 		}
 	}
+	var rebootEnded time.Time
 	if in.NodeClaim != nil {
 		conds := in.NodeClaim.StatusConditions()
 		n.consolidatable = conds.Get(v1.ConditionTypeConsolidatable).IsTrue()
+		if c := conds.Get(v1.ConditionTypeRebooting); c != nil {
+			n.rebooting = c.IsTrue()
+			if c.IsFalse() {
+				rebootEnded = c.LastTransitionTime.Time
+			}
+		}
 		if c := conds.Get(v1.ConditionTypeDrifted); c.IsTrue() {
 			n.drifted = true
 			n.driftedAt = c.LastTransitionTime.Time
@@ -89,7 +100,7 @@ func newNode(p *pass, in *Node) *node {
 	}
 	n.pool = p.pools[in.NodePool]
 	if p.repairs != nil && in.Node != nil {
-		n.repair = p.repairs.resolve(in.Node, p.in.Now)
+		n.repair = p.repairs.resolve(in.Node, p.in.Now, rebootEnded)
 	}
 	n.priceNode(p)
 	n.cost = disruptionCost(n, p.in.Now, p.in.Options.PodDeletionCostManagement)
@@ -255,7 +266,7 @@ var silent = &block{}
 func (p *pass) computeBlock(n *node, graceful bool) *block {
 	// Without the solver's view of the node (Existing) its pods are unknown: it
 	// might look empty. It is left for a later pass.
-	if n.NodeClaim == nil || n.Node.Node == nil || n.Existing == nil || n.Deleting || n.MarkedForDeletion {
+	if n.NodeClaim == nil || n.Node.Node == nil || n.Existing == nil || n.Deleting || n.MarkedForDeletion || n.rebooting {
 		return silent
 	}
 	if !n.Initialized {

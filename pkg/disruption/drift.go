@@ -96,16 +96,7 @@ func (m drift) decide(p *pass) *Decision {
 // the pool is being scaled down.
 func (p *pass) staticDrift(m Method, n *node, why string) *Decision {
 	np := n.pool.NodePool
-	all, active := 0, 0
-	for _, o := range p.nodes {
-		if o.NodeClaim == nil || o.NodePool != np.Name {
-			continue
-		}
-		all++
-		if o.NodeClaim.DeletionTimestamp == nil && !o.MarkedForDeletion {
-			active++
-		}
-	}
+	all, active := p.staticCounts(np.Name)
 	if active > int(*np.Spec.Replicas) {
 		p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s): static nodepool %s is scaling down to %d replicas first", n.Name, why, np.Name, *np.Spec.Replicas))
 		return nil
@@ -130,4 +121,19 @@ func (p *pass) staticDrift(m Method, n *node, why string) *Decision {
 	d.Explanation = fmt.Sprintf("node %s drifted (%s): %s, so it is deleted first (TerminateFirstDrift) and the pool refilled to %d replicas", n.Name, why, atLimit, *np.Spec.Replicas)
 	d.TerminateFirstReason = TerminateFirstStaticAtLimit
 	return d
+}
+
+// staticCounts counts a NodePool's NodeClaims: all of them (what limits.nodes
+// bounds), and those neither being deleted nor held by a disruption command.
+func (p *pass) staticCounts(pool string) (all, active int) {
+	for _, o := range p.nodes {
+		if o.NodeClaim == nil || o.NodePool != pool {
+			continue
+		}
+		all++
+		if o.NodeClaim.DeletionTimestamp == nil && !o.MarkedForDeletion {
+			active++
+		}
+	}
+	return all, active
 }

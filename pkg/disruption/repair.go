@@ -11,15 +11,22 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
-// MethodRepair replaces unhealthy nodes (NodeRepair gate): a node whose Node
+// MethodRepair repairs unhealthy nodes (NodeRepair gate): a node whose Node
 // has a condition matching one of the cloud provider's repair policies for
 // longer than the policy's toleration. It runs first, as upstream's: fixing a
 // fault comes before any discretionary change. Like drift it acts on one node
 // per command, replacing it first when its pods need room, and consumes the
 // Unhealthy budget (only for initialized nodes: one that never initialized runs
-// nothing to protect). It differs from the other methods in its rules:
+// nothing to protect). A policy whose action is RebootNode reboots the node in
+// place instead (Decision.Reboot): no replacement, no simulation; a node
+// already rebooted RebootsBeforeReplacement times within RebootHistoryWindow
+// is replaced instead, and a reboot that does not bring the node back
+// replaces it too (the reboot controller's part). With TerminateFirstRepair,
+// an unhealthy node of a static NodePool at its node limit is deleted before
+// its replacement launches. It differs from the other methods in its rules:
 //   - karpenter.sh/do-not-disrupt on the Node or NodeClaim does not stop it
 //     (it was never meant to strand a broken node); karpenter.sh/do-not-repair
 //     on the Node does;
@@ -42,6 +49,14 @@ var MethodRepair Method = repair{}
 // unhealthy node in a small pool does not stop it).
 const RepairUnhealthyThreshold = 20
 
+// RebootHistoryWindow and RebootsBeforeReplacement are upstream's: a node
+// whose repair asked for this many reboots within the window is replaced
+// instead of rebooted again.
+const (
+	RebootHistoryWindow      = 24 * time.Hour
+	RebootsBeforeReplacement = 2
+)
+
 // repairAging is upstream's aging constant of the repair score: a candidate
 // eligible this long ago gains one rank.
 const repairAging = 30 * time.Minute
@@ -52,7 +67,15 @@ type Repair struct {
 	Condition corev1.NodeConditionType
 	Status    corev1.ConditionStatus
 	Reason    string
-	// TerminationGracePeriod is the drain bound the deletion applies: the
+	// Action is what the decision does: RebootNode for a reboot (see
+	// Decision.Reboot), ReplaceNode otherwise.
+	Action cloudprovider.RepairAction
+	// Escalated: the policy asked for a reboot, but the node was already
+	// rebooted RebootsBeforeReplacement times within RebootHistoryWindow, so
+	// it is replaced.
+	Escalated bool
+	// TerminationGracePeriod is the drain bound the deletion (or the reboot's
+	// drain) applies: the
 	// lesser of the policy's and the NodeClaim's terminationGracePeriod, 0 for
 	// a forceful policy, nil when the policy sets none (the NodeClaim's own
 	// applies).
@@ -202,11 +225,14 @@ func (r *repairResult) score(now time.Time) float64 {
 
 // resolve matches each condition of the Node against the set: a narrower
 // policy of its type and status whose expression matches its reason, or else
-// the fallback; and merges the eligible matches as upstream does. The most
+// the fallback; and merges the eligible matches as upstream does. A
+// toleration is counted from no earlier than notBefore (the end of the node's
+// last reboot, zero if none): a reboot gets its own toleration to clear a
+// fault. The most
 // disruptive action wins (replace over reboot), then the higher priority,
 // then the one eligible first, then the condition type's name; the shortest
 // drain bound of all eligible matches applies; the best score counts.
-func (m *repairMatcher) resolve(node *corev1.Node, now time.Time) repairResult {
+func (m *repairMatcher) resolve(node *corev1.Node, now, notBefore time.Time) repairResult {
 	var r repairResult
 	created := node.CreationTimestamp.Time
 	for _, c := range node.Status.Conditions {
@@ -218,6 +244,9 @@ func (m *repairMatcher) resolve(node *corev1.Node, now time.Time) repairResult {
 		since := c.LastTransitionTime.Time
 		if since.Before(created) {
 			since = created
+		}
+		if since.Before(notBefore) {
+			since = notBefore
 		}
 		matched := false
 		for _, rp := range narrow {
@@ -316,7 +345,7 @@ type ruled interface {
 
 // block is repair's rules (see MethodRepair).
 func (repair) block(p *pass, n *node) *block {
-	if n.NodeClaim == nil || n.Node.Node == nil || n.Existing == nil || n.Deleting || n.MarkedForDeletion {
+	if n.NodeClaim == nil || n.Node.Node == nil || n.Existing == nil || n.Deleting || n.MarkedForDeletion || n.rebooting {
 		return silent
 	}
 	if n.pool == nil {
@@ -421,8 +450,25 @@ func (m repair) decide(p *pass) *Decision {
 				continue
 			}
 		}
-		if n.repair.action == cloudprovider.RebootNode {
-			p.explain(n, m, CodeRebootNotImplemented, fmt.Sprintf("node %s is unhealthy (%s) and its repair policy asks for a reboot, which is not implemented", n.Name, why))
+		action, escalated := n.repair.action, false
+		if action == cloudprovider.RebootNode && p.in.RecentReboots[n.NodeClaim.UID] >= RebootsBeforeReplacement {
+			action, escalated = cloudprovider.ReplaceNode, true
+		}
+		since := now.Sub(n.repair.eligibleAt).Round(time.Second)
+		rep := &Repair{Condition: n.repair.condition, Status: n.repair.status, Reason: n.repair.reason, Action: action,
+			Escalated: escalated, TerminationGracePeriod: n.drainBound()}
+		if escalated {
+			why += fmt.Sprintf(", rebooted %d times in the last %s", p.in.RecentReboots[n.NodeClaim.UID], RebootHistoryWindow)
+		}
+		if action == cloudprovider.RebootNode {
+			// The instance stays: nothing is removed, nothing added.
+			return &Decision{Method: m, Candidates: []*Node{n.Node}, Repair: rep, Reboot: true,
+				Explanation: fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): rebooting it in place, %s", n.Name, why, since, describeRebootDrain(rep.TerminationGracePeriod, n.NodeClaim))}
+		}
+		if n.pool.NodePool.Spec.Replicas != nil {
+			if d := p.staticRepair(m, n, why, since, rep); d != nil {
+				return d
+			}
 			continue
 		}
 		if p.overWork() {
@@ -434,12 +480,10 @@ func (m repair) decide(p *pass) *Decision {
 			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s) but its pods cannot be rescheduled: %v", n.Name, why, sim.err))
 			continue
 		}
-		d := &Decision{Method: m, Candidates: []*Node{n.Node}, Replacements: sim.replacements, CandidatesPrice: priceOf([]*node{n}),
-			Repair: &Repair{Condition: n.repair.condition, Status: n.repair.status, Reason: n.repair.reason, TerminationGracePeriod: n.drainBound()}}
+		d := &Decision{Method: m, Candidates: []*Node{n.Node}, Replacements: sim.replacements, CandidatesPrice: priceOf([]*node{n}), Repair: rep}
 		for _, r := range sim.replacements {
 			d.ReplacementsPrice += r.Price
 		}
-		since := now.Sub(n.repair.eligibleAt).Round(time.Second)
 		switch {
 		case len(sim.replacements) == 0:
 			d.Explanation = fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): deleting it", n.Name, why, since)
@@ -449,4 +493,54 @@ func (m repair) decide(p *pass) *Decision {
 		return d
 	}
 	return nil
+}
+
+// describeRebootDrain says how the drain before a reboot is bounded.
+func describeRebootDrain(bound *time.Duration, nc *v1.NodeClaim) string {
+	if bound == nil && nc.Spec.TerminationGracePeriod != nil {
+		bound = &nc.Spec.TerminationGracePeriod.Duration
+	}
+	switch {
+	case bound == nil:
+		return "after draining it"
+	case *bound == 0:
+		return "without draining it"
+	}
+	return fmt.Sprintf("after draining it for at most %s", *bound)
+}
+
+// staticRepair replaces an unhealthy node of a static NodePool (spec.replicas)
+// as upstream does: with a node of the pool launched first, while the pool's
+// NodeClaims stay within limits.nodes; at the limit, with TerminateFirstRepair
+// and the pool Ready, by deleting it first (the pool is refilled to its
+// replicas after); otherwise it waits, explained. Nothing is replaced while
+// the pool is being scaled down.
+func (p *pass) staticRepair(m Method, n *node, why string, since time.Duration, rep *Repair) *Decision {
+	np := n.pool.NodePool
+	all, active := p.staticCounts(np.Name)
+	if active > int(*np.Spec.Replicas) {
+		p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s): static nodepool %s is scaling down to %d replicas first", n.Name, why, np.Name, *np.Spec.Replicas))
+		return nil
+	}
+	d := &Decision{Method: m, Candidates: []*Node{n.Node}, CandidatesPrice: priceOf([]*node{n}), Repair: rep}
+	limit, limited := np.Spec.Limits[v1.ResourceNodes]
+	if !limited || int64(all) < limit.Value() {
+		claim := p.in.StaticClaims[np.Name]
+		if claim == nil {
+			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s): static nodepool %s admits no instance type with an available offering to replace it", n.Name, why, np.Name))
+			return nil
+		}
+		d.Replacements, d.ReplacementsPrice = []*scheduling.NewClaim{claim}, claim.Price
+		d.Explanation = fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): replacing it with a node of static nodepool %s", n.Name, why, since, np.Name)
+		return d
+	}
+	atLimit := fmt.Sprintf("static nodepool %s is at its node limit (limits.nodes %s) and cannot stage a replacement", np.Name, limit.String())
+	if !p.in.Options.TerminateFirstRepair || !np.StatusConditions().Root().IsTrue() || np.DeletionTimestamp != nil {
+		p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s): %s", n.Name, why, atLimit))
+		return nil
+	}
+	d.Explanation = fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): %s, so it is deleted first (TerminateFirstRepair) and the pool refilled to %d replicas",
+		n.Name, why, since, atLimit, *np.Spec.Replicas)
+	d.TerminateFirstReason = TerminateFirstStaticAtLimit
+	return d
 }

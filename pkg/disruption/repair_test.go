@@ -8,10 +8,12 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/disruption"
+	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 func dur(d time.Duration) *time.Duration { return &d }
@@ -261,12 +263,158 @@ func TestRepairReasonPoliciesAndOrder(t *testing.T) {
 	repairDecision(t, w.run(), "b-old")
 }
 
-func TestRepairRebootPolicyNotImplemented(t *testing.T) {
+// rebootingNode marks the node's NodeClaim as rebooting (Rebooting=True),
+// uninitialized as an issued reboot leaves it.
+func rebootingNode(n *disruption.Node) {
+	n.NodeClaim.StatusConditions().SetTrueWithReason(v1.ConditionTypeRebooting, v1.RebootReasonIssued, "rebooting")
+	n.NodeClaim.StatusConditions().SetUnknown(v1.ConditionTypeInitialized, v1.RebootReasonRebooting, "node is rebooting")
+	n.Initialized = false
+}
+
+// rebootEnded marks the node's last reboot as ended `ago` before now.
+func rebootEnded(ago time.Duration) nodeOpt {
+	return func(n *disruption.Node) {
+		n.NodeClaim.StatusConditions().SetFalse(v1.ConditionTypeRebooting, v1.RebootReasonSucceeded, "rebooted")
+		for i := range n.NodeClaim.Status.Conditions {
+			if n.NodeClaim.Status.Conditions[i].Type == v1.ConditionTypeRebooting {
+				n.NodeClaim.Status.Conditions[i].LastTransitionTime = metav1.NewTime(now.Add(-ago))
+			}
+		}
+	}
+}
+
+func TestRepairRebootsInPlace(t *testing.T) {
+	// The pod fits nowhere else: a reboot moves nothing, so it does not matter.
 	w := repairWorld(t, 4)
+	bad := w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "Stuck", time.Hour))
+	w.pod(bad, "big", "3")
+	r := w.run()
+	d := repairDecision(t, r, "bad")
+	if !d.Reboot || d.Action() != disruption.ActionReboot || len(d.Replacements) != 0 {
+		t.Fatalf("want a reboot without replacements, got\n%s", describe(r))
+	}
+	if d.Repair.Action != cloudprovider.RebootNode || d.Repair.Escalated || d.Repair.Condition != "RebootRequired" || d.Repair.Reason != "Stuck" {
+		t.Fatalf("repair details %+v", d.Repair)
+	}
+	if !strings.Contains(d.Explanation, "rebooting it in place") || !strings.Contains(d.Explanation, "RebootRequired=True") {
+		t.Fatalf("explanation %q", d.Explanation)
+	}
+	// The drain before it is described: unbounded here, bounded by the
+	// NodeClaim's terminationGracePeriod when it has one.
+	if !strings.Contains(d.Explanation, "after draining it") {
+		t.Fatalf("explanation %q does not describe the drain", d.Explanation)
+	}
+	w = repairWorld(t, 4)
+	w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "", time.Hour), tgp(3*time.Minute))
+	if d := repairDecision(t, w.run(), "bad"); !strings.Contains(d.Explanation, "for at most 3m0s") {
+		t.Fatalf("explanation %q", d.Explanation)
+	}
+	// The reboot takes the Unhealthy budget like a replacement.
+	w = repairWorld(t, 4, budgetsOf(nodes("0", v1.DisruptionReasonUnhealthy)))
 	w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "", time.Hour))
+	r = w.run()
+	noRepair(t, r)
+	wantExplanation(t, r, "bad", disruption.CodeBudget, "Unhealthy")
+}
+
+func TestRepairRebootEscalatesToReplacement(t *testing.T) {
+	// Rebooted once recently: rebooted again.
+	w := repairWorld(t, 4)
+	bad := w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "", time.Hour))
+	w.in.RecentReboots = map[types.UID]int{bad.NodeClaim.UID: disruption.RebootsBeforeReplacement - 1}
+	if d := repairDecision(t, w.run(), "bad"); !d.Reboot {
+		t.Fatalf("want a reboot after one recent reboot, got %s", d.Action())
+	}
+	// Rebooted twice: replaced.
+	w = repairWorld(t, 4)
+	bad = w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "", time.Hour))
+	w.pod(bad, "p", "1")
+	w.in.RecentReboots = map[types.UID]int{bad.NodeClaim.UID: disruption.RebootsBeforeReplacement}
+	r := w.run()
+	d := repairDecision(t, r, "bad")
+	if d.Reboot || d.Action() != disruption.ActionDelete || d.Repair.Action != cloudprovider.ReplaceNode || !d.Repair.Escalated {
+		t.Fatalf("want an escalated replacement, got %s %+v\n%s", d.Action(), d.Repair, describe(r))
+	}
+	if !strings.Contains(d.Explanation, "rebooted 2 times in the last 24h0m0s") {
+		t.Fatalf("explanation %q does not say why it is not rebooted", d.Explanation)
+	}
+}
+
+func TestRepairLeavesRebootingNodeAlone(t *testing.T) {
+	// A rebooting node is nobody's candidate, whatever its conditions.
+	w := repairWorld(t, 4)
+	w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "", time.Hour), notReadyFor(time.Hour), rebootingNode)
 	r := w.run()
 	noRepair(t, r)
-	wantExplanation(t, r, "bad", disruption.CodeRebootNotImplemented, "reboot")
+	if e := explanation(r, "bad"); e != nil {
+		t.Fatalf("a rebooting node is not explained as blocked: %+v", e)
+	}
+	// It consumes every budget while it reboots, though uninitialized.
+	w = repairWorld(t, 4, budgetsOf(nodes("1")))
+	w.node("rebooting", "a", "m", rebootingNode)
+	w.node("bad", "a", "m", notReadyFor(time.Hour))
+	r = w.run()
+	noRepair(t, r)
+	wantExplanation(t, r, "bad", disruption.CodeBudget, "Unhealthy")
+	for _, b := range r.Budgets {
+		if b.Disrupting < 1 {
+			t.Fatalf("budget %+v does not count the rebooting node", b)
+		}
+	}
+}
+
+func TestRepairTolerationCountsFromRebootEnd(t *testing.T) {
+	// The fault has held for an hour, but the node came back from a reboot
+	// 30s ago: the 1-minute toleration starts again.
+	w := repairWorld(t, 4)
+	w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "", time.Hour), rebootEnded(30*time.Second))
+	r := w.run()
+	noRepair(t, r)
+	if r.Eligible[v1.DisruptionReasonUnhealthy] != 0 {
+		t.Fatalf("eligible %v", r.Eligible)
+	}
+	w = repairWorld(t, 4)
+	w.node("bad", "a", "m", condition("RebootRequired", corev1.ConditionTrue, "", time.Hour), rebootEnded(2*time.Minute))
+	repairDecision(t, w.run(), "bad")
+}
+
+func TestRepairStaticPoolTerminateFirst(t *testing.T) {
+	static := func(w *world, limit string) {
+		w.pool("s", standardTypes(), never, static(2, limit))
+		w.in.StaticClaims = map[string]*scheduling.NewClaim{"s": {Price: 0.17}}
+		w.pod(w.node("bad", "s", "m", notReadyFor(time.Hour)), "web", "1")
+		w.node("ok", "s", "m")
+	}
+	// Below its limit: a node of the pool is launched first.
+	w := repairWorld(t, 8)
+	static(w, "")
+	d := repairDecision(t, w.run(), "bad")
+	if d.Action() != disruption.ActionReplace || len(d.Replacements) != 1 || d.Replacements[0].Price != 0.17 {
+		t.Fatalf("want the static pool's claim launched first, got %s %+v", d.Action(), d.Replacements)
+	}
+	// At its limit without TerminateFirstRepair: it waits, explained.
+	w = repairWorld(t, 8)
+	static(w, "2")
+	r := w.run()
+	noRepair(t, r)
+	wantExplanation(t, r, "bad", disruption.CodeUnschedulable, "static nodepool s is at its node limit (limits.nodes 2) and cannot stage a replacement")
+	// With it: deleted first, the pool refilled after.
+	w = repairWorld(t, 8)
+	static(w, "2")
+	w.in.Options.TerminateFirstRepair = true
+	r = w.run()
+	d = repairDecision(t, r, "bad")
+	if d.Action() != disruption.ActionTerminateFirst || d.TerminateFirstReason != disruption.TerminateFirstStaticAtLimit || len(d.Replacements) != 0 {
+		t.Fatalf("want a terminate-first delete, got\n%s", describe(r))
+	}
+	if !strings.Contains(d.Explanation, "TerminateFirstRepair") {
+		t.Fatalf("explanation %q", d.Explanation)
+	}
+	// TerminateFirstDrift is not the repair gate.
+	w = repairWorld(t, 8)
+	static(w, "2")
+	w.in.Options.TerminateFirstDrift = true
+	noRepair(t, w.run())
 }
 
 func TestRepairUnschedulable(t *testing.T) {

@@ -3,6 +3,8 @@ package disruption
 import (
 	"time"
 
+	"k8s.io/apimachinery/pkg/types"
+
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 
@@ -46,6 +48,10 @@ type Input struct {
 	// RepairPolicies are the cloud provider's: which Node conditions make a
 	// node unhealthy (read only with Options.NodeRepair).
 	RepairPolicies []cloudprovider.RepairPolicy
+	// RecentReboots counts, by NodeClaim UID, the reboots repair requested
+	// for it within the last RebootHistoryWindow. A node rebooted
+	// RebootsBeforeReplacement times is replaced instead of rebooted again.
+	RecentReboots map[types.UID]int
 	// Events, when set, receives the events a pass tells pods about their
 	// karpenter.sh/do-not-disrupt durations and invalid values (upstream's,
 	// deduplicated as upstream's). A plan leaves it nil.
@@ -74,6 +80,10 @@ type Options struct {
 	// NodeRepair is the feature gate of that name: the repair method replaces
 	// nodes whose conditions match Input.RepairPolicies.
 	NodeRepair bool
+	// TerminateFirstRepair is the feature gate of that name: an unhealthy
+	// node of a static NodePool at its node limit, which cannot stage a
+	// replacement first, is deleted first and the pool refilled after.
+	TerminateFirstRepair bool
 }
 
 // Node is one unit of capacity and what the controller knows about it.
@@ -148,6 +158,9 @@ type Decision struct {
 	// TerminateFirstReason, on a delete, says why the replacement could not
 	// be launched first (upstream's values, e.g. TerminateFirstStaticAtLimit).
 	TerminateFirstReason string
+	// Reboot: the candidate is rebooted in place (a repair policy's
+	// RebootNode action), not deleted; there are no replacements.
+	Reboot bool
 }
 
 // TerminateFirstStaticAtLimit: a static NodePool at its node limit cannot
@@ -168,12 +181,17 @@ const (
 	// ActionTerminateFirst deletes the candidates whose replacement cannot be
 	// launched first (see Decision.TerminateFirstReason); it comes after.
 	ActionTerminateFirst Action = "terminate-first"
+	// ActionReboot reboots the candidate in place (upstream's "reboot").
+	ActionReboot Action = "reboot"
 )
 
-// Action is ActionReplace when the decision launches replacements,
-// ActionDelete otherwise.
+// Action is ActionReboot for a reboot, ActionReplace when the decision
+// launches replacements, ActionTerminateFirst for a delete whose replacement
+// comes after, ActionDelete otherwise.
 func (d *Decision) Action() Action {
 	switch {
+	case d.Reboot:
+		return ActionReboot
 	case len(d.Replacements) > 0:
 		return ActionReplace
 	case d.TerminateFirstReason != "":
@@ -220,9 +238,6 @@ const (
 	// CodeNodeRepairBlocked: node repair is stopped in the node's NodePool,
 	// too many of its nodes are unhealthy (upstream's event reason).
 	CodeNodeRepairBlocked Code = "NodeRepairBlocked"
-	// CodeRebootNotImplemented: the repair policy the node matches asks for a
-	// reboot, which is not built.
-	CodeRebootNotImplemented Code = "RebootNotImplemented"
 )
 
 // Explanation says why a node a method wanted was not disrupted.

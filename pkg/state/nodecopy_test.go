@@ -92,3 +92,33 @@ func TestTaintsFollowTheNodesOwnCopy(t *testing.T) {
 		t.Fatalf("pod not placed on the registered node: %d existing, %d new claims, errors %v", len(res.ExistingNodes), len(res.NewClaims), res.PodErrors)
 	}
 }
+
+// While its NodeClaim is rebooting, a node's karpenter.sh/rebooting taint is
+// left out of what the solver sees (its capacity is coming back); once the
+// reboot ended, a leftover taint counts again.
+func TestRebootingTaintIsIgnoredWhileRebooting(t *testing.T) {
+	cluster := state.NewCluster(clocktesting.NewFakeClock(time.Now()), nil)
+	nc := nodeClaim("nc-reboot")
+	nc.Status.ProviderID, nc.Status.NodeName = "kwok://nc-reboot", "nc-reboot"
+	for _, c := range []string{v1.ConditionTypeLaunched, v1.ConditionTypeRegistered, v1.ConditionTypeInitialized} {
+		nc.StatusConditions().SetTrue(c)
+	}
+	nc.StatusConditions().SetTrueWithReason(v1.ConditionTypeRebooting, v1.RebootReasonRequested, "test")
+	cluster.UpdateNodeClaim(nc)
+	n := node("nc-reboot", "kwok://nc-reboot", map[string]string{v1.NodePoolLabelKey: "default", v1.NodeRegisteredLabelKey: "true", v1.NodeInitializedLabelKey: "true"})
+	n.Spec.Taints = []corev1.Taint{v1.RebootingNoScheduleTaint}
+	cluster.UpdateNode(n)
+	sn := cluster.Nodes()[0]
+	if !sn.Rebooting() || len(sn.Taints()) != 0 {
+		t.Fatalf("rebooting %v, taints %v: want the reboot's taint ignored", sn.Rebooting(), sn.Taints())
+	}
+	if len(n.Spec.Taints) != 1 {
+		t.Fatal("the Node's own taints were modified")
+	}
+	nc = nc.DeepCopy()
+	nc.StatusConditions().SetFalse(v1.ConditionTypeRebooting, v1.RebootReasonSucceeded, "test")
+	cluster.UpdateNodeClaim(nc)
+	if sn := cluster.Nodes()[0]; sn.Rebooting() || len(sn.Taints()) != 1 {
+		t.Fatalf("rebooting %v, taints %v: want the taint in force after the reboot", sn.Rebooting(), sn.Taints())
+	}
+}

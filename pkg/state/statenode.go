@@ -135,6 +135,17 @@ func (n *StateNode) Taints() []corev1.Taint {
 		return n.NodeClaim.Spec.Taints
 	}
 	taints := n.Node.Spec.Taints
+	if n.Rebooting() {
+		// The reboot's taint fences the node only until it is back: its
+		// capacity is coming back, not going away, so the solver ignores it.
+		kept := make([]corev1.Taint, 0, len(taints))
+		for _, t := range taints {
+			if !t.MatchTaint(&v1.RebootingNoScheduleTaint) {
+				kept = append(kept, t)
+			}
+		}
+		taints = kept
+	}
 	if n.NodeClaim == nil || n.Node.Labels[v1.NodeInitializedLabelKey] == "true" {
 		return taints
 	}
@@ -152,6 +163,12 @@ func (n *StateNode) Taints() []corev1.Taint {
 		return out
 	}
 	return taints
+}
+
+// Rebooting: the node's NodeClaim has a reboot in progress (its Rebooting
+// condition is True).
+func (n *StateNode) Rebooting() bool {
+	return n.NodeClaim != nil && n.NodeClaim.StatusConditions().Get(v1.ConditionTypeRebooting).IsTrue()
 }
 
 // StartupTaints of the NodeClaim (none for unmanaged nodes).

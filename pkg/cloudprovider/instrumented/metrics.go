@@ -204,6 +204,12 @@ func (d *decorator) IsDrifted(ctx context.Context, nc *v1.NodeClaim) (out cloudp
 	return d.CloudProvider.IsDrifted(ctx, nc)
 }
 
+func (d *decorator) Reboot(ctx context.Context, nc *v1.NodeClaim, operationID string) (err error) {
+	done := d.observe(ctx, "Reboot", nc.Labels[v1.NodePoolLabelKey])
+	defer func() { done(err) }()
+	return d.CloudProvider.Reboot(ctx, nc, operationID)
+}
+
 // Name, RepairPolicies and GetSupportedNodeClasses are static answers, not
 // calls to the cloud; they pass through unmeasured.
 func (d *decorator) Name() string { return d.CloudProvider.Name() }

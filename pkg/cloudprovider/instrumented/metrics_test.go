@@ -54,8 +54,11 @@ func (s *scripted) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.Drif
 	return "", nil
 }
 func (s *scripted) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
-func (s *scripted) Name() string                                 { return "scripted" }
-func (s *scripted) GetSupportedNodeClasses() []client.Object     { return nil }
+func (s *scripted) Reboot(context.Context, *v1.NodeClaim, string) error {
+	return cloudprovider.NewNodeRebootNotImplementedError()
+}
+func (s *scripted) Name() string                             { return "scripted" }
+func (s *scripted) GetSupportedNodeClasses() []client.Object { return nil }
 
 func histogram(t *testing.T, controller, method string) *dto.Histogram {
 	t.Helper()

@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -43,6 +44,9 @@ type Options struct {
 	// TerminateFirstDrift is the feature gate (see
 	// disruption.Options.TerminateFirstDrift).
 	TerminateFirstDrift bool
+	// TerminateFirstRepair is the feature gate (see
+	// disruption.Options.TerminateFirstRepair).
+	TerminateFirstRepair bool
 	// PodDeletionCostManagement is the feature gate (see
 	// disruption.Options.PodDeletionCostManagement).
 	PodDeletionCostManagement bool
@@ -69,6 +73,8 @@ type Controller struct {
 	opts          Options
 	// cache keeps the solver's NodePool preparation across passes.
 	cache *scheduling.Cache
+	// reboots are the reboots repair requested (see rebootHistory).
+	reboots *rebootHistory
 }
 
 // NewController wires the controller. The recorder is wrapped so that an
@@ -87,6 +93,7 @@ func NewController(kube client.Client, cluster *state.Cluster, prov *provisionin
 	return &Controller{
 		kube: kube, cluster: cluster, provisioner: prov, cloudProvider: cp, queue: queue,
 		recorder: events.NewDedupingRecorder(recorder, clk), publisher: events.NewPublisher(recorder, clk), clock: clk, opts: opts, cache: scheduling.NewCache(),
+		reboots: &rebootHistory{at: map[types.UID][]time.Time{}},
 	}
 }
 
@@ -193,6 +200,9 @@ func (c *Controller) act(ctx context.Context, d *disruption.Decision) (bool, err
 		if s, err = c.snapshot(ctx); err != nil {
 			return false, err
 		}
+	}
+	if d.Reboot {
+		return c.reboot(ctx, d)
 	}
 	cmd, err := c.command(s, d)
 	if err != nil {

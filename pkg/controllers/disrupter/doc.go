@@ -35,7 +35,11 @@
 //     dropped and counted in karpenter_voluntary_disruption_failed_validations_total.
 //     Drift and repair act at once;
 //  6. builds the Command (replacement NodeClaims from provisioning.NewNodeClaim)
-//     and starts it on the queue.
+//     and starts it on the queue; a repair decision to reboot skips the queue:
+//     the NodeClaim gets the reboot's drain bound, DisruptionReason Unhealthy
+//     and Rebooting True (RebootRequested), which the reboot controller
+//     (pkg/controllers/nodeclaim/reboot) carries out. The controller remembers
+//     the reboots it requested for 24 hours (pkg/disruption's RecentReboots).
 //
 // Metrics: karpenter_voluntary_disruption_decisions_total{decision, reason,
 // consolidation_type}, _decisions_by_nodepool_total{nodepool, decision, reason,

@@ -6,7 +6,9 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/controllers/disrupter"
@@ -146,5 +148,61 @@ func TestRepairLaunchesReplacementFirst(t *testing.T) {
 	}
 	if n := ExpectExists(f.ctx, t, testEnv.Client, sick.DeepCopy()); !hasTaint(n, v1.DisruptedTaintKey) {
 		t.Fatal("the unhealthy node is not tainted karpenter.sh/disrupted")
+	}
+}
+
+// staticAtLimit makes the fixture's NodePool static (2 replicas, at most 2
+// nodes) and Ready.
+func (f *fixture) staticAtLimit(t *testing.T) {
+	t.Helper()
+	// A NodePool is static from its creation: the fixture's is made again.
+	old := ExpectExists(f.ctx, t, testEnv.Client, &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}})
+	if err := testEnv.Client.Delete(f.ctx, old); err != nil {
+		t.Fatal(err)
+	}
+	np := &v1.NodePool{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: old.Spec}
+	np.Spec.Replicas = ptr.To[int64](2)
+	np.Spec.Limits = v1.Limits{v1.ResourceNodes: resource.MustParse("2")}
+	np.Spec.Disruption.ConsolidateAfter = v1.MustParseNillableDuration("Never")
+	np.Spec.Disruption.ConsolidationPolicy = v1.ConsolidationPolicyWhenEmpty
+	Eventually(t, 10*time.Second, func() error { return testEnv.Client.Create(f.ctx, np) })
+	np = ExpectExists(f.ctx, t, testEnv.Client, np)
+	for _, c := range []string{v1.ConditionTypeValidationSucceeded, v1.ConditionTypeNodeClassReady, v1.ConditionTypeNodeRegistrationHealthy} {
+		np.StatusConditions().SetTrue(c)
+	}
+	ExpectStatusUpdated(f.ctx, t, testEnv.Client, np)
+}
+
+// An unhealthy node of a static NodePool at its node limit cannot have its
+// replacement launched first: without TerminateFirstRepair it waits; with
+// it, it is deleted first (the pool refills after), counted in
+// karpenter_voluntary_disruption_terminate_first_decisions_total.
+func TestRepairTerminatesFirstInAStaticPoolAtItsLimit(t *testing.T) {
+	f := newFixture(t)
+	f.staticAtLimit(t)
+	f.node(t, "ok", "c-4x-amd64-linux", notConsolidatable)
+	sick, nc := f.node(t, "sick", "c-4x-amd64-linux", notConsolidatable, withTerminationFinalizer)
+	f.setNotReady(t, sick)
+	f.clock.Step(11 * time.Minute)
+	f.withRepair()
+	if r := f.pass(t); r.acted || r.err != nil {
+		t.Fatalf("without TerminateFirstRepair a static pool at its limit waits, got %+v", r)
+	}
+	first := disrupter.TerminateFirstDecisionsTotal.WithLabelValues("default", "unhealthy", "static-at-limit")
+	before := testutil.ToFloat64(first)
+	f.ctrl = disrupter.NewController(testEnv.Client, f.cluster, f.prov, f.cp, f.queue, f.recorder, f.clock, disrupter.Options{NodeRepair: true, TerminateFirstRepair: true})
+	if r := f.pass(t); !r.acted || r.err != nil {
+		t.Fatalf("want the node terminated first, got %+v", r)
+	}
+	ExpectReconciledQueue(t, f, "sick")
+	if got := ExpectExists(f.ctx, t, testEnv.Client, nc.DeepCopy()); got.DeletionTimestamp == nil {
+		t.Fatal("the unhealthy node was not deleted first")
+	}
+	ncs := &v1.NodeClaimList{}
+	if err := testEnv.Client.List(f.ctx, ncs); err != nil || len(ncs.Items) != 2 {
+		t.Fatalf("want no replacement launched first: %d NodeClaims (%v)", len(ncs.Items), err)
+	}
+	if after := testutil.ToFloat64(first); after != before+1 {
+		t.Fatalf("terminate_first_decisions_total{default,unhealthy,static-at-limit} %v -> %v", before, after)
 	}
 }

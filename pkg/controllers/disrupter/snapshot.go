@@ -30,11 +30,13 @@ func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 		Kube: c.kube, Cluster: c.cluster, Provisioner: c.provisioner, CloudProvider: c.cloudProvider,
 		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(), Events: c.publisher,
 		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork,
-			PodDeletionCostManagement: c.opts.PodDeletionCostManagement, TerminateFirstDrift: c.opts.TerminateFirstDrift, NodeRepair: c.opts.NodeRepair},
+			PodDeletionCostManagement: c.opts.PodDeletionCostManagement, TerminateFirstDrift: c.opts.TerminateFirstDrift, NodeRepair: c.opts.NodeRepair,
+			TerminateFirstRepair: c.opts.TerminateFirstRepair},
 	})
 	if err != nil {
 		return nil, err
 	}
+	in.RecentReboots = c.reboots.recent(c.clock.Now())
 	return &snapshot{in: in, nodePools: pools}, nil
 }
 

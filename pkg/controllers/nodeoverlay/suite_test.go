@@ -47,7 +47,10 @@ func (p *provider) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.Drif
 	return "", nil
 }
 func (p *provider) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
-func (p *provider) Name() string                                 { return "test" }
+func (p *provider) Reboot(context.Context, *v1.NodeClaim, string) error {
+	return cloudprovider.NewNodeRebootNotImplementedError()
+}
+func (p *provider) Name() string { return "test" }
 func (p *provider) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&kwokv1alpha1.KWOKNodeClass{}}
 }

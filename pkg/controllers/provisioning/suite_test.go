@@ -55,7 +55,10 @@ func (c *instanceTypes) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider
 	return "", nil
 }
 func (c *instanceTypes) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
-func (c *instanceTypes) Name() string                                 { return "test" }
+func (c *instanceTypes) Reboot(context.Context, *v1.NodeClaim, string) error {
+	return cloudprovider.NewNodeRebootNotImplementedError()
+}
+func (c *instanceTypes) Name() string { return "test" }
 func (c *instanceTypes) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&kwokv1alpha1.KWOKNodeClass{}}
 }

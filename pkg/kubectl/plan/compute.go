@@ -351,6 +351,19 @@ func (p *Planner) disrupt(step int, d *disruption.Decision) Disruption {
 			claims = append(claims, c.NodeClaim.Name)
 		}
 	}
+	if d.Reboot {
+		// A reboot keeps the node: it is rebooting for the rest of the plan
+		// (no method takes it again), not going away.
+		for _, c := range d.Candidates {
+			if c.NodeClaim == nil {
+				continue
+			}
+			nc := c.NodeClaim.DeepCopy()
+			nc.StatusConditions().SetTrueWithReason(v1.ConditionTypeRebooting, v1.RebootReasonRequested, d.Explanation)
+			p.Cluster.UpdateNodeClaim(nc)
+		}
+		return out
+	}
 	p.Cluster.MarkForDeletion(claims...)
 	return out
 }

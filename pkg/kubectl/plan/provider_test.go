@@ -96,7 +96,10 @@ func (exampleCloud) IsDrifted(context.Context, *v1.NodeClaim) (cloudprovider.Dri
 	return "", nil
 }
 func (exampleCloud) RepairPolicies() []cloudprovider.RepairPolicy { return nil }
-func (exampleCloud) Name() string                                 { return "example" }
+func (exampleCloud) Reboot(context.Context, *v1.NodeClaim, string) error {
+	return cloudprovider.NewNodeRebootNotImplementedError()
+}
+func (exampleCloud) Name() string { return "example" }
 func (exampleCloud) GetSupportedNodeClasses() []client.Object {
 	return []client.Object{&exampleNodeClass{}}
 }

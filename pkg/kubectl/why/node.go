@@ -145,6 +145,9 @@ func notWanted(sn *state.StateNode, np *v1.NodePool, pods []*corev1.Pod) string 
 		return "Karpenter does not manage it (no NodeClaim)"
 	case np == nil:
 		return fmt.Sprintf("its nodepool %q does not exist", sn.NodePool())
+	case sn.Rebooting():
+		c := sn.NodeClaim.StatusConditions().Get(v1.ConditionTypeRebooting)
+		return fmt.Sprintf("it is being rebooted (Rebooting %s: %s); no disruption takes it until the reboot ends", c.Reason, c.Message)
 	case !sn.Initialized():
 		return "it has not finished initializing"
 	}

@@ -128,3 +128,19 @@ func TestWhyNodeNamesTheBufferItKeepsRoomFor(t *testing.T) {
 	t.Log("\n" + out)
 	expectContains(t, out, "it keeps room for 2 chunk(s) of CapacityBuffer default/spare")
 }
+
+// A rebooting node is no method's candidate; why says it is rebooting.
+func TestWhyNodeRebooting(t *testing.T) {
+	s := plantest.Base(t, nodePool)
+	n, nc := plantest.Node(t, "big", "c-16x-amd64-linux")
+	nc.StatusConditions().SetTrueWithReason(v1.ConditionTypeRebooting, v1.RebootReasonIssued, "rebooting for KWOKRebootRequired=True")
+	if err := s.Add(n, nc, plantest.BoundPod("small", "big", "500m")); err != nil {
+		t.Fatal(err)
+	}
+	out, err := why.Node(context.Background(), s, "big")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + out)
+	expectContains(t, out, "not a candidate: it is being rebooted (Rebooting RebootIssued: rebooting for KWOKRebootRequired=True)")
+}

@@ -41,12 +41,7 @@ type upstreamFamily struct {
 // notBuilt lists upstream families whose feature this controller does not
 // have; each names the missing feature. Every other upstream family must be
 // registered with upstream's label names.
-var notBuilt = map[string]string{
-	// NodeClaim reboot (node repair's reboot policy): not built.
-	"karpenter_nodes_reboots_total":                    "node reboot repair",
-	"karpenter_nodes_reboot_duration_seconds":          "node reboot repair",
-	"karpenter_nodes_reboot_recovery_duration_seconds": "node reboot repair",
-}
+var notBuilt = map[string]string{}
 
 // pending lists upstream families whose feature exists here but which are
 // not exported yet, each with what is missing. They are reported in the table

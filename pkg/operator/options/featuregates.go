@@ -55,7 +55,7 @@ var CoreGates = []Gate{
 	{Name: FeatureStaticCapacity, Default: false, Implemented: true},
 	{Name: FeatureCapacityBuffer, Default: false, Implemented: true},
 	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "only drifted nodes of static NodePools at their node limit are terminated first; a drifted reserved-capacity node whose reservation is full is still replaced by launching first"},
-	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "unhealthy nodes are repaired only by launching the replacement first, and one whose pods fit nowhere is not repaired"},
+	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "only unhealthy nodes of static NodePools at their node limit are terminated first; an unhealthy reserved-capacity node whose reservation is full is still replaced by launching first"},
 	{Name: FeaturePodDeletionCostManagement, Default: false, Implemented: true},
 }
 

@@ -40,6 +40,8 @@ type CloudProvider struct {
 	// overlays, with the NodeOverlay gate, are applied to the instance
 	// types a launch chooses from (nil: none).
 	overlays cloudprovider.InstanceTypeOverlay
+	// rebootForRepair: the RebootForRepair gate (see WithRebootForRepair).
+	rebootForRepair bool
 }
 
 // SetInstanceTypeOverlay makes Create choose among the instance types of the
@@ -56,6 +58,12 @@ type Option func(*CloudProvider)
 // the cluster clusterName.
 func WithInstances(p *instance.Provider, clusterName string) Option {
 	return func(c *CloudProvider) { c.instances, c.clusterName = p, clusterName }
+}
+
+// WithRebootForRepair (the RebootForRepair gate) makes the repair policy of
+// reboot-clearable GPU faults reboot the node in place instead of replacing it.
+func WithRebootForRepair(enabled bool) Option {
+	return func(c *CloudProvider) { c.rebootForRepair = enabled }
 }
 
 var _ cloudprovider.CloudProvider = (*CloudProvider)(nil)
@@ -81,19 +89,26 @@ func (c *CloudProvider) GetSupportedNodeClasses() []client.Object {
 // conditions the EKS node monitoring agent reports, replaced after 30 minutes
 // (10 for GPU faults it recognises) with a bounded drain. GPU faults are told
 // apart by the XID code in the condition's reason; an unrecognised one falls
-// to the set's fallback. Upstream reboots the reboot-clearable XIDs only with
-// its RebootForRepair gate; without it, as here, they are replaced.
+// to the set's fallback. The reboot-clearable XIDs are rebooted with the
+// RebootForRepair gate, replaced on the same timing without it.
 func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
 	five, ten := 5*time.Minute, 10*time.Minute
 	replace := func(t corev1.NodeConditionType, s corev1.ConditionStatus, regex string, toleration time.Duration, drain *time.Duration) cloudprovider.RepairPolicy {
 		return cloudprovider.RepairPolicy{ConditionType: t, ConditionStatus: s, ReasonRegex: regex, TolerationDuration: toleration,
 			TerminationGracePeriod: drain, Action: cloudprovider.ReplaceNode}
 	}
+	rebootable := func(t corev1.NodeConditionType, s corev1.ConditionStatus, regex string, toleration time.Duration, drain *time.Duration) cloudprovider.RepairPolicy {
+		p := replace(t, s, regex, toleration, drain)
+		if c.rebootForRepair {
+			p.Action = cloudprovider.RebootNode
+		}
+		return p
+	}
 	return []cloudprovider.RepairPolicy{
 		replace(corev1.NodeReady, corev1.ConditionFalse, ".*", 30*time.Minute, &ten),
 		replace(corev1.NodeReady, corev1.ConditionUnknown, ".*", 30*time.Minute, &ten),
 		// Reboot-clearable GPU faults.
-		replace("AcceleratedHardwareReady", corev1.ConditionFalse, `.*XID(46|48|54|62|63|95|109|110|136|140|143|155|156|158).*`, 10*time.Minute, &five),
+		rebootable("AcceleratedHardwareReady", corev1.ConditionFalse, `.*XID(46|48|54|62|63|95|109|110|136|140|143|155|156|158).*`, 10*time.Minute, &five),
 		// Fatal GPU faults.
 		replace("AcceleratedHardwareReady", corev1.ConditionFalse, `.*XID(64|74|79|119|120).*`, 10*time.Minute, &five),
 		// The fallback: any other reason.

@@ -251,6 +251,18 @@ func (c *CloudProvider) List(ctx context.Context) ([]*v1.NodeClaim, error) {
 // Delete terminates the NodeClaim's instance: nil while it shuts down, a
 // *cloudprovider.NodeClaimNotFoundError once it is gone (or was never
 // recorded on the NodeClaim).
+// Reboot restarts the NodeClaim's instance in place (ec2:RebootInstances).
+func (c *CloudProvider) Reboot(ctx context.Context, nodeClaim *v1.NodeClaim, operationID string) error {
+	if c.instances == nil {
+		return errNoInstances
+	}
+	id, err := instance.ParseProviderID(nodeClaim.Status.ProviderID)
+	if err != nil {
+		return cloudprovider.NewNodeClaimNotFoundError(err)
+	}
+	return c.instances.Reboot(ctx, id, operationID)
+}
+
 func (c *CloudProvider) Delete(ctx context.Context, nodeClaim *v1.NodeClaim) error {
 	if c.instances == nil {
 		return errNoInstances

@@ -138,6 +138,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	priceRefresh := pricing.NewController(prices, deps.Clock)
 	return &cloudprovider.Bundle{
 		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
+			WithRebootForRepair(opts.FeatureGates.Values[settings.FeatureRebootForRepair]),
 			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
 		Controllers: append([]cloudprovider.Controller{
 			cloudprovider.Runnable(launchTemplates),

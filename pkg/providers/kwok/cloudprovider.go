@@ -124,13 +124,19 @@ func (c *CloudProvider) GetSupportedNodeClasses() []client.Object {
 // (upstream's name): a node carrying KWOKUnhealthy=True is replaced quickly.
 const UnhealthyCondition corev1.NodeConditionType = "KWOKUnhealthy"
 
+// RebootRequiredCondition is the simulated reboot-clearable fault (upstream's
+// name): a node carrying KWOKRebootRequired=True is rebooted in place. It is a
+// condition type of its own, not a KWOKUnhealthy reason, because the most
+// disruptive eligible action wins and KWOKUnhealthy's replaces.
+const RebootRequiredCondition corev1.NodeConditionType = "KWOKRebootRequired"
+
 // RepairPolicies (upstream's KWOK policies): a node whose Ready is False or
 // Unknown for 10 minutes is replaced without a drain; KWOKUnhealthy=True for
-// 30 seconds, with a 45-second drain bound. Ready=False is the fallback.
-// Upstream's KWOKRebootRequired policy asks for a reboot, which node repair
-// here does not do, so it is not listed.
+// 30 seconds, with a 45-second drain bound; KWOKRebootRequired=True for 30
+// seconds is rebooted after a drain of at most a minute. Ready=False is the
+// fallback.
 func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
-	forceful, drain := time.Duration(0), 45*time.Second
+	forceful, drain, rebootDrain := time.Duration(0), 45*time.Second, time.Minute
 	return []cloudprovider.RepairPolicy{
 		{ConditionType: corev1.NodeReady, ConditionStatus: corev1.ConditionFalse, TolerationDuration: 10 * time.Minute,
 			TerminationGracePeriod: &forceful, Action: cloudprovider.ReplaceNode},
@@ -138,7 +144,33 @@ func (c *CloudProvider) RepairPolicies() []cloudprovider.RepairPolicy {
 			TerminationGracePeriod: &forceful, Action: cloudprovider.ReplaceNode},
 		{ConditionType: UnhealthyCondition, ConditionStatus: corev1.ConditionTrue, ReasonRegex: ".*", TolerationDuration: 30 * time.Second,
 			TerminationGracePeriod: &drain, Action: cloudprovider.ReplaceNode},
+		{ConditionType: RebootRequiredCondition, ConditionStatus: corev1.ConditionTrue, ReasonRegex: ".*", TolerationDuration: 30 * time.Second,
+			TerminationGracePeriod: &rebootDrain, Action: cloudprovider.RebootNode},
 	}
+}
+
+// Reboot simulates an in-place restart as upstream's KWOK does: there is no
+// instance, so the Node only gets a new boot ID (derived from operationID, so
+// a retried request for the same reboot changes nothing more), which is what
+// the reboot controller takes as proof of a new boot. The simulated kubelet
+// stays Ready throughout, and the fault condition stays until cleared.
+func (c *CloudProvider) Reboot(ctx context.Context, nc *v1.NodeClaim, operationID string) error {
+	if nc.Status.NodeName == "" {
+		return fmt.Errorf("rebooting nodeclaim %s: its node is not registered", nc.Name)
+	}
+	node := &corev1.Node{}
+	if err := c.kubeClient.Get(ctx, client.ObjectKey{Name: nc.Status.NodeName}, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("rebooting node %s: %w", nc.Status.NodeName, err))
+		}
+		return fmt.Errorf("rebooting node %s: %w", nc.Status.NodeName, err)
+	}
+	stored := node.DeepCopy()
+	node.Status.NodeInfo.BootID = "kwok-" + operationID
+	if err := c.kubeClient.Status().Patch(ctx, node, client.MergeFrom(stored)); err != nil {
+		return fmt.Errorf("rebooting node %s: %w", node.Name, err)
+	}
+	return nil
 }
 
 // IsDrifted: simulated nodes never drift from their NodeClass.

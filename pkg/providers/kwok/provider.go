@@ -61,14 +61,16 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	}, nil
 }
 
-// ClusterRules: read KWOKNodeClasses and write their status, and create the
-// Node of a launched NodeClaim.
+// ClusterRules: read KWOKNodeClasses and write their status, create the Node
+// of a launched NodeClaim, and write a rebooted Node's boot ID.
 func (p *Provider) ClusterRules() []cloudprovider.ClusterRule {
 	return []cloudprovider.ClusterRule{
 		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{kwokv1alpha1.Group}, Resources: []string{"kwoknodeclasses"}, Verbs: []string{"get", "list", "watch"}}},
 		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{kwokv1alpha1.Group}, Resources: []string{"kwoknodeclasses/status"}, Verbs: []string{"patch", "update"}}},
 		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes"}, Verbs: []string{"create"}},
 			Why: "The KWOK provider registers the Node of a launched NodeClaim itself (no kubelet does)."},
+		{PolicyRule: rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"nodes/status"}, Verbs: []string{"patch"}},
+			Why: "A KWOK reboot gives the Node a new boot ID, as a kubelet that booted again would."},
 	}
 }
 

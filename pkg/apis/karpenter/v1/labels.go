@@ -36,6 +36,15 @@ const (
 	// DoNotRepairAnnotationKey on a node ("true") keeps node repair away from
 	// it, whatever its conditions (NodeRepair gate).
 	DoNotRepairAnnotationKey = Group + "/do-not-repair"
+	// RebootPreBootIDAnnotationKey on a NodeClaim holds the Node's boot ID
+	// from just before Karpenter asked the cloud provider to reboot it: a
+	// different boot ID proves the reboot happened, so it is not asked again.
+	// Removed when the reboot ends.
+	RebootPreBootIDAnnotationKey = Group + "/reboot-pre-boot-id"
+	// RebootTerminationGracePeriodAnnotationKey on a NodeClaim bounds the
+	// drain before a reboot (a Go duration; "0s" skips the drain). Absent,
+	// the drain waits for every pod.
+	RebootTerminationGracePeriodAnnotationKey = Group + "/reboot-termination-grace-period"
 	// DisruptionCostAnnotationKey on a pod is an int32 cost of evicting it:
 	// consolidation prefers nodes whose pods cost less. Unset, the pod's
 	// controller.kubernetes.io/pod-deletion-cost counts instead, unless

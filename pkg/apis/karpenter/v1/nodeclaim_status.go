@@ -30,6 +30,23 @@ const (
 	ConditionTypeConsistentStateFound = "ConsistentStateFound"
 	// ConditionTypeDisruptionReason records why Karpenter is disrupting the node.
 	ConditionTypeDisruptionReason = "DisruptionReason"
+	// ConditionTypeRebooting is True while the node is being rebooted in
+	// place (a repair policy's RebootNode action), its reason the phase
+	// (RebootRequested, RebootIssued); False once the reboot ended, its reason
+	// the outcome (RebootSucceeded, RebootFailed).
+	ConditionTypeRebooting = "Rebooting"
+)
+
+// Reasons of the Rebooting condition. The disruption controller requests a
+// reboot; the reboot controller carries it out.
+const (
+	RebootReasonRequested = "RebootRequested"
+	RebootReasonIssued    = "RebootIssued"
+	RebootReasonSucceeded = "RebootSucceeded"
+	RebootReasonFailed    = "RebootFailed"
+	// RebootReasonRebooting is the reason of the Initialized condition, made
+	// Unknown once the reboot is issued: initialization holds for one boot.
+	RebootReasonRebooting = "Rebooting"
 )
 
 // NodeClaimStatus is the observed state of a NodeClaim.

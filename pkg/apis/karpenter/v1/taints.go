@@ -6,6 +6,7 @@ import corev1 "k8s.io/api/core/v1"
 const (
 	DisruptedTaintKey    = Group + "/disrupted"
 	UnregisteredTaintKey = Group + "/unregistered"
+	RebootingTaintKey    = Group + "/rebooting"
 )
 
 var (
@@ -16,6 +17,10 @@ var (
 	// removed by Karpenter once the node registered; it keeps pods off nodes
 	// whose labels and taints Karpenter has not synced yet.
 	UnregisteredNoExecuteTaint = corev1.Taint{Key: UnregisteredTaintKey, Effect: corev1.TaintEffectNoExecute}
+	// RebootingNoScheduleTaint keeps new pods off a node that node repair is
+	// rebooting, from the reboot's request until the node comes back with a
+	// new boot ID (or the reboot fails).
+	RebootingNoScheduleTaint = corev1.Taint{Key: RebootingTaintKey, Effect: corev1.TaintEffectNoSchedule}
 )
 
 // IsDisruptingTaint reports whether t is Karpenter's disrupted taint.

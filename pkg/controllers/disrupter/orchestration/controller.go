@@ -134,7 +134,10 @@ func (q *Queue) CleanupOrphans(ctx context.Context) error {
 	}
 	for i := range ncs.Items {
 		nc := &ncs.Items[i]
-		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(v1.ConditionTypeDisruptionReason) == nil {
+		// A rebooting NodeClaim's DisruptionReason is the reboot's, not a
+		// lost command's: the reboot controller clears it.
+		if nc.DeletionTimestamp != nil || nc.StatusConditions().Get(v1.ConditionTypeDisruptionReason) == nil ||
+			nc.StatusConditions().Get(v1.ConditionTypeRebooting).IsTrue() {
 			continue
 		}
 		removed, err := q.withoutCommand(nc.Name, func() (bool, error) {

@@ -3,6 +3,7 @@ package lifecycle
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -235,7 +236,16 @@ func (c *Controller) readOwnWrites(nc *v1.NodeClaim) {
 	f := fieldsOf(nc).or(last.fields)
 	nc.Status.ProviderID, nc.Status.ImageID, nc.Status.NodeName = f.ProviderID, f.ImageID, f.NodeName
 	nc.Status.Capacity, nc.Status.Allocatable = f.Capacity, f.Allocatable
-	ownedconditions.Overlay(nc, last.conditions)
+	remembered := last.conditions
+	if c := nc.StatusConditions().Get(v1.ConditionTypeInitialized); c != nil && c.Reason == v1.RebootReasonRebooting {
+		// The one write of lifecycle's conditions by another controller: a
+		// reboot makes Initialized (and so Ready) Unknown after lifecycle's
+		// last write, so the copy read knows better than memory.
+		remembered = slices.DeleteFunc(slices.Clone(remembered), func(c status.Condition) bool {
+			return c.Type == v1.ConditionTypeInitialized || c.Type == status.ConditionReady
+		})
+	}
+	ownedconditions.Overlay(nc, remembered)
 }
 
 // statusFields are the NodeClaim status fields lifecycle writes besides its

@@ -28,6 +28,12 @@ func (i *Initialization) Reconcile(ctx context.Context, nc *v1.NodeClaim) (recon
 	if conds.Get(v1.ConditionTypeInitialized).IsTrue() {
 		return reconcile.Result{}, false, nil
 	}
+	// Initialization holds for one boot: while a reboot is in progress the
+	// node that is still up (or coming back) must not complete it; the
+	// reboot controller ends the reboot first.
+	if conds.Get(v1.ConditionTypeRebooting).IsTrue() {
+		return reconcile.Result{}, false, nil
+	}
 	if !conds.Get(v1.ConditionTypeLaunched).IsTrue() {
 		conds.SetUnknown(v1.ConditionTypeInitialized, "NotLaunched", "Node not launched")
 		return reconcile.Result{}, false, nil

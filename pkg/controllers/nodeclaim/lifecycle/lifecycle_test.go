@@ -364,3 +364,49 @@ func drained(f *fixture, reason string) bool {
 		}
 	}
 }
+
+// Initialization holds for one boot: while a reboot is in progress (the
+// NodeClaim's Rebooting is True, Initialized Unknown as the reboot controller
+// leaves it), the Ready node does not initialize again; once the reboot ended
+// it does.
+func TestInitializationWaitsForTheEndOfAReboot(t *testing.T) {
+	f := setup(t)
+	nc := nodeClaim("claim-reboot", "default")
+	nc.Spec.StartupTaints = nil
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	node := ExpectExists(f.ctx, t, e.Client, nodeOf(nc))
+	node.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue, Reason: "KubeletReady"}}
+	ExpectStatusUpdated(f.ctx, t, e.Client, node)
+	removeTaint(f, t, node, corev1.TaintNodeNotReady)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeInitialized); !c.IsTrue() {
+		t.Fatalf("expected Initialized: %+v", c)
+	}
+	// The reboot was issued.
+	got := ExpectExists(f.ctx, t, e.Client, nc)
+	got.StatusConditions().SetTrueWithReason(v1.ConditionTypeRebooting, v1.RebootReasonIssued, "rebooting")
+	got.StatusConditions().SetUnknown(v1.ConditionTypeInitialized, v1.RebootReasonRebooting, "node is rebooting")
+	ExpectStatusUpdated(f.ctx, t, e.Client, got)
+	node = ExpectExists(f.ctx, t, e.Client, node)
+	delete(node.Labels, v1.NodeInitializedLabelKey)
+	ExpectApplied(f.ctx, t, e.Client, node)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeInitialized); c.IsTrue() || c.Reason != v1.RebootReasonRebooting {
+		t.Fatalf("initialized again during a reboot: %+v", c)
+	}
+	if _, ok := ExpectExists(f.ctx, t, e.Client, node).Labels[v1.NodeInitializedLabelKey]; ok {
+		t.Fatal("the node was labelled initialized during a reboot")
+	}
+	// The reboot ended.
+	got = ExpectExists(f.ctx, t, e.Client, nc)
+	got.StatusConditions().SetFalse(v1.ConditionTypeRebooting, v1.RebootReasonSucceeded, "rebooted")
+	ExpectStatusUpdated(f.ctx, t, e.Client, got)
+	ExpectReconciled(f.ctx, t, f.ctrl, nc)
+	if c := condition(ExpectExists(f.ctx, t, e.Client, nc), v1.ConditionTypeInitialized); !c.IsTrue() {
+		t.Fatalf("not initialized after the reboot: %+v", c)
+	}
+	if ExpectExists(f.ctx, t, e.Client, node).Labels[v1.NodeInitializedLabelKey] != "true" {
+		t.Fatal("the node is not labelled initialized after the reboot")
+	}
+}

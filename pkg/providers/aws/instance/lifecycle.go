@@ -89,6 +89,27 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	return nil
 }
 
+// Reboot asks EC2 to restart an instance in place (ec2:RebootInstances).
+// EC2 takes no idempotency token, so operationID is only logged; the reboot
+// controller makes sure one reboot is asked for once. An instance that is gone
+// is a *cloudprovider.NodeClaimNotFoundError, a missing permission a
+// *cloudprovider.NodeRebootFailedError (retrying would not help).
+func (p *Provider) Reboot(ctx context.Context, id, operationID string) error {
+	if _, err := p.Get(ctx, id); err != nil {
+		return err
+	}
+	if _, err := p.ec2.RebootInstances(ctx, &ec2.RebootInstancesInput{InstanceIds: []string{id}}); err != nil {
+		switch {
+		case awserr.Code(err) == "InvalidInstanceID.NotFound":
+			return cloudprovider.NewNodeClaimNotFoundError(fmt.Errorf("rebooting instance %s: %w", id, err))
+		case awserr.IsUnauthorized(err):
+			return cloudprovider.NewNodeRebootFailedError(fmt.Errorf("rebooting instance %s (operation %s): %w", id, operationID, err))
+		}
+		return fmt.Errorf("rebooting instance %s (operation %s): %w", id, operationID, err)
+	}
+	return nil
+}
+
 // CreateTags tags an instance.
 func (p *Provider) CreateTags(ctx context.Context, id string, tags map[string]string) error {
 	if len(tags) == 0 {

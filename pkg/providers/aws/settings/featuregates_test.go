@@ -32,8 +32,9 @@ func TestUpstreamChartAWSFeatureGatesParse(t *testing.T) {
 	}
 }
 
-// An AWS gate that is enabled is warned about (none is implemented yet), an
-// unknown name too; neither stops start-up. A malformed value does.
+// An AWS gate that is enabled but not implemented is warned about, an
+// unknown name too; neither stops start-up. RebootForRepair is implemented,
+// so enabling it warns about nothing. A malformed value stops start-up.
 func TestAWSFeatureGatesWarn(t *testing.T) {
 	o, err := parse(t, []string{"--aws-feature-gates=RebootForRepair=true,DRAEFA=true,Warp=true"}, env(map[string]string{"CLUSTER_NAME": "demo"}))
 	if err != nil {
@@ -42,15 +43,17 @@ func TestAWSFeatureGatesWarn(t *testing.T) {
 	w := strings.Join(o.FeatureGates.Warnings(), "\n")
 	for _, want := range []string{
 		"feature gate DRAEFA is enabled (AWS_FEATURE_GATES) but not implemented yet",
-		"feature gate RebootForRepair is enabled (AWS_FEATURE_GATES) but not implemented yet",
 		"feature gate Warp (AWS_FEATURE_GATES) is unknown",
 	} {
 		if !strings.Contains(w, want) {
 			t.Errorf("warnings\n%s\nwant %q", w, want)
 		}
 	}
-	if n := len(o.FeatureGates.Warnings()); n != 3 {
-		t.Errorf("%d warnings, want 3", n)
+	if strings.Contains(w, "feature gate RebootForRepair") {
+		t.Errorf("warnings\n%s\nname RebootForRepair, which is implemented", w)
+	}
+	if n := len(o.FeatureGates.Warnings()); n != 2 {
+		t.Errorf("%d warnings, want 2", n)
 	}
 	if _, err := parse(t, nil, env(map[string]string{"CLUSTER_NAME": "demo", "AWS_FEATURE_GATES": "DRAEFA=yes please"})); err == nil || !strings.Contains(err.Error(), "AWS_FEATURE_GATES") {
 		t.Errorf("malformed gates: %v, want an error naming AWS_FEATURE_GATES", err)

@@ -43,13 +43,13 @@ const (
 
 // Gates are upstream v1.15's AWS feature gates (--aws-feature-gates,
 // AWS_FEATURE_GATES), in the order upstream's chart renders them, with
-// upstream's defaults. None is implemented yet: enabling one logs a warning
-// at start-up.
+// upstream's defaults. RebootForRepair is implemented; enabling any other
+// logs a warning at start-up.
 var Gates = []options.Gate{
 	{Name: FeatureNodeClassCEL, Missing: "EC2NodeClass kubelet settings take no CEL expressions"},
 	{Name: FeatureDRANVIDIAGPU, Missing: "no Dynamic Resource Allocation: the devices of the NVIDIA GPU driver are not simulated"},
 	{Name: FeatureDRAEFA, Missing: "no Dynamic Resource Allocation: the EFA devices of the dranet driver are not simulated"},
-	{Name: FeatureRebootForRepair, Missing: "node repair does not reboot: nodes with reboot-clearable GPU faults are replaced"},
+	{Name: FeatureRebootForRepair, Implemented: true},
 }
 
 // Options are the AWS provider's settings.
