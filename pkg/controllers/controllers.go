@@ -36,6 +36,7 @@ import (
 	nodemetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/node"
 	"github.com/karpenter-go/karpenter/pkg/controllers/metrics/nodepoolcost"
 	podmetrics "github.com/karpenter-go/karpenter/pkg/controllers/metrics/pod"
+	"github.com/karpenter-go/karpenter/pkg/controllers/node/legacyrepair"
 	"github.com/karpenter-go/karpenter/pkg/controllers/node/termination"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/candidacy"
 	"github.com/karpenter-go/karpenter/pkg/controllers/nodeclaim/consistency"
@@ -156,13 +157,19 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 	spotToSpot := d.Options.FeatureGate(options.FeatureSpotToSpotConsolidation)
 	deletionCost := d.Options.FeatureGate(options.FeaturePodDeletionCostManagement)
 	// Node repair is a disruption method, as upstream's; --legacy-node-repair
-	// asks for upstream's older controller instead, which is not built (a
-	// start-up warning says so), so no repair runs then.
+	// asks for upstream's older controller (node.health) instead.
 	repair := d.Options.FeatureGate(options.FeatureNodeRepair) && !d.Options.LegacyNodeRepair
 	if repair {
 		if err := disruption.ValidateRepairPolicies(priced.RepairPolicies()); err != nil {
 			return fmt.Errorf("node repair needs valid repair policies from the %s cloud provider: %w", priced.Name(), err)
 		}
+	}
+	if d.Options.FeatureGate(options.FeatureNodeRepair) && d.Options.LegacyNodeRepair && len(priced.RepairPolicies()) > 0 {
+		legacyRepair, err := legacyrepair.NewController(d.KubeClient, priced, d.Clock, d.Recorder)
+		if err != nil {
+			return fmt.Errorf("legacy node repair needs valid repair policies from the %s cloud provider: %w", priced.Name(), err)
+		}
+		all = append(all, legacyRepair)
 	}
 	all = append(all, cloudprovider.Registerer(queue.Register), cloudprovider.Runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, priced, queue, d.Recorder, d.Clock, disrupter.Options{
 		SpotToSpotConsolidation:   spotToSpot,

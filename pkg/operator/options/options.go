@@ -108,7 +108,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.StringVar(&preference, "preference-policy", env.String("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
 	fs.StringVar(&minValues, "min-values-policy", env.String("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Leave pods with Dynamic Resource Allocation requests (resource claims) pending: nothing is launched for them and disruption does not move them (true). false provisions for them, but their claims are not simulated against ResourceSlices yet: it logs a warning at start-up.")
-	fs.BoolVar(&o.LegacyNodeRepair, "legacy-node-repair", env.Bool("LEGACY_NODE_REPAIR", false), "Upstream: run the legacy node repair controller in place of the NodeRepair gate's repair method. The legacy controller is not built: true logs a warning at start-up and no node repair runs.")
+	fs.BoolVar(&o.LegacyNodeRepair, "legacy-node-repair", env.Bool("LEGACY_NODE_REPAIR", false), "With the NodeRepair feature gate, run upstream's legacy node repair controller (node.health) instead of node repair as a disruption method: it only replaces unhealthy nodes, at once and forcefully, with no budgets, reboots, terminate-first, policy priorities or drain bounds, and no karpenter.sh/do-not-repair.")
 	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", DefaultString(CoreGates)), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+". Gates not implemented yet, and unknown names, are accepted with a warning at start-up.")
 	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
 	fs.IntVar(&o.WebhookPort, "webhook-port", env.Int("WEBHOOK_PORT", 8443), "Port the conversion webhook serves TLS on (the Service port too).")
@@ -200,8 +200,8 @@ func (o *Options) SettingWarnings() []string {
 	if !o.IgnoreDRARequests {
 		out = append(out, "ignore-dra-requests (IGNORE_DRA_REQUESTS) is false but simulating Dynamic Resource Allocation is not implemented yet: pods with resource claims are provisioned for and moved by their other requests, their claims are not simulated against ResourceSlices, and their nodes may not have the devices they claim")
 	}
-	if o.LegacyNodeRepair {
-		out = append(out, "legacy-node-repair (LEGACY_NODE_REPAIR) is true but not implemented yet: the legacy node repair controller is not built, so no node repair runs (unset it to repair through the NodeRepair gate)")
+	if o.LegacyNodeRepair && !o.FeatureGate(FeatureNodeRepair) {
+		out = append(out, "legacy-node-repair (LEGACY_NODE_REPAIR) is true but the NodeRepair feature gate is off: as upstream's, no node repair runs (the legacy controller runs only with the gate)")
 	}
 	return out
 }

@@ -5,7 +5,10 @@ import (
 	"unicode"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
 
 // Label names of the queue's metrics (upstream's).
@@ -34,6 +37,13 @@ var NodeClaimsUnhealthyDisruptedTotal = prometheus.NewCounterVec(prometheus.Coun
 
 func init() {
 	crmetrics.Registry.MustRegister(QueueFailuresTotal, NodeClaimsUnhealthyDisruptedTotal)
+}
+
+// CountUnhealthyDisrupted adds nc, repaired for condition with the drain of
+// termination mode mode, to karpenter_nodeclaims_unhealthy_disrupted_total.
+func CountUnhealthyDisrupted(nc *v1.NodeClaim, condition corev1.NodeConditionType, mode string) {
+	NodeClaimsUnhealthyDisruptedTotal.WithLabelValues(snakeCase(string(condition)), nc.Labels[v1.NodePoolLabelKey],
+		nc.Labels[v1.CapacityTypeLabelKey], nc.Status.ImageID, mode).Inc()
 }
 
 // snakeCase spells a condition type as the condition label does:

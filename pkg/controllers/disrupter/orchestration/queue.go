@@ -399,8 +399,7 @@ func (q *Queue) deleteCandidates(ctx context.Context, c *command) error {
 					mode = metrics.TerminationModeForceful
 				}
 			}
-			NodeClaimsUnhealthyDisruptedTotal.WithLabelValues(snakeCase(string(r.Condition)), nc.Labels[v1.NodePoolLabelKey],
-				nc.Labels[v1.CapacityTypeLabelKey], nc.Status.ImageID, mode).Inc()
+			CountUnhealthyDisrupted(nc, r.Condition, mode)
 		}
 		q.record(c, nc, corev1.EventTypeNormal, EventDisruptionTerminating, fmt.Sprintf("Disrupting node: %s/%s: %s", c.Method.Reason(), c.Decision, c.Explanation))
 		return nil
