@@ -79,7 +79,7 @@ func TestAWSSettingsAreCheckedWhenChosen(t *testing.T) {
 	if _, name, err := parse(t, nil, bad); err != nil || name != "kwok" {
 		t.Fatalf("kwok must not check the aws settings: %q, %v", name, err)
 	}
-	if _, _, err := parse(t, []string{"--cloud-provider=aws", "--vm-memory-overhead-percent=2"}, bad); err == nil || !strings.Contains(err.Error(), "vm-memory-overhead-percent") {
+	if _, _, err := parse(t, []string{"--cloud-provider=aws", "--vm-memory-overhead-percent=-2"}, bad); err == nil || !strings.Contains(err.Error(), "vm-memory-overhead-percent") {
 		t.Fatalf("error %v, want it to name vm-memory-overhead-percent", err)
 	}
 }
