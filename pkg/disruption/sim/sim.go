@@ -223,12 +223,6 @@ func (s *Sim) Deployments() []*Deployment { return s.deps }
 // Nodes of the fleet, in name order.
 func (s *Sim) Nodes() []*Node { return s.nodes }
 
-// Pending pods.
-func (s *Sim) Pending() []*corev1.Pod { return s.pending }
-
-// StepIndex is the number of steps run.
-func (s *Sim) StepIndex() int { return s.step }
-
 // Run plays every step and sums them.
 func Run(cfg Config) (*Report, error) {
 	s, err := New(cfg)
@@ -236,13 +230,16 @@ func Run(cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep := &Report{}
+	sum := 0.0
 	for s.step < s.cfg.Steps {
 		st, err := s.Step()
 		if err != nil {
 			return nil, err
 		}
 		rep.add(st)
+		sum += st.PricePerHour
 	}
+	rep.MeanPricePerHour = sum / float64(len(rep.Steps))
 	rep.FinalBoundPerHour, err = s.LowerBound()
 	if err != nil {
 		return nil, err
@@ -260,11 +257,6 @@ func (r *Report) add(st StepReport) {
 	r.Launched += st.Launched
 	r.Relaunched += st.Relaunched
 	r.FinalPricePerHour, r.FinalNodes = st.PricePerHour, st.Nodes
-	sum := 0.0
-	for _, x := range r.Steps {
-		sum += x.PricePerHour
-	}
-	r.MeanPricePerHour = sum / float64(len(r.Steps))
 }
 
 // Step plays the next step (see the package documentation).
@@ -274,7 +266,10 @@ func (s *Sim) Step() (StepReport, error) {
 	}
 	st := StepReport{Step: s.step}
 	s.scale(&st)
-	st.Launched = s.place(s.pending)
+	var err error
+	if st.Launched, err = s.place(s.pending); err != nil {
+		return st, fmt.Errorf("step %d: %w", s.step, err)
+	}
 	passes := 0
 	for ; passes < s.cfg.MaxPassesPerStep; passes++ {
 		res := disruption.Run(s.disruptionInput())
@@ -403,12 +398,15 @@ func without(pods []*corev1.Pod, p *corev1.Pod) []*corev1.Pod {
 	return pods
 }
 
-// solverInput is the provisioner's view: the fleet's nodes and the pools.
-func (s *Sim) solverInput(pods []*corev1.Pod) *scheduling.Input {
+// solverInput is the provisioner's view of the pods: the pools and, for
+// provisioning, the fleet's nodes (disruption builds those from its Nodes).
+func (s *Sim) solverInput(pods []*corev1.Pod, withNodes bool) *scheduling.Input {
 	in := &scheduling.Input{Pods: pods, NodePools: s.spools, DaemonSetPods: []*corev1.Pod{s.daemon}, Cache: s.cache,
 		Options: scheduling.Options{WellKnownLabels: s.cfg.WellKnownLabels}}
-	for _, n := range s.nodes {
-		in.ExistingNodes = append(in.ExistingNodes, n.existing())
+	if withNodes {
+		for _, n := range s.nodes {
+			in.ExistingNodes = append(in.ExistingNodes, n.existing())
+		}
 	}
 	return in
 }
@@ -421,11 +419,11 @@ func (n *Node) existing() *scheduling.ExistingNode {
 // place solves pods against the fleet and the pools, binds them where the
 // solver put them and launches its new claims. Pods it cannot place stay
 // pending. It returns how many nodes it launched.
-func (s *Sim) place(pods []*corev1.Pod) int {
+func (s *Sim) place(pods []*corev1.Pod) (int, error) {
 	if len(pods) == 0 {
-		return 0
+		return 0, nil
 	}
-	res := scheduling.Solve(s.solverInput(pods))
+	res := scheduling.Solve(s.solverInput(pods, true))
 	byName := map[string]*Node{}
 	for _, n := range s.nodes {
 		byName[n.Name] = n
@@ -436,12 +434,15 @@ func (s *Sim) place(pods []*corev1.Pod) int {
 		}
 	}
 	for _, c := range res.NewClaims {
-		n := s.launch(c)
+		n, err := s.launch(c)
+		if err != nil {
+			return 0, err
+		}
 		for _, p := range c.Pods {
 			s.bind(p, n)
 		}
 	}
-	return len(res.NewClaims)
+	return len(res.NewClaims), nil
 }
 
 // bind puts a pod on a node, taking it off the pending list.
@@ -456,7 +457,7 @@ func (s *Sim) bind(p *corev1.Pod, n *Node) {
 // launch creates the node a claim asks for: the cheapest available offering
 // its requirements allow among its instance types (cheapest first), ties to
 // the first type and zone, as the KWOK provider would bar its random tie-break.
-func (s *Sim) launch(c *scheduling.NewClaim) *Node {
+func (s *Sim) launch(c *scheduling.NewClaim) (*Node, error) {
 	var it *scheduling.InstanceType
 	var off scheduling.Offering
 	best := math.Inf(1)
@@ -472,6 +473,9 @@ func (s *Sim) launch(c *scheduling.NewClaim) *Node {
 				it, off, best = t, o, o.Price
 			}
 		}
+	}
+	if it == nil {
+		return nil, fmt.Errorf("no available offering for a claim of nodepool %s", c.NodePool.Name)
 	}
 	s.nextNode++
 	name := fmt.Sprintf("node-%05d", s.nextNode)
@@ -497,13 +501,12 @@ func (s *Sim) launch(c *scheduling.NewClaim) *Node {
 	daemon.UID = types.UID("agent-" + name)
 	s.nodes = append(s.nodes, n)
 	s.bind(daemon, n)
-	return n
+	return n, nil
 }
 
 // disruptionInput is what the disrupter's BuildInput gathers, from the fleet.
 func (s *Sim) disruptionInput() *disruption.Input {
-	in := &disruption.Input{Now: start.Add(time.Duration(s.step) * time.Hour), NodePools: s.pools, Scheduling: s.solverInput(s.pending)}
-	in.Scheduling.ExistingNodes = nil // disruption builds them from Nodes
+	in := &disruption.Input{Now: start.Add(time.Duration(s.step) * time.Hour), NodePools: s.pools, Scheduling: s.solverInput(s.pending, false)}
 	for _, n := range s.nodes {
 		in.Nodes = append(in.Nodes, &disruption.Node{Name: n.Name, Node: n.node, NodeClaim: n.claim, Existing: n.existing(),
 			NodePool: n.Pool, Initialized: true, Nominated: n.Launched == s.step})
@@ -546,7 +549,10 @@ func (s *Sim) apply(d *disruption.Decision, st *StepReport) error {
 		isEvicted[p.Name] = p
 	}
 	for _, c := range d.Replacements {
-		n := s.launch(c)
+		n, err := s.launch(c)
+		if err != nil {
+			return err
+		}
 		for _, p := range c.Pods {
 			if q := isEvicted[p.Name]; q != nil {
 				s.bind(q, n)
@@ -560,7 +566,11 @@ func (s *Sim) apply(d *disruption.Decision, st *StepReport) error {
 			rest = append(rest, p)
 		}
 	}
-	st.Relaunched += s.place(rest)
+	relaunched, err := s.place(rest)
+	if err != nil {
+		return err
+	}
+	st.Relaunched += relaunched
 	st.Moves++
 	st.Disrupted += len(d.Candidates)
 	st.Replacements += len(d.Replacements)
