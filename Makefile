@@ -111,7 +111,7 @@ bench-scheduling:
 bench-vs-upstream:
 	@hack/bench-vs-upstream.sh
 
-## bench-disruption: the disruption pass benchmark table (100, 1,000, 5,000 nodes)
+## bench-disruption: the disruption pass benchmark table (100, 1,000, 5,000 nodes) and the consolidation policies compared on one churning workload
 bench-disruption:
 	@hack/bench-disruption.sh
 
