@@ -88,17 +88,6 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 	pools := map[string]*v1.NodePool{}
 	for _, np := range src.Cluster.NodePools() {
 		pools[np.Name] = np
-		if np.Spec.Replicas != nil {
-			claim, err := src.Provisioner.StaticClaim(ctx, np)
-			if err != nil {
-				log.FromContext(ctx).Error(err, "building the nodeclaim of a static nodepool", "nodepool", np.Name)
-			} else if claim != nil {
-				if in.StaticClaims == nil {
-					in.StaticClaims = map[string]*scheduling.NewClaim{}
-				}
-				in.StaticClaims[np.Name] = claim
-			}
-		}
 		its, err := src.CloudProvider.GetInstanceTypes(ctx, np)
 		if err != nil {
 			// Its nodes cannot be priced, so they will not be consolidated; other
@@ -107,6 +96,14 @@ func BuildInput(ctx context.Context, src InputSources) (*disruption.Input, map[s
 				log.FromContext(ctx).V(1).Info("skipping, node overlays are not applied yet", "nodepool", np.Name)
 			} else {
 				log.FromContext(ctx).Error(err, "getting instance types for pricing", "nodepool", np.Name)
+			}
+		} else if np.Spec.Replicas != nil {
+			// What a static pool's drifted node is replaced with.
+			if claim := provisioning.StaticClaimOf(np, its); claim != nil {
+				if in.StaticClaims == nil {
+					in.StaticClaims = map[string]*scheduling.NewClaim{}
+				}
+				in.StaticClaims[np.Name] = claim
 			}
 		}
 		in.NodePools = append(in.NodePools, &disruption.NodePool{NodePool: np, InstanceTypes: its})

@@ -789,9 +789,14 @@ func (p *Provisioner) StaticClaim(ctx context.Context, np *v1.NodePool) (*schedu
 	if err != nil {
 		return nil, fmt.Errorf("getting instance types of nodepool %s: %w", np.Name, err)
 	}
+	return StaticClaimOf(np, its), nil
+}
+
+// StaticClaimOf is StaticClaim over instance types already fetched.
+func StaticClaimOf(np *v1.NodePool, its []*scheduling.InstanceType) *scheduling.NewClaim {
 	claim, ok := adaptNodePool(np, its, nil).StaticClaim(0)
 	if !ok {
-		return nil, nil
+		return nil
 	}
-	return claim, nil
+	return claim
 }

@@ -223,15 +223,17 @@ func (p *Planner) static(ctx context.Context) ([]staticStep, error) {
 		}
 		step := staticcapacity.Decide(np, p.Cluster.Nodes(), p.Opts.Now)
 		s := staticStep{pool: StaticPool{NodePool: np.Name, Replicas: *np.Spec.Replicas, Current: step.Active, Launch: step.Launch, AtLimit: step.AtLimit}}
-		for i := 0; i < step.Launch; i++ {
-			claim, err := p.Provisioner.StaticClaim(ctx, np)
-			if err != nil {
+		var claim *scheduling.NewClaim
+		if step.Launch > 0 {
+			var err error
+			if claim, err = p.Provisioner.StaticClaim(ctx, np); err != nil {
 				return nil, err
 			}
 			if claim == nil {
-				s.pool.Launch = i
-				break
+				s.pool.Launch = 0 // it admits no instance type with an available offering
 			}
+		}
+		for i := 0; claim != nil && i < step.Launch; i++ {
 			s.launches = append(s.launches, p.launch([]*scheduling.NewClaim{claim}, fmt.Sprintf("static nodepool %s (replicas %d)", np.Name, *np.Spec.Replicas))...)
 		}
 		var claims []string
