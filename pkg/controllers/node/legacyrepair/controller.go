@@ -14,6 +14,7 @@ package legacyrepair
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
@@ -200,28 +201,15 @@ func (c *Controller) healthy(ctx context.Context, scope ...client.ListOption) (b
 	return unhealthy <= int(math.Ceil(AllowedUnhealthyFraction*float64(len(nodes.Items)))), nil
 }
 
-// nodeClaim is the NodeClaim of the node's provider ID (nil when none).
+// nodeClaim is the NodeClaim of the node's provider ID (nil when none, or
+// when two claim the node: nothing is repaired by guess).
 func (c *Controller) nodeClaim(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
-	if node.Spec.ProviderID == "" {
+	nc, err := lifecycle.NodeClaimForNode(ctx, c.kube, node)
+	var dup *lifecycle.DuplicateNodeClaimsError
+	if errors.As(err, &dup) {
 		return nil, nil
 	}
-	list := &v1.NodeClaimList{}
-	if err := c.kube.List(ctx, list, client.MatchingFields{lifecycle.NodeClaimProviderIDIndex: node.Spec.ProviderID}); err != nil {
-		// A reader without the index: the whole list, filtered below.
-		if err := c.kube.List(ctx, list); err != nil {
-			return nil, err
-		}
-	}
-	var found *v1.NodeClaim
-	for i := range list.Items {
-		if list.Items[i].Status.ProviderID == node.Spec.ProviderID {
-			if found != nil {
-				return nil, nil // two NodeClaims claim the node: not repaired by guess
-			}
-			found = &list.Items[i]
-		}
-	}
-	return found, nil
+	return nc, err
 }
 
 // Register watches the nodes Karpenter launched, on a change of their

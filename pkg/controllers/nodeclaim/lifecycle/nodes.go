@@ -100,3 +100,41 @@ func hasTaint(taints []corev1.Taint, t corev1.Taint) bool {
 }
 
 func nodePoolOf(o client.Object) string { return o.GetLabels()[v1.NodePoolLabelKey] }
+
+// DuplicateNodeClaimsError is the answer of NodeClaimForNode when several
+// NodeClaims carry the node's provider ID; First is one of them.
+type DuplicateNodeClaimsError struct {
+	Node         string
+	First, Other *v1.NodeClaim
+}
+
+func (e *DuplicateNodeClaimsError) Error() string {
+	return fmt.Sprintf("node %s: NodeClaims %s and %s both have provider ID %s", e.Node, e.First.Name, e.Other.Name, e.First.Status.ProviderID)
+}
+
+// NodeClaimForNode is the NodeClaim of the node's provider ID: nil when there
+// is none (or the node has no provider ID yet), a *DuplicateNodeClaimsError
+// when several claim it. It uses NodeClaimProviderIDIndex when the reader has
+// it and otherwise filters a full list (a direct API client).
+func NodeClaimForNode(ctx context.Context, c client.Reader, node *corev1.Node) (*v1.NodeClaim, error) {
+	if node.Spec.ProviderID == "" {
+		return nil, nil
+	}
+	list := &v1.NodeClaimList{}
+	if err := c.List(ctx, list, client.MatchingFields{NodeClaimProviderIDIndex: node.Spec.ProviderID}); err != nil {
+		if err := c.List(ctx, list); err != nil {
+			return nil, err
+		}
+	}
+	var found *v1.NodeClaim
+	for i := range list.Items {
+		if list.Items[i].Status.ProviderID != node.Spec.ProviderID {
+			continue
+		}
+		if found != nil {
+			return nil, &DuplicateNodeClaimsError{Node: node.Name, First: found, Other: &list.Items[i]}
+		}
+		found = &list.Items[i]
+	}
+	return found, nil
+}

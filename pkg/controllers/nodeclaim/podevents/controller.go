@@ -2,6 +2,7 @@ package podevents
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -244,22 +245,12 @@ func (c *Controller) nodeClaimForNode(ctx context.Context, nodeName string) (*v1
 		}
 		return nc, nil
 	}
-	if node.Spec.ProviderID == "" {
-		return nil, nil
+	nc, err := lifecycle.NodeClaimForNode(ctx, c.kubeClient, node)
+	var dup *lifecycle.DuplicateNodeClaimsError
+	if errors.As(err, &dup) {
+		return dup.First, nil
 	}
-	list := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, list, client.MatchingFields{lifecycle.NodeClaimProviderIDIndex: node.Spec.ProviderID}); err != nil {
-		// Without the index (a direct API client), filter a full list.
-		if err := c.kubeClient.List(ctx, list); err != nil {
-			return nil, err
-		}
-	}
-	for i := range list.Items {
-		if list.Items[i].Status.ProviderID == node.Spec.ProviderID {
-			return &list.Items[i], nil
-		}
-	}
-	return nil, nil
+	return nc, err
 }
 
 // NodeToStamp returns the node a pod event concerns, or "" when the event is

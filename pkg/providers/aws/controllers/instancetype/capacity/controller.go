@@ -67,27 +67,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 // nil when there is none (a node Karpenter no longer tracks teaches nothing),
 // an error when several claim the same instance.
 func (c *Controller) nodeClaimFor(ctx context.Context, node *corev1.Node) (*v1.NodeClaim, error) {
-	if node.Spec.ProviderID == "" {
-		return nil, nil
-	}
-	list := &v1.NodeClaimList{}
-	if err := c.kubeClient.List(ctx, list, client.MatchingFields{lifecycle.NodeClaimProviderIDIndex: node.Spec.ProviderID}); err != nil {
-		// Without the index (a direct API client), filter a full list.
-		if err := c.kubeClient.List(ctx, list); err != nil {
-			return nil, err
-		}
-	}
-	var found *v1.NodeClaim
-	for i := range list.Items {
-		if list.Items[i].Status.ProviderID != node.Spec.ProviderID {
-			continue
-		}
-		if found != nil {
-			return nil, fmt.Errorf("node %s: NodeClaims %s and %s both have provider ID %s", node.Name, found.Name, list.Items[i].Name, node.Spec.ProviderID)
-		}
-		found = &list.Items[i]
-	}
-	return found, nil
+	return lifecycle.NodeClaimForNode(ctx, c.kubeClient, node)
 }
 
 // Managed: the node carries the karpenter.k8s.aws/ec2nodeclass label, which
