@@ -17,6 +17,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/instancetype/capacity"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instance"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
@@ -127,12 +128,13 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
 	}
 	var controllers []cloudprovider.Controller
+	var instOpts instance.Options
 	if opts.EnableZonalShift {
 		shifts, err := NewZonalShifts(ctx, cfg, opts.ClusterName, deps.Clock)
 		if err != nil {
 			return nil, err
 		}
-		itOpts.ZonalShifts = shifts
+		itOpts.ZonalShifts, instOpts.ZonalShifts = shifts, shifts
 		controllers = append(controllers, cloudprovider.Runnable(zonalshift.NewController(shifts, deps.KubeClient, deps.Recorder, deps.Clock)))
 	}
 	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, itOpts)
@@ -142,7 +144,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		reader = deps.Manager.GetAPIReader() // the cache is not running yet
 	}
 	kubeDNSIP := discoverKubeDNS(ctx, reader)
-	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP)
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP, instOpts)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)

@@ -14,6 +14,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	awsprovider "github.com/karpenter-go/karpenter/pkg/providers/aws"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instance"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awstest"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/launchtest"
@@ -257,5 +258,47 @@ func TestDisabledAsksNothing(t *testing.T) {
 	var off *zonalshift.Provider
 	if off.IsShifted(context.Background(), "usw2-az1") || off.Update(context.Background()) != nil {
 		t.Fatal("the disabled provider reports a shift or fails")
+	}
+}
+
+// As upstream, an instance in a zone traffic is shifted away from is not
+// terminated while the shift lasts (TerminateInstances is not even called);
+// the caller's retry terminates it once the shift is cancelled.
+func TestNoTerminationInAShiftedZone(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	insts := instance.NewProvider(w.env.EC2, w.env.LaunchTemplates, w.env.Providers.Subnets, w.env.Unavailable, w.env.Clock,
+		instance.Options{ClusterName: w.env.ClusterName, ZonalShifts: w.shifts})
+	claim := launchtest.NodeClaim("victim", w.nc, []string{scheduling.CapacityTypeOnDemand}, "m5.large")
+	claim.Spec.Requirements = append(claim.Spec.Requirements, fixtures.Requirement(corev1.LabelTopologyZone, corev1.NodeSelectorOpIn, "us-west-2a"))
+	inst, err := insts.Create(ctx, w.nc, claim, w.env.Tags(w.nc, claim), w.env.InstanceTypesFor(t, w.nc, claim))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shift, err := w.em.StartZonalShift("us-west-2a", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.shifts.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	err = insts.Delete(ctx, inst.ID)
+	if err == nil || !strings.Contains(err.Error(), "zonally shifted availability zone us-west-2a") {
+		t.Fatalf("delete during the shift: %v, want it skipped", err)
+	}
+	if n := w.em.Calls("ec2", "TerminateInstances"); n != 0 {
+		t.Fatalf("%d TerminateInstances calls during the shift", n)
+	}
+	if err := w.em.CancelZonalShift(shift.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.shifts.Update(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := insts.Delete(ctx, inst.ID); err != nil {
+		t.Fatalf("delete after the shift: %v", err)
+	}
+	if n := w.em.Calls("ec2", "TerminateInstances"); n != 1 {
+		t.Fatalf("%d TerminateInstances calls after the shift, want 1", n)
 	}
 }
