@@ -149,6 +149,8 @@ func authzRequests(c *call, s *state) []authzRequest {
 		return sqsAuthzRequests(c)
 	case "eks":
 		return eksAuthzRequests(c)
+	case "arc-zonal-shift":
+		return arcAuthzRequests(c, s)
 	case "pricing":
 		region = credentialRegion(c)
 	}

@@ -17,6 +17,9 @@ import (
 //   - SSM: parameter ARNs; AWS's public parameters (/aws/service/...) have no account.
 //   - SQS: the queue's ARN (from QueueUrl or QueueName).
 //   - EKS: the cluster's ARN.
+//   - ARC zonal shift: the managed resource's ARN (for a shift, the resource
+//     it shifts), with arc-zonal-shift:ResourceIdentifier, the key the
+//     shipped policy's condition scopes GetManagedResource by.
 
 func iamAuthzRequests(c *call, s *state) []authzRequest {
 	base := baseContext(credentialRegion(c))
@@ -136,4 +139,28 @@ func eksAuthzRequests(c *call) []authzRequest {
 		resource = "arn:aws:eks:" + o.Region + ":" + o.AccountID + ":cluster/" + c.pathArgs[0]
 	}
 	return []authzRequest{{Action: "eks:" + c.action, Resource: resource, Context: base}}
+}
+
+func arcAuthzRequests(c *call, s *state) []authzRequest {
+	ctx := baseContext(c.e.opts.Region)
+	resource := ""
+	switch c.action {
+	case "GetManagedResource":
+		resource = c.pathArgs[0]
+	case "StartZonalShift":
+		var in struct {
+			ResourceIdentifier string `json:"resourceIdentifier"`
+		}
+		_ = json.Unmarshal(c.body, &in)
+		resource = in.ResourceIdentifier
+	case "CancelZonalShift", "UpdateZonalShift":
+		if z := s.findShift(c.pathArgs[0]); z != nil {
+			resource = z.ResourceIdentifier
+		}
+	}
+	if resource == "" {
+		return []authzRequest{{Action: "arc-zonal-shift:" + c.action, Resource: "*", Context: ctx}}
+	}
+	ctx["arc-zonal-shift:resourceidentifier"] = []string{resource}
+	return []authzRequest{{Action: "arc-zonal-shift:" + c.action, Resource: resource, Context: ctx}}
 }

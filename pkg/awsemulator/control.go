@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"time"
 )
 
@@ -19,6 +20,9 @@ import (
 //	GET    /_emulator/denials                the calls the policy refused (Denials)
 //	POST   /_emulator/events                 {"kind","instanceId","noticeSeconds"} (events.go)
 //	POST   /_emulator/instance-status        {"instanceId","instanceStatus","systemStatus",...} (ec2_instancestatus.go)
+//	POST   /_emulator/zonal-shifts           {"awayFrom","expiresIn","autoshift"}: start a shift of the cluster (arczonalshift.go)
+//	DELETE /_emulator/zonal-shifts/<id>      cancel it
+//	POST   /_emulator/subnet-addresses       {"subnetId","availableIps"}: set a subnet's free addresses (0: launches there fail)
 func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 	reply := func(status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
@@ -103,6 +107,32 @@ func (e *Emulator) serveControl(w http.ResponseWriter, r *http.Request) {
 		status, err := e.controlInstanceStatus(r)
 		if err != nil {
 			reply(status, map[string]string{"error": err.Error()})
+			return
+		}
+		reply(http.StatusOK, map[string]string{"status": "set"})
+	case (r.URL.Path == "/_emulator/zonal-shifts" && r.Method == http.MethodPost) ||
+		(strings.HasPrefix(r.URL.Path, "/_emulator/zonal-shifts/") && r.Method == http.MethodDelete):
+		status, out, err := e.controlZonalShift(r)
+		if err != nil {
+			reply(status, map[string]string{"error": err.Error()})
+			return
+		}
+		reply(status, out)
+	case r.URL.Path == "/_emulator/subnet-addresses" && r.Method == http.MethodPost:
+		var in struct {
+			SubnetID     string
+			AvailableIPs *int `json:"availableIps"`
+		}
+		if err := json.NewDecoder(r.Body).Decode(&in); err != nil {
+			bad(err)
+			return
+		}
+		if in.AvailableIPs == nil {
+			bad(fmt.Errorf("availableIps is required"))
+			return
+		}
+		if err := e.SetSubnetAvailableIPs(in.SubnetID, *in.AvailableIPs); err != nil {
+			reply(http.StatusNotFound, map[string]string{"error": err.Error()})
 			return
 		}
 		reply(http.StatusOK, map[string]string{"status": "set"})

@@ -1,5 +1,5 @@
 // Package awsemulator is an AWS emulator on the wire: one HTTP listener that answers
-// EC2, IAM, SSM, Pricing, SQS and EKS requests exactly as aws-sdk-go-v2 sends them and
+// EC2, IAM, SSM, Pricing, SQS, EKS and ARC zonal shift requests exactly as aws-sdk-go-v2 sends them and
 // reads the answers, so the AWS provider runs its real SDK clients against it (tests
 // build them from AWSConfig(); binaries reach it with AWS_ENDPOINT_URL from Env()).
 //
@@ -20,6 +20,8 @@
 //	SQS      AWS JSON 1.0: X-Amz-Target AmazonSQS.ReceiveMessage; errors as JSON 1.1 with
 //	         "com.amazonaws.sqs#" type prefix plus X-Amzn-Query-Error (query-compatible code).
 //	EKS      REST-JSON: GET /clusters/{name}; errors: X-Amzn-ErrorType header + {"message"}.
+//	ARC      REST-JSON as EKS: /managedresources/{arn}, /zonalshifts[/{id}], /autoshifts
+//	         (service arc-zonal-shift, arczonalshift.go).
 //
 // The shapes come from the SDK's own (de)serializers (ec2 and iam deserializers.go, the
 // smithy schemas of the JSON services); element and member names match them exactly.

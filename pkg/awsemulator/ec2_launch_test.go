@@ -2,7 +2,9 @@ package awsemulator_test
 
 import (
 	"encoding/base64"
+	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -289,4 +291,42 @@ func TestLaunchTemplates(t *testing.T) {
 	expectError(t, err, "InvalidLaunchTemplateName.NotFoundException", 400)
 	_, err = c.ec2.DeleteLaunchTemplate(ctx, &ec2.DeleteLaunchTemplateInput{LaunchTemplateName: aws.String(lt)})
 	expectError(t, err, "InvalidLaunchTemplateName.NotFoundException", 400)
+}
+
+// POST /_emulator/subnet-addresses empties one subnet: fleet pools in it
+// fail with InsufficientFreeAddressesInSubnet naming it, the fleet launches
+// in the other subnet, and DescribeSubnets reports 0 free addresses.
+func TestSubnetAddressesHook(t *testing.T) {
+	c := start(t)
+	lt, subnets := launchWorld(t, c, "x86_64")
+	// The pool EC2 tries first (same price: the first zone) is in the full subnet.
+	first := subnets[0]
+	if aws.ToString(subnets[1].AvailabilityZone) < aws.ToString(first.AvailabilityZone) {
+		first = subnets[1]
+	}
+	full := aws.ToString(first.SubnetId)
+	resp, err := http.Post(c.e.Endpoint()+"/_emulator/subnet-addresses", "application/json",
+		strings.NewReader(`{"subnetId":"`+full+`","availableIps":0}`))
+	ok(t, err)
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("hook answered %d", resp.StatusCode)
+	}
+	out, err := c.ec2.CreateFleet(ctx, fleetInput(lt, ec2types.DefaultTargetCapacityTypeOnDemand, 1, []string{"m5.large"}, subnets[:2]))
+	ok(t, err)
+	if len(out.Instances) != 1 || aws.ToString(out.Instances[0].LaunchTemplateAndOverrides.Overrides.SubnetId) == full {
+		t.Fatalf("instances %+v", out.Instances)
+	}
+	if len(out.Errors) != 1 || aws.ToString(out.Errors[0].ErrorCode) != "InsufficientFreeAddressesInSubnet" ||
+		aws.ToString(out.Errors[0].LaunchTemplateAndOverrides.Overrides.SubnetId) != full {
+		t.Fatalf("errors %+v", out.Errors)
+	}
+	got, err := c.ec2.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{full}})
+	ok(t, err)
+	if aws.ToInt32(got.Subnets[0].AvailableIpAddressCount) != 0 {
+		t.Fatalf("free addresses %d", aws.ToInt32(got.Subnets[0].AvailableIpAddressCount))
+	}
+	if err := c.e.SetSubnetAvailableIPs("subnet-missing", 1); err == nil {
+		t.Fatal("set addresses of a missing subnet")
+	}
 }

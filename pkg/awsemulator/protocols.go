@@ -20,7 +20,7 @@ const (
 	protoAWSQuery                 // IAM: form-encoded Action=..., XML answer in <ActionResult>, <ErrorResponse> errors
 	protoJSON10                   // SQS: X-Amz-Target, application/x-amz-json-1.0
 	protoJSON11                   // SSM, Pricing: X-Amz-Target, application/x-amz-json-1.1
-	protoRESTJSON                 // EKS: method + path, JSON bodies, X-Amzn-ErrorType errors
+	protoRESTJSON                 // EKS, ARC zonal shift: method + path, JSON bodies, X-Amzn-ErrorType errors
 )
 
 // apiError is an AWS error answer; every protocol renders it in its own shape.
@@ -117,6 +117,10 @@ func writeSuccess(w http.ResponseWriter, c *call, out any) {
 		if out == nil {
 			out = struct{}{}
 		}
+		status := http.StatusOK
+		if cr, ok := out.(created); ok {
+			status, out = http.StatusCreated, cr.body
+		}
 		b, err := json.Marshal(out)
 		if err != nil {
 			writeError(w, c, errorf(500, "InternalFailure", "encoding answer: %v", err))
@@ -124,7 +128,7 @@ func writeSuccess(w http.ResponseWriter, c *call, out any) {
 		}
 		w.Header().Set("Content-Type", c.svc.contentType())
 		w.Header().Set("X-Amzn-Requestid", c.requestID)
-		w.WriteHeader(http.StatusOK)
+		w.WriteHeader(status)
 		_, _ = w.Write(b)
 	}
 }

@@ -55,6 +55,9 @@ func init() {
 			regions: func(*Emulator) []string { return []string{"us-east-1", "ap-south-1", "eu-central-1"} }},
 		"sqs": {name: "sqs", protocol: protoJSON10, namespace: "com.amazonaws.sqs", ops: sqsOps(), regions: ownRegion},
 		"eks": {name: "eks", protocol: protoRESTJSON, ops: eksOps(), regions: ownRegion},
+		// The SDK signs ARC zonal shift requests as "arc-zonal-shift", the
+		// IAM action prefix too.
+		"arc-zonal-shift": {name: "arc-zonal-shift", protocol: protoRESTJSON, ops: arcZonalShiftOps(), regions: ownRegion},
 	}
 }
 
@@ -144,6 +147,10 @@ func (c *call) identify() *apiError {
 	if strings.HasPrefix(r.URL.Path, "/clusters") {
 		c.svc = services["eks"]
 		return c.routeEKS()
+	}
+	if isARCPath(r.URL.Path) {
+		c.svc = services["arc-zonal-shift"]
+		return c.routeARC()
 	}
 	if r.Method == http.MethodPost {
 		form, err := url.ParseQuery(string(c.body))

@@ -49,6 +49,8 @@ type state struct {
 
 	lifecycle *lifecycle // transitions, EventBridge, Node registration (lifecycle.go)
 
+	arc arcState // ARC zonal shifts (arczonalshift.go)
+
 	seq int // deterministic counter for generated IDs
 }
 
@@ -229,6 +231,25 @@ func (e *Emulator) AddSubnet(sn Subnet) Subnet {
 		out.Tags = cloneTags(sn.Tags)
 	})
 	return out
+}
+
+// SetSubnetAvailableIPs sets how many free addresses the subnet has; with
+// none, a fleet launch into it fails with InsufficientFreeAddressesInSubnet
+// (and DescribeSubnets reports 0, once a client asks again).
+func (e *Emulator) SetSubnetAvailableIPs(id string, n int) error {
+	if n < 0 {
+		return fmt.Errorf("available addresses %d must not be negative", n)
+	}
+	var found bool
+	e.locked(func(s *state) {
+		if sn := s.subnets[id]; sn != nil {
+			sn.AvailableIPs, found = n, true
+		}
+	})
+	if !found {
+		return fmt.Errorf("subnet %s does not exist", id)
+	}
+	return nil
 }
 
 // RemoveSubnet deletes a subnet; false if it did not exist.

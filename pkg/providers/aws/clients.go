@@ -21,9 +21,11 @@ import (
 )
 
 // SecurityGroupTTL is upstream's default lifetime of security group answers
-// (SECURITY_GROUP_REFRESH_INTERVAL). Subnet, image and security group answers
-// live for their refresh intervals, which is what bounds the
-// DescribeSubnets, DescribeImages and DescribeSecurityGroups call rates.
+// (SECURITY_GROUP_REFRESH_INTERVAL), used when the setting is unset. Subnet,
+// image and security group answers live for their refresh intervals, as
+// upstream's caches do, which is what bounds the DescribeSubnets,
+// DescribeImages and DescribeSecurityGroups call rates and how soon a
+// changed tag shows in an EC2NodeClass's status.
 const SecurityGroupTTL = time.Minute
 
 // NewProviders builds the SDK clients and the cache-backed resolvers the

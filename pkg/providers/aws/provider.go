@@ -17,9 +17,11 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/instancetype/capacity"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instance"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/zonalshift"
 )
 
 // NodeClassLabelKey is the label naming a node's EC2NodeClass
@@ -119,19 +121,30 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	ec2api := providers.EC2 // one EC2 client (and retry quota) for the whole provider
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, opts.IsolatedVPC, deps.Clock)
 	unavailable := instancetype.NewUnavailableOfferings(deps.Clock)
-	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, instancetype.Options{
+	itOpts := instancetype.Options{
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
 		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
-	})
+	}
+	var controllers []cloudprovider.Controller
+	var instOpts instance.Options
+	if opts.EnableZonalShift {
+		shifts, err := NewZonalShifts(ctx, cfg, opts.ClusterName, deps.Clock)
+		if err != nil {
+			return nil, err
+		}
+		itOpts.ZonalShifts, instOpts.ZonalShifts = shifts, shifts
+		controllers = append(controllers, cloudprovider.Runnable(zonalshift.NewController(shifts, deps.KubeClient, deps.Recorder, deps.Clock)))
+	}
+	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, itOpts)
 	// The nodes' cluster DNS address, read once at start-up as upstream does.
 	var reader client.Reader = deps.KubeClient
 	if deps.Manager != nil {
 		reader = deps.Manager.GetAPIReader() // the cache is not running yet
 	}
 	kubeDNSIP := discoverKubeDNS(ctx, reader)
-	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP)
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP, instOpts)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)
@@ -148,7 +161,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 			instanceStatusController(ec2api, deps, unavailable),
 			// Registered nodes' memory replaces the instance types' estimate.
 			capacity.NewController(deps.KubeClient, instanceTypes),
-		}, lifecycleControllers(deps, opts.ClusterName, instances)...),
+		}, append(controllers, lifecycleControllers(deps, opts.ClusterName, instances)...)...),
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
 	}, nil

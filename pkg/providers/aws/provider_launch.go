@@ -21,9 +21,10 @@ import (
 // Without CLUSTER_CA_BUNDLE, nodes trust the CA of the controller's own
 // kubeconfig; an empty endpoint, CA or service CIDR is read from EKS.
 // kubeDNSIP is the nodes' cluster DNS address ("": derived from the service
-// CIDR at launch).
+// CIDR at launch). instOpts carries the instance provider's options beyond
+// the cluster name (the zonal shifts).
 func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, providers nodeclass.Providers,
-	unavailable *instancetype.UnavailableOfferings, kubeDNSIP string) (*launchtemplate.Provider, *instance.Provider) {
+	unavailable *instancetype.UnavailableOfferings, kubeDNSIP string, instOpts instance.Options) (*launchtemplate.Provider, *instance.Provider) {
 	ca := opts.ClusterCABundle
 	if ca == "" && deps.Manager != nil {
 		if rc := deps.Manager.GetConfig(); rc != nil && len(rc.CAData) > 0 {
@@ -37,6 +38,7 @@ func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, 
 		KubeDNSIP:       kubeDNSIP,
 		EKS:             eks.NewFromConfig(cfg),
 	})
-	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instance.Options{ClusterName: opts.ClusterName})
+	instOpts.ClusterName = opts.ClusterName
+	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instOpts)
 	return lts, instances
 }

@@ -240,3 +240,40 @@ func TestNewNeedsARegion(t *testing.T) {
 		t.Fatalf("error %v, want it to name AWS_REGION", err)
 	}
 }
+
+// ENABLE_ZONAL_SHIFT: the bundle reads the cluster's shifts once at start-up
+// (GetManagedResource of the ARN EKS gives) and refuses to start, naming
+// the setting, when the cluster is not registered for zonal shift, as
+// upstream's. Off, the bundle never calls ARC.
+func TestZonalShiftSettingWiresTheBundle(t *testing.T) {
+	em := awsemulator.StartForTest(t, awsemulator.Options{})
+	pointSDKAt(t, em)
+	cluster := em.Options().ClusterName
+	deps := cloudprovider.Deps{Clock: clock.RealClock{}, KubeClient: e.Client}
+
+	_, off := parseAWS(t, cluster)
+	if _, err := off.New(context.Background(), deps); err != nil {
+		t.Fatal(err)
+	}
+	if n := em.Calls("arc-zonal-shift", ""); n != 0 {
+		t.Fatalf("%d ARC zonal shift calls with ENABLE_ZONAL_SHIFT off", n)
+	}
+
+	_, on := parseAWS(t, cluster, "--enable-zonal-shift")
+	bundle, err := on.New(context.Background(), deps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := em.Calls("arc-zonal-shift", "GetManagedResource"); n != 1 {
+		t.Fatalf("%d GetManagedResource calls at start-up, want 1", n)
+	}
+	if bundle == nil || len(bundle.Controllers) == 0 {
+		t.Fatal("no bundle")
+	}
+
+	em.SetZonalShiftRegistered(false)
+	_, err = on.New(context.Background(), deps)
+	if err == nil || !strings.Contains(err.Error(), "ENABLE_ZONAL_SHIFT") || !strings.Contains(err.Error(), "not registered for zonal shift") {
+		t.Fatalf("error %v, want a refusal naming ENABLE_ZONAL_SHIFT", err)
+	}
+}

@@ -60,28 +60,38 @@ func launchTemplateNotFoundCode(code string) bool {
 func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFleetError, capacityType string, subnets map[string]subnet.Subnet) {
 	for _, e := range errs {
 		code := aws.ToString(e.ErrorCode)
-		var it, zone string
+		var it, zone, subnetID string
 		if lto := e.LaunchTemplateAndOverrides; lto != nil && lto.Overrides != nil {
 			it = string(lto.Overrides.InstanceType)
 			zone = aws.ToString(lto.Overrides.AvailabilityZone)
+			subnetID = aws.ToString(lto.Overrides.SubnetId)
 			if zone == "" {
 				for z, s := range subnets {
-					if s.ID == aws.ToString(lto.Overrides.SubnetId) {
+					if s.ID == subnetID {
 						zone = z
 					}
 				}
 			}
 		}
+		if subnetID == "" && zone != "" {
+			subnetID = subnets[zone].ID
+		}
 		launchFailures.WithLabelValues(zone, subnets[zone].ZoneID, capacityType, launchFailureReason(code, aws.ToString(e.ErrorMessage))).Inc()
+		if code == codeSubnetFull && subnetID != "" {
+			// The subnet, not its zone, is out of addresses (upstream's
+			// handling): it is marked for the TTL, so the zone's offerings
+			// go only once every subnet of the class there is marked, and it
+			// counts as having no free address, so the next launch into
+			// the zone picks another of its subnets. The pool itself is
+			// also marked below, like any unfulfillable pool, as upstream.
+			p.unavailable.MarkSubnetUnavailable(subnetID)
+			p.subnets.MarkExhausted(subnetID)
+			log.FromContext(ctx).V(1).Info("subnet out of addresses", "subnet", subnetID, "zone", zone)
+		}
 		switch {
 		case code == codeSpotServiceLinkedRole && capacityType == scheduling.CapacityTypeSpot:
 			// Spot cannot be used until the role exists: every spot offering.
 			p.unavailable.MarkCapacityTypeUnavailable(scheduling.CapacityTypeSpot)
-		case code == codeSubnetFull && zone != "":
-			// The zone's chosen subnet is full: every offering there, whatever
-			// the type, until the subnets are read again.
-			p.unavailable.MarkZoneUnavailable(zone)
-			p.subnets.Invalidate()
 		case unfulfillable[code] && it != "" && zone != "":
 			p.unavailable.MarkUnavailable(capacityType, it, zone)
 		default:

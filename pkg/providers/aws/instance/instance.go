@@ -63,6 +63,22 @@ type Options struct {
 	// Batch windows of CreateFleet, DescribeInstances and TerminateInstances
 	// (zero = the batcher's defaults).
 	Batch batcher.Options
+	// ZonalShifts (ENABLE_ZONAL_SHIFT; nil: off) tells the zones traffic is
+	// shifted away from. As upstream, instances there are neither terminated
+	// nor tagged while the shift lasts: calls into an impaired zone are what
+	// the shift is meant to stop, and failing ones would be retried in a
+	// storm.
+	ZonalShifts ZonalShifts
+}
+
+// ZonalShifts answers whether traffic is shifted away from a zone id.
+type ZonalShifts interface {
+	IsShifted(ctx context.Context, zoneID string) bool
+}
+
+// shifted reports whether inst's zone is under a zonal shift.
+func (p *Provider) shifted(ctx context.Context, inst *Instance) bool {
+	return p.opts.ZonalShifts != nil && inst.ZoneID != "" && p.opts.ZonalShifts.IsShifted(ctx, inst.ZoneID)
 }
 
 // Provider launches, describes and terminates instances. Safe for concurrent use.

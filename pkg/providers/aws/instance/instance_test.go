@@ -18,6 +18,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instance"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/launchtest"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -368,7 +369,9 @@ func TestParseProviderID(t *testing.T) {
 	}
 }
 
-// A full subnet takes its zone out of launches (InsufficientFreeAddressesInSubnet).
+// The only subnet of a zone running out of addresses
+// (InsufficientFreeAddressesInSubnet) takes the zone out of launches: every
+// subnet of the class there is exhausted.
 func TestSubnetOutOfAddresses(t *testing.T) {
 	env := launchtest.New(t)
 	sn := env.Emulator.AddSubnet(awsemulator.Subnet{Zone: "us-west-2a", AvailableIPs: 1, Tags: map[string]string{"tiny": "true"}})
@@ -382,13 +385,91 @@ func TestSubnetOutOfAddresses(t *testing.T) {
 	if !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "InsufficientFreeAddressesInSubnet") {
 		t.Fatalf("error %v, want an InsufficientCapacityError for the full subnet", err)
 	}
+	if !env.Unavailable.IsSubnetUnavailable(sn.ID) {
+		t.Fatal("subnet not marked")
+	}
 	for _, ct := range both {
-		if !env.Unavailable.IsUnavailable(ct, "c5.large", "us-west-2a") {
-			t.Errorf("%s offerings of us-west-2a not marked unavailable", ct)
+		if !env.Unavailable.IsUnavailable(ct, "c5.large", "us-west-2a", sn.ID) {
+			t.Errorf("%s offerings of us-west-2a not unavailable with its only subnet exhausted", ct)
 		}
 	}
-	if env.Unavailable.IsUnavailable("on-demand", "m5.large", "us-west-2b") {
+	if env.Unavailable.IsUnavailable("on-demand", "m5.large", "us-west-2b", "subnet-other") {
 		t.Error("another zone marked unavailable")
+	}
+}
+
+// One exhausted subnet of two in a zone marks the subnet, not the zone, as
+// upstream: the next launch into the zone uses its other subnet and the
+// zone's offerings stay available; only the pool that failed is left out
+// for UnavailableOfferingsTTL (InsufficientFreeAddressesInSubnet is one of
+// upstream's unfulfillable-capacity codes). Once the zone's last subnet is
+// exhausted too, the zone's offerings go, until the TTL passes.
+func TestSubnetExhaustionMovesToTheZonesOtherSubnet(t *testing.T) {
+	env := launchtest.New(t)
+	big := env.Emulator.AddSubnet(awsemulator.Subnet{Zone: "us-west-2a", AvailableIPs: 500})
+	small := env.Emulator.AddSubnet(awsemulator.Subnet{Zone: "us-west-2a", AvailableIPs: 400})
+	other := env.Emulator.AddSubnet(awsemulator.Subnet{Zone: "us-west-2b", AvailableIPs: 400})
+	nc := env.NodeClass(t, "default")
+	nc.Spec.SubnetSelectorTerms = []awsv1.SubnetSelectorTerm{{ID: big.ID}, {ID: small.ID}, {ID: other.ID}}
+	env.Resolve(t, nc)
+	// The subnet fills up after Karpenter read its count: the launch picks it
+	// (most free addresses as far as Karpenter knows) and fails.
+	if err := env.Emulator.SetSubnetAvailableIPs(big.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	inZoneA := func(name, it string) (*instance.Instance, error) {
+		claim := launchtest.NodeClaim(name, nc, onDemand, it)
+		claim.Spec.Requirements = append(claim.Spec.Requirements, v1.NodeSelectorRequirementWithMinValues{Key: "topology.kubernetes.io/zone", Operator: "In", Values: []string{"us-west-2a"}})
+		return env.Instances.Create(context.Background(), nc, claim, env.Tags(nc, claim), env.InstanceTypesFor(t, nc, claim))
+	}
+	_, err := inZoneA("exhausted", "m5.large")
+	if !cloudprovider.IsInsufficientCapacityError(err) || !strings.Contains(err.Error(), "InsufficientFreeAddressesInSubnet") {
+		t.Fatalf("error %v, want an InsufficientCapacityError for the exhausted subnet", err)
+	}
+	if !env.Unavailable.IsSubnetUnavailable(big.ID) || env.Unavailable.IsSubnetUnavailable(small.ID) {
+		t.Fatalf("subnets marked: %s %v, %s %v; want only the exhausted one", big.ID, env.Unavailable.IsSubnetUnavailable(big.ID), small.ID, env.Unavailable.IsSubnetUnavailable(small.ID))
+	}
+	offering := func(it, zone string) bool {
+		t.Helper()
+		got, err := env.InstanceTypes.Get(context.Background(), nc, it)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range got.Offerings {
+			if o.Zone == zone && o.CapacityType == "on-demand" {
+				return o.Available
+			}
+		}
+		t.Fatalf("no on-demand offering of %s in %s", it, zone)
+		return false
+	}
+	if !offering("c5.large", "us-west-2a") || !offering("m5.xlarge", "us-west-2a") {
+		t.Error("the zone's offerings went unavailable with one of its two subnets exhausted")
+	}
+	if offering("m5.large", "us-west-2a") {
+		t.Error("the failed pool (m5.large, us-west-2a, on-demand) is still offered")
+	}
+	inst, err := inZoneA("next", "c5.large")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.Zone != "us-west-2a" || inst.SubnetID != small.ID {
+		t.Fatalf("next launch in %s subnet %s, want us-west-2a subnet %s", inst.Zone, inst.SubnetID, small.ID)
+	}
+
+	// The zone's last subnet fills up too: the whole zone is out.
+	if err := env.Emulator.SetSubnetAvailableIPs(small.ID, 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := inZoneA("last", "c5.xlarge"); !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Fatalf("error %v, want an InsufficientCapacityError", err)
+	}
+	if offering("m5.xlarge", "us-west-2a") || !offering("m5.xlarge", "us-west-2b") {
+		t.Error("with every subnet of us-west-2a exhausted, its offerings (only) should be unavailable")
+	}
+	env.Clock.Step(instancetype.UnavailableOfferingsTTL)
+	if !offering("m5.xlarge", "us-west-2a") || !offering("m5.large", "us-west-2a") {
+		t.Error("us-west-2a still unavailable after UnavailableOfferingsTTL")
 	}
 }
 

@@ -79,6 +79,11 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 	if inst.State == string(ec2types.InstanceStateNameShuttingDown) {
 		return nil
 	}
+	if p.shifted(ctx, inst) {
+		// Retried by the caller until the shift ends (not counted as a
+		// termination failure: it is deliberate, as upstream's).
+		return fmt.Errorf("instance %s is in zonally shifted availability zone %s (%s), skipping termination", id, inst.Zone, inst.ZoneID)
+	}
 	if _, err := p.batch.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}); err != nil {
 		terminationFailures.WithLabelValues(inst.Zone, inst.ZoneID).Inc()
 		if c := awserr.Code(err); c == "InvalidInstanceID.NotFound" {

@@ -11,9 +11,12 @@ import (
 // offerings are the ways to buy the type for this class: one per subnet zone
 // and capacity type EC2 sells it as. An offering is available when EC2 offers
 // the type in the zone, its price is known and it did not recently run out of
-// capacity. zoneReqs carries the zone-id requirement of each subnet zone.
+// capacity, not every subnet of the class in the zone ran out of addresses,
+// and traffic is not shifted away from the zone (shifted, by zone name: an
+// ARC zonal shift with ENABLE_ZONAL_SHIFT). zoneReqs carries the zone-id
+// requirement of each subnet zone.
 func offerings(name string, capacityTypes []string, zones []zone, offered map[string]bool, zoneReqs map[string]scheduling.Requirements,
-	prices *pricing.Provider, unavailable *UnavailableOfferings) []scheduling.Offering {
+	prices *pricing.Provider, unavailable *UnavailableOfferings, shifted map[string]bool) []scheduling.Offering {
 	out := make([]scheduling.Offering, 0, len(zones)*len(capacityTypes))
 	for _, z := range zones {
 		for _, ct := range capacityTypes {
@@ -31,7 +34,7 @@ func offerings(name string, capacityTypes []string, zones []zone, offered map[st
 				Zone:         z.name,
 				CapacityType: ct,
 				Price:        price,
-				Available:    offered[z.name] && priced && !unavailable.IsUnavailable(ct, name, z.name),
+				Available:    offered[z.name] && priced && !shifted[z.name] && !unavailable.IsUnavailable(ct, name, z.name, z.subnets...),
 				Requirements: zoneReqs[z.name],
 			})
 		}

@@ -43,6 +43,18 @@ type Options struct {
 	// DisableReservedCapacity (feature gate ReservedCapacity=false): no
 	// reserved offerings, whatever reservations a class holds.
 	DisableReservedCapacity bool
+	// ZonalShifts (ENABLE_ZONAL_SHIFT) tells the zones traffic is shifted
+	// away from; their offerings are unavailable while the shift lasts. Nil:
+	// no zone is ever shifted.
+	ZonalShifts ZonalShifts
+}
+
+// ZonalShifts are the ARC zonal shifts of the cluster (zonalshift.Provider).
+type ZonalShifts interface {
+	// IsShifted reports whether traffic is shifted away from the zone id.
+	IsShifted(ctx context.Context, zoneID string) bool
+	// Seq changes whenever the set of shifted zones changed.
+	Seq(ctx context.Context) uint64
 }
 
 // Provider lists the instance types an EC2NodeClass can launch. It is safe for
@@ -84,10 +96,13 @@ type resolution struct {
 	// amiHash identifies the class's status.amis, under which the memory of
 	// its registered nodes was learnt.
 	amiHash uint64
-	// list was built with these sequence numbers of the ICE cache, prices
-	// and discovered capacity.
-	iceSeq, priceSeq, discoveredSeq uint64
-	list                            []*scheduling.InstanceType
+	// list was built with these sequence numbers of the ICE cache, prices,
+	// discovered capacity and zonal shifts.
+	iceSeq, priceSeq, discoveredSeq, shiftSeq uint64
+	list                                      []*scheduling.InstanceType
+	// shifted are the zones (by name) traffic was shifted away from when
+	// list was built.
+	shifted map[string]bool
 }
 
 type baseType struct {
@@ -152,12 +167,35 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 		res.expires = now.Add(CacheTTL)
 		p.resolved[key] = res
 	}
-	iceSeq, priceSeq, discoveredSeq := p.unavailable.SeqNum(), p.prices.SeqNum(), p.discovered.seq.Load()
-	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq {
+	iceSeq, priceSeq, discoveredSeq, shiftSeq := p.unavailable.SeqNum(), p.prices.SeqNum(), p.discovered.seq.Load(), p.shiftSeq(ctx)
+	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq || res.shiftSeq != shiftSeq {
+		res.shifted = p.shiftedZones(ctx, res.zones)
 		res.list = p.withOfferings(res)
-		res.iceSeq, res.priceSeq, res.discoveredSeq = iceSeq, priceSeq, discoveredSeq
+		res.iceSeq, res.priceSeq, res.discoveredSeq, res.shiftSeq = iceSeq, priceSeq, discoveredSeq, shiftSeq
 	}
 	return append([]*scheduling.InstanceType(nil), res.list...), nil
+}
+
+func (p *Provider) shiftSeq(ctx context.Context) uint64 {
+	if p.opts.ZonalShifts == nil {
+		return 0
+	}
+	return p.opts.ZonalShifts.Seq(ctx)
+}
+
+// shiftedZones are the zones of the class (by name) traffic is shifted away
+// from: ARC names zones by id, the class's subnets give each zone's id.
+func (p *Provider) shiftedZones(ctx context.Context, zones []zone) map[string]bool {
+	if p.opts.ZonalShifts == nil {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, z := range zones {
+		if p.opts.ZonalShifts.IsShifted(ctx, z.id) {
+			out[z.name] = true
+		}
+	}
+	return out
 }
 
 // Get returns one instance type of the class, or an error when the class
@@ -339,17 +377,25 @@ func (p *Provider) capacityOf(b *baseType, res *resolution) corev1.ResourceList 
 	return c
 }
 
-// subnetZones lists the distinct zones of the subnets, sorted, with their ids.
+// subnetZones lists the distinct zones of the subnets, sorted, with their ids
+// and subnets.
 func subnetZones(subnets []awsv1.Subnet) []zone {
-	byName := map[string]string{}
+	byName := map[string]*zone{}
 	for _, s := range subnets {
-		if id, ok := byName[s.Zone]; !ok || id == "" {
-			byName[s.Zone] = s.ZoneID
+		z, ok := byName[s.Zone]
+		if !ok {
+			z = &zone{name: s.Zone}
+			byName[s.Zone] = z
 		}
+		if z.id == "" {
+			z.id = s.ZoneID
+		}
+		z.subnets = append(z.subnets, s.ID)
 	}
 	out := make([]zone, 0, len(byName))
-	for name, id := range byName {
-		out = append(out, zone{name: name, id: id})
+	for _, z := range byName {
+		sort.Strings(z.subnets)
+		out = append(out, *z)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
 	return out
@@ -359,10 +405,13 @@ func subnetZones(subnets []awsv1.Subnet) []zone {
 // family, kubelet, block device mappings, instance store policy, zones,
 // resolved capacity reservations, enclave and CPU options.
 func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
-	type zoneKey struct{ Name, ID string }
+	type zoneKey struct {
+		Name, ID string
+		Subnets  []string
+	}
 	zk := make([]zoneKey, len(zones))
 	for i, z := range zones {
-		zk[i] = zoneKey{z.name, z.id}
+		zk[i] = zoneKey{z.name, z.id, z.subnets}
 	}
 	b, err := json.Marshal(struct {
 		Family              string
@@ -388,8 +437,8 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 // spot and on-demand offerings of such a type then say that they are in no
 // reservation, so a NodePool asking for a reservation id cannot land on them.
 func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
-	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable)
-	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable)
+	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable, res.shifted)
+	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable, res.shifted)
 	if len(reserved) == 0 {
 		return out
 	}

@@ -44,6 +44,9 @@ var familyScheme = regexp.MustCompile(`^([a-z]+)(-[0-9]+tb)?([0-9]+).*\.`)
 // zone is a subnet zone of the EC2NodeClass.
 type zone struct {
 	name, id string
+	// subnets are the class's subnets in the zone: the zone's offerings
+	// are out only when every one of them ran out of addresses.
+	subnets []string
 }
 
 // requirements are the labels every node of the type carries, as

@@ -13,7 +13,7 @@ import (
 )
 
 func TestRequirementsOfRealInstanceTypes(t *testing.T) {
-	zones := []zone{{"us-west-2a", "usw2-az1"}, {"us-west-2b", "usw2-az2"}}
+	zones := []zone{{name: "us-west-2a", id: "usw2-az1"}, {name: "us-west-2b", id: "usw2-az2"}}
 	withDetails := func(info *ec2types.InstanceTypeInfo, manufacturer string, ghz float64, ebsMbps int32, eit bool) *ec2types.InstanceTypeInfo {
 		info.ProcessorInfo.Manufacturer = aws.String(manufacturer)
 		info.ProcessorInfo.SustainedClockSpeedInGhz = aws.Float64(ghz)

@@ -22,9 +22,12 @@ const ReservedPriceFactor = 1.0 / 10_000_000
 // reservation in one of the class's subnet zones that is active (an expiring
 // Capacity Block takes no new instances). Their requirements add the
 // reservation's id, type and interruptibility to the zone's, so a NodePool can
-// ask for a particular reservation.
+// ask for a particular reservation. A reservation in a zone traffic is
+// shifted away from (shifted, by zone name) is unavailable while the shift
+// lasts, as upstream's; subnets running out of addresses do not touch
+// reserved offerings (upstream's neither).
 func reservedOfferings(name string, reservations []awsv1.CapacityReservation, zoneReqs map[string]scheduling.Requirements, inZone map[string]bool,
-	prices *pricing.Provider, unavailable *UnavailableOfferings) []scheduling.Offering {
+	prices *pricing.Provider, unavailable *UnavailableOfferings, shifted map[string]bool) []scheduling.Offering {
 	var out []scheduling.Offering
 	for _, r := range reservations {
 		if r.InstanceType != name || !inZone[r.AvailabilityZone] {
@@ -41,7 +44,7 @@ func reservedOfferings(name string, reservations []awsv1.CapacityReservation, zo
 			// Without an on-demand price the reservation is still usable; a
 			// price of zero keeps it first.
 			Price: od * ReservedPriceFactor,
-			Available: r.State != awsv1.CapacityReservationStateExpiring &&
+			Available: r.State != awsv1.CapacityReservationStateExpiring && !shifted[r.AvailabilityZone] &&
 				!unavailable.IsUnavailable(scheduling.CapacityTypeReserved, name, r.AvailabilityZone),
 			Requirements: reqs,
 		})

@@ -64,13 +64,28 @@ func (u *UnavailableOfferings) Delete(capacityType, instanceType, zone string) {
 	}
 }
 
-// IsUnavailable reports whether the offering, its whole capacity type or its
-// zone is marked and not expired.
-func (u *UnavailableOfferings) IsUnavailable(capacityType, instanceType, zone string) bool {
+// IsUnavailable reports whether the offering or its whole capacity type is
+// marked and not expired, or whether every one of subnets (the class's
+// subnets in the zone) ran out of addresses. As upstream's, one exhausted
+// subnet of several leaves the zone's offerings available: launches move to
+// another subnet of the zone (subnet.Provider.MarkExhausted). No subnets
+// given: subnets are not considered.
+func (u *UnavailableOfferings) IsUnavailable(capacityType, instanceType, zone string, subnets ...string) bool {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	now := u.clock.Now()
-	return u.live(offeringKey(capacityType, instanceType, zone), now) || u.live(capacityTypeKey(capacityType), now) || u.live(zoneKey(zone), now)
+	if u.live(offeringKey(capacityType, instanceType, zone), now) || u.live(capacityTypeKey(capacityType), now) {
+		return true
+	}
+	if len(subnets) == 0 {
+		return false
+	}
+	for _, s := range subnets {
+		if !u.live(subnetKey(s), now) {
+			return false
+		}
+	}
+	return true
 }
 
 func (u *UnavailableOfferings) live(key string, now time.Time) bool {

@@ -68,7 +68,11 @@ func TestZonalShiftAndSecurityGroupInterval(t *testing.T) {
 	if o.SecurityGroupRefreshInterval != 3*time.Minute {
 		t.Errorf("security group interval %s", o.SecurityGroupRefreshInterval)
 	}
-	if w := o.SettingWarnings(); len(w) != 1 || !strings.Contains(w[0], "enable-zonal-shift (ENABLE_ZONAL_SHIFT) is true but not implemented yet") {
+	if !o.EnableZonalShift {
+		t.Error("ENABLE_ZONAL_SHIFT=true not read")
+	}
+	// Zonal shifts are followed: the setting draws no warning.
+	if w := o.SettingWarnings(); len(w) != 0 {
 		t.Errorf("warnings %q", w)
 	}
 	d, _ := parse(t, nil, env(map[string]string{"CLUSTER_NAME": "demo"}))

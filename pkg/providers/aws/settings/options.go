@@ -89,8 +89,9 @@ type Options struct {
 	// SecurityGroupRefreshInterval is how long an answer of
 	// DescribeSecurityGroups is reused for an EC2NodeClass's terms.
 	SecurityGroupRefreshInterval time.Duration
-	// EnableZonalShift is upstream's honouring of ARC zonal shifts; not
-	// implemented yet, so true only draws a start-up warning.
+	// EnableZonalShift: the cluster's ARC zonal shifts (and autoshifts) are
+	// read every 30 seconds and no offering in a zone traffic is shifted
+	// away from is launched into while the shift lasts (package zonalshift).
 	EnableZonalShift bool
 	// FeatureGates is the parsed AWS_FEATURE_GATES.
 	FeatureGates options.GateSet
@@ -142,17 +143,14 @@ func (o *Options) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) {
 	fs.BoolVar(&o.DisableDryRun, "disable-dry-run", env.Bool("DISABLE_DRY_RUN", false), "Skip the dry-run authorization checks (CreateFleet, CreateLaunchTemplate, RunInstances) of EC2NodeClass validation.")
 	fs.DurationVar(&o.AMIRefreshInterval, "ami-refresh-interval", env.Duration("AMI_REFRESH_INTERVAL", DefaultAMIRefreshInterval), "How often EC2NodeClass AMIs are resolved again.")
 	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", env.Duration("SUBNET_REFRESH_INTERVAL", DefaultSubnetRefreshInterval), "How often EC2NodeClass subnets are resolved again.")
-	fs.DurationVar(&o.SecurityGroupRefreshInterval, "security-group-refresh-interval", env.Duration("SECURITY_GROUP_REFRESH_INTERVAL", DefaultSecurityGroupRefreshInterval), "How often EC2NodeClass security groups are resolved again.")
-	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", env.Bool("ENABLE_ZONAL_SHIFT", false), "Upstream: avoid zones under an ARC zonal shift. Not implemented yet: true logs a warning at start-up.")
+	fs.DurationVar(&o.SecurityGroupRefreshInterval, "security-group-refresh-interval", env.Duration("SECURITY_GROUP_REFRESH_INTERVAL", DefaultSecurityGroupRefreshInterval), "How long DescribeSecurityGroups answers are reused: a security group change shows in EC2NodeClass status after at most this long.")
+	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", env.Bool("ENABLE_ZONAL_SHIFT", false), "Read the cluster's ARC zonal shifts and launch nothing into a zone traffic is shifted away from. Needs arc-zonal-shift:GetManagedResource on the cluster's ARN, and the cluster registered for zonal shift.")
 	fs.StringVar(&o.featureGates, "aws-feature-gates", env.String("AWS_FEATURE_GATES", options.DefaultString(Gates)), "Comma-separated AWS Gate=bool pairs: "+strings.Join(options.GateSet{Gates: Gates}.Names(), ", ")+". None is implemented yet: an enabled one, or an unknown name, logs a warning at start-up.")
 }
 
 // SettingWarnings name the AWS settings that are set but not implemented.
 func (o *Options) SettingWarnings() []string {
 	var out []string
-	if o.EnableZonalShift {
-		out = append(out, "enable-zonal-shift (ENABLE_ZONAL_SHIFT) is true but not implemented yet: zones under an ARC zonal shift are still launched into")
-	}
 	if o.VMMemoryOverheadPercent >= 1 {
 		out = append(out, fmt.Sprintf("vm-memory-overhead-percent (VM_MEMORY_OVERHEAD_PERCENT) is %v, a fraction of 1 or more: every instance type's estimated memory is zero or less until its nodes register and report theirs, so no pod requesting memory fits a type never launched (0.075 is the default)", o.VMMemoryOverheadPercent))
 	}

@@ -59,6 +59,11 @@ type Provider struct {
 	// inflight counts IP addresses claimed by launches since the subnet's
 	// free-address count was last read from EC2.
 	inflight map[string]int32
+	// exhausted are subnets a launch found without a free address
+	// (InsufficientFreeAddressesInSubnet) since their count was last read
+	// from EC2: they count as having none, so launches prefer the zone's
+	// other subnets (upstream's UpdateICEdSubnet).
+	exhausted map[string]bool
 }
 
 // Option adjusts a Provider.
@@ -70,7 +75,7 @@ func WithPageSize(n int32) Option { return func(p *Provider) { p.pageSize = n } 
 // NewProvider returns a provider whose answers live for ttl (upstream: the
 // subnet refresh interval, 1 minute).
 func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, opts ...Option) *Provider {
-	p := &Provider{ec2: ec2api, cache: ttlcache.New[[]Subnet](clk, ttl), pageSize: 1000, inflight: map[string]int32{}}
+	p := &Provider{ec2: ec2api, cache: ttlcache.New[[]Subnet](clk, ttl), pageSize: 1000, inflight: map[string]int32{}, exhausted: map[string]bool{}}
 	for _, o := range opts {
 		o(p)
 	}
@@ -143,6 +148,7 @@ func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]Subnet
 		p.mu.Lock()
 		for _, s := range out {
 			delete(p.inflight, s.ID)
+			delete(p.exhausted, s.ID)
 		}
 		p.mu.Unlock()
 		return out, nil
@@ -171,6 +177,9 @@ func (p *Provider) ZonalSubnets(ctx context.Context, terms []v1.SubnetSelectorTe
 	adjusted := make([]Subnet, len(res.Subnets))
 	for i, s := range res.Subnets {
 		s.AvailableIPs -= p.inflight[s.ID]
+		if p.exhausted[s.ID] {
+			s.AvailableIPs = 0
+		}
 		adjusted[i] = s
 	}
 	p.mu.Unlock()
@@ -183,6 +192,17 @@ func (p *Provider) ReserveIPs(subnetID string, n int32) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.inflight[subnetID] += n
+}
+
+// MarkExhausted records that a launch into subnetID failed for lack of
+// addresses: until its count is next read from EC2 it counts as having no
+// free address, so ZonalSubnets picks another subnet of its zone when there
+// is one with addresses.
+func (p *Provider) MarkExhausted(subnetID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.exhausted[subnetID] = true
+	delete(p.inflight, subnetID)
 }
 
 // ReleaseIPs undoes ReserveIPs for a launch that failed.

@@ -34,7 +34,10 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
 )
 
-// SecurityGroupRefreshInterval is upstream's requeue after resolving security groups.
+// SecurityGroupRefreshInterval is upstream's requeue after resolving security
+// groups. What SECURITY_GROUP_REFRESH_INTERVAL sets is how long the answers
+// of DescribeSecurityGroups are reused (the security group provider's TTL,
+// as upstream's cache): a reconcile within it sees the cached groups.
 const SecurityGroupRefreshInterval = 5 * time.Minute
 
 // Providers are the AWS resolvers the controller uses.

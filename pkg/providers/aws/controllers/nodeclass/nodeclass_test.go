@@ -408,3 +408,40 @@ func TestRoleChangeMakesANewInstanceProfile(t *testing.T) {
 		t.Errorf("profiles after switching to spec.instanceProfile: %+v", f.aws.InstanceProfiles())
 	}
 }
+
+// SECURITY_GROUP_REFRESH_INTERVAL is how long DescribeSecurityGroups answers
+// are reused, as upstream's security group cache: a security group tagged
+// for discovery after the class resolved shows in status.securityGroups
+// only once the interval has passed, even though the class is reconciled
+// (and its subnets re-read) every minute before that.
+func TestSecurityGroupRefreshIntervalIsHonoured(t *testing.T) {
+	f := setup(t, func(o *settings.Options) { o.SecurityGroupRefreshInterval = 3 * time.Minute })
+	nc := newNodeClass("sg-refresh")
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	nc = f.reconcile(t, nc)
+	before := len(nc.Status.SecurityGroups)
+	if before == 0 {
+		t.Fatal("no security group resolved")
+	}
+	late := f.aws.AddSecurityGroup(awsemulator.SecurityGroup{Name: "late", Tags: discovery()})
+	calls := f.aws.Calls("ec2", "DescribeSecurityGroups")
+	for i := 0; i < 2; i++ {
+		f.clk.Step(time.Minute)
+		nc = f.reconcile(t, nc)
+		if len(nc.Status.SecurityGroups) != before {
+			t.Fatalf("after %d minute(s), within the 3m interval, status.securityGroups changed: %+v", i+1, nc.Status.SecurityGroups)
+		}
+	}
+	if n := f.aws.Calls("ec2", "DescribeSecurityGroups"); n != calls {
+		t.Errorf("%d DescribeSecurityGroups calls within the interval", n-calls)
+	}
+	f.clk.Step(time.Minute)
+	nc = f.reconcile(t, nc)
+	found := false
+	for _, g := range nc.Status.SecurityGroups {
+		found = found || g.ID == late.ID
+	}
+	if !found || len(nc.Status.SecurityGroups) != before+1 {
+		t.Fatalf("after the 3m interval status.securityGroups %+v, want %s added", nc.Status.SecurityGroups, late.ID)
+	}
+}

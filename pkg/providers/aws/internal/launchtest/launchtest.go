@@ -46,10 +46,17 @@ type Env struct {
 	ClusterName     string
 }
 
-// New starts an emulator for t and builds the providers.
-func New(t testing.TB) *Env {
+// New starts an emulator for t and builds the providers. mutate adjusts the
+// instance type provider's options (e.g. ZonalShifts) first.
+func New(t testing.TB, mutate ...func(*instancetype.Options)) *Env {
 	t.Helper()
 	em := awsemulator.StartForTest(t, awsemulator.Options{})
+	return NewOn(t, em, mutate...)
+}
+
+// NewOn builds the providers over em.
+func NewOn(t testing.TB, em *awsemulator.Emulator, mutate ...func(*instancetype.Options)) *Env {
+	t.Helper()
 	cfg := awstest.Config(em)
 	httpclient.Configure(&cfg)
 	clk := clocktesting.NewFakeClock(time.Now())
@@ -59,7 +66,11 @@ func New(t testing.TB) *Env {
 	ec2api := providers.EC2
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, false, clk)
 	unavailable := instancetype.NewUnavailableOfferings(clk)
-	its := instancetype.NewProvider(ec2api, prices, unavailable, clk, instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075})
+	itOpts := instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075}
+	for _, m := range mutate {
+		m(&itOpts)
+	}
+	its := instancetype.NewProvider(ec2api, prices, unavailable, clk, itOpts)
 	lts := launchtemplate.NewProvider(ec2api, amifamily.NewResolver(), clk, launchtemplate.Options{
 		ClusterName: opts.ClusterName, EKS: eks.NewFromConfig(cfg),
 	})
