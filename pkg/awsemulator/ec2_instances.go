@@ -44,6 +44,12 @@ type Instance struct {
 	// Tenancy is the Placement.Tenancy the instance launched with: the fleet
 	// override's, else the launch template's, else "default".
 	Tenancy string
+	// PlacementGroupName and PlacementGroupID are the placement group the
+	// instance launched into ("" = none); PartitionNumber its partition in
+	// a partition group (0 = none).
+	PlacementGroupName string
+	PlacementGroupID   string
+	PartitionNumber    int
 }
 
 var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
@@ -113,6 +119,9 @@ type fleetCandidate struct {
 	priority     float64 // lower first; +Inf when unset
 	price        float64
 	tenancy      string            // override's Placement.Tenancy, else the template's, else default
+	placement    placementRef      // override's Placement.GroupName, else the template's placement group
+	group        *PlacementGroup   // set by unfulfillable when the pool launches into a group
+	partition    int               // the partition of group it launches into (partition groups)
 	overrides    map[string]string // as sent, for the answer's launchTemplateAndOverrides
 }
 
@@ -272,6 +281,10 @@ func (s *state) fleetCandidate(lt *LaunchTemplate, version string, ov map[string
 	if cand.tenancy == "" {
 		cand.tenancy = "default"
 	}
+	cand.placement = placementRef{name: lt.Data["Placement.GroupName"], id: lt.Data["Placement.GroupId"], partition: lt.Data["Placement.PartitionNumber"]}
+	if n := ov["Placement.GroupName"]; n != "" {
+		cand.placement = placementRef{name: n, partition: cand.placement.partition}
+	}
 	switch {
 	case ov["SubnetId"] != "":
 		cand.subnet = s.subnets[ov["SubnetId"]]
@@ -345,6 +358,11 @@ func (s *state) unfulfillable(c *fleetCandidate, capacityType string) (string, s
 	case c.subnet.AvailableIPs == 0:
 		return "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
 	}
+	pg, partition, code, msg := s.placementUnfulfillable(c.placement, c.zone)
+	if code != "" {
+		return code, msg
+	}
+	c.group, c.partition = pg, partition
 	if c.imageID == "" {
 		return "MissingParameter", "The request must contain the parameter ImageId"
 	}
@@ -411,6 +429,9 @@ func (s *state) launch(c *fleetCandidate, capacityType, fleetID, reservationID s
 		SecurityGroupIDs: c.lt.SecurityGroupIDs(), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name,
 		UserData: c.lt.UserData(), Tags: tags, ReservationID: reservationID, FleetID: fleetID, MetadataOptions: map[string]string{},
 		Tenancy: c.tenancy,
+	}
+	if c.group != nil {
+		in.PlacementGroupName, in.PlacementGroupID, in.PartitionNumber = c.group.Name, c.group.ID, c.partition
 	}
 	if name, arn := c.lt.InstanceProfile(); name != "" || arn != "" {
 		if p := s.profileByNameOrARN(name, arn); p != nil {
@@ -598,6 +619,11 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 	b.leafAlways("availabilityZone", in.Zone)
 	b.leaf("availabilityZoneId", in.ZoneID)
 	b.leafAlways("tenancy", tenancyOf(in))
+	b.leaf("groupName", in.PlacementGroupName)
+	b.leaf("groupId", in.PlacementGroupID)
+	if in.PartitionNumber > 0 {
+		b.integer("partitionNumber", int64(in.PartitionNumber))
+	}
 	b.close("placement")
 	b.open("monitoring")
 	b.leafAlways("state", "disabled")
