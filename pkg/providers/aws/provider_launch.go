@@ -38,5 +38,6 @@ func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, 
 		EKS:             eks.NewFromConfig(cfg),
 	})
 	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instance.Options{ClusterName: opts.ClusterName})
+	instances.SetPlacementGroups(providers.PlacementGroups)
 	return lts, instances
 }

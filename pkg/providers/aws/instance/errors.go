@@ -57,7 +57,7 @@ func launchTemplateNotFoundCode(code string) bool {
 }
 
 // markUnavailable records the pools the fleet could not fill.
-func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFleetError, capacityType string, subnets map[string]subnet.Subnet) {
+func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFleetError, capacityType string, subnets map[string]subnet.Subnet, group string) {
 	for _, e := range errs {
 		code := aws.ToString(e.ErrorCode)
 		var it, zone string
@@ -82,6 +82,9 @@ func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFl
 			// the type, until the subnets are read again.
 			p.unavailable.MarkZoneUnavailable(zone)
 			p.subnets.Invalidate()
+		case unfulfillable[code] && it != "" && zone != "" && group != "":
+			// In a placement group, the group's room is what ran out.
+			p.unavailable.MarkUnavailableInGroup(group, capacityType, it, zone)
 		case unfulfillable[code] && it != "" && zone != "":
 			p.unavailable.MarkUnavailable(capacityType, it, zone)
 		default:

@@ -21,6 +21,7 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/pages"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/placementgroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -69,7 +70,16 @@ type Provider struct {
 	// discovered is the memory registered nodes reported, which replaces
 	// the estimate for later launches of their type (discovered.go).
 	discovered *discoveredCapacity
+
+	// pgs resolves placementGroupSelector (nil: classes are listed as if
+	// they had none; their launches are refused).
+	pgs *placementgroup.Provider
 }
+
+// SetPlacementGroups gives the provider the resolver of
+// placementGroupSelector: a class's types are then those that support its
+// group's strategy, and a partition group's offerings are one per partition.
+func (p *Provider) SetPlacementGroups(pgs *placementgroup.Provider) { p.pgs = pgs }
 
 // resolution is what a class resolved to: the price-independent part of every
 // type, and the last list built from it with offerings.
@@ -88,6 +98,8 @@ type resolution struct {
 	// and discovered capacity.
 	iceSeq, priceSeq, discoveredSeq uint64
 	list                            []*scheduling.InstanceType
+	// group is the class's placement group (nil: none).
+	group *placementgroup.PlacementGroup
 }
 
 type baseType struct {
@@ -118,6 +130,16 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 		return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
 	}
 	zones := subnetZones(nc.Status.Subnets)
+	var group *placementgroup.PlacementGroup
+	if sel := nc.Spec.PlacementGroupSelector; sel != nil && p.pgs != nil {
+		r, err := p.pgs.Resolve(ctx, sel)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+		}
+		if r.Usable() {
+			group = r.Group
+		}
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -135,9 +157,16 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 	// share the list.
 	amiHash := amiSetHash(nc.Status.AMIs)
 	key := fmt.Sprintf("%016x-%016x-%d-%d", classHash(nc, zones), amiHash, p.infosSeq, p.offeredSeq)
+	if group != nil {
+		key += fmt.Sprintf("-%s-%s-%d", group.ID, group.Strategy, group.PartitionCount)
+	}
 	res, ok := p.resolved[key]
 	if !ok {
 		res = p.resolve(s, zones)
+		if group != nil {
+			res.group = group
+			res.types = p.supportingStrategy(res.types, group.Strategy)
+		}
 		res.amiHash = amiHash
 		if !p.opts.DisableReservedCapacity {
 			res.reservations = classReservations(nc)
@@ -389,12 +418,19 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 // reservation, so a NodePool asking for a reservation id cannot land on them.
 func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
 	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable)
+	if res.group != nil {
+		for i := range out {
+			if out[i].Available && p.unavailable.IsUnavailableInGroup(res.group.ID, out[i].CapacityType, b.name, out[i].Zone) {
+				out[i].Available = false
+			}
+		}
+	}
 	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable)
 	if len(reserved) == 0 {
-		return out
+		return perPartition(out, res.group)
 	}
 	for i := range out {
 		out[i].Requirements = out[i].Requirements.With(scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpDoesNotExist))
 	}
-	return append(out, reserved...)
+	return perPartition(append(out, reserved...), res.group)
 }

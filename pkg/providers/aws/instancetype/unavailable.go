@@ -41,6 +41,32 @@ func (u *UnavailableOfferings) MarkUnavailable(capacityType, instanceType, zone 
 	u.mark(offeringKey(capacityType, instanceType, zone))
 }
 
+func groupOfferingKey(group, capacityType, instanceType, zone string) string {
+	return "placement-group:" + group + ":" + offeringKey(capacityType, instanceType, zone)
+}
+
+// MarkUnavailableInGroup takes the offering out of launches into the
+// placement group (by id) only: a group's lack of room (a cluster group
+// kept in another zone, a full spread group) says nothing of launches
+// outside it.
+func (u *UnavailableOfferings) MarkUnavailableInGroup(group, capacityType, instanceType, zone string) {
+	u.mark(groupOfferingKey(group, capacityType, instanceType, zone))
+}
+
+// IsUnavailableInGroup is IsUnavailable for launches into the placement
+// group: the offering is also unavailable when it was marked for the group.
+func (u *UnavailableOfferings) IsUnavailableInGroup(group, capacityType, instanceType, zone string) bool {
+	if u.IsUnavailable(capacityType, instanceType, zone) {
+		return true
+	}
+	if group == "" {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.live(groupOfferingKey(group, capacityType, instanceType, zone), u.clock.Now())
+}
+
 // MarkCapacityTypeUnavailable takes every offering of the capacity type out
 // of launches for the TTL.
 func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(capacityType string) {
