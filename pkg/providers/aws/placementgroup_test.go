@@ -241,3 +241,48 @@ func TestPlacementGroupDrift(t *testing.T) {
 		t.Errorf("drift after the selector resolves to another group: %q %v, want %s", reason, err, aws.PlacementGroupDrift)
 	}
 }
+
+// A spread group holds seven instances per zone: the eighth launch in the
+// zone fails for lack of capacity, and the zone is then unavailable to the
+// group for every instance type, not to classes outside the group.
+func TestSpreadPlacementGroupLimit(t *testing.T) {
+	ctx, cp, env, nc := launchSetup(t)
+	env.Emulator.AddPlacementGroup(awsemulator.PlacementGroup{Name: "apart", Strategy: "spread"})
+	plain := nc.DeepCopy()
+	inGroup(ctx, t, nc, &awsv1.PlacementGroupSelector{Name: ptr.To("apart")})
+	for i := 0; i < 7; i++ {
+		if _, err := cp.Create(ctx, inZone(launchtest.NodeClaim("spread-"+strconv.Itoa(i), nc, []string{"on-demand"}, "m5.large"), "us-west-2a")); err != nil {
+			t.Fatalf("launch %d: %v", i, err)
+		}
+	}
+	_, err := cp.Create(ctx, inZone(launchtest.NodeClaim("eighth", nc, []string{"on-demand"}, "m5.large"), "us-west-2a"))
+	if !cloudprovider.IsInsufficientCapacityError(err) {
+		t.Fatalf("eighth launch in the zone: %v, want insufficient capacity", err)
+	}
+	available := func(its []*scheduling.InstanceType, name string) bool {
+		for _, it := range its {
+			for i := range it.Offerings {
+				if o := &it.Offerings[i]; it.Name == name && o.Zone == "us-west-2a" && o.CapacityType == "on-demand" {
+					return o.Available
+				}
+			}
+		}
+		return false
+	}
+	grouped, err := env.InstanceTypes.List(ctx, nc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outside, err := env.InstanceTypes.List(ctx, plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"m5.large", "c5.xlarge"} {
+		if available(grouped, name) {
+			t.Errorf("%s in us-west-2a still available to the full spread group", name)
+		}
+		if !available(outside, name) {
+			t.Errorf("%s in us-west-2a unavailable to a class outside the group", name)
+		}
+	}
+}

@@ -174,7 +174,7 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		}
 		return nil, lts, cloudprovider.NewCreateError(err, "FleetCreationFailed", fmt.Sprintf("creating fleet: %s", awserr.Message(err)))
 	}
-	p.markUnavailable(ctx, out.Errors, capacityType, subnets, placement.GroupID)
+	p.markUnavailable(ctx, out.Errors, capacityType, subnets, placement)
 	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
 		return nil, lts, fleetError(out.Errors, capacityType)
 	}

@@ -32,19 +32,29 @@ func (p *Provider) supportingStrategy(types []baseType, strategy string) []baseT
 	return out
 }
 
-// perPartition makes one offering per partition of a partition group, each
-// requiring karpenter.k8s.aws/placement-group-partition to be its partition,
-// so that pods may select or spread over partitions, as upstream does.
-// Offerings of other groups (or none) are returned as they are.
-func perPartition(offerings []scheduling.Offering, group *placementgroup.PlacementGroup) []scheduling.Offering {
-	if group == nil || group.Strategy != placementgroup.StrategyPartition || group.PartitionCount <= 0 {
+// inGroup adapts a type's offerings to the class's placement group (none:
+// as they are): offerings the group ran out of room for are unavailable,
+// and a partition group has one offering per partition, each requiring
+// karpenter.k8s.aws/placement-group-partition to be its partition, so that
+// pods may select or spread over partitions, as upstream does.
+func (p *Provider) inGroup(name string, offerings []scheduling.Offering, group *placementgroup.PlacementGroup) []scheduling.Offering {
+	if group == nil {
+		return offerings
+	}
+	if group.Strategy != placementgroup.StrategyPartition || group.PartitionCount <= 0 {
+		for i := range offerings {
+			o := &offerings[i]
+			o.Available = o.Available && !p.unavailable.IsUnavailableInGroup(group.ID, "", o.CapacityType, name, o.Zone)
+		}
 		return offerings
 	}
 	out := make([]scheduling.Offering, 0, len(offerings)*int(group.PartitionCount))
 	for _, o := range offerings {
 		for k := 1; k <= int(group.PartitionCount); k++ {
+			partition := strconv.Itoa(k)
 			cp := o
-			cp.Requirements = o.Requirements.With(scheduling.NewRequirement(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, strconv.Itoa(k)))
+			cp.Requirements = o.Requirements.With(scheduling.NewRequirement(awsv1.LabelPlacementGroupPartition, corev1.NodeSelectorOpIn, partition))
+			cp.Available = o.Available && !p.unavailable.IsUnavailableInGroup(group.ID, partition, o.CapacityType, name, o.Zone)
 			out = append(out, cp)
 		}
 	}

@@ -418,19 +418,12 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 // reservation, so a NodePool asking for a reservation id cannot land on them.
 func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
 	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable)
-	if res.group != nil {
-		for i := range out {
-			if out[i].Available && p.unavailable.IsUnavailableInGroup(res.group.ID, out[i].CapacityType, b.name, out[i].Zone) {
-				out[i].Available = false
-			}
-		}
-	}
 	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable)
 	if len(reserved) == 0 {
-		return perPartition(out, res.group)
+		return p.inGroup(b.name, out, res.group)
 	}
 	for i := range out {
 		out[i].Requirements = out[i].Requirements.With(scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpDoesNotExist))
 	}
-	return perPartition(append(out, reserved...), res.group)
+	return p.inGroup(b.name, append(out, reserved...), res.group)
 }
