@@ -495,7 +495,7 @@ func writeLaunchTemplateAndOverrides(b *xb, c *fleetCandidate) {
 
 var instanceFilters = nameSet("instance-id", "instance-state-name", "instance-state-code", "instance-type", "availability-zone",
 	"subnet-id", "vpc-id", "image-id", "private-ip-address", "private-dns-name", "instance-lifecycle", "reservation-id",
-	"iam-instance-profile.arn", "architecture", "tenancy")
+	"iam-instance-profile.arn", "architecture", "tenancy", "placement-group-name", "placement-partition-number")
 
 func instanceFields(in *Instance) filterFields {
 	lifecycle := ""
@@ -508,7 +508,15 @@ func instanceFields(in *Instance) filterFields {
 		"image-id": {in.ImageID}, "private-ip-address": {in.PrivateIP}, "private-dns-name": {in.PrivateDNSName},
 		"instance-lifecycle": {lifecycle}, "reservation-id": {in.ReservationID}, "iam-instance-profile.arn": {in.InstanceProfileARN},
 		"architecture": {in.Architecture}, "tenancy": {tenancyOf(in)},
+		"placement-group-name": {in.PlacementGroupName}, "placement-partition-number": {partitionOf(in)},
 	})
+}
+
+func partitionOf(in *Instance) string {
+	if in.PartitionNumber == 0 {
+		return ""
+	}
+	return strconv.Itoa(in.PartitionNumber)
 }
 
 func tenancyOf(in *Instance) string {

@@ -167,10 +167,15 @@ func TestLaunchIntoPlacementGroups(t *testing.T) {
 	if p := placement(out); aws.ToInt32(p.PartitionNumber) != 1 {
 		t.Errorf("an unpinned launch went to partition %d, want the emptiest (1)", aws.ToInt32(p.PartitionNumber))
 	}
-	d, err := c.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{})
+	d, err := c.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{filter("placement-group-name", "racks")}})
 	ok(t, err)
-	if n := len(d.Reservations); n != 4 {
-		t.Errorf("%d reservations", n)
+	if n := len(d.Reservations); n != 2 {
+		t.Errorf("%d reservations in group racks, want 2", n)
+	}
+	d, err = c.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []ec2types.Filter{filter("placement-group-name", "racks"), filter("placement-partition-number", "2")}})
+	ok(t, err)
+	if n := len(d.Reservations); n != 1 {
+		t.Errorf("%d reservations in partition 2 of racks, want 1", n)
 	}
 
 	for lt, code := range map[string]string{"lt-p9": "InvalidParameterValue", "lt-cluster-part": "InvalidParameterCombination", "lt-unknown": "InvalidPlacementGroup.Unknown"} {
