@@ -184,3 +184,50 @@ func TestLaunchIntoPlacementGroups(t *testing.T) {
 		refused(out, code)
 	}
 }
+
+// Under the shipped controller policy, DescribePlacementGroups is allowed
+// and a fleet launches into a placement group (ec2:CreateFleet and
+// ec2:RunInstances on placement-group/<name>); a policy without the
+// placement-group resource is refused on it.
+func TestShippedPolicyAllowsPlacementGroupLaunches(t *testing.T) {
+	c := start(t)
+	pg := c.e.AddPlacementGroup(awsemulator.PlacementGroup{Name: "ml", Strategy: "cluster"})
+	policy := shippedPolicy(t, c.e)
+	ok(t, c.e.SetPolicy(policy))
+	_, err := c.ec2.DescribePlacementGroups(ctx, &ec2.DescribePlacementGroupsInput{GroupNames: []string{"ml"}})
+	ok(t, err)
+	base, subnets := karpenterWorld(t, c, karpenterTags)
+	var src awsemulator.LaunchTemplate
+	for _, lt := range c.e.LaunchTemplates() {
+		if lt.Name == base {
+			src = lt
+		}
+	}
+	profile, _ := src.InstanceProfile()
+	_, err = c.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+		LaunchTemplateName: aws.String("karpenter.k8s.aws/in-group"),
+		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
+			ImageId:            aws.String(src.ImageID()),
+			SecurityGroupIds:   src.SecurityGroupIDs(),
+			IamInstanceProfile: &ec2types.LaunchTemplateIamInstanceProfileSpecificationRequest{Name: aws.String(profile)},
+			Placement:          &ec2types.LaunchTemplatePlacementRequest{GroupId: aws.String(pg.ID)},
+		},
+		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: ec2TagList(karpenterTags...)}},
+	})
+	ok(t, err)
+	out, err := c.ec2.CreateFleet(ctx, karpenterFleet("karpenter.k8s.aws/in-group", subnets, karpenterTags))
+	ok(t, err)
+	if len(out.Instances) != 1 {
+		t.Fatalf("fleet launched %+v (errors %+v)", out.Instances, out.Errors)
+	}
+	expectNoDenials(t, c.e)
+
+	narrowed := strings.Replace(policy, `,
+        "arn:aws:ec2:us-west-2:*:placement-group/*"`, "", 1)
+	if narrowed == policy {
+		t.Fatal("the shipped policy has no placement-group resource to remove")
+	}
+	ok(t, c.e.SetPolicy(narrowed))
+	_, err = c.ec2.CreateFleet(ctx, karpenterFleet("karpenter.k8s.aws/in-group", subnets, karpenterTags))
+	expectDenied(t, c, err, "UnauthorizedOperation", "ec2:CreateFleet", "arn:aws:ec2:us-west-2:123456789012:placement-group/ml")
+}
