@@ -62,6 +62,10 @@ func (s *state) ec2Resource(id string) (arn string, tags map[string]string, ok b
 		if im := s.images[id]; im != nil {
 			return s.ec2ARN("image", id), im.Tags, true
 		}
+	case strings.HasPrefix(id, "pg-"):
+		if pg := s.placementGroupByID(id); pg != nil {
+			return s.ec2ARN("placement-group", pg.Name), pg.Tags, true
+		}
 	case strings.HasPrefix(id, "cr-"):
 		if cr := s.capacityReservations[id]; cr != nil {
 			return s.ec2ARN("capacity-reservation", id), nil, true
@@ -149,10 +153,13 @@ func launchAuthz(c *call, s *state, base map[string][]string) []authzRequest {
 		if t := m[prefix+"Placement.Tenancy"]; t != "" {
 			tenancySet[t] = true
 		}
-		for _, k := range []string{"ImageId", "SubnetId", "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"} {
+		for _, k := range []string{"ImageId", "SubnetId", "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId", "Placement.GroupId"} {
 			if v := m[prefix+k]; v != "" {
 				ids = append(ids, v)
 			}
+		}
+		if pg := s.placementGroups[m[prefix+"Placement.GroupName"]]; pg != nil {
+			ids = append(ids, pg.ID)
 		}
 		ids = append(ids, indexed(m, prefix+"SecurityGroupId")...)
 		for i := 1; hasKeyPrefix(m, prefix+"NetworkInterface."+strconv.Itoa(i)+"."); i++ {

@@ -28,6 +28,9 @@ func ec2Ops() map[string]handler {
 		"CreateTags":                    ec2CreateTags,
 		"DescribeCapacityReservations":  ec2DescribeCapacityReservations,
 		"DescribeInstanceStatus":        ec2DescribeInstanceStatus,
+		"DescribePlacementGroups":       ec2DescribePlacementGroups,
+		"CreatePlacementGroup":          ec2CreatePlacementGroup,
+		"DeletePlacementGroup":          ec2DeletePlacementGroup,
 	}
 }
 

@@ -50,6 +50,12 @@ type Instance struct {
 	// RebootHangs: a RebootInstances is accepted but the instance never comes
 	// back from it (its Node keeps its boot ID). See SetRebootHangs.
 	RebootHangs bool
+	// PlacementGroupName and PlacementGroupID are the placement group the
+	// instance launched into ("" = none); PartitionNumber its partition in
+	// a partition group (0 = none).
+	PlacementGroupName string
+	PlacementGroupID   string
+	PartitionNumber    int
 }
 
 // BootID is the boot ID the instance's Node reports for its current boot.
@@ -122,6 +128,9 @@ type fleetCandidate struct {
 	priority     float64 // lower first; +Inf when unset
 	price        float64
 	tenancy      string            // override's Placement.Tenancy, else the template's, else default
+	placement    placementRef      // override's Placement.GroupName, else the template's placement group
+	group        *PlacementGroup   // set by unfulfillable when the pool launches into a group
+	partition    int               // the partition of group it launches into (partition groups)
 	overrides    map[string]string // as sent, for the answer's launchTemplateAndOverrides
 }
 
@@ -281,6 +290,10 @@ func (s *state) fleetCandidate(lt *LaunchTemplate, version string, ov map[string
 	if cand.tenancy == "" {
 		cand.tenancy = "default"
 	}
+	cand.placement = placementRef{name: lt.Data["Placement.GroupName"], id: lt.Data["Placement.GroupId"], partition: lt.Data["Placement.PartitionNumber"]}
+	if n := ov["Placement.GroupName"]; n != "" {
+		cand.placement = placementRef{name: n, partition: cand.placement.partition}
+	}
 	switch {
 	case ov["SubnetId"] != "":
 		cand.subnet = s.subnets[ov["SubnetId"]]
@@ -354,6 +367,11 @@ func (s *state) unfulfillable(c *fleetCandidate, capacityType string) (string, s
 	case c.subnet.AvailableIPs == 0:
 		return "InsufficientFreeAddressesInSubnet", fmt.Sprintf("There are not enough free addresses in subnet '%s' to satisfy the requested number of instances.", c.subnet.ID)
 	}
+	pg, partition, code, msg := s.placementUnfulfillable(c.placement, c.zone)
+	if code != "" {
+		return code, msg
+	}
+	c.group, c.partition = pg, partition
 	if c.imageID == "" {
 		return "MissingParameter", "The request must contain the parameter ImageId"
 	}
@@ -421,6 +439,9 @@ func (s *state) launch(c *fleetCandidate, capacityType, fleetID, reservationID s
 		UserData: c.lt.UserData(), Tags: tags, ReservationID: reservationID, FleetID: fleetID, MetadataOptions: map[string]string{},
 		Tenancy: c.tenancy,
 	}
+	if c.group != nil {
+		in.PlacementGroupName, in.PlacementGroupID, in.PartitionNumber = c.group.Name, c.group.ID, c.partition
+	}
 	if name, arn := c.lt.InstanceProfile(); name != "" || arn != "" {
 		if p := s.profileByNameOrARN(name, arn); p != nil {
 			in.InstanceProfileARN = p.ARN
@@ -483,7 +504,7 @@ func writeLaunchTemplateAndOverrides(b *xb, c *fleetCandidate) {
 
 var instanceFilters = nameSet("instance-id", "instance-state-name", "instance-state-code", "instance-type", "availability-zone",
 	"subnet-id", "vpc-id", "image-id", "private-ip-address", "private-dns-name", "instance-lifecycle", "reservation-id",
-	"iam-instance-profile.arn", "architecture", "tenancy")
+	"iam-instance-profile.arn", "architecture", "tenancy", "placement-group-name", "placement-partition-number")
 
 func instanceFields(in *Instance) filterFields {
 	lifecycle := ""
@@ -496,7 +517,15 @@ func instanceFields(in *Instance) filterFields {
 		"image-id": {in.ImageID}, "private-ip-address": {in.PrivateIP}, "private-dns-name": {in.PrivateDNSName},
 		"instance-lifecycle": {lifecycle}, "reservation-id": {in.ReservationID}, "iam-instance-profile.arn": {in.InstanceProfileARN},
 		"architecture": {in.Architecture}, "tenancy": {tenancyOf(in)},
+		"placement-group-name": {in.PlacementGroupName}, "placement-partition-number": {partitionOf(in)},
 	})
+}
+
+func partitionOf(in *Instance) string {
+	if in.PartitionNumber == 0 {
+		return ""
+	}
+	return strconv.Itoa(in.PartitionNumber)
 }
 
 func tenancyOf(in *Instance) string {
@@ -607,6 +636,11 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 	b.leafAlways("availabilityZone", in.Zone)
 	b.leaf("availabilityZoneId", in.ZoneID)
 	b.leafAlways("tenancy", tenancyOf(in))
+	b.leaf("groupName", in.PlacementGroupName)
+	b.leaf("groupId", in.PlacementGroupID)
+	if in.PartitionNumber > 0 {
+		b.integer("partitionNumber", int64(in.PartitionNumber))
+	}
 	b.close("placement")
 	b.open("monitoring")
 	b.leafAlways("state", "disabled")

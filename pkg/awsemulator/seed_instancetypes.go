@@ -347,6 +347,14 @@ func newInstanceType(f *factsEntry) *instanceType {
 	b.boolean("dedicatedHostsSupported", !burstable)
 	b.boolean("autoRecoverySupported", !bareMetal)
 	b.stringList("supportedBootModes", "item", []string{"legacy-bios", "uefi"})
+	// Cluster placement groups take neither burstable, Mac nor flex types.
+	strategies := []string{"partition", "spread"}
+	if !burstable && !strings.HasPrefix(l["karpenter.k8s.aws/instance-family"], "mac") && l["karpenter.k8s.aws/instance-capability-flex"] != "true" {
+		strategies = append([]string{"cluster"}, strategies...)
+	}
+	b.open("placementGroupInfo")
+	b.stringList("supportedStrategies", "item", strategies)
+	b.close("placementGroupInfo")
 	it.xml = b.String()
 	return it
 }

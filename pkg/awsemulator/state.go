@@ -46,6 +46,7 @@ type state struct {
 	addressSeq      map[string]int             // subnet ID -> addresses handed out
 
 	capacityReservations map[string]*CapacityReservation // by ID; see ec2_capacityreservations.go
+	placementGroups      map[string]*PlacementGroup      // by name; see ec2_placementgroups.go
 
 	lifecycle *lifecycle // transitions, EventBridge, Node registration (lifecycle.go)
 

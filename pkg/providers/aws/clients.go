@@ -15,6 +15,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/capacityreservation"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instanceprofile"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/placementgroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/securitygroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
@@ -48,6 +49,7 @@ func NewProviders(cfg aws.Config, opts *settings.Options, disc discovery.ServerV
 		// Answers live one refresh interval, so classes with the same terms
 		// share one call.
 		CapacityReservations: capacityreservation.NewProvider(ec2api, clk, nodeclass.CapacityReservationRefreshInterval),
+		PlacementGroups:      placementgroup.NewProvider(ec2api, clk, placementgroup.DefaultTTL),
 		EC2:                  ec2api,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instance"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/placementgroup"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -33,6 +34,10 @@ const (
 	// CapacityReservationDrift: the instance runs in a capacity reservation
 	// the EC2NodeClass no longer selects.
 	CapacityReservationDrift cloudprovider.DriftReason = "CapacityReservationDrift"
+	// PlacementGroupDrift: the instance is not in the placement group the
+	// EC2NodeClass's placementGroupSelector resolves to (the selector was
+	// added, removed or now resolves to another group).
+	PlacementGroupDrift cloudprovider.DriftReason = "PlacementGroupDrift"
 )
 
 // Drift answers CloudProvider.IsDrifted: whether a NodeClaim's instance
@@ -41,7 +46,12 @@ type Drift struct {
 	kubeClient    client.Client
 	instances     *instance.Provider
 	instanceTypes *instancetype.Provider
+	pgs           *placementgroup.Provider
 }
+
+// SetPlacementGroups gives the drift check the resolver of
+// placementGroupSelector (nil: placement groups are not checked).
+func (d *Drift) SetPlacementGroups(pgs *placementgroup.Provider) { d.pgs = pgs }
 
 // NewDrift returns the drift check. instanceTypes may be nil: the
 // NodeClaim's labels then stand for its instance type's requirements.
@@ -93,7 +103,35 @@ func (d *Drift) IsDrifted(ctx context.Context, nodeClaim *v1.NodeClaim) (cloudpr
 	if err != nil {
 		return "", err
 	}
-	return InstanceDrift(inst, reqs, nc)
+	if reason, err := InstanceDrift(inst, reqs, nc); reason != "" || err != nil {
+		return reason, err
+	}
+	return d.placementGroupDrift(ctx, inst, nc)
+}
+
+// placementGroupDrift compares the instance's placement group with the one
+// the class's selector resolves to now ("" without a selector). A selector
+// that resolves to no available group drifts nothing: the class cannot
+// launch a replacement.
+func (d *Drift) placementGroupDrift(ctx context.Context, inst *instance.Instance, nc *awsv1.EC2NodeClass) (cloudprovider.DriftReason, error) {
+	if d.pgs == nil {
+		return "", nil
+	}
+	want := ""
+	if sel := nc.Spec.PlacementGroupSelector; sel != nil {
+		res, err := d.pgs.Resolve(ctx, sel)
+		if err != nil {
+			return "", fmt.Errorf("resolving the placement group of EC2NodeClass %s: %w", nc.Name, err)
+		}
+		if !res.Usable() {
+			return "", nil
+		}
+		want = res.Group.ID
+	}
+	if inst.PlacementGroupID != want {
+		return PlacementGroupDrift, nil
+	}
+	return "", nil
 }
 
 // instanceTypeRequirements are the requirements of the NodeClaim's instance

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -162,6 +163,15 @@ func (c *CloudProvider) toNodeClaim(inst *instance.Instance, it *scheduling.Inst
 	}
 	if inst.CapacityReservationID != "" {
 		labels[awsv1.LabelCapacityReservationID] = inst.CapacityReservationID
+	}
+	// The placement group and partition the instance runs in, as upstream
+	// labels them (an offering's partition is one the instance may not have).
+	delete(labels, awsv1.LabelPlacementGroupPartition)
+	if inst.PlacementGroupID != "" {
+		labels[awsv1.LabelPlacementGroupID] = inst.PlacementGroupID
+	}
+	if inst.PartitionNumber > 0 {
+		labels[awsv1.LabelPlacementGroupPartition] = strconv.Itoa(int(inst.PartitionNumber))
 	}
 	if np := inst.Tags[awsv1.TagNodePool]; np != "" {
 		labels[v1.NodePoolLabelKey] = np

@@ -15,6 +15,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/placementgroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
 )
@@ -35,7 +36,9 @@ func (offline) NodeClassGroup() string { return awsv1.Group }
 // configured from the environment as the controller is (AWS_REGION,
 // AWS_ENDPOINT_URL, credentials). It makes only read calls
 // (DescribeInstanceTypes, DescribeInstanceTypeOfferings, Pricing GetProducts,
-// DescribeSpotPriceHistory), and prices with live prices when the Pricing API
+// DescribeSpotPriceHistory, and DescribePlacementGroups for a class with a
+// placementGroupSelector: its types are those of the group's strategy and a
+// partition group offers one offering per partition), and prices with live prices when the Pricing API
 // and EC2 answer, the static reference prices otherwise.
 func (offline) InstanceTypes(ctx context.Context, reader client.Client, clk clock.Clock) (cloudprovider.CloudProvider, error) {
 	cfg, err := settings.LoadAWSConfig(ctx)
@@ -49,6 +52,7 @@ func (offline) InstanceTypes(ctx context.Context, reader client.Client, clk cloc
 	_ = pricing.NewController(prices, clk).Reconcile(ctx)
 	its := instancetype.NewProvider(ec2Client, prices, instancetype.NewUnavailableOfferings(clk), clk,
 		instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: settings.DefaultVMMemoryOverheadPercent})
+	its.SetPlacementGroups(placementgroup.NewProvider(ec2Client, clk, placementgroup.DefaultTTL))
 	return New(reader, its), nil
 }
 

@@ -144,7 +144,10 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		reader = deps.Manager.GetAPIReader() // the cache is not running yet
 	}
 	kubeDNSIP := discoverKubeDNS(ctx, reader)
+	instanceTypes.SetPlacementGroups(providers.PlacementGroups)
 	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP, instOpts)
+	drift := NewDrift(deps.KubeClient, instances, instanceTypes)
+	drift.SetPlacementGroups(providers.PlacementGroups)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)
@@ -152,7 +155,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	return &cloudprovider.Bundle{
 		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
 			WithRebootForRepair(opts.FeatureGates.Values[settings.FeatureRebootForRepair]),
-			WithDrift(NewDrift(deps.KubeClient, instances, instanceTypes))),
+			WithDrift(drift)),
 		Controllers: append([]cloudprovider.Controller{
 			cloudprovider.Runnable(launchTemplates),
 			cloudprovider.Registerer(nodeClasses.Register),

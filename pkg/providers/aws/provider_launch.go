@@ -40,5 +40,6 @@ func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, 
 	})
 	instOpts.ClusterName = opts.ClusterName
 	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instOpts)
+	instances.SetPlacementGroups(providers.PlacementGroups)
 	return lts, instances
 }

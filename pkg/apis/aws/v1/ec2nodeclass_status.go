@@ -19,6 +19,9 @@ const (
 	ConditionTypeInstanceProfileReady = "InstanceProfileReady"
 	// ConditionTypeValidationSucceeded is True when dry-run launch authorization checks pass.
 	ConditionTypeValidationSucceeded = "ValidationSucceeded"
+	// ConditionTypePlacementGroupReady is True when placementGroupSelector
+	// resolved to an available placement group, or is not set.
+	ConditionTypePlacementGroupReady = "PlacementGroupReady"
 )
 
 // Subnet is a subnet that subnetSelectorTerms resolved to.
@@ -92,6 +95,7 @@ var StatusConditionTypes = status.NewReadyConditions(
 	ConditionTypeSecurityGroupsReady,
 	ConditionTypeInstanceProfileReady,
 	ConditionTypeValidationSucceeded,
+	ConditionTypePlacementGroupReady,
 )
 
 // GetConditions implements status.Object.

@@ -33,6 +33,12 @@ type LaunchOptions struct {
 	// template's Placement, so shared and dedicated launches never share a
 	// template.
 	Tenancy string `json:",omitempty"`
+	// PlacementGroupID is the placement group the instances launch into
+	// (the template's Placement.GroupId, "" for none), and
+	// PlacementGroupPartition the partition of a partition group (0: EC2
+	// chooses).
+	PlacementGroupID        string `json:",omitempty"`
+	PlacementGroupPartition int32  `json:",omitempty"`
 }
 
 // LaunchTemplate: one resolved option set = one EC2 launch template.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -57,7 +59,11 @@ func launchTemplateNotFoundCode(code string) bool {
 }
 
 // markUnavailable records the pools the fleet could not fill.
-func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFleetError, capacityType string, subnets map[string]subnet.Subnet) {
+func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFleetError, capacityType string, subnets map[string]subnet.Subnet, placement launchtemplate.Placement) {
+	group, partition := placement.GroupID, ""
+	if placement.Partition > 0 {
+		partition = strconv.Itoa(int(placement.Partition))
+	}
 	for _, e := range errs {
 		code := aws.ToString(e.ErrorCode)
 		var it, zone, subnetID string
@@ -92,6 +98,13 @@ func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFl
 		case code == codeSpotServiceLinkedRole && capacityType == scheduling.CapacityTypeSpot:
 			// Spot cannot be used until the role exists: every spot offering.
 			p.unavailable.MarkCapacityTypeUnavailable(scheduling.CapacityTypeSpot)
+		case unfulfillable[code] && zone != "" && group != "" && strings.Contains(aws.ToString(e.ErrorMessage), spreadLimitMessage):
+			// A spread group holds seven instances per zone, whatever their type.
+			p.unavailable.MarkZoneUnavailableInGroup(group, capacityType, zone)
+		case unfulfillable[code] && it != "" && zone != "" && group != "":
+			// In a placement group, the group's (or the targeted partition's)
+			// room is what ran out.
+			p.unavailable.MarkUnavailableInGroup(group, partition, capacityType, it, zone)
 		case unfulfillable[code] && it != "" && zone != "":
 			p.unavailable.MarkUnavailable(capacityType, it, zone)
 		default:
@@ -100,6 +113,10 @@ func (p *Provider) markUnavailable(ctx context.Context, errs []ec2types.CreateFl
 		log.FromContext(ctx).V(1).Info("offering unavailable", "code", code, "capacityType", capacityType, "instanceType", it, "zone", zone)
 	}
 }
+
+// spreadLimitMessage is in EC2's error for a spread placement group that
+// already holds seven instances in the zone.
+const spreadLimitMessage = "limit of instances in this spread placement group"
 
 // fleetErrors are the errors of a fleet that launched nothing.
 type fleetErrors struct{ errs []ec2types.CreateFleetError }

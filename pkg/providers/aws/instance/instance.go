@@ -22,6 +22,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/placementgroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -36,6 +37,12 @@ type Instance struct {
 	// Tenancy is the instance's Placement.Tenancy: default or dedicated
 	// (EC2 may also answer host).
 	Tenancy string
+
+	// PlacementGroupID and PlacementGroupName are the placement group the
+	// instance runs in ("" for none); PartitionNumber its partition in a
+	// partition group (0: none, or not known yet).
+	PlacementGroupID, PlacementGroupName string
+	PartitionNumber                      int32
 }
 
 // ProviderID is aws:///<zone>/<id>.
@@ -90,7 +97,13 @@ type Provider struct {
 	unavailable *instancetype.UnavailableOfferings
 	clk         clock.Clock
 	opts        Options
+	pgs         *placementgroup.Provider
 }
+
+// SetPlacementGroups gives the provider the resolver of
+// placementGroupSelector. Without one, a class with a selector is not
+// launched (its NodeClaims fail naming the field).
+func (p *Provider) SetPlacementGroups(pgs *placementgroup.Provider) { p.pgs = pgs }
 
 // NewProvider returns a Provider.
 func NewProvider(ec2api *ec2.Client, lts *launchtemplate.Provider, subnets *subnet.Provider, unavailable *instancetype.UnavailableOfferings, clk clock.Clock, opts Options) *Provider {
@@ -117,6 +130,10 @@ func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 	if err != nil {
 		return nil, cloudprovider.NewCreateError(err, ReasonUnsupportedTenancy, err.Error())
 	}
+	group, placement, err := p.placement(ctx, nc, reqs)
+	if err != nil {
+		return nil, err
+	}
 	capacityType := CapacityType(reqs, instanceTypes)
 	its := Candidates(reqs, instanceTypes, capacityType)
 	if len(its) == 0 {
@@ -131,7 +148,7 @@ func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 	}
 	// Two attempts: a launch template deleted under us is created again once.
 	for attempt := 0; ; attempt++ {
-		inst, lts, err := p.launch(ctx, nc, nodeClaim, reqs, tags, its, capacityType, tenancy, subnets)
+		inst, lts, err := p.launch(ctx, nc, nodeClaim, reqs, tags, its, capacityType, tenancy, subnets, group, placement)
 		if err != nil && attempt == 0 && isLaunchTemplateNotFound(err) {
 			for _, lt := range lts {
 				p.lts.Invalidate(ctx, lt.Name, lt.ID)
@@ -143,8 +160,9 @@ func (p *Provider) Create(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 }
 
 func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, reqs scheduling.Requirements, tags map[string]string,
-	its []*scheduling.InstanceType, capacityType, tenancy string, subnets map[string]subnet.Subnet) (*Instance, []*launchtemplate.Launch, error) {
-	lts, err := p.lts.EnsureAll(ctx, nc, nodeClaim, its, capacityType, tenancy, tags)
+	its []*scheduling.InstanceType, capacityType, tenancy string, subnets map[string]subnet.Subnet,
+	group *placementgroup.PlacementGroup, placement launchtemplate.Placement) (*Instance, []*launchtemplate.Launch, error) {
+	lts, err := p.lts.EnsureAllIn(ctx, nc, nodeClaim, its, capacityType, tenancy, placement, tags)
 	if err != nil {
 		return nil, nil, cloudprovider.NewCreateError(err, "LaunchTemplateCreationFailed", fmt.Sprintf("creating launch templates: %v", err))
 	}
@@ -172,7 +190,7 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		}
 		return nil, lts, cloudprovider.NewCreateError(err, "FleetCreationFailed", fmt.Sprintf("creating fleet: %s", awserr.Message(err)))
 	}
-	p.markUnavailable(ctx, out.Errors, capacityType, subnets)
+	p.markUnavailable(ctx, out.Errors, capacityType, subnets, placement)
 	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
 		return nil, lts, fleetError(out.Errors, capacityType)
 	}
@@ -210,6 +228,17 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 	}
 	if inst.SubnetID != "" {
 		p.subnets.ReserveIPs(inst.SubnetID, 1)
+	}
+	if group != nil {
+		inst.PlacementGroupID, inst.PlacementGroupName, inst.PartitionNumber = group.ID, group.Name, placement.Partition
+		if group.Strategy == placementgroup.StrategyPartition && inst.PartitionNumber == 0 {
+			// EC2 chose the partition: the instance tells which.
+			if described, err := p.Get(ctx, inst.ID); err == nil {
+				inst.PartitionNumber = described.PartitionNumber
+			} else {
+				log.FromContext(ctx).Info("reading the partition of a launched instance", "instance", inst.ID, "placementGroup", group.Name, "error", err)
+			}
+		}
 	}
 	// A launch that worked proves the pool has capacity again.
 	p.unavailable.Delete(capacityType, inst.Type, inst.Zone)

@@ -146,6 +146,9 @@ func fromEC2(in *ec2types.Instance) *Instance {
 		out.Zone = aws.ToString(in.Placement.AvailabilityZone)
 		out.ZoneID = aws.ToString(in.Placement.AvailabilityZoneId)
 		out.Tenancy = string(in.Placement.Tenancy)
+		out.PlacementGroupID = aws.ToString(in.Placement.GroupId)
+		out.PlacementGroupName = aws.ToString(in.Placement.GroupName)
+		out.PartitionNumber = aws.ToInt32(in.Placement.PartitionNumber)
 	}
 	if out.Tenancy == "" {
 		out.Tenancy = awsv1.InstanceTenancyDefault

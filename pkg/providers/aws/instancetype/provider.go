@@ -21,6 +21,7 @@ import (
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/pages"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/placementgroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/pricing"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -81,7 +82,16 @@ type Provider struct {
 	// discovered is the memory registered nodes reported, which replaces
 	// the estimate for later launches of their type (discovered.go).
 	discovered *discoveredCapacity
+
+	// pgs resolves placementGroupSelector (nil: classes are listed as if
+	// they had none; their launches are refused).
+	pgs *placementgroup.Provider
 }
+
+// SetPlacementGroups gives the provider the resolver of
+// placementGroupSelector: a class's types are then those that support its
+// group's strategy, and a partition group's offerings are one per partition.
+func (p *Provider) SetPlacementGroups(pgs *placementgroup.Provider) { p.pgs = pgs }
 
 // resolution is what a class resolved to: the price-independent part of every
 // type, and the last list built from it with offerings.
@@ -103,6 +113,8 @@ type resolution struct {
 	// shifted are the zones (by name) traffic was shifted away from when
 	// list was built.
 	shifted map[string]bool
+	// group is the class's placement group (nil: none).
+	group *placementgroup.PlacementGroup
 }
 
 type baseType struct {
@@ -133,6 +145,16 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 		return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
 	}
 	zones := subnetZones(nc.Status.Subnets)
+	var group *placementgroup.PlacementGroup
+	if sel := nc.Spec.PlacementGroupSelector; sel != nil && p.pgs != nil {
+		r, err := p.pgs.Resolve(ctx, sel)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+		}
+		if r.Usable() {
+			group = r.Group
+		}
+	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -150,9 +172,16 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 	// share the list.
 	amiHash := amiSetHash(nc.Status.AMIs)
 	key := fmt.Sprintf("%016x-%016x-%d-%d", classHash(nc, zones), amiHash, p.infosSeq, p.offeredSeq)
+	if group != nil {
+		key += fmt.Sprintf("-%s-%s-%d", group.ID, group.Strategy, group.PartitionCount)
+	}
 	res, ok := p.resolved[key]
 	if !ok {
 		res = p.resolve(s, zones)
+		if group != nil {
+			res.group = group
+			res.types = p.supportingStrategy(res.types, group.Strategy)
+		}
 		res.amiHash = amiHash
 		if !p.opts.DisableReservedCapacity {
 			res.reservations = classReservations(nc)
@@ -440,10 +469,10 @@ func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offeri
 	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable, res.shifted)
 	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable, res.shifted)
 	if len(reserved) == 0 {
-		return out
+		return p.inGroup(b.name, out, res.group)
 	}
 	for i := range out {
 		out[i].Requirements = out[i].Requirements.With(scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpDoesNotExist))
 	}
-	return append(out, reserved...)
+	return p.inGroup(b.name, append(out, reserved...), res.group)
 }

@@ -41,6 +41,48 @@ func (u *UnavailableOfferings) MarkUnavailable(capacityType, instanceType, zone 
 	u.mark(offeringKey(capacityType, instanceType, zone))
 }
 
+func groupOfferingKey(group, partition, capacityType, instanceType, zone string) string {
+	return "placement-group:" + group + ":" + partition + ":" + offeringKey(capacityType, instanceType, zone)
+}
+
+func groupZoneKey(group, capacityType, zone string) string {
+	return "placement-group:" + group + ":zone:" + capacityType + ":" + zone
+}
+
+// MarkUnavailableInGroup takes the offering out of launches into the
+// placement group (by id), or into one partition of it when partition is
+// not "": a group's lack of room (a cluster group kept in another zone, a
+// full partition) says nothing of launches outside it, as upstream scopes it.
+func (u *UnavailableOfferings) MarkUnavailableInGroup(group, partition, capacityType, instanceType, zone string) {
+	u.mark(groupOfferingKey(group, partition, capacityType, instanceType, zone))
+}
+
+// MarkZoneUnavailableInGroup takes every offering of the capacity type in
+// the zone out of launches into the group: a spread group holds seven
+// instances per zone whatever their type.
+func (u *UnavailableOfferings) MarkZoneUnavailableInGroup(group, capacityType, zone string) {
+	u.mark(groupZoneKey(group, capacityType, zone))
+}
+
+// IsUnavailableInGroup is IsUnavailable for launches into the placement
+// group (and partition, when not ""): the offering is also unavailable when
+// it was marked for the group, for that partition of it, or its zone was
+// marked for the group.
+func (u *UnavailableOfferings) IsUnavailableInGroup(group, partition, capacityType, instanceType, zone string) bool {
+	if u.IsUnavailable(capacityType, instanceType, zone) {
+		return true
+	}
+	if group == "" {
+		return false
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	now := u.clock.Now()
+	return u.live(groupOfferingKey(group, "", capacityType, instanceType, zone), now) ||
+		(partition != "" && u.live(groupOfferingKey(group, partition, capacityType, instanceType, zone), now)) ||
+		u.live(groupZoneKey(group, capacityType, zone), now)
+}
+
 // MarkCapacityTypeUnavailable takes every offering of the capacity type out
 // of launches for the TTL.
 func (u *UnavailableOfferings) MarkCapacityTypeUnavailable(capacityType string) {

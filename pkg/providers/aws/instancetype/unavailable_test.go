@@ -54,3 +54,40 @@ func TestUnavailableCapacityType(t *testing.T) {
 		t.Fatal("Delete did not make the offering available and change the sequence number")
 	}
 }
+
+// Capacity a placement group ran out of is unavailable in that group only:
+// group-wide, for one partition, or for every type of a zone (a full spread
+// group); never for other groups or launches outside groups.
+func TestUnavailableInPlacementGroup(t *testing.T) {
+	clk := clocktesting.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	u := NewUnavailableOfferings(clk)
+	u.MarkUnavailableInGroup("pg-a", "", "on-demand", "m5.large", "us-west-2a")
+	u.MarkUnavailableInGroup("pg-p", "2", "on-demand", "m5.large", "us-west-2a")
+	u.MarkZoneUnavailableInGroup("pg-s", "on-demand", "us-west-2b")
+	for _, c := range []struct {
+		group, partition, it, zone string
+		want                       bool
+	}{
+		{"pg-a", "", "m5.large", "us-west-2a", true},
+		{"pg-a", "3", "m5.large", "us-west-2a", true},
+		{"pg-a", "", "m5.large", "us-west-2b", false},
+		{"pg-b", "", "m5.large", "us-west-2a", false},
+		{"", "", "m5.large", "us-west-2a", false},
+		{"pg-p", "2", "m5.large", "us-west-2a", true},
+		{"pg-p", "1", "m5.large", "us-west-2a", false},
+		{"pg-p", "", "m5.large", "us-west-2a", false},
+		{"pg-s", "", "c5.xlarge", "us-west-2b", true},
+		{"pg-s", "", "c5.xlarge", "us-west-2a", false},
+	} {
+		if got := u.IsUnavailableInGroup(c.group, c.partition, "on-demand", c.it, c.zone); got != c.want {
+			t.Errorf("%+v: unavailable %v", c, got)
+		}
+	}
+	if u.IsUnavailable("on-demand", "m5.large", "us-west-2a") {
+		t.Error("a group's mark made the offering unavailable outside the group")
+	}
+	clk.Step(UnavailableOfferingsTTL)
+	if u.IsUnavailableInGroup("pg-a", "", "on-demand", "m5.large", "us-west-2a") {
+		t.Error("group mark did not expire")
+	}
+}

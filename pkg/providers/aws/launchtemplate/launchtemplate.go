@@ -125,6 +125,19 @@ func LaunchOptions(opts Options, nc *awsv1.EC2NodeClass, tags map[string]string)
 // instances, volumes and network interfaces launched with the templates;
 // tenancy (default or dedicated; "" is default) is their Placement.Tenancy.
 func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, instanceTypes []*scheduling.InstanceType, capacityType, tenancy string, tags map[string]string) ([]*Launch, error) {
+	return p.EnsureAllIn(ctx, nc, nodeClaim, instanceTypes, capacityType, tenancy, Placement{}, tags)
+}
+
+// Placement is the placement group a launch goes into: GroupID ("" for
+// none) and Partition (0: EC2 chooses).
+type Placement struct {
+	GroupID   string
+	Partition int32
+}
+
+// EnsureAllIn is EnsureAll for launches into a placement group: the
+// templates' Placement names the group (and partition).
+func (p *Provider) EnsureAllIn(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, instanceTypes []*scheduling.InstanceType, capacityType, tenancy string, placement Placement, tags map[string]string) ([]*Launch, error) {
 	p.Sweep(ctx)
 	opts, err := p.clusterInfo(ctx)
 	if err != nil {
@@ -132,6 +145,7 @@ func (p *Provider) EnsureAll(ctx context.Context, nc *awsv1.EC2NodeClass, nodeCl
 	}
 	launchOpts := LaunchOptions(opts, nc, tags)
 	launchOpts.Tenancy = tenancyOrDefault(tenancy)
+	launchOpts.PlacementGroupID, launchOpts.PlacementGroupPartition = placement.GroupID, placement.Partition
 	resolved, err := p.resolver.Resolve(nc, nodeClaim, instanceTypes, capacityType, launchOpts)
 	if err != nil {
 		return nil, err
@@ -251,6 +265,12 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 		MetadataOptions:     MetadataOptions(lt.MetadataOptions),
 		Monitoring:          &ec2types.LaunchTemplatesMonitoringRequest{Enabled: aws.Bool(lt.DetailedMonitoring)},
 		Placement:           &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(tenancyOrDefault(lt.Tenancy))},
+	}
+	if lt.PlacementGroupID != "" {
+		data.Placement.GroupId = aws.String(lt.PlacementGroupID)
+		if lt.PlacementGroupPartition > 0 {
+			data.Placement.PartitionNumber = aws.Int32(lt.PlacementGroupPartition)
+		}
 	}
 	if lt.CapacityReservationID != "" {
 		data.CapacityReservationSpecification = &ec2types.LaunchTemplateCapacityReservationSpecificationRequest{

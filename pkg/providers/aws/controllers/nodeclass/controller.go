@@ -29,6 +29,7 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/capacityreservation"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instanceprofile"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/placementgroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/securitygroup"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/settings"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/subnet"
@@ -48,7 +49,9 @@ type Providers struct {
 	InstanceProfiles *instanceprofile.Provider
 	// CapacityReservations resolves capacityReservationSelectorTerms.
 	CapacityReservations *capacityreservation.Provider
-	EC2                  *ec2.Client
+	// PlacementGroups resolves placementGroupSelector.
+	PlacementGroups *placementgroup.Provider
+	EC2             *ec2.Client
 	// LaunchTemplates, when set, deletes a class's launch templates when
 	// the class goes.
 	LaunchTemplates *launchtemplate.Provider
@@ -113,6 +116,7 @@ func (c *Controller) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		c.resolveAMIs,
 		c.resolveInstanceProfile,
 		c.resolveCapacityReservations,
+		c.resolvePlacementGroup,
 		c.validation.reconcile, // last: it depends on the others
 	} {
 		after, err := step(ctx, nc)

@@ -5,7 +5,12 @@
 // SubnetsReady, SecurityGroupsReady, AMIsReady, InstanceProfileReady and
 // ValidationSucceeded, which roll up into Ready), plus
 // status.capacityReservations and CapacityReservationsReady, which joins
-// Ready only for classes with capacityReservationSelectorTerms.
+// Ready only for classes with capacityReservationSelectorTerms, and
+// PlacementGroupReady (part of Ready, as upstream): True without a
+// placementGroupSelector or when it resolves to an available placement
+// group, False (PlacementGroupNotFound) naming the field otherwise. Upstream
+// has no status field for the group; launches resolve it through the same
+// cache.
 //
 // A condition that is False says which field is wrong and why, naming the
 // selector term that matched nothing ("subnetSelectorTerms[1] matched no

@@ -78,9 +78,6 @@ func invalidValues(nc *v1.EC2NodeClass) []string {
 func unsupportedFields(nc *v1.EC2NodeClass) []string {
 	var out []string
 	s := &nc.Spec
-	if s.PlacementGroupSelector != nil {
-		out = append(out, "spec.placementGroupSelector")
-	}
 	if len(s.NetworkInterfaces) > 0 {
 		out = append(out, "spec.networkInterfaces")
 	}

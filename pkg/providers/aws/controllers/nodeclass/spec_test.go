@@ -33,18 +33,15 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 		family                string
 		mutate                func(*v1.EC2NodeClass)
 	}{
-		{"placementGroupSelector", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector is not supported by this build yet", "",
-			func(nc *v1.EC2NodeClass) {
-				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{Name: ptr.To("pg")}
-			}},
 		{"networkInterfaces", nodeclass.ReasonUnsupportedField, "spec.networkInterfaces is not supported by this build yet", "",
 			func(nc *v1.EC2NodeClass) {
 				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
 			}},
-		{"several", nodeclass.ReasonUnsupportedField, "spec.placementGroupSelector, spec.networkInterfaces are not supported", "",
+		{"several", nodeclass.ReasonUnsupportedField, "spec.networkInterfaces, spec.amiSelectorTerms[0].ssmParameter combined with name are not supported", "",
 			func(nc *v1.EC2NodeClass) {
-				nc.Spec.PlacementGroupSelector = &v1.PlacementGroupSelector{ID: ptr.To("pg-1")}
 				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
+				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2023)
+				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: "/my/ami", Name: "x"}}
 			}},
 		{"ssmParameter beside name", nodeclass.ReasonUnsupportedField, "spec.amiSelectorTerms[0].ssmParameter combined with name", "",
 			func(nc *v1.EC2NodeClass) {

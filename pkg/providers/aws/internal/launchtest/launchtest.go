@@ -78,6 +78,8 @@ func NewOn(t testing.TB, em *awsemulator.Emulator, mutate ...func(*instancetype.
 	// launches on a loaded machine still meet in one batch.
 	insts := instance.NewProvider(ec2api, lts, providers.Subnets, unavailable, clk, instance.Options{ClusterName: opts.ClusterName,
 		Batch: batcher.Options{IdleTimeout: 150 * time.Millisecond}})
+	its.SetPlacementGroups(providers.PlacementGroups)
+	insts.SetPlacementGroups(providers.PlacementGroups)
 	return &Env{Emulator: em, Config: cfg, Clock: clk, EC2: ec2api, Providers: providers, Unavailable: unavailable,
 		InstanceTypes: its, LaunchTemplates: lts, Instances: insts, ClusterName: opts.ClusterName}
 }
