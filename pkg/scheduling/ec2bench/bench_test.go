@@ -9,9 +9,6 @@ import (
 	"github.com/karpenter-go/karpenter/pkg/scheduling/ec2bench"
 )
 
-// Seed is the benchmark's workload seed.
-const Seed = 1
-
 var (
 	catalogOnce sync.Once
 	catalog     []*scheduling.InstanceType
@@ -34,7 +31,7 @@ func BenchmarkEC2Cost(b *testing.B) {
 	its := sharedCatalog(b)
 	for _, v := range ec2bench.Variants() {
 		b.Run(string(v), func(b *testing.B) {
-			pods := ec2bench.Pods(Seed, v)
+			pods := ec2bench.Pods(ec2bench.Seed, v)
 			in := &scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{ec2bench.NodePool(v, its)}}
 			bound, err := scheduling.LowerBound(in)
 			if err != nil {

@@ -15,6 +15,8 @@ import (
 
 // The workload's shape.
 const (
+	// Seed is the seed BenchmarkEC2Cost and the bench-vs-upstream dump generate from.
+	Seed = 1
 	// DeploymentCount Deployments of MinReplicas..MaxReplicas pods each (about
 	// 1,000 pods in all).
 	DeploymentCount = 60
