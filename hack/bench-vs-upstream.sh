@@ -99,5 +99,6 @@ if [[ $SAME_INPUT != 0 ]]; then
   for v in ${EC2//,/ }; do files+=("$scratch/input/ec2-$v.json"); done
   "$scratch/same-input" "${files[@]}"
   echo "(upstream's pods/sec here is one fresh solve on this input; \$/h: each claim's cheapest compatible offering)"
+  [[ -z $EC2 ]] || echo "(ec2-*: not the 400 types but the real EC2 catalog narrowed by the getting-started NodePool, pkg/scheduling/ec2bench)"
 fi
 echo "== done, $(load)"
