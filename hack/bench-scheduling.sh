@@ -6,14 +6,21 @@
 # ratios printed here are marked as against them. For upstream measured live, in the same run,
 # on fresh solves, use `make bench-vs-upstream` (hack/bench-vs-upstream.sh).
 # BENCHTIME (default 3x) is passed to -benchtime; BENCH filters benchmarks (default all).
+# Then the cost benchmark on the real EC2 catalog (pkg/scheduling/ec2bench, BenchmarkEC2Cost: the
+# getting-started NodePool over all 1,363 types as the AWS provider resolves them, ~1,000 pods of
+# 60 seeded Deployments per variant), with $/h against scheduling.LowerBound's floor; EC2_BENCH
+# filters its variants (default all, "none" skips it), EC2_BENCHTIME (default 3x) its -benchtime.
 # pods/sec is wall-clock; pods/cpu-s divides by the process's CPU time (GC included), which
 # other load on a shared machine disturbs far less. The solver itself is single-threaded.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 BENCHTIME=${BENCHTIME:-3x}
 BENCH=${BENCH:-.}
+EC2_BENCH=${EC2_BENCH:-.}
+EC2_BENCHTIME=${EC2_BENCHTIME:-3x}
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+ec2out=$(mktemp)
+trap 'rm -f "$out" "$ec2out"' EXIT
 go test ./pkg/scheduling/ -run '^$' -bench "$BENCH" -benchtime "$BENCHTIME" -count 1 | tee "$out" >&2
 awk '
 BEGIN {
@@ -33,3 +40,16 @@ BEGIN {
 }' "$out"
 echo "up(const): upstream figures measured once (UPSTREAM-CORE.md §3.1), not in this run; they understate upstream's"
 echo "fresh-solve speed about 2x, so x(...) overstates ours. Live, same run: make bench-vs-upstream"
+[[ $EC2_BENCH == none ]] && exit 0
+echo
+go test ./pkg/scheduling/ec2bench/ -run '^$' -bench "EC2Cost/$EC2_BENCH" -benchtime "$EC2_BENCHTIME" -count 1 | tee "$ec2out" >&2
+awk '
+BEGIN {
+  printf "%-42s %6s %10s %12s %6s %9s %13s %8s\n", "EC2 catalog (us-east-1 prices)", "pods", "pods/sec", "ms/decision", "nodes", "$/hour", "bound-$/hour", "x-bound"
+}
+/^Benchmark/ {
+  name=$1; sub(/-[0-9]+$/, "", name)
+  for (i = 3; i < NF; i += 2) v[$(i+1)] = $i
+  printf "%-42s %6d %10.0f %12.1f %6d %9.2f %13.2f %8.3f\n", name, v["pods"], v["pods/sec"], v["ms/decision"], v["nodes"], v["$/hour"], v["bound-$/hour"], v["x-bound"]
+}' "$ec2out"
+echo "bound-\$/hour: scheduling.LowerBound (LP over instance-type counts); x-bound = \$/hour / bound. Spot prices are the AWS emulator's."

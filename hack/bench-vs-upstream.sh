@@ -17,6 +17,10 @@
 # 3. Dumps our benchmark input (400 instance types, the pods) as JSON and runs upstream's
 #    scheduler on exactly that, printing both solvers' node count and total $/h.
 #
+#    With it, the EC2 cost benchmark's variants named in EC2 (default unconstrained; "" for none;
+#    pkg/scheduling/ec2bench: the real EC2 catalog narrowed by the getting-started NodePool,
+#    ~1,000 pods of 60 seeded Deployments).
+#
 # SIZES (default 1000,2000,5000,10000,20000; "" for none) picks the sizes; PREF_MODES (default "respect
 # ignore") the preference workloads ("" for none; upstream's own benchmark has them at 4,000
 # pods only, PREFS sets the count for step 3); SAME_INPUT=0 skips step 3. On an idle 2-core
@@ -28,6 +32,7 @@ SIZES=${SIZES-1000,2000,5000,10000,20000}
 PREFS=${PREFS:-4000}
 PREF_MODES=${PREF_MODES-respect ignore}
 SAME_INPUT=${SAME_INPUT:-1}
+EC2=${EC2-unconstrained}
 OURS_BENCHTIME=${OURS_BENCHTIME:-20x}
 UPSTREAM_GOTOOLCHAIN=${UPSTREAM_GOTOOLCHAIN:-go1.26.9}
 root=$PWD
@@ -87,11 +92,13 @@ if [[ $SAME_INPUT != 0 ]]; then
   echo
   echo "Identical input (our 400 instance types and pods, dumped as JSON): upstream $version vs ours"
   rm -rf "$scratch/input"
-  nice -n 10 go run ./hack/benchvsupstream/dump -out "$scratch/input" -sizes "$SIZES" -prefs "$PREFS"
+  nice -n 10 go run ./hack/benchvsupstream/dump -out "$scratch/input" -sizes "$SIZES" -prefs "$PREFS" -ec2 "$EC2"
   files=()
   for n in ${SIZES//,/ }; do files+=("$scratch/input/pods=$n.json"); done
   for m in $PREF_MODES; do files+=("$scratch/input/$m.json"); done
+  for v in ${EC2//,/ }; do files+=("$scratch/input/ec2-$v.json"); done
   "$scratch/same-input" "${files[@]}"
   echo "(upstream's pods/sec here is one fresh solve on this input; \$/h: each claim's cheapest compatible offering)"
+  [[ -z $EC2 ]] || echo "(ec2-*: not the 400 types but the real EC2 catalog narrowed by the getting-started NodePool, pkg/scheduling/ec2bench)"
 fi
 echo "== done, $(load)"

@@ -71,7 +71,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: upstream <workload.json>...")
 		os.Exit(2)
 	}
-	fmt.Printf("%-12s %8s %8s %10s %9s %10s | %8s %10s %9s\n", "workload", "pods", "nodes", "$/hour", "unplaced", "pods/sec", "ours:nodes", "$/hour", "unplaced")
+	fmt.Printf("%-26s %8s %8s %10s %9s %10s | %8s %10s %9s\n", "workload", "pods", "nodes", "$/hour", "unplaced", "pods/sec", "ours:nodes", "$/hour", "unplaced")
 	for _, path := range os.Args[1:] {
 		b, err := os.ReadFile(path)
 		if err != nil {
@@ -82,7 +82,7 @@ func main() {
 			fail(fmt.Errorf("%s: %w", path, err))
 		}
 		got, secs := solve(&w)
-		fmt.Printf("%-12s %8d %8d %10.2f %9d %10.1f | %8d %10.2f %9d\n", w.Name, len(w.Pods), got.Nodes, got.Price, got.Unplaced,
+		fmt.Printf("%-26s %8d %8d %10.2f %9d %10.1f | %8d %10.2f %9d\n", w.Name, len(w.Pods), got.Nodes, got.Price, got.Unplaced,
 			float64(len(w.Pods))/secs, w.Ours.Nodes, w.Ours.Price, w.Ours.Unplaced)
 	}
 }
