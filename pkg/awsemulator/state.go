@@ -46,6 +46,7 @@ type state struct {
 	addressSeq      map[string]int             // subnet ID -> addresses handed out
 
 	capacityReservations map[string]*CapacityReservation // by ID; see ec2_capacityreservations.go
+	reservationRefusals  map[string]int                  // fleet requests refused for a full reservation, by ID
 
 	lifecycle *lifecycle // transitions, EventBridge, Node registration (lifecycle.go)
 

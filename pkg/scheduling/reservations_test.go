@@ -64,7 +64,9 @@ func solveReserved(pool *scheduling.NodePool, n int) *scheduling.Results {
 }
 
 func TestSolveNeverOverbooksAReservation(t *testing.T) {
-	np := pool("default", func(np *scheduling.NodePool) { np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 2})} })
+	np := pool("default", func(np *scheduling.NodePool) {
+		np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 2})}
+	})
 	res := solveReserved(np, 5)
 	if len(res.PodErrors) != 0 {
 		t.Fatalf("pod errors: %v", res.PodErrors)
@@ -96,7 +98,9 @@ func TestSolveReservationSharedAcrossPoolsCountsOnce(t *testing.T) {
 		np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 2})}
 		np.Requirements = scheduling.NewRequirements(req(scheduling.LabelCapacityType, in, scheduling.CapacityTypeReserved))
 	})
-	b := pool("b", func(np *scheduling.NodePool) { np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 1})} })
+	b := pool("b", func(np *scheduling.NodePool) {
+		np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 1})}
+	})
 	res := scheduling.Solve(&scheduling.Input{Pods: pods(4, "p", "1500m", "1Gi"), NodePools: []*scheduling.NodePool{a, b}})
 	got := reservationCount(t, res)
 	// The smaller figure holds for both pools: one reserved claim only.
@@ -126,7 +130,9 @@ func TestSolveReservedOnlyPoolStopsAtFreeSlots(t *testing.T) {
 }
 
 func TestSolveFullReservationLaunchesNothing(t *testing.T) {
-	np := pool("default", func(np *scheduling.NodePool) { np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 0})} })
+	np := pool("default", func(np *scheduling.NodePool) {
+		np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 0})}
+	})
 	if got := reservationCount(t, solveReserved(np, 2)); got["r-1"] != 0 || got[""] != 2 {
 		t.Fatalf("claims per reservation = %v, want none in the full reservation", got)
 	}

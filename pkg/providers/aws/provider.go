@@ -124,6 +124,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
 		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
+		ReservationCounts:       providers.CapacityReservations.Availability(),
 	})
 	// The nodes' cluster DNS address, read once at start-up as upstream does.
 	var reader client.Reader = deps.KubeClient

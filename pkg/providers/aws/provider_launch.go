@@ -37,6 +37,7 @@ func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, 
 		KubeDNSIP:       kubeDNSIP,
 		EKS:             eks.NewFromConfig(cfg),
 	})
-	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instance.Options{ClusterName: opts.ClusterName})
+	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instance.Options{ClusterName: opts.ClusterName,
+		Reservations: providers.CapacityReservations.Availability()})
 	return lts, instances
 }

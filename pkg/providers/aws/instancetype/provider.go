@@ -43,6 +43,17 @@ type Options struct {
 	// DisableReservedCapacity (feature gate ReservedCapacity=false): no
 	// reserved offerings, whatever reservations a class holds.
 	DisableReservedCapacity bool
+	// ReservationCounts tells each reservation's free slots (the capacity
+	// reservation provider's Availability). Nil: reservations are not
+	// counted, each taken as having room.
+	ReservationCounts ReservationCounts
+}
+
+// ReservationCounts tells how many instances a capacity reservation can still
+// take; Seq changes whenever a count does.
+type ReservationCounts interface {
+	Count(id string) (int, bool)
+	Seq() uint64
 }
 
 // Provider lists the instance types an EC2NodeClass can launch. It is safe for
@@ -84,10 +95,10 @@ type resolution struct {
 	// amiHash identifies the class's status.amis, under which the memory of
 	// its registered nodes was learnt.
 	amiHash uint64
-	// list was built with these sequence numbers of the ICE cache, prices
-	// and discovered capacity.
-	iceSeq, priceSeq, discoveredSeq uint64
-	list                            []*scheduling.InstanceType
+	// list was built with these sequence numbers of the ICE cache, prices,
+	// discovered capacity and reservation counts.
+	iceSeq, priceSeq, discoveredSeq, countSeq uint64
+	list                                      []*scheduling.InstanceType
 }
 
 type baseType struct {
@@ -153,9 +164,13 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 		p.resolved[key] = res
 	}
 	iceSeq, priceSeq, discoveredSeq := p.unavailable.SeqNum(), p.prices.SeqNum(), p.discovered.seq.Load()
-	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq {
+	var countSeq uint64
+	if p.opts.ReservationCounts != nil && len(res.reservations) > 0 {
+		countSeq = p.opts.ReservationCounts.Seq()
+	}
+	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq || res.countSeq != countSeq {
 		res.list = p.withOfferings(res)
-		res.iceSeq, res.priceSeq, res.discoveredSeq = iceSeq, priceSeq, discoveredSeq
+		res.iceSeq, res.priceSeq, res.discoveredSeq, res.countSeq = iceSeq, priceSeq, discoveredSeq, countSeq
 	}
 	return append([]*scheduling.InstanceType(nil), res.list...), nil
 }
@@ -389,7 +404,7 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 // reservation, so a NodePool asking for a reservation id cannot land on them.
 func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
 	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable)
-	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable)
+	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable, p.opts.ReservationCounts)
 	if len(reserved) == 0 {
 		return out
 	}

@@ -59,14 +59,16 @@ func New(t testing.TB) *Env {
 	ec2api := providers.EC2
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, false, clk)
 	unavailable := instancetype.NewUnavailableOfferings(clk)
-	its := instancetype.NewProvider(ec2api, prices, unavailable, clk, instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075})
+	its := instancetype.NewProvider(ec2api, prices, unavailable, clk, instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075,
+		ReservationCounts: providers.CapacityReservations.Availability()})
 	lts := launchtemplate.NewProvider(ec2api, amifamily.NewResolver(), clk, launchtemplate.Options{
 		ClusterName: opts.ClusterName, EKS: eks.NewFromConfig(cfg),
 	})
 	// A wider idle window than production's 35 ms, so that concurrent test
 	// launches on a loaded machine still meet in one batch.
 	insts := instance.NewProvider(ec2api, lts, providers.Subnets, unavailable, clk, instance.Options{ClusterName: opts.ClusterName,
-		Batch: batcher.Options{IdleTimeout: 150 * time.Millisecond}})
+		Reservations: providers.CapacityReservations.Availability(),
+		Batch:        batcher.Options{IdleTimeout: 150 * time.Millisecond}})
 	return &Env{Emulator: em, Config: cfg, Clock: clk, EC2: ec2api, Providers: providers, Unavailable: unavailable,
 		InstanceTypes: its, LaunchTemplates: lts, Instances: insts, ClusterName: opts.ClusterName}
 }
@@ -125,6 +127,16 @@ func (e *Env) Resolve(t testing.TB, nc *awsv1.EC2NodeClass) {
 			t.Fatal(err)
 		}
 		nc.Status.InstanceProfile = name
+	}
+	nc.Status.CapacityReservations = nil
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		res, err := e.Providers.CapacityReservations.List(ctx, nc.Spec.CapacityReservationSelectorTerms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Reservations {
+			nc.Status.CapacityReservations = append(nc.Status.CapacityReservations, r.Status(e.Clock.Now()))
+		}
 	}
 	for _, c := range awsv1.StatusConditionTypes.Dependents() {
 		nc.StatusConditions().SetTrue(c)
