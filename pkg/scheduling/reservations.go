@@ -106,8 +106,8 @@ func (b *reservationBook) book(c *NewClaim) bool {
 		reqs := c.Requirements.Intersect(best.Requirements).
 			With(NewRequirement(LabelCapacityType, corev1.NodeSelectorOpIn, CapacityTypeReserved)).
 			With(NewRequirement(LabelZone, corev1.NodeSelectorOpIn, best.Zone))
-		c.Requirements = reqs
-		c.InstanceTypes, c.Price = launchableTypes(c.InstanceTypes, reqs)
+		its, price := launchableTypes(c.InstanceTypes, reqs)
+		c.Requirements, c.InstanceTypes, c.Price = withTypes(reqs, its, len(c.InstanceTypes)), its, price
 		return true
 	}
 	// No slot left: fall back to what else the claim may buy.
@@ -137,8 +137,20 @@ func (b *reservationBook) book(c *NewClaim) bool {
 	if len(its) == 0 {
 		return false
 	}
-	c.Requirements, c.InstanceTypes, c.Price = reqs, its, price
+	c.Requirements, c.InstanceTypes, c.Price = withTypes(reqs, its, len(c.InstanceTypes)), its, price
 	return true
+}
+
+// withTypes narrows the instance-type requirement to its when they are fewer than the claim had.
+func withTypes(reqs Requirements, its []*InstanceType, had int) Requirements {
+	if len(its) == had {
+		return reqs
+	}
+	names := make([]string, len(its))
+	for i, it := range its {
+		names[i] = it.Name
+	}
+	return reqs.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, names...))
 }
 
 // launchableTypes keeps the types with an offering reqs allow, cheapest such offering first

@@ -144,3 +144,20 @@ func TestSolveFullReservationLaunchesNothing(t *testing.T) {
 		t.Fatalf("a full reservation launched %d claims (%d pod errors)", len(res.NewClaims), len(res.PodErrors))
 	}
 }
+
+// A claim narrowed to a reservation lists only the types that can launch into it, in its
+// instance types and in its instance-type requirement alike.
+func TestSolveReservedClaimListsOnlyReservedTypes(t *testing.T) {
+	np := pool("default", func(np *scheduling.NodePool) {
+		np.InstanceTypes = []*scheduling.InstanceType{reservedType("small", map[string]int{"r-1": 1}), itype("other", "amd64", 2, 4, 10, "us-west-2a")}
+	})
+	res := solveReserved(np, 1)
+	if len(res.NewClaims) != 1 {
+		t.Fatalf("%d claims, want 1", len(res.NewClaims))
+	}
+	c := res.NewClaims[0]
+	it, _ := c.Requirements.Get(scheduling.LabelInstanceType)
+	if len(c.InstanceTypes) != 1 || c.InstanceTypes[0].Name != "small" || it.Len() != 1 || !it.Has("small") {
+		t.Fatalf("claim types %d, requirement %s; want small only", len(c.InstanceTypes), it)
+	}
+}
