@@ -69,6 +69,34 @@ func (e *Emulator) AddCapacityReservation(cr CapacityReservation) CapacityReserv
 	return out
 }
 
+// capacityReservationTargetKey is the launch template parameter naming the reservation its
+// instances launch into.
+const capacityReservationTargetKey = "CapacityReservationSpecification.CapacityReservationTarget.CapacityReservationId"
+
+// CapacityReservations returns every reservation, sorted by ID, with its current
+// AvailableInstanceCount: an instance launched into one takes a slot until it terminates.
+func (e *Emulator) CapacityReservations() []CapacityReservation {
+	var out []CapacityReservation
+	e.locked(func(s *state) {
+		s.observeInstances()
+		for _, id := range sortedKeys(s.capacityReservations) {
+			cr := *s.capacityReservations[id]
+			cr.Tags = cloneTags(cr.Tags)
+			out = append(out, cr)
+		}
+	})
+	return out
+}
+
+// ReservationRefusals counts the fleet requests EC2 refused with ReservationCapacityExceeded
+// because the reservation they targeted had no free slot: a launch path that never over-books
+// leaves it at zero.
+func (e *Emulator) ReservationRefusals(id string) int {
+	var n int
+	e.locked(func(s *state) { n = s.reservationRefusals[id] })
+	return n
+}
+
 // RemoveCapacityReservation deletes a reservation; false if it did not exist.
 func (e *Emulator) RemoveCapacityReservation(id string) bool {
 	found := false

@@ -37,8 +37,11 @@ type Instance struct {
 	UserData           string // base64, from the launch template
 	Tags               map[string]string
 	ReservationID      string
-	FleetID            string
-	SpotRequestID      string
+	// CapacityReservationID is the capacity reservation the instance runs in: its launch
+	// template targeted one. The instance holds one of its slots until it terminates.
+	CapacityReservationID string
+	FleetID               string
+	SpotRequestID         string
 	// MetadataOptions are the launch template's MetadataOptions.* (HttpTokens, HttpPutResponseHopLimit, ...).
 	MetadataOptions map[string]string
 	// Tenancy is the Placement.Tenancy the instance launched with: the fleet
@@ -114,6 +117,10 @@ func (s *state) releaseAddress(in *Instance) {
 	if sn := s.subnets[in.SubnetID]; sn != nil {
 		sn.AvailableIPs++
 	}
+	// Its reservation slot is free again.
+	if cr := s.capacityReservations[in.CapacityReservationID]; cr != nil && cr.AvailableInstanceCount < cr.TotalInstanceCount {
+		cr.AvailableInstanceCount++
+	}
 }
 
 // --- CreateFleet (instant) ---
@@ -126,6 +133,7 @@ type fleetCandidate struct {
 	zone         string
 	imageID      string
 	priority     float64 // lower first; +Inf when unset
+	reservation  string  // the capacity reservation the launch template targets, if any
 	price        float64
 	tenancy      string            // override's Placement.Tenancy, else the template's, else default
 	placement    placementRef      // override's Placement.GroupName, else the template's placement group
@@ -223,9 +231,18 @@ func ec2CreateFleet(c *call) (any, error) {
 				continue
 			}
 			n := min(remaining, cand.subnet.AvailableIPs)
+			cr := s.capacityReservations[cand.reservation]
+			if cr != nil {
+				n = min(n, cr.AvailableInstanceCount)
+			}
 			l := fleetLaunch{cand: cand}
 			for k := 0; k < n; k++ {
-				l.ids = append(l.ids, s.launch(cand, capacityType, fleetID, reservationID, tags["instance"]).ID)
+				in := s.launch(cand, capacityType, fleetID, reservationID, tags["instance"])
+				if cr != nil {
+					in.CapacityReservationID = cr.ID
+					cr.AvailableInstanceCount--
+				}
+				l.ids = append(l.ids, in.ID)
 			}
 			remaining -= n
 			launches = append(launches, l)
@@ -276,6 +293,7 @@ func (s *state) fleetCandidate(lt *LaunchTemplate, version string, ov map[string
 	if cand.instanceType == "" {
 		cand.instanceType = lt.InstanceType()
 	}
+	cand.reservation = lt.Data[capacityReservationTargetKey]
 	cand.imageID = ov["ImageId"]
 	if cand.imageID == "" {
 		cand.imageID = lt.ImageID()
@@ -372,6 +390,21 @@ func (s *state) unfulfillable(c *fleetCandidate, capacityType string) (string, s
 		return code, msg
 	}
 	c.group, c.partition = pg, partition
+	if c.reservation != "" {
+		cr := s.capacityReservations[c.reservation]
+		switch {
+		case cr == nil:
+			return "InvalidCapacityReservationId.NotFound", fmt.Sprintf("The capacity reservation ID '%s' does not exist", c.reservation)
+		case cr.InstanceType != c.instanceType || cr.Zone != c.zone || cr.State != "active":
+			return "InvalidParameterCombination", fmt.Sprintf("The capacity reservation '%s' (%s, %s, %s) cannot take a %s instance in %s.", cr.ID, cr.InstanceType, cr.Zone, cr.State, c.instanceType, c.zone)
+		case cr.AvailableInstanceCount <= 0:
+			if s.reservationRefusals == nil {
+				s.reservationRefusals = map[string]int{}
+			}
+			s.reservationRefusals[cr.ID]++
+			return "ReservationCapacityExceeded", fmt.Sprintf("Insufficient capacity in the Capacity Reservation %s.", cr.ID)
+		}
+	}
 	if c.imageID == "" {
 		return "MissingParameter", "The request must contain the parameter ImageId"
 	}
@@ -656,6 +689,7 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 	}
 	b.close("groupSet")
 	b.leafAlways("architecture", in.Architecture)
+	b.leaf("capacityReservationId", in.CapacityReservationID)
 	b.leafAlways("rootDeviceType", "ebs")
 	b.leafAlways("rootDeviceName", "/dev/xvda")
 	if in.CapacityType == "spot" {

@@ -47,6 +47,7 @@ type state struct {
 
 	capacityReservations map[string]*CapacityReservation // by ID; see ec2_capacityreservations.go
 	placementGroups      map[string]*PlacementGroup      // by name; see ec2_placementgroups.go
+	reservationRefusals  map[string]int                  // fleet requests refused for a full reservation, by ID
 
 	lifecycle *lifecycle // transitions, EventBridge, Node registration (lifecycle.go)
 

@@ -177,7 +177,7 @@ func (p *pass) everyPoolAllowsSpot() bool {
 func offeringPrice(it *scheduling.InstanceType, reqs scheduling.Requirements) (float64, bool) {
 	best := math.Inf(1)
 	for _, o := range it.Offerings {
-		if !o.Available || !reqs.Has(scheduling.LabelZone, o.Zone) || !reqs.Has(scheduling.LabelCapacityType, o.CapacityType) {
+		if !o.Launchable() || !reqs.Has(scheduling.LabelZone, o.Zone) || !reqs.Has(scheduling.LabelCapacityType, o.CapacityType) {
 			continue
 		}
 		if o.Requirements.Len() > 0 && reqs.Intersects(o.Requirements) != nil {
@@ -344,7 +344,7 @@ func typeValues(it *scheduling.InstanceType, key string) []string {
 	case scheduling.LabelZone, scheduling.LabelCapacityType:
 		var out []string
 		for _, o := range it.Offerings {
-			if !o.Available {
+			if !o.Launchable() {
 				continue
 			}
 			if key == scheduling.LabelZone {

@@ -68,6 +68,10 @@ func (m drift) decide(p *pass) *Decision {
 		}
 		sim, _ := p.simulate([]*node{n}, nil)
 		if !sim.ok {
+			if id := p.reservationOf(n); id != "" && p.in.Options.TerminateFirstDrift && p.fitsOnceFreed(n, id) {
+				return &Decision{Method: m, Candidates: []*Node{n.Node}, CandidatesPrice: priceOf([]*node{n}), TerminateFirstReason: TerminateFirstNoReservedCapacity,
+					Explanation: fmt.Sprintf("node %s drifted (%s): capacity reservation %s has no free slot and its pods can only go back into it, so it is deleted first (TerminateFirstDrift) and its slot refilled", n.Name, why, id)}
+			}
 			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s drifted (%s) but its pods cannot be rescheduled: %v", n.Name, why, sim.err))
 			continue
 		}

@@ -685,7 +685,7 @@ func (p *pass) launchOptions() []launchOption {
 			}
 			best := math.Inf(1)
 			for _, o := range it.Offerings {
-				if o.Available && np.Requirements.Has(scheduling.LabelZone, o.Zone) && np.Requirements.Has(scheduling.LabelCapacityType, o.CapacityType) && o.Price < best {
+				if o.Launchable() && np.Requirements.Has(scheduling.LabelZone, o.Zone) && np.Requirements.Has(scheduling.LabelCapacityType, o.CapacityType) && o.Price < best {
 					best = o.Price
 				}
 			}

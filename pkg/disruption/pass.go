@@ -18,7 +18,10 @@ type Pass struct {
 }
 
 type pass struct {
-	in      *Input
+	in *Input
+	// credit, while set, is the capacity reservation whose slot simulations
+	// count as freed (see fitsOnceFreed).
+	credit  string
 	pools   map[string]*NodePool
 	nodes   []*node
 	byName  map[string]*node

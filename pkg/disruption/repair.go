@@ -477,6 +477,10 @@ func (m repair) decide(p *pass) *Decision {
 		}
 		sim, _ := p.simulate([]*node{n}, nil)
 		if !sim.ok {
+			if id := p.reservationOf(n); id != "" && p.in.Options.TerminateFirstRepair && p.fitsOnceFreed(n, id) {
+				return &Decision{Method: m, Candidates: []*Node{n.Node}, CandidatesPrice: priceOf([]*node{n}), Repair: rep, TerminateFirstReason: TerminateFirstNoReservedCapacity,
+					Explanation: fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): capacity reservation %s has no free slot and its pods can only go back into it, so it is deleted first (TerminateFirstRepair) and its slot refilled", n.Name, why, since, id)}
+			}
 			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s) but its pods cannot be rescheduled: %v", n.Name, why, sim.err))
 			continue
 		}

@@ -154,6 +154,9 @@ func (p *pass) solvePods(moving, pending []*corev1.Pod, existing []*scheduling.E
 	in.Pods = append(append(make([]*corev1.Pod, 0, len(moving)+len(pending)), moving...), pending...)
 	in.ExistingNodes = existing
 	in.Cache = p.cache
+	if p.credit != "" {
+		in.NodePools = creditedPools(in.NodePools, p.credit)
+	}
 	work := len(in.Pods)
 	for _, e := range existing {
 		work += 1 + len(e.Pods)

@@ -75,14 +75,18 @@ type Options struct {
 	PodDeletionCostManagement bool
 	// TerminateFirstDrift is the feature gate of that name: a drifted node of
 	// a static NodePool at its node limit (limits.nodes), which cannot stage
-	// a replacement first, is deleted first and the pool refilled after.
+	// a replacement first, is deleted first and the pool refilled after; so is
+	// a drifted node in a full capacity reservation whose pods can only go
+	// back into its own slot (TerminateFirstNoReservedCapacity).
 	TerminateFirstDrift bool
 	// NodeRepair is the feature gate of that name: the repair method replaces
 	// nodes whose conditions match Input.RepairPolicies.
 	NodeRepair bool
 	// TerminateFirstRepair is the feature gate of that name: an unhealthy
 	// node of a static NodePool at its node limit, which cannot stage a
-	// replacement first, is deleted first and the pool refilled after.
+	// replacement first, is deleted first and the pool refilled after; so is
+	// an unhealthy node in a full capacity reservation whose pods can only go
+	// back into its own slot (TerminateFirstNoReservedCapacity).
 	TerminateFirstRepair bool
 }
 

@@ -211,7 +211,7 @@ func typesIdentity(its []*InstanceType) string {
 		for i := range it.Offerings {
 			o := &it.Offerings[i]
 			mix(math.Float64bits(o.Price))
-			if o.Available {
+			if o.Launchable() {
 				mix(1)
 			} else {
 				mix(2)

@@ -526,6 +526,50 @@ func check(in *scheduling.Input, res *scheduling.Results) []string {
 		}
 	}
 	errs = append(errs, checkTopology(in, nodes, newPods)...)
+	errs = append(errs, checkReservations(in, res)...)
+	return errs
+}
+
+// checkReservations: no reservation has more new claims that may launch into it than free slots.
+func checkReservations(in *scheduling.Input, res *scheduling.Results) []string {
+	free := map[string]int{}
+	for _, np := range in.NodePools {
+		for _, it := range np.InstanceTypes {
+			for _, o := range it.Offerings {
+				if o.CapacityType != scheduling.CapacityTypeReserved || o.ReservationID == "" {
+					continue
+				}
+				if n, ok := free[o.ReservationID]; !ok || o.ReservationCapacity < n {
+					free[o.ReservationID] = o.ReservationCapacity
+				}
+			}
+		}
+	}
+	if len(free) == 0 {
+		return nil
+	}
+	used := map[string]int{}
+	for _, c := range res.NewClaims {
+		ids := map[string]bool{}
+		for _, it := range c.InstanceTypes {
+			for _, o := range it.Offerings {
+				if o.CapacityType == scheduling.CapacityTypeReserved && o.ReservationID != "" && o.Launchable() &&
+					c.Requirements.Has(scheduling.LabelZone, o.Zone) && c.Requirements.Has(scheduling.LabelCapacityType, o.CapacityType) &&
+					(o.Requirements.Len() == 0 || c.Requirements.Intersects(o.Requirements) == nil) {
+					ids[o.ReservationID] = true
+				}
+			}
+		}
+		for id := range ids {
+			used[id]++
+		}
+	}
+	var errs []string
+	for id, n := range used {
+		if n > free[id] {
+			errs = append(errs, fmt.Sprintf("reservation %s: %d new claims may launch into it, %d free slots", id, n, free[id]))
+		}
+	}
 	return errs
 }
 

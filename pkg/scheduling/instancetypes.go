@@ -188,8 +188,8 @@ func (s *solver) valuesOf(p *poolState, i int, key string) []string {
 	switch key {
 	case LabelZone, LabelCapacityType:
 		var out []string
-		for _, o := range it.Offerings {
-			if o.Available {
+		for oi := range it.Offerings {
+			if o := &it.Offerings[oi]; o.Launchable() {
 				if key == LabelZone {
 					out = append(out, o.Zone)
 				} else {
@@ -547,7 +547,7 @@ func newOfferingCheck(reqs Requirements) offeringCheck {
 }
 
 func (oc *offeringCheck) compatible(o *Offering) bool {
-	if !o.Available || (oc.hasZone && !oc.zone.Has(o.Zone)) || (oc.hasCT && !oc.ct.Has(o.CapacityType)) {
+	if !o.Launchable() || (oc.hasZone && !oc.zone.Has(o.Zone)) || (oc.hasCT && !oc.ct.Has(o.CapacityType)) {
 		return false
 	}
 	return o.Requirements.Len() == 0 || oc.reqs.Intersects(o.Requirements) == nil

@@ -40,12 +40,28 @@ type Offering struct {
 	// PriceOverlaid: Price is the provider's price as a NodeOverlay set or
 	// adjusted it.
 	PriceOverlaid bool
+	// ReservationID names the capacity reservation a reserved offering launches into; offerings
+	// of several instance types (or NodePools) that name the same ID share its capacity. Empty
+	// for spot and on-demand offerings; a reserved offering without one is not counted.
+	ReservationID string
+	// ReservationCapacity is, for a reserved offering with a ReservationID, how many instances
+	// its reservation can still take (upstream's Offering.ReservationCapacity; on AWS the
+	// reservation's AvailableInstanceCount less launches the provider has not seen reflected
+	// yet). A reservation with none left is full: its offering stays Available (it is healthy)
+	// but launches nothing, and one Solve plans at most this many new claims into it.
+	ReservationCapacity int
 }
 
-// compatible reports whether the offering is available and reqs allow it: its zone, its
+// Launchable reports whether a node can be launched with the offering now: it is Available
+// and, when it is a counted reservation, the reservation has room for one more instance.
+func (o *Offering) Launchable() bool {
+	return o.Available && (o.ReservationID == "" || o.CapacityType != CapacityTypeReserved || o.ReservationCapacity > 0)
+}
+
+// compatible reports whether the offering is launchable and reqs allow it: its zone, its
 // capacity type and any further labels it implies.
 func (o *Offering) compatible(reqs Requirements) bool {
-	if !o.Available {
+	if !o.Launchable() {
 		return false
 	}
 	if !reqs.Has(LabelZone, o.Zone) || !reqs.Has(LabelCapacityType, o.CapacityType) {

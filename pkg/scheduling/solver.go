@@ -109,6 +109,7 @@ func Solve(in *Input) *Results {
 	s.run()
 	r := s.results()
 	s.releaseScratch()
+	r.bookReservations(newReservationBook(in.NodePools))
 	return r
 }
 

@@ -731,7 +731,7 @@ func (s *solver) poolDomains(p *poolState, key string) []string {
 		case LabelZone, LabelCapacityType:
 			for oi := range it.Offerings {
 				o := &it.Offerings[oi]
-				if !o.Available {
+				if !o.Launchable() {
 					continue
 				}
 				v := o.Zone

@@ -463,7 +463,7 @@ func (s *Sim) launch(c *scheduling.NewClaim) (*Node, error) {
 	best := math.Inf(1)
 	for _, t := range c.InstanceTypes {
 		for _, o := range t.Offerings {
-			if !o.Available || !c.Requirements.Has(corev1.LabelTopologyZone, o.Zone) || !c.Requirements.Has(v1.CapacityTypeLabelKey, o.CapacityType) {
+			if !o.Launchable() || !c.Requirements.Has(corev1.LabelTopologyZone, o.Zone) || !c.Requirements.Has(v1.CapacityTypeLabelKey, o.CapacityType) {
 				continue
 			}
 			if o.Requirements.Len() > 0 && c.Requirements.Intersects(o.Requirements) != nil {

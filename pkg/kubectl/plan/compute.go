@@ -325,7 +325,7 @@ func describeLaunch(c *scheduling.NewClaim) Launch {
 	l.InstanceType = it.Name
 	best := -1.0
 	for _, o := range it.Offerings {
-		if !o.Available || !c.Requirements.Has(scheduling.LabelZone, o.Zone) || !c.Requirements.Has(scheduling.LabelCapacityType, o.CapacityType) {
+		if !o.Launchable() || !c.Requirements.Has(scheduling.LabelZone, o.Zone) || !c.Requirements.Has(scheduling.LabelCapacityType, o.CapacityType) {
 			continue
 		}
 		if best < 0 || o.Price < best {

@@ -54,8 +54,8 @@ var CoreGates = []Gate{
 	{Name: FeatureNodeOverlay, Default: false, Implemented: true},
 	{Name: FeatureStaticCapacity, Default: false, Implemented: true},
 	{Name: FeatureCapacityBuffer, Default: false, Implemented: true},
-	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "only drifted nodes of static NodePools at their node limit are terminated first; a drifted reserved-capacity node whose reservation is full is still replaced by launching first"},
-	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "only unhealthy nodes of static NodePools at their node limit are terminated first; an unhealthy reserved-capacity node whose reservation is full is still replaced by launching first"},
+	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "a drifted node of a static NodePool whose capacity reservations are full is not terminated first (no-reserved-capacity); static NodePools terminate first only at their node limit"},
+	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "an unhealthy node of a static NodePool whose capacity reservations are full is not terminated first (no-reserved-capacity); static NodePools terminate first only at their node limit"},
 	{Name: FeaturePodDeletionCostManagement, Default: false, Implemented: true},
 }
 

@@ -103,7 +103,7 @@ func compatibleInstanceTypes(nodeClaim *v1.NodeClaim, its []*scheduling.Instance
 		}
 		for i := range it.Offerings {
 			o := &it.Offerings[i]
-			if o.Available && reqs.Has(scheduling.LabelZone, o.Zone) && reqs.Has(scheduling.LabelCapacityType, o.CapacityType) &&
+			if o.Launchable() && reqs.Has(scheduling.LabelZone, o.Zone) && reqs.Has(scheduling.LabelCapacityType, o.CapacityType) &&
 				(o.Requirements.Len() == 0 || reqs.Intersects(o.Requirements) == nil) {
 				out = append(out, it)
 				break

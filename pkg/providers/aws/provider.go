@@ -126,6 +126,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
 		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
+		ReservationCounts:       providers.CapacityReservations.Availability(),
 	}
 	var controllers []cloudprovider.Controller
 	var instOpts instance.Options

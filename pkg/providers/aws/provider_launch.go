@@ -39,6 +39,7 @@ func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, 
 		EKS:             eks.NewFromConfig(cfg),
 	})
 	instOpts.ClusterName = opts.ClusterName
+	instOpts.Reservations = providers.CapacityReservations.Availability()
 	instances := instance.NewProvider(providers.EC2, lts, providers.Subnets, unavailable, deps.Clock, instOpts)
 	instances.SetPlacementGroups(providers.PlacementGroups)
 	return lts, instances

@@ -177,7 +177,7 @@ func claimRequirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
 func reservationsOf(it *scheduling.InstanceType, claimReqs scheduling.Requirements) string {
 	var out []string
 	for _, o := range it.Offerings {
-		if o.CapacityType != v1.CapacityTypeReserved || !o.Available || claimReqs.Intersects(o.Requirements) != nil {
+		if o.CapacityType != v1.CapacityTypeReserved || !o.Launchable() || claimReqs.Intersects(o.Requirements) != nil {
 			continue
 		}
 		id, ok := o.Requirements.Get(awsv1.LabelCapacityReservationID)

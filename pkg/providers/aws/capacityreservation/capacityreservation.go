@@ -86,11 +86,13 @@ func DescribeTerm(t v1.CapacityReservationSelectorTerm) string {
 	return filters.Term{}.Field("id", t.ID).Tags(t.Tags).Field("ownerID", t.OwnerID).Field("instanceMatchCriteria", t.InstanceMatchCriteria).String()
 }
 
-// Provider resolves capacity reservation selector terms.
+// Provider resolves capacity reservation selector terms, and counts the
+// instances each reservation it has seen can still take.
 type Provider struct {
 	ec2      *ec2.Client
 	cache    *ttlcache.Cache[[]Reservation]
 	pageSize int32
+	counts   *Availability
 }
 
 // Option adjusts a Provider.
@@ -101,7 +103,7 @@ func WithPageSize(n int32) Option { return func(p *Provider) { p.pageSize = n } 
 
 // NewProvider returns a provider whose answers live for ttl.
 func NewProvider(ec2api *ec2.Client, clk clock.PassiveClock, ttl time.Duration, opts ...Option) *Provider {
-	p := &Provider{ec2: ec2api, cache: ttlcache.New[[]Reservation](clk, ttl), pageSize: 1000}
+	p := &Provider{ec2: ec2api, cache: ttlcache.New[[]Reservation](clk, ttl), pageSize: 1000, counts: NewAvailability()}
 	for _, o := range opts {
 		o(p)
 	}
@@ -162,13 +164,21 @@ func (p *Provider) List(ctx context.Context, terms []v1.CapacityReservationSelec
 
 func (p *Provider) describe(ctx context.Context, fs []ec2types.Filter) ([]Reservation, error) {
 	return p.cache.Load(filters.Key(fs), func() ([]Reservation, error) {
-		return pages.Collect(ctx, ec2.NewDescribeCapacityReservationsPaginator(p.ec2, &ec2.DescribeCapacityReservationsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)}),
+		out, err := pages.Collect(ctx, ec2.NewDescribeCapacityReservationsPaginator(p.ec2, &ec2.DescribeCapacityReservationsInput{Filters: fs, MaxResults: aws.Int32(p.pageSize)}),
 			func(acc []Reservation, page *ec2.DescribeCapacityReservationsOutput) []Reservation {
 				for _, r := range page.CapacityReservations {
 					acc = append(acc, fromEC2(r))
 				}
 				return acc
 			})
+		if err == nil {
+			// EC2's figures replace what launches and terminations since the
+			// last answer made of them: they already count those.
+			for _, r := range out {
+				p.counts.Set(r.ID, int(r.AvailableInstanceCount))
+			}
+		}
+		return out, err
 	})
 }
 
@@ -190,6 +200,9 @@ func fromEC2(r ec2types.CapacityReservation) Reservation {
 		Tags:                   filters.TagMap(r.Tags),
 	}
 }
+
+// Availability is the provider's count of free slots per reservation.
+func (p *Provider) Availability() *Availability { return p.counts }
 
 // Invalidate drops every cached answer, so the next List asks EC2.
 func (p *Provider) Invalidate() { p.cache.Flush() }

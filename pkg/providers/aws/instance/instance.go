@@ -76,6 +76,11 @@ type Options struct {
 	// the shift is meant to stop, and failing ones would be retried in a
 	// storm.
 	ZonalShifts ZonalShifts
+	// Reservations, when set, learns of every launch into a capacity
+	// reservation and every termination out of one, and of EC2 refusing a
+	// launch because a reservation is full, so that the offerings built from
+	// it count slots taken before EC2's next answer does.
+	Reservations ReservationLedger
 }
 
 // ZonalShifts answers whether traffic is shifted away from a zone id.
@@ -86,6 +91,14 @@ type ZonalShifts interface {
 // shifted reports whether inst's zone is under a zonal shift.
 func (p *Provider) shifted(ctx context.Context, inst *Instance) bool {
 	return p.opts.ZonalShifts != nil && inst.ZoneID != "" && p.opts.ZonalShifts.IsShifted(ctx, inst.ZoneID)
+}
+
+// ReservationLedger keeps the free slots of capacity reservations (the
+// capacity reservation provider's Availability).
+type ReservationLedger interface {
+	MarkLaunched(id string)
+	MarkTerminated(id, instanceID string)
+	Set(id string, n int)
 }
 
 // Provider launches, describes and terminates instances. Safe for concurrent use.
@@ -191,6 +204,7 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		return nil, lts, cloudprovider.NewCreateError(err, "FleetCreationFailed", fmt.Sprintf("creating fleet: %s", awserr.Message(err)))
 	}
 	p.markUnavailable(ctx, out.Errors, capacityType, subnets, placement)
+	p.markReservationsFull(out.Errors, lts)
 	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
 		return nil, lts, fleetError(out.Errors, capacityType)
 	}
@@ -240,9 +254,31 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 			}
 		}
 	}
+	if inst.CapacityReservationID != "" && p.opts.Reservations != nil {
+		p.opts.Reservations.MarkLaunched(inst.CapacityReservationID)
+	}
 	// A launch that worked proves the pool has capacity again.
 	p.unavailable.Delete(capacityType, inst.Type, inst.Zone)
 	return inst, lts, nil
+}
+
+// markReservationsFull records a reservation EC2 refused for want of a free
+// slot as having none, until EC2 next tells its figure.
+func (p *Provider) markReservationsFull(errs []ec2types.CreateFleetError, lts []*launchtemplate.Launch) {
+	if p.opts.Reservations == nil {
+		return
+	}
+	for _, e := range errs {
+		if aws.ToString(e.ErrorCode) != "ReservationCapacityExceeded" || e.LaunchTemplateAndOverrides == nil || e.LaunchTemplateAndOverrides.LaunchTemplateSpecification == nil {
+			continue
+		}
+		spec := e.LaunchTemplateAndOverrides.LaunchTemplateSpecification
+		for _, lt := range lts {
+			if lt.CapacityReservationID != "" && (lt.Name == aws.ToString(spec.LaunchTemplateName) || lt.ID == aws.ToString(spec.LaunchTemplateId)) {
+				p.opts.Reservations.Set(lt.CapacityReservationID, 0)
+			}
+		}
+	}
 }
 
 // ReasonUnsupportedTenancy is the launch failure of a NodeClaim whose
@@ -287,7 +323,7 @@ func CapacityType(reqs scheduling.Requirements, its []*scheduling.InstanceType) 
 }
 
 func offeringCompatible(o *scheduling.Offering, reqs scheduling.Requirements) bool {
-	if !o.Available || !reqs.Has(scheduling.LabelZone, o.Zone) || !reqs.Has(scheduling.LabelCapacityType, o.CapacityType) {
+	if !o.Launchable() || !reqs.Has(scheduling.LabelZone, o.Zone) || !reqs.Has(scheduling.LabelCapacityType, o.CapacityType) {
 		return false
 	}
 	return o.Requirements.Len() == 0 || reqs.Intersects(o.Requirements) == nil

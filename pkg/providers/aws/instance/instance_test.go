@@ -496,11 +496,11 @@ func TestSpotServiceLinkedRole(t *testing.T) {
 // it and the instance is in its zone, reported as reserved.
 func TestReservedLaunch(t *testing.T) {
 	env := launchtest.New(t)
+	env.Emulator.AddCapacityReservation(awsemulator.CapacityReservation{ID: "cr-0123456789abcdef0", Zone: "us-west-2b", InstanceType: "m5.large",
+		InstanceMatchCriteria: "targeted", TotalInstanceCount: 1})
 	nc := env.NodeClass(t, "default")
-	nc.Status.CapacityReservations = []awsv1.CapacityReservation{{
-		ID: "cr-0123456789abcdef0", AvailabilityZone: "us-west-2b", InstanceType: "m5.large", OwnerID: "123456789012",
-		InstanceMatchCriteria: "targeted", ReservationType: awsv1.CapacityReservationTypeDefault, State: awsv1.CapacityReservationStateActive,
-	}}
+	nc.Spec.CapacityReservationSelectorTerms = []awsv1.CapacityReservationSelectorTerm{{ID: "cr-0123456789abcdef0"}}
+	env.Resolve(t, nc)
 	inst, err := create(t, env, nc, "reserved", []string{"reserved", "spot", "on-demand"}, "m5.large")
 	if err != nil {
 		t.Fatal(err)

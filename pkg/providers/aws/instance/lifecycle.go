@@ -91,6 +91,9 @@ func (p *Provider) Delete(ctx context.Context, id string) error {
 		}
 		return fmt.Errorf("terminating instance %s: %w", id, err)
 	}
+	if inst.CapacityReservationID != "" && p.opts.Reservations != nil {
+		p.opts.Reservations.MarkTerminated(inst.CapacityReservationID, id)
+	}
 	return nil
 }
 

@@ -48,6 +48,10 @@ type Options struct {
 	// away from; their offerings are unavailable while the shift lasts. Nil:
 	// no zone is ever shifted.
 	ZonalShifts ZonalShifts
+	// ReservationCounts tells each reservation's free slots (the capacity
+	// reservation provider's Availability). Nil: reservations are not
+	// counted, each taken as having room.
+	ReservationCounts ReservationCounts
 }
 
 // ZonalShifts are the ARC zonal shifts of the cluster (zonalshift.Provider).
@@ -56,6 +60,13 @@ type ZonalShifts interface {
 	IsShifted(ctx context.Context, zoneID string) bool
 	// Seq changes whenever the set of shifted zones changed.
 	Seq(ctx context.Context) uint64
+}
+
+// ReservationCounts tells how many instances a capacity reservation can still
+// take; Seq changes whenever a count does.
+type ReservationCounts interface {
+	Count(id string) (int, bool)
+	Seq() uint64
 }
 
 // Provider lists the instance types an EC2NodeClass can launch. It is safe for
@@ -107,9 +118,9 @@ type resolution struct {
 	// its registered nodes was learnt.
 	amiHash uint64
 	// list was built with these sequence numbers of the ICE cache, prices,
-	// discovered capacity and zonal shifts.
-	iceSeq, priceSeq, discoveredSeq, shiftSeq uint64
-	list                                      []*scheduling.InstanceType
+	// discovered capacity, zonal shifts and reservation counts.
+	iceSeq, priceSeq, discoveredSeq, shiftSeq, countSeq uint64
+	list                                                []*scheduling.InstanceType
 	// shifted are the zones (by name) traffic was shifted away from when
 	// list was built.
 	shifted map[string]bool
@@ -197,10 +208,14 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 		p.resolved[key] = res
 	}
 	iceSeq, priceSeq, discoveredSeq, shiftSeq := p.unavailable.SeqNum(), p.prices.SeqNum(), p.discovered.seq.Load(), p.shiftSeq(ctx)
-	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq || res.shiftSeq != shiftSeq {
+	var countSeq uint64
+	if p.opts.ReservationCounts != nil && len(res.reservations) > 0 {
+		countSeq = p.opts.ReservationCounts.Seq()
+	}
+	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq || res.shiftSeq != shiftSeq || res.countSeq != countSeq {
 		res.shifted = p.shiftedZones(ctx, res.zones)
 		res.list = p.withOfferings(res)
-		res.iceSeq, res.priceSeq, res.discoveredSeq, res.shiftSeq = iceSeq, priceSeq, discoveredSeq, shiftSeq
+		res.iceSeq, res.priceSeq, res.discoveredSeq, res.shiftSeq, res.countSeq = iceSeq, priceSeq, discoveredSeq, shiftSeq, countSeq
 	}
 	return append([]*scheduling.InstanceType(nil), res.list...), nil
 }
@@ -467,7 +482,7 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 // reservation, so a NodePool asking for a reservation id cannot land on them.
 func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
 	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable, res.shifted)
-	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable, res.shifted)
+	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable, res.shifted, p.opts.ReservationCounts)
 	if len(reserved) == 0 {
 		return p.inGroup(b.name, out, res.group)
 	}

@@ -1,6 +1,7 @@
 package instancetype
 
 import (
+	"math"
 	"sort"
 	"strconv"
 
@@ -26,14 +27,23 @@ const ReservedPriceFactor = 1.0 / 10_000_000
 // shifted away from (shifted, by zone name) is unavailable while the shift
 // lasts, as upstream's; subnets running out of addresses do not touch
 // reserved offerings (upstream's neither).
+//
+// Each carries the reservation's free slots as counts tell them: a
+// reservation counts do not know is taken as full, as upstream does (it
+// learns the figure when the EC2NodeClass controller describes the
+// reservation). A full reservation stays Available, but is not Launchable.
 func reservedOfferings(name string, reservations []awsv1.CapacityReservation, zoneReqs map[string]scheduling.Requirements, inZone map[string]bool,
-	prices *pricing.Provider, unavailable *UnavailableOfferings, shifted map[string]bool) []scheduling.Offering {
+	prices *pricing.Provider, unavailable *UnavailableOfferings, shifted map[string]bool, counts ReservationCounts) []scheduling.Offering {
 	var out []scheduling.Offering
 	for _, r := range reservations {
 		if r.InstanceType != name || !inZone[r.AvailabilityZone] {
 			continue
 		}
 		od, _ := prices.OnDemandPrice(name)
+		free := math.MaxInt32
+		if counts != nil {
+			free, _ = counts.Count(r.ID)
+		}
 		reqs := zoneReqs[r.AvailabilityZone].
 			With(scheduling.NewRequirement(awsv1.LabelCapacityReservationID, corev1.NodeSelectorOpIn, r.ID)).
 			With(scheduling.NewRequirement(awsv1.LabelCapacityReservationType, corev1.NodeSelectorOpIn, string(reservationType(r)))).
@@ -46,7 +56,9 @@ func reservedOfferings(name string, reservations []awsv1.CapacityReservation, zo
 			Price: od * ReservedPriceFactor,
 			Available: r.State != awsv1.CapacityReservationStateExpiring && !shifted[r.AvailabilityZone] &&
 				!unavailable.IsUnavailable(scheduling.CapacityTypeReserved, name, r.AvailabilityZone),
-			Requirements: reqs,
+			Requirements:        reqs,
+			ReservationID:       r.ID,
+			ReservationCapacity: free,
 		})
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/capacityreservation"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
@@ -137,5 +138,50 @@ func TestReservedCapacityGateOff(t *testing.T) {
 	}
 	if m5.Requirements.Has(scheduling.LabelCapacityType, scheduling.CapacityTypeReserved) {
 		t.Errorf("requirements admit reserved capacity: %s", m5.Requirements.String())
+	}
+}
+
+// Reserved offerings carry their reservation's free slots as the counts tell
+// them, and a list built before a count moved is rebuilt: a full reservation
+// stays available (healthy) but is not launchable; one the counts do not know
+// is taken as full.
+func TestReservedOfferingsCarryFreeSlots(t *testing.T) {
+	f := newFixture(t)
+	cfg := f.em.AWSConfig()
+	counts := capacityreservation.NewAvailability()
+	p := instancetype.NewProvider(ec2.NewFromConfig(cfg), f.prices, f.unavailable, f.clock,
+		instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075, ReservationCounts: counts})
+	nc := f.nodeClass(func(nc *awsv1.EC2NodeClass) {
+		nc.Status.CapacityReservations = []awsv1.CapacityReservation{{ID: "cr-0a", AvailabilityZone: nc.Status.Subnets[0].Zone,
+			InstanceType: "m5.large", OwnerID: "123456789012", InstanceMatchCriteria: "open", State: awsv1.CapacityReservationStateActive}}
+	})
+	reserved := func() scheduling.Offering {
+		t.Helper()
+		its, err := p.List(context.Background(), nc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := reservedOf(byName(its)["m5.large"])
+		if len(r) != 1 {
+			t.Fatalf("reserved offerings %+v", r)
+		}
+		return r[0]
+	}
+	if o := reserved(); o.ReservationID != "cr-0a" || o.ReservationCapacity != 0 || !o.Available || o.Launchable() {
+		t.Errorf("unknown count: %+v, want full (available, not launchable)", o)
+	}
+	counts.Set("cr-0a", 2)
+	if o := reserved(); o.ReservationCapacity != 2 || !o.Launchable() {
+		t.Errorf("after EC2 told 2 free: %+v", o)
+	}
+	counts.MarkLaunched("cr-0a")
+	counts.MarkLaunched("cr-0a")
+	if o := reserved(); o.ReservationCapacity != 0 || o.Launchable() {
+		t.Errorf("after two launches: %+v, want full", o)
+	}
+	counts.MarkTerminated("cr-0a", "i-1")
+	counts.MarkTerminated("cr-0a", "i-1")
+	if o := reserved(); o.ReservationCapacity != 1 {
+		t.Errorf("after one termination reported twice: %d free, want 1", o.ReservationCapacity)
 	}
 }

@@ -66,7 +66,8 @@ func NewOn(t testing.TB, em *awsemulator.Emulator, mutate ...func(*instancetype.
 	ec2api := providers.EC2
 	prices := pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, false, clk)
 	unavailable := instancetype.NewUnavailableOfferings(clk)
-	itOpts := instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075}
+	itOpts := instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075,
+		ReservationCounts: providers.CapacityReservations.Availability()}
 	for _, m := range mutate {
 		m(&itOpts)
 	}
@@ -77,7 +78,8 @@ func NewOn(t testing.TB, em *awsemulator.Emulator, mutate ...func(*instancetype.
 	// A wider idle window than production's 35 ms, so that concurrent test
 	// launches on a loaded machine still meet in one batch.
 	insts := instance.NewProvider(ec2api, lts, providers.Subnets, unavailable, clk, instance.Options{ClusterName: opts.ClusterName,
-		Batch: batcher.Options{IdleTimeout: 150 * time.Millisecond}})
+		Reservations: providers.CapacityReservations.Availability(),
+		Batch:        batcher.Options{IdleTimeout: 150 * time.Millisecond}})
 	its.SetPlacementGroups(providers.PlacementGroups)
 	insts.SetPlacementGroups(providers.PlacementGroups)
 	return &Env{Emulator: em, Config: cfg, Clock: clk, EC2: ec2api, Providers: providers, Unavailable: unavailable,
@@ -138,6 +140,16 @@ func (e *Env) Resolve(t testing.TB, nc *awsv1.EC2NodeClass) {
 			t.Fatal(err)
 		}
 		nc.Status.InstanceProfile = name
+	}
+	nc.Status.CapacityReservations = nil
+	if len(nc.Spec.CapacityReservationSelectorTerms) > 0 {
+		res, err := e.Providers.CapacityReservations.List(ctx, nc.Spec.CapacityReservationSelectorTerms)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res.Reservations {
+			nc.Status.CapacityReservations = append(nc.Status.CapacityReservations, r.Status(e.Clock.Now()))
+		}
 	}
 	for _, c := range awsv1.StatusConditionTypes.Dependents() {
 		nc.StatusConditions().SetTrue(c)
