@@ -14,6 +14,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
+	crcontrollers "github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/capacityreservation"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/instancetype/capacity"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/httpclient"
@@ -153,10 +154,11 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)
 	priceRefresh := pricing.NewController(prices, deps.Clock)
+	cp := New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
+		WithRebootForRepair(opts.FeatureGates.Values[settings.FeatureRebootForRepair]),
+		WithDrift(drift))
 	return &cloudprovider.Bundle{
-		CloudProvider: New(deps.KubeClient, instanceTypes, WithInstances(instances, opts.ClusterName),
-			WithRebootForRepair(opts.FeatureGates.Values[settings.FeatureRebootForRepair]),
-			WithDrift(drift)),
+		CloudProvider: cp,
 		Controllers: append([]cloudprovider.Controller{
 			cloudprovider.Runnable(launchTemplates),
 			cloudprovider.Registerer(nodeClasses.Register),
@@ -165,6 +167,10 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 			instanceStatusController(ec2api, deps, unavailable),
 			// Registered nodes' memory replaces the instance types' estimate.
 			capacity.NewController(deps.KubeClient, instanceTypes),
+			// Expiring Capacity Blocks are drained before EC2 reclaims them;
+			// NodeClaims whose reservation ended are on-demand again.
+			crcontrollers.NewExpiration(deps.KubeClient, providers.CapacityReservations, deps.Clock),
+			crcontrollers.NewCapacityType(deps.KubeClient, cp, deps.Clock),
 		}, append(controllers, lifecycleControllers(deps, opts.ClusterName, instances)...)...),
 		WellKnownLabels:   awsv1.WellKnownLabels,
 		NodeClassLabelKey: NodeClassLabelKey,
