@@ -59,6 +59,9 @@ type Instance struct {
 	PlacementGroupName string
 	PlacementGroupID   string
 	PartitionNumber    int
+	// NetworkInterfaces are the interfaces the launch template asked for
+	// (none: the default primary interface), in the instance's subnet.
+	NetworkInterfaces []LaunchInterface
 }
 
 // BootID is the boot ID the instance's Node reports for its current boot.
@@ -73,6 +76,7 @@ func (in *Instance) clone() Instance {
 	cp.Tags = cloneTags(in.Tags)
 	cp.MetadataOptions = cloneTags(in.MetadataOptions)
 	cp.SecurityGroupIDs = append([]string(nil), in.SecurityGroupIDs...)
+	cp.NetworkInterfaces = append([]LaunchInterface(nil), in.NetworkInterfaces...)
 	return cp
 }
 
@@ -415,7 +419,10 @@ func (s *state) unfulfillable(c *fleetCandidate, capacityType string) (string, s
 	if img.Architecture != it.arch {
 		return "InvalidParameterValue", fmt.Sprintf("The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI. Specify an instance type and an AMI that have matching architectures, and try again.", it.arch, img.Architecture)
 	}
-	for _, sg := range c.lt.SecurityGroupIDs() {
+	if code, msg := interfacesUnfulfillable(c.lt, it); code != "" {
+		return code, msg
+	}
+	for _, sg := range c.lt.groupIDs() {
 		if s.securityGroups[sg] == nil {
 			return "InvalidGroup.NotFound", fmt.Sprintf("The security group '%s' does not exist", sg)
 		}
@@ -468,9 +475,19 @@ func (s *state) launch(c *fleetCandidate, capacityType, fleetID, reservationID s
 		Zone: c.zone, ZoneID: c.subnet.ZoneID, SubnetID: c.subnet.ID, VPCID: c.subnet.VPCID, ImageID: c.imageID,
 		CapacityType: capacityType, State: "pending", LaunchTime: s.now().UTC().Truncate(time.Second),
 		PrivateIP: ip, PrivateDNSName: "ip-" + strings.ReplaceAll(ip, ".", "-") + "." + s.opts.Region + ".compute.internal",
-		SecurityGroupIDs: c.lt.SecurityGroupIDs(), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name,
+		SecurityGroupIDs: c.lt.groupIDs(), LaunchTemplateID: c.lt.ID, LaunchTemplateName: c.lt.Name,
 		UserData: c.lt.UserData(), Tags: tags, ReservationID: reservationID, FleetID: fleetID, MetadataOptions: map[string]string{},
 		Tenancy: c.tenancy,
+	}
+	for _, ni := range c.lt.NetworkInterfaces() {
+		ni.SubnetID = c.subnet.ID
+		if len(ni.SecurityGroupIDs) == 0 {
+			ni.SecurityGroupIDs = c.lt.SecurityGroupIDs()
+		}
+		if ni.InterfaceType == "" {
+			ni.InterfaceType = "interface"
+		}
+		in.NetworkInterfaces = append(in.NetworkInterfaces, ni)
 	}
 	if c.group != nil {
 		in.PlacementGroupName, in.PlacementGroupID, in.PartitionNumber = c.group.Name, c.group.ID, c.partition
@@ -688,6 +705,30 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 		b.close("item")
 	}
 	b.close("groupSet")
+	if len(in.NetworkInterfaces) > 0 {
+		b.open("networkInterfaceSet")
+		for i, ni := range in.NetworkInterfaces {
+			b.open("item")
+			b.leafAlways("networkInterfaceId", hexID("eni", "instance-eni", in.ID, strconv.Itoa(i)))
+			b.leafAlways("subnetId", ni.SubnetID)
+			b.leafAlways("vpcId", in.VPCID)
+			b.leafAlways("interfaceType", ni.InterfaceType)
+			b.open("attachment")
+			b.integer("deviceIndex", int64(ni.DeviceIndex))
+			b.integer("networkCardIndex", int64(ni.NetworkCardIndex))
+			b.leafAlways("status", "attached")
+			b.close("attachment")
+			b.open("groupSet")
+			for _, g := range ni.SecurityGroupIDs {
+				b.open("item")
+				b.leafAlways("groupId", g)
+				b.close("item")
+			}
+			b.close("groupSet")
+			b.close("item")
+		}
+		b.close("networkInterfaceSet")
+	}
 	b.leafAlways("architecture", in.Architecture)
 	b.leaf("capacityReservationId", in.CapacityReservationID)
 	b.leafAlways("rootDeviceType", "ebs")

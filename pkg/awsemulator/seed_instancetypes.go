@@ -40,14 +40,19 @@ type factsEntry struct {
 
 // instanceType is one type of the catalog: immutable, shared by every emulator.
 type instanceType struct {
-	name         string
-	arch         string // x86_64 | arm64 (the Karpenter arch label's EC2 spelling)
-	vcpu         int
-	memoryMiB    int64
-	onDemandUSD  float64 // 0: the facts file has no price
-	maxENIs      int
-	ipv4PerENI   int
-	hypervisor   string
+	name        string
+	arch        string // x86_64 | arm64 (the Karpenter arch label's EC2 spelling)
+	vcpu        int
+	memoryMiB   int64
+	onDemandUSD float64 // 0: the facts file has no price
+	maxENIs     int
+	ipv4PerENI  int
+	hypervisor  string
+	// efaMax is the type's maximum EFA interfaces (0: no EFA support), and
+	// cards its network cards (index -> maximum interfaces), as
+	// DescribeInstanceTypes reports them.
+	efaMax       int
+	cards        map[int]int
 	labels       map[string]string
 	filterFields map[string][]string // DescribeInstanceTypes filter name -> values
 	xml          string              // the <item> body of DescribeInstanceTypes
@@ -168,6 +173,10 @@ func newInstanceType(f *factsEntry) *instanceType {
 	it := &instanceType{
 		name: f.Name, arch: arch, vcpu: vcpu, memoryMiB: mem, onDemandUSD: f.OnDemandUSD,
 		maxENIs: vpc.ENIs, ipv4PerENI: vpc.IPv4PerENI, hypervisor: hypervisor, labels: l,
+		efaMax: f.EFAMaxInterfaces, cards: map[int]int{},
+	}
+	for _, card := range vpc.Cards {
+		it.cards[card[1]] = card[0]
 	}
 	it.filterFields = map[string][]string{
 		"instance-type":                                {f.Name},

@@ -14,7 +14,8 @@ import (
 // the AMIs), and the kubelet configuration is hashed as its JSON with sorted
 // keys, so that any kubelet change, a passed-through field included, drifts
 // the class's nodes as upstream's does. Zero values and
-// empty lists hash as absent, and block device mappings are a set. A change of
+// empty lists hash as absent, and block device mappings and network
+// interfaces are sets. A change of
 // this function's output for an unchanged spec needs a new
 // EC2NodeClassHashVersion, so an upgrade does not roll the fleet.
 func (in *EC2NodeClass) Hash() string {
@@ -51,6 +52,20 @@ func (in *EC2NodeClass) Hash() string {
 	}
 	sort.Strings(bdms)
 	spec.BlockDeviceMappings = nil
+	// Network interfaces are a set too: reordering them is no change.
+	sort.SliceStable(spec.NetworkInterfaces, func(i, j int) bool {
+		a, b := spec.NetworkInterfaces[i], spec.NetworkInterfaces[j]
+		if a == nil || b == nil {
+			return b != nil
+		}
+		if a.NetworkCardIndex != b.NetworkCardIndex {
+			return a.NetworkCardIndex < b.NetworkCardIndex
+		}
+		if a.DeviceIndex != b.DeviceIndex {
+			return a.DeviceIndex < b.DeviceIndex
+		}
+		return a.InterfaceType < b.InterfaceType
+	})
 	data, _ := json.Marshal(struct {
 		Spec    *EC2NodeClassSpec `json:"spec"`
 		BDMs    []string          `json:"bdms,omitempty"`

@@ -92,3 +92,26 @@ func TestHash(t *testing.T) {
 		}
 	}
 }
+
+// Network interfaces hash as a set, as upstream's: listing them in another
+// order drifts no node, while changing one does.
+func TestHashNetworkInterfacesAsSet(t *testing.T) {
+	with := func(nis ...NetworkInterface) string {
+		nc := hashClass()
+		for i := range nis {
+			nc.Spec.NetworkInterfaces = append(nc.Spec.NetworkInterfaces, &nis[i])
+		}
+		return nc.Hash()
+	}
+	primary := NetworkInterface{InterfaceType: InterfaceTypeInterface}
+	efa := NetworkInterface{NetworkCardIndex: 1, InterfaceType: InterfaceTypeEFAOnly}
+	if with(primary, efa) != with(efa, primary) {
+		t.Errorf("reordering the network interfaces changed the hash")
+	}
+	if with(primary, efa) == with(primary, NetworkInterface{NetworkCardIndex: 2, InterfaceType: InterfaceTypeEFAOnly}) {
+		t.Errorf("moving the efa-only interface to another card kept the hash")
+	}
+	if with(primary, efa) == with(primary) {
+		t.Errorf("removing the efa-only interface kept the hash")
+	}
+}

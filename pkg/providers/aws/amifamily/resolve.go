@@ -71,6 +71,10 @@ type LaunchTemplate struct {
 	// cluster's kube DNS address is IPv6).
 	IPPrefixCount *int32 `json:",omitempty"`
 	IPv6Prefixes  bool   `json:",omitempty"`
+	// NetworkInterfaces are the class's spec.networkInterfaces: when set,
+	// the template carries exactly these interfaces in place of the
+	// default primary one (or the EFA interfaces an EFA request adds).
+	NetworkInterfaces []*awsv1.NetworkInterface `json:",omitempty"`
 }
 
 // Resolver turns an EC2NodeClass, a NodeClaim and candidate instance types
@@ -246,6 +250,11 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 		EnclaveOptions:           nc.Spec.EnclaveOptions.DeepCopy(),
 		ConnectionTracking:       nc.Spec.ConnectionTracking.DeepCopy(),
 		CPUOptions:               nc.Spec.CPUOptions.DeepCopy(),
+	}
+	for _, ni := range nc.Spec.NetworkInterfaces {
+		if ni != nil {
+			lt.NetworkInterfaces = append(lt.NetworkInterfaces, ni.DeepCopy())
+		}
 	}
 	if nc.Spec.IPPrefixCount != nil {
 		lt.IPPrefixCount = ptr.To(*nc.Spec.IPPrefixCount)

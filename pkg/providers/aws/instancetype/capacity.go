@@ -42,7 +42,7 @@ func capacity(info *ec2types.InstanceTypeInfo, s *settings, opts Options) corev1
 	devices, cores := neuron(info)
 	add(awsv1.ResourceAWSNeuron, devices)
 	add(awsv1.ResourceAWSNeuronCore, cores)
-	add(awsv1.ResourceEFA, efas(info))
+	add(awsv1.ResourceEFA, efas(info, s.networkInterfaces))
 	if isWindows(s.family) {
 		// Windows pods get secondary IPs of the primary ENI from the VPC
 		// resource controller, advertised as this resource.
@@ -82,8 +82,11 @@ func memory(info *ec2types.InstanceTypeInfo, overheadPercent float64) resource.Q
 // the default network card but the reserved ones, each with its primary IP
 // kept for the node, plus 2 for host-network pods (the formula of the EKS
 // AMIs' eni-max-pods.txt). Other network cards are not used by the CNI.
-func eniLimitedPods(info *ec2types.InstanceTypeInfo, reservedENIs int) int64 {
-	enis := int64(defaultCardInterfaces(info)) - int64(reservedENIs)
+//
+// EFA-only interfaces the class puts on network card 0 take an ENI slot
+// without giving pods addresses, so they are taken off too.
+func eniLimitedPods(info *ec2types.InstanceTypeInfo, reservedENIs int, interfaces []*awsv1.NetworkInterface) int64 {
+	enis := int64(defaultCardInterfaces(info)) - int64(reservedENIs) - int64(efaOnly(interfaces, 0))
 	if enis <= 0 {
 		return 0
 	}
@@ -92,6 +95,18 @@ func eniLimitedPods(info *ec2types.InstanceTypeInfo, reservedENIs int) int64 {
 		ips = int64(*info.NetworkInfo.Ipv4AddressesPerInterface)
 	}
 	return enis*(ips-1) + 2
+}
+
+// efaOnly counts the efa-only interfaces among interfaces, on network card
+// card only when card is not negative.
+func efaOnly(interfaces []*awsv1.NetworkInterface, card int32) int {
+	n := 0
+	for _, ni := range interfaces {
+		if ni.InterfaceType == awsv1.InterfaceTypeEFAOnly && (card < 0 || ni.NetworkCardIndex == card) {
+			n++
+		}
+	}
+	return n
 }
 
 // defaultCardInterfaces is the number of network interfaces of the default
@@ -125,7 +140,7 @@ func pods(info *ec2types.InstanceTypeInfo, s *settings, reservedENIs int) int64 
 	case s.maxPods != nil:
 		n = int64(*s.maxPods)
 	case s.family.SupportsENILimitedPodDensity:
-		n = eniLimitedPods(info, reservedENIs)
+		n = eniLimitedPods(info, reservedENIs, s.networkInterfaces)
 	default:
 		n = defaultMaxPods
 	}
@@ -244,7 +259,13 @@ func neuron(info *ec2types.InstanceTypeInfo) (devices, cores int64) {
 	return devices, cores
 }
 
-func efas(info *ec2types.InstanceTypeInfo) int64 {
+// efas is the vpc.amazonaws.com/efa capacity: the class's efa-only
+// interfaces when it lists interfaces, else every EFA interface the type
+// supports.
+func efas(info *ec2types.InstanceTypeInfo, interfaces []*awsv1.NetworkInterface) int64 {
+	if interfaces != nil {
+		return int64(efaOnly(interfaces, -1))
+	}
 	if info.NetworkInfo == nil || info.NetworkInfo.EfaInfo == nil || info.NetworkInfo.EfaInfo.MaximumEfaInterfaces == nil {
 		return 0
 	}
@@ -303,7 +324,7 @@ func kubeReserved(info *ec2types.InstanceTypeInfo, s *settings, opts Options) co
 	// so whatever maxPods says, and without reserved ENIs.
 	podCount := pods(info, s, opts.ReservedENIs)
 	if s.family.UsesENILimitedMemoryOverhead {
-		podCount = eniLimitedPods(info, 0)
+		podCount = eniLimitedPods(info, 0, s.networkInterfaces)
 	}
 	out := corev1.ResourceList{
 		corev1.ResourceCPU:              *resource.NewMilliQuantity(cpu, resource.DecimalSI),

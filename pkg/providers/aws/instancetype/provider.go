@@ -382,6 +382,36 @@ func supportsFeatures(info *ec2types.InstanceTypeInfo, s *settings) bool {
 			return false
 		}
 	}
+	return supportsInterfaces(info, s.networkInterfaces)
+}
+
+// supportsInterfaces: the type has the network cards and device indexes the
+// class's interfaces name, ENA, and at least as many EFA interfaces as the
+// class has efa-only ones (upstream's checks).
+func supportsInterfaces(info *ec2types.InstanceTypeInfo, interfaces []*awsv1.NetworkInterface) bool {
+	if interfaces == nil {
+		return true
+	}
+	ni := info.NetworkInfo
+	if ni == nil || len(ni.NetworkCards) == 0 || ni.EnaSupport == ec2types.EnaSupportUnsupported {
+		return false
+	}
+	for _, want := range interfaces {
+		if int(want.NetworkCardIndex) >= len(ni.NetworkCards) {
+			return false
+		}
+		i := slices.IndexFunc(ni.NetworkCards, func(c ec2types.NetworkCardInfo) bool {
+			return c.NetworkCardIndex != nil && *c.NetworkCardIndex == want.NetworkCardIndex
+		})
+		if i < 0 || ni.NetworkCards[i].MaximumNetworkInterfaces == nil || *ni.NetworkCards[i].MaximumNetworkInterfaces <= want.DeviceIndex {
+			return false
+		}
+	}
+	if n := efaOnly(interfaces, -1); n > 0 {
+		if ni.EfaInfo == nil || ni.EfaInfo.MaximumEfaInterfaces == nil || int32(n) > *ni.EfaInfo.MaximumEfaInterfaces {
+			return false
+		}
+	}
 	return true
 }
 
@@ -464,9 +494,10 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 		InstanceStorePolicy *awsv1.InstanceStorePolicy
 		Zones               []zoneKey
 		Reservations        []awsv1.CapacityReservation
-		EnclaveOptions      *awsv1.EnclaveOptions `json:",omitempty"`
-		CPUOptions          *awsv1.CPUOptions     `json:",omitempty"`
-	}{nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings, nc.Spec.InstanceStorePolicy, zk, classReservations(nc), nc.Spec.EnclaveOptions, nc.Spec.CPUOptions})
+		EnclaveOptions      *awsv1.EnclaveOptions     `json:",omitempty"`
+		CPUOptions          *awsv1.CPUOptions         `json:",omitempty"`
+		NetworkInterfaces   []*awsv1.NetworkInterface `json:",omitempty"`
+	}{nc.AMIFamily(), nc.Spec.Kubelet, nc.Spec.BlockDeviceMappings, nc.Spec.InstanceStorePolicy, zk, classReservations(nc), nc.Spec.EnclaveOptions, nc.Spec.CPUOptions, nc.Spec.NetworkInterfaces})
 	if err != nil {
 		// The spec came from JSON; it always marshals back.
 		panic(fmt.Sprintf("hashing EC2NodeClass %s: %v", nc.Name, err))

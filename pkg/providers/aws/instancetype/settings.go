@@ -37,6 +37,11 @@ type settings struct {
 	// cpuOptions.nestedVirtualization enabled).
 	nitroEnclaves        bool
 	nestedVirtualization bool
+	// networkInterfaces are the class's spec.networkInterfaces (nil: the
+	// default single interface). When set, only the types with the network
+	// cards, device indexes and EFA interfaces they name are offered, and
+	// the EFA resource counts their efa-only interfaces.
+	networkInterfaces []*awsv1.NetworkInterface
 }
 
 // threshold is an eviction threshold: an absolute quantity or a percentage of
@@ -66,6 +71,11 @@ func newSettings(nc *awsv1.EC2NodeClass) (*settings, error) {
 	s.family = familyOf(s.familyName)
 	s.nitroEnclaves = nc.Spec.EnclaveOptions != nil && nc.Spec.EnclaveOptions.Enabled
 	s.nestedVirtualization = nc.Spec.CPUOptions != nil && nc.Spec.CPUOptions.NestedVirtualization != nil && *nc.Spec.CPUOptions.NestedVirtualization == "enabled"
+	for _, ni := range nc.Spec.NetworkInterfaces {
+		if ni != nil {
+			s.networkInterfaces = append(s.networkInterfaces, ni)
+		}
+	}
 	if nc.Spec.InstanceStorePolicy != nil {
 		s.instanceStorePolicy = *nc.Spec.InstanceStorePolicy
 	}

@@ -292,7 +292,9 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 	if c := lt.CPUOptions; c != nil && c.NestedVirtualization != nil {
 		data.CpuOptions = &ec2types.LaunchTemplateCpuOptionsRequest{NestedVirtualization: ec2types.NestedVirtualizationSpecification(*c.NestedVirtualization)}
 	}
-	if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 || lt.ConnectionTracking != nil || lt.IPPrefixCount != nil {
+	if len(lt.NetworkInterfaces) > 0 {
+		data.NetworkInterfaces = classInterfaces(lt)
+	} else if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 || lt.ConnectionTracking != nil || lt.IPPrefixCount != nil {
 		// Security groups then belong to the interfaces, not the template.
 		n := max(1, lt.EFACount)
 		for i := 0; i < n; i++ {
@@ -335,6 +337,40 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 			ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: EC2Tags(p.templateTags(nodeClass, lt)),
 		}},
 	}
+}
+
+// classInterfaces renders the class's spec.networkInterfaces, in order.
+// Every interface gets the class's security groups; none names a subnet
+// (the fleet override's subnet applies). EFA-only interfaces carry no IP
+// traffic, so EC2 refuses prefixes, a public address or connection tracking
+// on them: those go to the other interfaces only.
+func classInterfaces(lt *amifamily.LaunchTemplate) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, 0, len(lt.NetworkInterfaces))
+	for _, n := range lt.NetworkInterfaces {
+		ni := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(n.NetworkCardIndex),
+			DeviceIndex:      aws.Int32(n.DeviceIndex),
+			InterfaceType:    aws.String(string(n.InterfaceType)),
+			Groups:           lt.SecurityGroupIDs,
+		}
+		if n.InterfaceType != awsv1.InterfaceTypeEFAOnly {
+			ni.AssociatePublicIpAddress = lt.AssociatePublicIPAddress
+			if lt.IPPrefixCount != nil {
+				if lt.IPv6Prefixes {
+					ni.Ipv6PrefixCount = aws.Int32(*lt.IPPrefixCount)
+				} else {
+					ni.Ipv4PrefixCount = aws.Int32(*lt.IPPrefixCount)
+				}
+			}
+			if c := lt.ConnectionTracking; c != nil && (c.TCPEstablishedTimeout != nil || c.UDPStreamTimeout != nil || c.UDPTimeout != nil) {
+				ni.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
+					TcpEstablishedTimeout: c.TCPEstablishedTimeout, UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout,
+				}
+			}
+		}
+		out = append(out, ni)
+	}
+	return out
 }
 
 // EC2Tags renders tags for EC2 requests, sorted by key so that equal maps

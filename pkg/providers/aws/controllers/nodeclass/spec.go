@@ -78,9 +78,6 @@ func invalidValues(nc *v1.EC2NodeClass) []string {
 func unsupportedFields(nc *v1.EC2NodeClass) []string {
 	var out []string
 	s := &nc.Spec
-	if len(s.NetworkInterfaces) > 0 {
-		out = append(out, "spec.networkInterfaces")
-	}
 	// The schema lets ssmParameter sit beside other fields of a term (as
 	// upstream's does) but a term resolves through one of them only.
 	for i, t := range s.AMISelectorTerms {

@@ -33,15 +33,10 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 		family                string
 		mutate                func(*v1.EC2NodeClass)
 	}{
-		{"networkInterfaces", nodeclass.ReasonUnsupportedField, "spec.networkInterfaces is not supported by this build yet", "",
+		{"several", nodeclass.ReasonUnsupportedField, "spec.amiSelectorTerms[0].ssmParameter combined with name, spec.amiSelectorTerms[1].ssmParameter combined with owner are not supported", "",
 			func(nc *v1.EC2NodeClass) {
-				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
-			}},
-		{"several", nodeclass.ReasonUnsupportedField, "spec.networkInterfaces, spec.amiSelectorTerms[0].ssmParameter combined with name are not supported", "",
-			func(nc *v1.EC2NodeClass) {
-				nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{{InterfaceType: v1.InterfaceTypeInterface}}
 				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2023)
-				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: "/my/ami", Name: "x"}}
+				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: "/my/ami", Name: "x"}, {SSMParameter: "/my/other", Owner: "self"}}
 			}},
 		{"ssmParameter beside name", nodeclass.ReasonUnsupportedField, "spec.amiSelectorTerms[0].ssmParameter combined with name", "",
 			func(nc *v1.EC2NodeClass) {
@@ -110,6 +105,10 @@ func TestSupportedSpecIsReady(t *testing.T) {
 	nc.Spec.EnclaveOptions = &v1.EnclaveOptions{Enabled: true}
 	nc.Spec.CPUOptions = &v1.CPUOptions{NestedVirtualization: ptr.To("enabled")}
 	nc.Spec.IPPrefixCount = ptr.To(int32(2))
+	nc.Spec.NetworkInterfaces = []*v1.NetworkInterface{
+		{NetworkCardIndex: 0, DeviceIndex: 0, InterfaceType: v1.InterfaceTypeInterface},
+		{NetworkCardIndex: 1, DeviceIndex: 0, InterfaceType: v1.InterfaceTypeEFAOnly},
+	}
 	ExpectApplied(f.ctx, t, e.Client, nc)
 	nc = f.reconcile(t, nc)
 	expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, v1.ConditionTypeValidationSucceeded, "")

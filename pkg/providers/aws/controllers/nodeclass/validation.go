@@ -206,6 +206,10 @@ type dryRunInputs struct {
 	// Tenancy is the Placement.Tenancy launched with: dedicated when a
 	// NodePool of the class allows dedicated tenancy, as upstream.
 	Tenancy string
+	// NetworkInterfaces are the class's spec.networkInterfaces: the dry
+	// runs ask for them (with the security groups on them, as a launch
+	// does) in place of the default interface.
+	NetworkInterfaces []v1.NetworkInterface `json:",omitempty"`
 }
 
 func (in dryRunInputs) tenancy() string {
@@ -231,6 +235,11 @@ func (v *validation) inputs(nc *v1.EC2NodeClass, tags map[string]string) dryRunI
 		AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 	}
 	in.ImageID, in.InstanceType = validationTarget(nc.Status.AMIs)
+	for _, ni := range nc.Spec.NetworkInterfaces {
+		if ni != nil {
+			in.NetworkInterfaces = append(in.NetworkInterfaces, *ni)
+		}
+	}
 	for _, s := range nc.Status.Subnets {
 		in.Subnets = append(in.Subnets, s.ID)
 	}
@@ -339,7 +348,7 @@ func validationTarget(amis []v1.AMI) (string, string) {
 func noRetry(o *ec2.Options) { o.Retryer = aws.NopRetryer{} }
 
 func (v *validation) createLaunchTemplate(ctx context.Context, in dryRunInputs) error {
-	_, err := v.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+	input := &ec2.CreateLaunchTemplateInput{
 		DryRun:             aws.Bool(true),
 		LaunchTemplateName: aws.String(in.Name),
 		LaunchTemplateData: &ec2types.RequestLaunchTemplateData{
@@ -352,7 +361,17 @@ func (v *validation) createLaunchTemplate(ctx context.Context, in dryRunInputs) 
 			Placement:           &ec2types.LaunchTemplatePlacementRequest{Tenancy: ec2types.Tenancy(in.tenancy())},
 		},
 		TagSpecifications: []ec2types.TagSpecification{{ResourceType: ec2types.ResourceTypeLaunchTemplate, Tags: launchtemplate.EC2Tags(in.Tags)}},
-	}, noRetry)
+	}
+	if len(in.NetworkInterfaces) > 0 {
+		input.LaunchTemplateData.SecurityGroupIds = nil
+		for _, ni := range in.NetworkInterfaces {
+			input.LaunchTemplateData.NetworkInterfaces = append(input.LaunchTemplateData.NetworkInterfaces, ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+				NetworkCardIndex: aws.Int32(ni.NetworkCardIndex), DeviceIndex: aws.Int32(ni.DeviceIndex),
+				InterfaceType: aws.String(string(ni.InterfaceType)), Groups: in.SecurityGroups,
+			})
+		}
+	}
+	_, err := v.ec2.CreateLaunchTemplate(ctx, input, noRetry)
 	return err
 }
 
@@ -407,6 +426,17 @@ func (v *validation) runInstances(ctx context.Context, in dryRunInputs) error {
 	}
 	if len(in.Subnets) > 0 {
 		input.SubnetId = aws.String(in.Subnets[0])
+	}
+	if len(in.NetworkInterfaces) > 0 {
+		// The subnet and security groups then belong to the interfaces.
+		input.SecurityGroupIds = nil
+		for _, ni := range in.NetworkInterfaces {
+			input.NetworkInterfaces = append(input.NetworkInterfaces, ec2types.InstanceNetworkInterfaceSpecification{
+				NetworkCardIndex: aws.Int32(ni.NetworkCardIndex), DeviceIndex: aws.Int32(ni.DeviceIndex),
+				InterfaceType: aws.String(string(ni.InterfaceType)), SubnetId: input.SubnetId, Groups: in.SecurityGroups,
+			})
+		}
+		input.SubnetId = nil
 	}
 	_, err := v.ec2.RunInstances(ctx, input, noRetry)
 	return err
