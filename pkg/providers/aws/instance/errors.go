@@ -12,6 +12,7 @@ import (
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
@@ -32,6 +33,10 @@ var unfulfillable = map[string]bool{
 	"MaxFleetCountExceeded":             true,
 	"ReservationCapacityExceeded":       true,
 }
+
+// ReasonNetworkInterfacesRefused is the Launched condition reason of a
+// launch whose fleet EC2 refused for the class's spec.networkInterfaces.
+const ReasonNetworkInterfacesRefused = "NetworkInterfacesRefused"
 
 const (
 	codeSubnetFull            = "InsufficientFreeAddressesInSubnet"
@@ -155,4 +160,28 @@ func fleetError(errs []ec2types.CreateFleetError, capacityType string) error {
 		}
 	}
 	return cloudprovider.NewInsufficientCapacityError(fe)
+}
+
+// interfacesRefused names spec.networkInterfaces in a launch failure whose
+// fleet errors are EC2 refusing the class's network interfaces for the
+// instance type (an EFA interface on a type without EFA, a network card or
+// device index the type does not have), so that the NodeClaim's Launched
+// condition and event point at the field to change.
+func interfacesRefused(nc *awsv1.EC2NodeClass, errs []ec2types.CreateFleetError, err error) error {
+	var createErr *cloudprovider.CreateError
+	if len(nc.Spec.NetworkInterfaces) == 0 || !errors.As(err, &createErr) {
+		return err
+	}
+	for _, e := range errs {
+		code, msg := aws.ToString(e.ErrorCode), strings.ToLower(aws.ToString(e.ErrorMessage))
+		if code != "InvalidParameterCombination" && code != "InvalidParameterValue" {
+			continue
+		}
+		if strings.Contains(msg, "efa") || strings.Contains(msg, "elastic fabric") || strings.Contains(msg, "network card") ||
+			strings.Contains(msg, "device index") || strings.Contains(msg, "interface") {
+			wrapped := fmt.Errorf("EC2 refused the network interfaces of EC2NodeClass %q (spec.networkInterfaces) for the instance type: %w", nc.Name, createErr.Err)
+			return cloudprovider.NewCreateError(wrapped, ReasonNetworkInterfacesRefused, wrapped.Error())
+		}
+	}
+	return err
 }

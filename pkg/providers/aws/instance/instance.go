@@ -206,7 +206,7 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 	p.markUnavailable(ctx, out.Errors, capacityType, subnets, placement)
 	p.markReservationsFull(out.Errors, lts)
 	if len(out.Instances) == 0 || len(out.Instances[0].InstanceIds) == 0 {
-		return nil, lts, fleetError(out.Errors, capacityType)
+		return nil, lts, interfacesRefused(nc, out.Errors, fleetError(out.Errors, capacityType))
 	}
 	fi := out.Instances[0]
 	inst := &Instance{
