@@ -153,6 +153,12 @@ func (c *CloudProvider) toNodeClaim(inst *instance.Instance, it *scheduling.Inst
 		}
 		capacity = it.Capacity.DeepCopy()
 		allocatable = it.Allocatable()
+		// The EFA resource only when the instance has EFA interfaces (the
+		// NodeClaim asked for EFA or its class lists interfaces), as upstream.
+		if inst.EFACount == 0 {
+			delete(capacity, awsv1.ResourceEFA)
+			delete(allocatable, awsv1.ResourceEFA)
+		}
 	}
 	labels[corev1.LabelInstanceTypeStable] = inst.Type
 	labels[corev1.LabelTopologyZone] = inst.Zone

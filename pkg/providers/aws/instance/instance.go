@@ -43,6 +43,14 @@ type Instance struct {
 	// partition group (0: none, or not known yet).
 	PlacementGroupID, PlacementGroupName string
 	PartitionNumber                      int32
+
+	// EFACount is the instance's EFA interfaces (efa and efa-only), as
+	// upstream counts them: at launch, the type's vpc.amazonaws.com/efa
+	// capacity when the NodeClaim asks for EFA or the class lists network
+	// interfaces (else 0, the template having no EFA interface); from EC2,
+	// its interfaces of those types. The NodeClaim advertises the EFA
+	// resource only when it is not 0.
+	EFACount int
 }
 
 // ProviderID is aws:///<zone>/<id>.
@@ -224,6 +232,14 @@ func (p *Provider) launch(ctx context.Context, nc *awsv1.EC2NodeClass, nodeClaim
 		inst.ImageID = aws.ToString(lto.Overrides.ImageId)
 		if inst.Type == "" {
 			inst.Type = string(lto.Overrides.InstanceType)
+		}
+	}
+	if _, requested := nodeClaim.Spec.Resources.Requests[awsv1.ResourceEFA]; requested || nc.Spec.NetworkInterfaces != nil {
+		for _, it := range its {
+			if it.Name == inst.Type {
+				q := it.Capacity[awsv1.ResourceEFA]
+				inst.EFACount = int(q.Value())
+			}
 		}
 	}
 	if lto := fi.LaunchTemplateAndOverrides; lto != nil && lto.LaunchTemplateSpecification != nil {

@@ -165,6 +165,11 @@ func fromEC2(in *ec2types.Instance) *Instance {
 	case out.CapacityReservationID != "":
 		out.CapacityType = scheduling.CapacityTypeReserved
 	}
+	for _, ni := range in.NetworkInterfaces {
+		if t := aws.ToString(ni.InterfaceType); t == string(ec2types.NetworkInterfaceTypeEfa) || t == string(ec2types.NetworkInterfaceTypeEfaOnly) {
+			out.EFACount++
+		}
+	}
 	for _, g := range in.SecurityGroups {
 		out.SecurityGroupIDs = append(out.SecurityGroupIDs, aws.ToString(g.GroupId))
 	}
