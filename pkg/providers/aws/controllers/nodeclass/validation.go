@@ -235,9 +235,24 @@ func (v *validation) inputs(nc *v1.EC2NodeClass, tags map[string]string) dryRunI
 		AssociatePublicIP: nc.Spec.AssociatePublicIPAddress,
 	}
 	in.ImageID, in.InstanceType = validationTarget(nc.Status.AMIs)
+	var interfaces []v1.NetworkInterface
 	for _, ni := range nc.Spec.NetworkInterfaces {
 		if ni != nil {
-			in.NetworkInterfaces = append(in.NetworkInterfaces, *ni)
+			interfaces = append(interfaces, *ni)
+		}
+	}
+	// The dry runs carry the class's interfaces on a type that can hold
+	// them (as upstream's run on a type compatible with the class), so that
+	// EC2 answers for the permissions, not for the type; interfaces no
+	// listed type holds are left to the launch, whose refusal names
+	// spec.networkInterfaces.
+	if len(interfaces) > 0 {
+		arm := in.InstanceType == validationTypes["arm64"] || in.InstanceType == validationTypes["arm64/nvidia"]
+		for _, t := range interfaceValidationTypes {
+			if t.arm64 == arm && t.holds(interfaces) {
+				in.InstanceType, in.NetworkInterfaces = t.name, interfaces
+				break
+			}
 		}
 	}
 	for _, s := range nc.Status.Subnets {
@@ -304,6 +319,38 @@ var validationTypes = map[string]string{
 	"arm64/nvidia": "g5g.xlarge",
 	"amd64/neuron": "inf2.xlarge",
 	"arm64/neuron": "inf2.xlarge",
+}
+
+// interfaceValidationTypes are the dry runs' types for classes that list
+// network interfaces: types with many network cards and EFA interfaces (as
+// DescribeInstanceTypes reports them), smallest first.
+var interfaceValidationTypes = []interfaceValidationType{
+	{"c8gn.48xlarge", true, 2, 12, 2},
+	{"trn1n.32xlarge", false, 16, 5, 16},
+	{"p5.48xlarge", false, 32, 2, 32},
+}
+
+// interfaceValidationType is a type's network cards, interfaces per card
+// and EFA interfaces.
+type interfaceValidationType struct {
+	name                   string
+	arm64                  bool
+	cards, perCard, efaMax int32
+}
+
+// holds: the type has the cards, device indexes and EFA interfaces the
+// interfaces need.
+func (t interfaceValidationType) holds(interfaces []v1.NetworkInterface) bool {
+	efa := int32(0)
+	for _, ni := range interfaces {
+		if ni.NetworkCardIndex >= t.cards || ni.DeviceIndex >= t.perCard {
+			return false
+		}
+		if ni.InterfaceType == v1.InterfaceTypeEFAOnly {
+			efa++
+		}
+	}
+	return efa <= t.efaMax
 }
 
 // validationTarget picks the image and instance type of the dry runs.

@@ -82,3 +82,31 @@ func TestDryRunInputs(t *testing.T) {
 		t.Errorf("metadata %+v", md)
 	}
 }
+
+// A class listing network interfaces dry-runs them on a type of the AMI's
+// architecture that holds them; interfaces no listed type holds are left
+// out of the dry runs (the launch names them when EC2 refuses them).
+func TestDryRunsCarryNetworkInterfaces(t *testing.T) {
+	v := newValidation(nil, nil, nil, &settings.Options{ClusterName: "demo"})
+	primary := &v1.NetworkInterface{InterfaceType: v1.InterfaceTypeInterface}
+	for _, c := range []struct {
+		name       string
+		arch       string
+		interfaces []*v1.NetworkInterface
+		wantType   string
+		carried    bool
+	}{
+		{"none", "amd64", nil, "m5.large", false},
+		{"efa on card 1", "amd64", []*v1.NetworkInterface{primary, {NetworkCardIndex: 1, InterfaceType: v1.InterfaceTypeEFAOnly}}, "trn1n.32xlarge", true},
+		{"card 20", "amd64", []*v1.NetworkInterface{primary, {NetworkCardIndex: 20, InterfaceType: v1.InterfaceTypeEFAOnly}}, "p5.48xlarge", true},
+		{"arm efa", "arm64", []*v1.NetworkInterface{primary, {DeviceIndex: 1, InterfaceType: v1.InterfaceTypeEFAOnly}}, "c8gn.48xlarge", true},
+		{"beyond every type", "arm64", []*v1.NetworkInterface{primary, {NetworkCardIndex: 5, InterfaceType: v1.InterfaceTypeInterface}}, "m6g.large", false},
+	} {
+		nc := &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.EC2NodeClassSpec{NetworkInterfaces: c.interfaces}}
+		nc.Status.AMIs = []v1.AMI{ami("ami-1", c.arch)}
+		in := v.inputs(nc, map[string]string{})
+		if in.InstanceType != c.wantType || (len(in.NetworkInterfaces) > 0) != c.carried {
+			t.Errorf("%s: dry runs on %s with %d interfaces, want %s carrying them %v", c.name, in.InstanceType, len(in.NetworkInterfaces), c.wantType, c.carried)
+		}
+	}
+}
