@@ -309,13 +309,7 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 			}
 			// Every interface the template creates (primary and EFA) gets
 			// the class's prefixes and connection tracking timeouts.
-			if lt.IPPrefixCount != nil {
-				if lt.IPv6Prefixes {
-					ni.Ipv6PrefixCount = aws.Int32(*lt.IPPrefixCount)
-				} else {
-					ni.Ipv4PrefixCount = aws.Int32(*lt.IPPrefixCount)
-				}
-			}
+			withPrefixes(&ni, lt)
 			if c := lt.ConnectionTracking; c != nil {
 				ni.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
 					TcpEstablishedTimeout: c.TCPEstablishedTimeout, UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout,
@@ -339,6 +333,19 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 	}
 }
 
+// withPrefixes gives an interface the class's ipPrefixCount, as IPv6 or IPv4
+// prefixes after the cluster's IP family.
+func withPrefixes(ni *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, lt *amifamily.LaunchTemplate) {
+	if lt.IPPrefixCount == nil {
+		return
+	}
+	if lt.IPv6Prefixes {
+		ni.Ipv6PrefixCount = aws.Int32(*lt.IPPrefixCount)
+	} else {
+		ni.Ipv4PrefixCount = aws.Int32(*lt.IPPrefixCount)
+	}
+}
+
 // classInterfaces renders the class's spec.networkInterfaces, in order.
 // Every interface gets the class's security groups; none names a subnet
 // (the fleet override's subnet applies). EFA-only interfaces carry no IP
@@ -355,13 +362,7 @@ func classInterfaces(lt *amifamily.LaunchTemplate) []ec2types.LaunchTemplateInst
 		}
 		if n.InterfaceType != awsv1.InterfaceTypeEFAOnly {
 			ni.AssociatePublicIpAddress = lt.AssociatePublicIPAddress
-			if lt.IPPrefixCount != nil {
-				if lt.IPv6Prefixes {
-					ni.Ipv6PrefixCount = aws.Int32(*lt.IPPrefixCount)
-				} else {
-					ni.Ipv4PrefixCount = aws.Int32(*lt.IPPrefixCount)
-				}
-			}
+			withPrefixes(&ni, lt)
 			if c := lt.ConnectionTracking; c != nil && (c.TCPEstablishedTimeout != nil || c.UDPStreamTimeout != nil || c.UDPTimeout != nil) {
 				ni.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
 					TcpEstablishedTimeout: c.TCPEstablishedTimeout, UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout,
