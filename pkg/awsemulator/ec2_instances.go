@@ -605,6 +605,24 @@ func checkInstanceIDs(s *state, ids []string) *apiError {
 	return nil
 }
 
+// eachRequestedInstance is the selection of the Describe calls over
+// instances: it checks that every id of the request exists, brings the
+// instances' lifecycles up to now, and calls f for each instance the ids name
+// (every one without ids), in launch order.
+func (s *state) eachRequestedInstance(ids []string, f func(in *Instance)) *apiError {
+	if apiErr := checkInstanceIDs(s, ids); apiErr != nil {
+		return apiErr
+	}
+	s.observeInstances()
+	want := nameSet(ids...)
+	for _, id := range s.instanceOrder {
+		if len(want) == 0 || want[id] {
+			f(s.instances[id])
+		}
+	}
+	return nil
+}
+
 func ec2DescribeInstances(c *call) (any, error) {
 	filters := parseFilters(c)
 	if err := checkFilters(filters, instanceFilters); err != nil {
@@ -617,20 +635,11 @@ func ec2DescribeInstances(c *call) (any, error) {
 	var matched []Instance
 	var apiErr *apiError
 	c.e.locked(func(s *state) {
-		if apiErr = checkInstanceIDs(s, ids); apiErr != nil {
-			return
-		}
-		s.observeInstances()
-		want := nameSet(ids...)
-		for _, id := range s.instanceOrder {
-			in := s.instances[id]
-			if len(want) > 0 && !want[id] {
-				continue
-			}
+		apiErr = s.eachRequestedInstance(ids, func(in *Instance) {
 			if matchFilters(filters, instanceFields(in), in.Tags) {
 				matched = append(matched, in.clone())
 			}
-		}
+		})
 	})
 	if apiErr != nil {
 		return nil, apiErr

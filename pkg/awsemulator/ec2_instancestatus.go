@@ -214,21 +214,14 @@ func ec2DescribeInstanceStatus(c *call) (any, error) {
 	var matched []statusEntry
 	var apiErr *apiError
 	c.e.locked(func(s *state) {
-		if apiErr = checkInstanceIDs(s, ids); apiErr != nil {
-			return
-		}
-		s.observeInstances()
-		want := nameSet(ids...)
-		for _, id := range s.instanceOrder {
-			in := s.instances[id]
-			if (len(want) > 0 && !want[id]) || in.State == "terminated" || (!all && in.State != "running") {
-				continue
+		apiErr = s.eachRequestedInstance(ids, func(in *Instance) {
+			if in.State == "terminated" || (!all && in.State != "running") {
+				return
 			}
-			en := s.statusEntryOf(in)
-			if matchFilters(filters, en.fields(), nil) {
+			if en := s.statusEntryOf(in); matchFilters(filters, en.fields(), nil) {
 				matched = append(matched, en)
 			}
-		}
+		})
 	})
 	if apiErr != nil {
 		return nil, apiErr
