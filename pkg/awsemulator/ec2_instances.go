@@ -707,13 +707,7 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 	b.leafAlways("subnetId", in.SubnetID)
 	b.leafAlways("vpcId", in.VPCID)
 	b.leafAlways("privateIpAddress", in.PrivateIP)
-	b.open("groupSet")
-	for _, g := range in.SecurityGroupIDs {
-		b.open("item")
-		b.leafAlways("groupId", g)
-		b.close("item")
-	}
-	b.close("groupSet")
+	writeGroupSet(b, in.SecurityGroupIDs)
 	if len(in.NetworkInterfaces) > 0 {
 		b.open("networkInterfaceSet")
 		for i, ni := range in.NetworkInterfaces {
@@ -727,13 +721,7 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 			b.integer("networkCardIndex", int64(ni.NetworkCardIndex))
 			b.leafAlways("status", "attached")
 			b.close("attachment")
-			b.open("groupSet")
-			for _, g := range ni.SecurityGroupIDs {
-				b.open("item")
-				b.leafAlways("groupId", g)
-				b.close("item")
-			}
-			b.close("groupSet")
+			writeGroupSet(b, ni.SecurityGroupIDs)
 			b.close("item")
 		}
 		b.close("networkInterfaceSet")
@@ -931,4 +919,16 @@ func ec2CreateTags(c *call) (any, error) {
 		return nil, apiErr
 	}
 	return xmlBody("<return>true</return>"), nil
+}
+
+// writeGroupSet writes security group ids as EC2 lists them on an instance
+// and its network interfaces: <groupSet><item><groupId/></item>...</groupSet>.
+func writeGroupSet(b *xb, ids []string) {
+	b.open("groupSet")
+	for _, g := range ids {
+		b.open("item")
+		b.leafAlways("groupId", g)
+		b.close("item")
+	}
+	b.close("groupSet")
 }
