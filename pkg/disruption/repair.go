@@ -11,7 +11,6 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/cloudprovider"
-	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // MethodRepair repairs unhealthy nodes (NodeRepair gate): a node whose Node
@@ -513,38 +512,14 @@ func describeRebootDrain(bound *time.Duration, nc *v1.NodeClaim) string {
 	return fmt.Sprintf("after draining it for at most %s", *bound)
 }
 
-// staticRepair replaces an unhealthy node of a static NodePool (spec.replicas)
-// as upstream does: with a node of the pool launched first, while the pool's
-// NodeClaims stay within limits.nodes; at the limit, with TerminateFirstRepair
-// and the pool Ready, by deleting it first (the pool is refilled to its
-// replicas after); otherwise it waits, explained. Nothing is replaced while
-// the pool is being scaled down.
+// staticRepair replaces an unhealthy node of a static NodePool
+// (spec.replicas) as staticReplace does, with the TerminateFirstRepair gate.
 func (p *pass) staticRepair(m Method, n *node, why string, since time.Duration, rep *Repair) *Decision {
-	np := n.pool.NodePool
-	all, active := p.staticCounts(np.Name)
-	if active > int(*np.Spec.Replicas) {
-		p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s): static nodepool %s is scaling down to %d replicas first", n.Name, why, np.Name, *np.Spec.Replicas))
-		return nil
-	}
-	d := &Decision{Method: m, Candidates: []*Node{n.Node}, CandidatesPrice: priceOf([]*node{n}), Repair: rep}
-	limit, limited := np.Spec.Limits[v1.ResourceNodes]
-	if !limited || int64(all) < limit.Value() {
-		claim := p.in.StaticClaims[np.Name]
-		if claim == nil {
-			p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s): static nodepool %s admits no instance type with an available offering to replace it", n.Name, why, np.Name))
-			return nil
-		}
-		d.Replacements, d.ReplacementsPrice = []*scheduling.NewClaim{claim}, claim.Price
-		d.Explanation = fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): replacing it with a node of static nodepool %s", n.Name, why, since, np.Name)
-		return d
-	}
-	atLimit := fmt.Sprintf("static nodepool %s is at its node limit (limits.nodes %s) and cannot stage a replacement", np.Name, limit.String())
-	if !p.in.Options.TerminateFirstRepair || !np.StatusConditions().Root().IsTrue() || np.DeletionTimestamp != nil {
-		p.explain(n, m, CodeUnschedulable, fmt.Sprintf("node %s is unhealthy (%s): %s", n.Name, why, atLimit))
-		return nil
-	}
-	d.Explanation = fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s): %s, so it is deleted first (TerminateFirstRepair) and the pool refilled to %d replicas",
-		n.Name, why, since, atLimit, *np.Spec.Replicas)
-	d.TerminateFirstReason = TerminateFirstStaticAtLimit
-	return d
+	return p.staticReplace(m, n, staticCase{
+		subject:  fmt.Sprintf("node %s is unhealthy (%s)", n.Name, why),
+		decided:  fmt.Sprintf("node %s is unhealthy (%s, past its toleration by %s)", n.Name, why, since),
+		gate:     p.in.Options.TerminateFirstRepair,
+		gateName: "TerminateFirstRepair",
+		repair:   rep,
+	})
 }

@@ -95,3 +95,25 @@ func creditedPools(pools []*scheduling.NodePool, reservation string) []*scheduli
 	}
 	return out
 }
+
+// staticReservations reports, for a node of a static NodePool, whether the
+// pool's replacement can only go into full capacity reservations (see
+// scheduling.NodePool.ReservationsFull: a static node is launched from the
+// bare template, so this looks at offerings, not at a simulation); none when
+// the template allows no offering at all; held, the still-offered
+// reservation the node holds a slot in ("" for none).
+func (p *pass) staticReservations(n *node) (full, none bool, held string) {
+	np := n.pool.NodePool
+	reqs := make([]scheduling.Requirement, 0, len(np.Spec.Template.Spec.Requirements))
+	for _, r := range np.Spec.Template.Spec.Requirements {
+		reqs = append(reqs, scheduling.NewRequirement(r.Key, r.Operator, r.Values...))
+	}
+	full, offered, none := (&scheduling.NodePool{Name: np.Name, Requirements: scheduling.NewRequirements(reqs...), Labels: np.Spec.Template.ObjectMeta.Labels, InstanceTypes: n.pool.InstanceTypes}).ReservationsFull()
+	if !full {
+		return false, false, ""
+	}
+	if id := p.reservationOf(n); offered[id] {
+		held = id
+	}
+	return true, none, held
+}

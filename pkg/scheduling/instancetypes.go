@@ -547,7 +547,13 @@ func newOfferingCheck(reqs Requirements) offeringCheck {
 }
 
 func (oc *offeringCheck) compatible(o *Offering) bool {
-	if !o.Launchable() || (oc.hasZone && !oc.zone.Has(o.Zone)) || (oc.hasCT && !oc.ct.Has(o.CapacityType)) {
+	return o.Launchable() && oc.allows(o)
+}
+
+// allows reports whether the requirements allow the offering's zone,
+// capacity type and further labels, whether or not it can launch now.
+func (oc *offeringCheck) allows(o *Offering) bool {
+	if (oc.hasZone && !oc.zone.Has(o.Zone)) || (oc.hasCT && !oc.ct.Has(o.CapacityType)) {
 		return false
 	}
 	return o.Requirements.Len() == 0 || oc.reqs.Intersects(o.Requirements) == nil

@@ -66,20 +66,34 @@ func instanceTypeValues(it *InstanceType, key string, oc offeringCheck) []string
 	return nil
 }
 
-// admitted returns the pool's requirements with its labels, and its instance
-// types those admit with an available offering they allow.
-func (np *NodePool) admitted() (Requirements, []*InstanceType) {
+// templateRequirements are the pool's requirements with its labels.
+func (np *NodePool) templateRequirements() Requirements {
 	reqs := np.Requirements
 	for k, v := range np.Labels {
 		if _, ok := reqs.Get(k); !ok {
 			reqs = reqs.With(NewRequirement(k, corev1.NodeSelectorOpIn, v))
 		}
 	}
+	return reqs
+}
+
+// admits reports whether reqs (a pool's template requirements) admit the
+// instance type, whatever its offerings.
+func admits(reqs Requirements, it *InstanceType) bool {
+	if r, ok := reqs.Get(LabelInstanceType); ok && !r.Has(it.Name) {
+		return false
+	}
+	return it.Requirements.intersects(reqs)
+}
+
+// admitted returns the pool's requirements with its labels, and its instance
+// types those admit with an available offering they allow.
+func (np *NodePool) admitted() (Requirements, []*InstanceType) {
+	reqs := np.templateRequirements()
 	oc := newOfferingCheck(reqs)
-	itReq, constrainsType := reqs.Get(LabelInstanceType)
 	var admitted []*InstanceType
 	for _, it := range np.InstanceTypes {
-		if (constrainsType && !itReq.Has(it.Name)) || !it.Requirements.intersects(reqs) {
+		if !admits(reqs, it) {
 			continue
 		}
 		for oi := range it.Offerings {
@@ -131,4 +145,40 @@ func (np *NodePool) StaticClaim(maxTypes int) (claim *NewClaim, ok bool) {
 	}
 	reqs = reqs.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, names...))
 	return &NewClaim{NodePool: np, Requirements: reqs, InstanceTypes: types, Price: price(types[0])}, true
+}
+
+// ReservationsFull reports whether a node of the pool, launched from its bare
+// template as a static NodePool's are, can only go into capacity reservations
+// with no free slot: every offering its requirements and labels allow, of
+// every instance type they admit, launchable or not, is a reserved one that
+// cannot launch now. A single allowed offering of another capacity type, even
+// an unavailable one, means the node does not wait on a reservation slot.
+// offered are the IDs of those reservations still Available (healthy, only
+// full): a node holding a slot in one frees a slot the pool can launch into.
+// none is true when the pool allows no offering at all (full is then
+// vacuously true).
+func (np *NodePool) ReservationsFull() (full bool, offered map[string]bool, none bool) {
+	reqs := np.templateRequirements()
+	oc := newOfferingCheck(reqs)
+	offered = map[string]bool{}
+	none = true
+	for _, it := range np.InstanceTypes {
+		if !admits(reqs, it) {
+			continue
+		}
+		for oi := range it.Offerings {
+			o := &it.Offerings[oi]
+			if !oc.allows(o) {
+				continue
+			}
+			none = false
+			if o.CapacityType != CapacityTypeReserved || o.Launchable() {
+				return false, nil, false
+			}
+			if o.Available && o.ReservationID != "" {
+				offered[o.ReservationID] = true
+			}
+		}
+	}
+	return true, offered, none
 }

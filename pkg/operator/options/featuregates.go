@@ -45,8 +45,9 @@ type Gate struct {
 // SpotToSpotConsolidation, NodeRepair (pkg/disruption's repair method),
 // NodeOverlay (pkg/controllers/nodeoverlay),
 // StaticCapacity (pkg/controllers/staticcapacity), CapacityBuffer
-// (pkg/capacitybuffer) and PodDeletionCostManagement
-// (pkg/controllers/deletioncost) are implemented.
+// (pkg/capacitybuffer), TerminateFirstDrift and TerminateFirstRepair
+// (pkg/disruption's drift and repair methods) and PodDeletionCostManagement
+// (pkg/controllers/deletioncost) are implemented: every one.
 var CoreGates = []Gate{
 	{Name: FeatureReservedCapacity, Default: true, Implemented: true},
 	{Name: FeatureSpotToSpotConsolidation, Default: false, Implemented: true},
@@ -54,8 +55,8 @@ var CoreGates = []Gate{
 	{Name: FeatureNodeOverlay, Default: false, Implemented: true},
 	{Name: FeatureStaticCapacity, Default: false, Implemented: true},
 	{Name: FeatureCapacityBuffer, Default: false, Implemented: true},
-	{Name: FeatureTerminateFirstDrift, Default: false, Missing: "a drifted node of a static NodePool whose capacity reservations are full is not terminated first (no-reserved-capacity); static NodePools terminate first only at their node limit"},
-	{Name: FeatureTerminateFirstRepair, Default: false, Missing: "an unhealthy node of a static NodePool whose capacity reservations are full is not terminated first (no-reserved-capacity); static NodePools terminate first only at their node limit"},
+	{Name: FeatureTerminateFirstDrift, Default: false, Implemented: true},
+	{Name: FeatureTerminateFirstRepair, Default: false, Implemented: true},
 	{Name: FeaturePodDeletionCostManagement, Default: false, Implemented: true},
 }
 
