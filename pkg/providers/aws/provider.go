@@ -139,6 +139,10 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		itOpts.ZonalShifts, instOpts.ZonalShifts = shifts, shifts
 		controllers = append(controllers, cloudprovider.Runnable(zonalshift.NewController(shifts, deps.KubeClient, deps.Recorder, deps.Clock)))
 	}
+	if options.FeatureGateValue(deps.FeatureGates, options.FeatureNodeOverlay) && deps.KubeClient != nil {
+		// Types EC2 has no price for take a NodeOverlay's, as upstream's.
+		itOpts.OverlayPrices = instancetype.NewOverlayPrices(deps.KubeClient, deps.Clock)
+	}
 	instanceTypes := instancetype.NewProvider(ec2api, prices, unavailable, deps.Clock, itOpts)
 	// The nodes' cluster DNS address, read once at start-up as upstream does.
 	var reader client.Reader = deps.KubeClient

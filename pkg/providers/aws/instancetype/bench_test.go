@@ -53,7 +53,7 @@ func BenchmarkResolveAllInstanceTypes(b *testing.B) {
 			b.Fatal(err)
 		}
 		res := p.resolve(s, zones)
-		if list := p.withOfferings(res); len(list) != 1363 {
+		if list := p.withOfferings(res, nil); len(list) != 1363 {
 			b.Fatal(len(list))
 		}
 	}
@@ -70,7 +70,7 @@ func BenchmarkRebuildOfferings(b *testing.B) {
 	res := p.resolve(s, subnetZones(nc.Status.Subnets))
 	b.ReportAllocs()
 	for b.Loop() {
-		p.withOfferings(res)
+		p.withOfferings(res, nil)
 	}
 }
 

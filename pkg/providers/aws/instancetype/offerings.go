@@ -14,9 +14,10 @@ import (
 // capacity, not every subnet of the class in the zone ran out of addresses,
 // and traffic is not shifted away from the zone (shifted, by zone name: an
 // ARC zonal shift with ENABLE_ZONAL_SHIFT). zoneReqs carries the zone-id
-// requirement of each subnet zone.
+// requirement of each subnet zone. A price the pricing provider does not
+// know is the type's in overlay when there is one (see OverlayPrices).
 func offerings(name string, capacityTypes []string, zones []zone, offered map[string]bool, zoneReqs map[string]scheduling.Requirements,
-	prices *pricing.Provider, unavailable *UnavailableOfferings, shifted map[string]bool) []scheduling.Offering {
+	prices *pricing.Provider, overlay map[string]float64, unavailable *UnavailableOfferings, shifted map[string]bool) []scheduling.Offering {
 	out := make([]scheduling.Offering, 0, len(zones)*len(capacityTypes))
 	for _, z := range zones {
 		for _, ct := range capacityTypes {
@@ -29,6 +30,9 @@ func offerings(name string, capacityTypes []string, zones []zone, offered map[st
 				price, priced = prices.OnDemandPrice(name)
 			default:
 				continue
+			}
+			if !priced {
+				price, priced = overlay[name]
 			}
 			out = append(out, scheduling.Offering{
 				Zone:         z.name,

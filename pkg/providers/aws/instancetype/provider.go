@@ -52,6 +52,9 @@ type Options struct {
 	// reservation provider's Availability). Nil: reservations are not
 	// counted, each taken as having room.
 	ReservationCounts ReservationCounts
+	// OverlayPrices (feature gate NodeOverlay) price the types EC2 has no
+	// price for from NodeOverlays. Nil: such types stay unavailable.
+	OverlayPrices *OverlayPrices
 }
 
 // ZonalShifts are the ARC zonal shifts of the cluster (zonalshift.Provider).
@@ -118,9 +121,10 @@ type resolution struct {
 	// its registered nodes was learnt.
 	amiHash uint64
 	// list was built with these sequence numbers of the ICE cache, prices,
-	// discovered capacity, zonal shifts and reservation counts.
-	iceSeq, priceSeq, discoveredSeq, shiftSeq, countSeq uint64
-	list                                                []*scheduling.InstanceType
+	// discovered capacity, zonal shifts, reservation counts and overlay
+	// prices.
+	iceSeq, priceSeq, discoveredSeq, shiftSeq, countSeq, overlaySeq uint64
+	list                                                            []*scheduling.InstanceType
 	// shifted are the zones (by name) traffic was shifted away from when
 	// list was built.
 	shifted map[string]bool
@@ -167,6 +171,10 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 		}
 	}
 
+	// Listed before taking the lock: a slow API server holds up no other
+	// caller's cached answer.
+	overlay, overlaySeq := p.opts.OverlayPrices.current(ctx)
+
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.refresh(ctx); err != nil {
@@ -212,10 +220,11 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 	if p.opts.ReservationCounts != nil && len(res.reservations) > 0 {
 		countSeq = p.opts.ReservationCounts.Seq()
 	}
-	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq || res.shiftSeq != shiftSeq || res.countSeq != countSeq {
+	if res.list == nil || res.iceSeq != iceSeq || res.priceSeq != priceSeq || res.discoveredSeq != discoveredSeq || res.shiftSeq != shiftSeq || res.countSeq != countSeq ||
+		res.overlaySeq != overlaySeq {
 		res.shifted = p.shiftedZones(ctx, res.zones)
-		res.list = p.withOfferings(res)
-		res.iceSeq, res.priceSeq, res.discoveredSeq, res.shiftSeq, res.countSeq = iceSeq, priceSeq, discoveredSeq, shiftSeq, countSeq
+		res.list = p.withOfferings(res, overlay)
+		res.iceSeq, res.priceSeq, res.discoveredSeq, res.shiftSeq, res.countSeq, res.overlaySeq = iceSeq, priceSeq, discoveredSeq, shiftSeq, countSeq, overlaySeq
 	}
 	return append([]*scheduling.InstanceType(nil), res.list...), nil
 }
@@ -416,16 +425,17 @@ func supportsInterfaces(info *ec2types.InstanceTypeInfo, interfaces []*awsv1.Net
 }
 
 // withOfferings builds the instance types of a resolution with offerings
-// priced and checked against the ICE cache now, and with the memory a
-// registered node of the type reported in place of the estimate.
-func (p *Provider) withOfferings(res *resolution) []*scheduling.InstanceType {
+// priced (overlay prices the types EC2 has no price for) and checked against
+// the ICE cache now, and with the memory a registered node of the type
+// reported in place of the estimate.
+func (p *Provider) withOfferings(res *resolution, overlay map[string]float64) []*scheduling.InstanceType {
 	out := make([]*scheduling.InstanceType, len(res.types))
 	for i := range res.types {
 		b := &res.types[i]
 		out[i] = &scheduling.InstanceType{
 			Name:         b.name,
 			Requirements: b.requirements,
-			Offerings:    p.offeringsOf(b, res),
+			Offerings:    p.offeringsOf(b, res, overlay),
 			Capacity:     p.capacityOf(b, res),
 			Overhead:     b.overhead,
 		}
@@ -511,8 +521,8 @@ func classHash(nc *awsv1.EC2NodeClass, zones []zone) uint64 {
 // class holds reservations for, one reserved offering per reservation. The
 // spot and on-demand offerings of such a type then say that they are in no
 // reservation, so a NodePool asking for a reservation id cannot land on them.
-func (p *Provider) offeringsOf(b *baseType, res *resolution) []scheduling.Offering {
-	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, p.unavailable, res.shifted)
+func (p *Provider) offeringsOf(b *baseType, res *resolution, overlay map[string]float64) []scheduling.Offering {
+	out := offerings(b.name, b.capacityTypes, res.zones, b.offered, res.zoneReqs, p.prices, overlay, p.unavailable, res.shifted)
 	reserved := reservedOfferings(b.name, res.reservations, res.zoneReqs, res.inZone, p.prices, p.unavailable, res.shifted, p.opts.ReservationCounts)
 	if len(reserved) == 0 {
 		return p.inGroup(b.name, out, res.group)
