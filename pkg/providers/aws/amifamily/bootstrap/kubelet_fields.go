@@ -161,7 +161,7 @@ func (o Options) al2KubeletConfigMerge() (string, error) {
 	return b.String(), nil
 }
 
-// shellQuote makes s one single-quoted POSIX shell word: each ' becomes '\''.
+// shellQuote makes s one single-quoted POSIX shell word: each ' becomes '\”.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

@@ -69,13 +69,19 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 		{"kubelet negative maxPods", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods: -1 cannot be negative", "",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPods":-1}`) }},
 		{"kubelet field bootstrap.sh writes on AL2", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.cgroupDriver: not applied by the AL2 AMI family's bootstrap, /etc/eks/bootstrap.sh", "al2@latest",
-			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s","cgroupDriver":"cgroupfs"}`) }},
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s","cgroupDriver":"cgroupfs"}`)
+			}},
 		{"kubelet podsPerCore on Bottlerocket", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.podsPerCore: not applied by the Bottlerocket AMI family's bootstrap", "bottlerocket@latest",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"podsPerCore":2}`) }},
 		{"kubelet field without a Bottlerocket setting", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.serializeImagePulls: not applied by the Bottlerocket AMI family's bootstrap, Bottlerocket has no settings.kubernetes key for it", "bottlerocket@latest",
-			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s","serializeImagePulls":false}`) }},
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s","serializeImagePulls":false}`)
+			}},
 		{"kubelet field without a flag on Windows", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.shutdownGracePeriod: not applied by the Windows2022 AMI family's bootstrap, the kubelet has no command-line flag", "windows2022@latest",
-			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"registryPullQPS":5,"shutdownGracePeriod":"30s"}`) }},
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.Kubelet = kubelet(t, `{"registryPullQPS":5,"shutdownGracePeriod":"30s"}`)
+			}},
 		{"kubelet two DNS addresses on Windows", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.clusterDNS: the Windows2022 AMI family takes one address, 2 were set", "windows2022@latest",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"clusterDNS":["10.0.0.10","10.0.0.11"]}`) }},
 	} {
