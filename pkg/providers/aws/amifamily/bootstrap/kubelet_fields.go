@@ -161,7 +161,8 @@ func (o Options) al2KubeletConfigMerge() (string, error) {
 	return b.String(), nil
 }
 
-// shellQuote makes s one single-quoted POSIX shell word: each ' becomes '\”.
+// shellQuote makes s one single-quoted POSIX shell word: each single quote
+// inside ends the quoted text, adds an escaped quote and reopens it.
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
