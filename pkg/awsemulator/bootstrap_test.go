@@ -1,13 +1,16 @@
 package awsemulator_test
 
 import (
+	"encoding/json"
 	"reflect"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 
+	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/awsemulator"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily/bootstrap"
 )
 
 const al2023UserData = `MIME-Version: 1.0
@@ -159,5 +162,40 @@ func TestParseUserDataErrorsNameTheField(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("error %v, want one naming %q", err, tc.want)
 		}
+	}
+}
+
+// User data carrying kubelet fields Karpenter does not read (the AL2
+// kubelet-config.json merge, Bottlerocket's extra settings, Windows' extra
+// kubelet flags) still registers the node with its cluster, labels, taints
+// and max pods.
+func TestParseUserDataWithKubeletPassThrough(t *testing.T) {
+	for family, kubelet := range map[string]string{
+		"AL2":          `{"maxPods":42,"clusterDNS":["10.100.0.10"],"shutdownGracePeriod":"30s","clusterDomain":"it's.local","featureGates":{"A":true}}`,
+		"Bottlerocket": `{"maxPods":42,"clusterDNS":["10.100.0.10"],"shutdownGracePeriod":"30s","cpuManagerPolicyOptions":{"full-pcpus-only":"true"}}`,
+		"Windows2022":  `{"maxPods":42,"clusterDNS":["10.100.0.10"],"featureGates":{"A":true},"registryPullQPS":5,"tlsCipherSuites":["X","Y"]}`,
+	} {
+		t.Run(family, func(t *testing.T) {
+			k := &awsv1.KubeletConfiguration{}
+			if err := json.Unmarshal([]byte(kubelet), k); err != nil {
+				t.Fatal(err)
+			}
+			userData, err := bootstrap.Generate(family, bootstrap.Options{
+				ClusterName: "karpenter-demo", ClusterEndpoint: "https://ABC.gr7.us-west-2.eks.amazonaws.com", CABundle: "Y2EtYnVuZGxl",
+				Kubelet: k, Labels: map[string]string{"karpenter.sh/nodepool": "default"},
+				Taints: []corev1.Taint{taint("karpenter.sh/unregistered", "", corev1.TaintEffectNoExecute)},
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := awsemulator.ParseUserData(userData)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.ClusterName != "karpenter-demo" || got.DNSClusterIP != "10.100.0.10" || got.MaxPods != 42 ||
+				got.Labels["karpenter.sh/nodepool"] != "default" || len(got.Taints) != 1 {
+				t.Errorf("parsed %+v from\n%s", *got, userData)
+			}
+		})
 	}
 }

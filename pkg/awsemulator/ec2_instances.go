@@ -722,6 +722,26 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 			b.leafAlways("status", "attached")
 			b.close("attachment")
 			writeGroupSet(b, ni.SecurityGroupIDs)
+			addresses, prefixes := ipv6Addresses(in.ID, i, ni)
+			if len(addresses) > 0 {
+				b.open("ipv6AddressesSet")
+				for j, a := range addresses {
+					b.open("item")
+					b.leafAlways("ipv6Address", a)
+					b.boolean("isPrimaryIpv6", j == 0 && ni.PrimaryIPv6)
+					b.close("item")
+				}
+				b.close("ipv6AddressesSet")
+			}
+			if len(prefixes) > 0 {
+				b.open("ipv6PrefixSet")
+				for _, p := range prefixes {
+					b.open("item")
+					b.leafAlways("ipv6Prefix", p)
+					b.close("item")
+				}
+				b.close("ipv6PrefixSet")
+			}
 			b.close("item")
 		}
 		b.close("networkInterfaceSet")

@@ -1,6 +1,8 @@
 package awsemulator_test
 
 import (
+	"net"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -77,4 +79,76 @@ func TestFleetLaunchesTemplateNetworkInterfaces(t *testing.T) {
 	if len(in.SecurityGroups) != 1 || aws.ToString(in.SecurityGroups[0].GroupId) != sg {
 		t.Errorf("instance security groups %v, want the interfaces' %s", in.SecurityGroups, sg)
 	}
+}
+
+// IPv6 settings of a template's interfaces reach the instance: each
+// interface gets the IPv6 addresses and prefixes it asks for, the first
+// address flagged primary when PrimaryIpv6 is set (DescribeInstances, and
+// the emulator's record of the instance). EC2 refuses IP settings on an
+// efa-only interface and a primary IPv6 address without an IPv6 address.
+func TestFleetLaunchesIPv6Interfaces(t *testing.T) {
+	c := start(t)
+	_, subnets := launchWorld(t, c, "x86_64")
+	subnets = subnets[:1]
+	ami, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"}, Filters: []ec2types.Filter{filter("architecture", "x86_64"), filter("name", "amazon-eks-node-al2023-x86_64-standard-1.34-*")}})
+	ok(t, err)
+	if len(ami.Images) == 0 {
+		t.Fatal("no AL2023 image")
+	}
+	template := func(name string, nis ...ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) string {
+		_, err := c.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+			LaunchTemplateName: aws.String(name),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: ami.Images[0].ImageId, NetworkInterfaces: nis},
+		})
+		ok(t, err)
+		return name
+	}
+	ipv6 := func(card, device int32, typ string, prefixes int32) ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
+		ni := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
+			NetworkCardIndex: aws.Int32(card), DeviceIndex: aws.Int32(device), InterfaceType: aws.String(typ),
+			PrimaryIpv6: aws.Bool(true), Ipv6AddressCount: aws.Int32(1),
+		}
+		if prefixes > 0 {
+			ni.Ipv6PrefixCount = aws.Int32(prefixes)
+		}
+		return ni
+	}
+	refused := func(lt, instanceType, code, message string) {
+		t.Helper()
+		out, err := c.ec2.CreateFleet(ctx, fleetInput(lt, ec2types.DefaultTargetCapacityTypeOnDemand, 1, []string{instanceType}, subnets))
+		ok(t, err)
+		if len(out.Instances) != 0 || len(out.Errors) == 0 || aws.ToString(out.Errors[0].ErrorCode) != code || !strings.Contains(aws.ToString(out.Errors[0].ErrorMessage), message) {
+			t.Errorf("%s on %s: instances %d, errors %+v, want %s saying %q", lt, instanceType, len(out.Instances), out.Errors, code, message)
+		}
+	}
+	efaOnly := ipv6(1, 0, "efa-only", 0)
+	refused(template("ipv6-efa-only", ipv6(0, 0, "interface", 0), efaOnly), "c6in.32xlarge", "InvalidParameterValue", "efa-only, which does not support Ipv6AddressCount")
+	noAddress := ipv6(0, 0, "interface", 0)
+	noAddress.Ipv6AddressCount = nil
+	refused(template("ipv6-no-address", noAddress), "m5.large", "InvalidParameterCombination", "PrimaryIpv6")
+
+	out, err := c.ec2.CreateFleet(ctx, fleetInput(template("ipv6", ipv6(0, 0, "interface", 2)), ec2types.DefaultTargetCapacityTypeOnDemand, 1, []string{"m5.large"}, subnets))
+	ok(t, err)
+	if len(out.Instances) != 1 {
+		t.Fatalf("m5.large with the IPv6 template: errors %+v", out.Errors)
+	}
+	id := out.Instances[0].InstanceIds[0]
+	desc, err := c.ec2.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}})
+	ok(t, err)
+	nis := desc.Reservations[0].Instances[0].NetworkInterfaces
+	if len(nis) != 1 || len(nis[0].Ipv6Addresses) != 1 || !aws.ToBool(nis[0].Ipv6Addresses[0].IsPrimaryIpv6) || len(nis[0].Ipv6Prefixes) != 2 {
+		t.Fatalf("instance interfaces %+v, want one with a primary IPv6 address and two IPv6 prefixes", nis)
+	}
+	if a := aws.ToString(nis[0].Ipv6Addresses[0].Ipv6Address); net.ParseIP(a) == nil || net.ParseIP(a).To4() != nil {
+		t.Errorf("IPv6 address %q is not an IPv6 address", a)
+	}
+	for _, in := range c.e.Instances() {
+		if in.ID == id {
+			if len(in.NetworkInterfaces) != 1 || !in.NetworkInterfaces[0].PrimaryIPv6 || in.NetworkInterfaces[0].Ipv6AddressCount != 1 || in.NetworkInterfaces[0].Ipv6PrefixCount != 2 {
+				t.Errorf("recorded interfaces %+v", in.NetworkInterfaces)
+			}
+			return
+		}
+	}
+	t.Fatalf("instance %s not recorded", id)
 }

@@ -71,6 +71,10 @@ type LaunchTemplate struct {
 	// cluster's kube DNS address is IPv6).
 	IPPrefixCount *int32 `json:",omitempty"`
 	IPv6Prefixes  bool   `json:",omitempty"`
+	// IPv6 is set when the cluster is IPv6 (its kube DNS address is IPv6):
+	// every interface the template creates that carries IP traffic gets a
+	// primary IPv6 address.
+	IPv6 bool `json:",omitempty"`
 	// NetworkInterfaces are the class's spec.networkInterfaces: when set,
 	// the template carries exactly these interfaces in place of the
 	// default primary one (or the EFA interfaces an EFA request adds).
@@ -255,6 +259,9 @@ func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID 
 		if ni != nil {
 			lt.NetworkInterfaces = append(lt.NetworkInterfaces, ni.DeepCopy())
 		}
+	}
+	if ip := net.ParseIP(opts.KubeDNSIP); ip != nil && ip.To4() == nil {
+		lt.IPv6 = true
 	}
 	if nc.Spec.IPPrefixCount != nil {
 		lt.IPPrefixCount = ptr.To(*nc.Spec.IPPrefixCount)

@@ -294,7 +294,7 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 	}
 	if len(lt.NetworkInterfaces) > 0 {
 		data.NetworkInterfaces = classInterfaces(lt)
-	} else if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 || lt.ConnectionTracking != nil || lt.IPPrefixCount != nil {
+	} else if lt.AssociatePublicIPAddress != nil || lt.EFACount > 0 || lt.ConnectionTracking != nil || lt.IPPrefixCount != nil || lt.IPv6 {
 		// Security groups then belong to the interfaces, not the template.
 		n := max(1, lt.EFACount)
 		for i := 0; i < n; i++ {
@@ -308,8 +308,10 @@ func (p *Provider) createInput(name, nodeClass string, lt *amifamily.LaunchTempl
 				ni.AssociatePublicIpAddress = lt.AssociatePublicIPAddress
 			}
 			// Every interface the template creates (primary and EFA) gets
-			// the class's prefixes and connection tracking timeouts.
+			// the class's prefixes, its IPv6 address in an IPv6 cluster,
+			// and the connection tracking timeouts.
 			withPrefixes(&ni, lt)
+			withIPv6(&ni, lt)
 			if c := lt.ConnectionTracking; c != nil {
 				ni.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
 					TcpEstablishedTimeout: c.TCPEstablishedTimeout, UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout,
@@ -346,11 +348,22 @@ func withPrefixes(ni *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificati
 	}
 }
 
+// withIPv6 gives an interface of an IPv6 cluster one IPv6 address, made
+// its primary IPv6 address (the node's address in the cluster); EC2 refuses
+// both on efa-only interfaces, which carry no IP traffic.
+func withIPv6(ni *ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, lt *amifamily.LaunchTemplate) {
+	if !lt.IPv6 {
+		return
+	}
+	ni.PrimaryIpv6 = aws.Bool(true)
+	ni.Ipv6AddressCount = aws.Int32(1)
+}
+
 // classInterfaces renders the class's spec.networkInterfaces, in order.
 // Every interface gets the class's security groups; none names a subnet
 // (the fleet override's subnet applies). EFA-only interfaces carry no IP
-// traffic, so EC2 refuses prefixes, a public address or connection tracking
-// on them: those go to the other interfaces only.
+// traffic, so EC2 refuses prefixes, a public address, IPv6 addresses or
+// connection tracking on them: those go to the other interfaces only.
 func classInterfaces(lt *amifamily.LaunchTemplate) []ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
 	out := make([]ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest, 0, len(lt.NetworkInterfaces))
 	for _, n := range lt.NetworkInterfaces {
@@ -363,6 +376,7 @@ func classInterfaces(lt *amifamily.LaunchTemplate) []ec2types.LaunchTemplateInst
 		if n.InterfaceType != awsv1.InterfaceTypeEFAOnly {
 			ni.AssociatePublicIpAddress = lt.AssociatePublicIPAddress
 			withPrefixes(&ni, lt)
+			withIPv6(&ni, lt)
 			if c := lt.ConnectionTracking; c != nil && (c.TCPEstablishedTimeout != nil || c.UDPStreamTimeout != nil || c.UDPTimeout != nil) {
 				ni.ConnectionTrackingSpecification = &ec2types.ConnectionTrackingSpecificationRequest{
 					TcpEstablishedTimeout: c.TCPEstablishedTimeout, UdpStreamTimeout: c.UDPStreamTimeout, UdpTimeout: c.UDPTimeout,

@@ -15,7 +15,11 @@ func AL2(o Options) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	parts = append(parts, newPart(ContentTypeShellScript, o.al2Script()))
+	script, err := o.al2Script()
+	if err != nil {
+		return "", err
+	}
+	parts = append(parts, newPart(ContentTypeShellScript, script))
 	return WriteMIME(parts)
 }
 
@@ -23,10 +27,21 @@ func AL2(o Options) (string, error) {
 // word (bootstrap.sh does not accept --opt=value); kubelet settings go
 // through --kubelet-extra-args. --use-max-pods false stops bootstrap.sh from
 // writing its own ENI-based max pods, since Karpenter passes --max-pods.
-func (o Options) al2Script() string {
+// The kubelet fields Karpenter does not read are merged into the AMI's
+// kubelet-config.json first; bootstrap.sh then adds its own settings to that
+// file, and the flags override both.
+func (o Options) al2Script() (string, error) {
+	if bad := unappliedPassThrough(awsv1.AMIFamilyAL2, o.Kubelet); len(bad) > 0 {
+		return "", unappliedError(awsv1.AMIFamilyAL2, bad)
+	}
+	merge, err := o.al2KubeletConfigMerge()
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
 	b.WriteString("#!/bin/bash -xe\n")
 	b.WriteString("exec > >(tee /var/log/user-data.log|logger -t user-data -s 2>/dev/console) 2>&1\n")
+	b.WriteString(merge)
 	fmt.Fprintf(&b, "/etc/eks/bootstrap.sh '%s' --apiserver-endpoint '%s'", o.ClusterName, o.ClusterEndpoint)
 	if o.CABundle != "" {
 		fmt.Fprintf(&b, " --b64-cluster-ca '%s'", o.CABundle)
@@ -47,7 +62,7 @@ func (o Options) al2Script() string {
 	if o.InstanceStorePolicy != nil && *o.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0 {
 		b.WriteString(" \\\n--local-disks raid0")
 	}
-	return b.String()
+	return b.String(), nil
 }
 
 // userParts turns the class's userData into MIME parts: a MIME document's

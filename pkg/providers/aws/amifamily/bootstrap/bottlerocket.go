@@ -14,8 +14,9 @@ import (
 // Karpenter's settings.kubernetes.* written over it. The user's other
 // settings (and the node labels Karpenter does not set) are kept; node
 // taints are Karpenter's alone, as upstream does. Bottlerocket has no
-// podsPerCore or evictionSoft settings, so those kubelet fields are not
-// written (the instance type's capacity does not count on them either).
+// podsPerCore setting, so that field is not written (the instance type's
+// capacity does not count on it either); the other kubelet fields go to
+// their settings.kubernetes keys (see bottlerocketKubeletSettings).
 func Bottlerocket(o Options) (string, error) {
 	doc := map[string]any{}
 	if o.CustomUserData != "" {
@@ -78,6 +79,11 @@ func Bottlerocket(o Options) (string, error) {
 	}
 	if kc.CPUCFSQuota != nil {
 		k8s["cpu-cfs-quota-enforced"] = *kc.CPUCFSQuota
+	}
+	setStringMap(k8s, "eviction-soft", kc.EvictionSoft)
+	setStringMap(k8s, "eviction-soft-grace-period", durations(kc.EvictionSoftGracePeriod))
+	if err := o.bottlerocketPassThrough(k8s); err != nil {
+		return "", err
 	}
 	if o.InstanceStorePolicy != nil && *o.InstanceStorePolicy == awsv1.InstanceStorePolicyRAID0 {
 		cmds, err := table(settings, "bootstrap-commands", "settings.bootstrap-commands")

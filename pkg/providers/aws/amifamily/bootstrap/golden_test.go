@@ -108,6 +108,17 @@ enabled = true
 	powershellUserData = "<powershell>\nWrite-Host \"hello from the user\"\n</powershell>\n"
 )
 
+// kubeletJSON replaces the case's kubelet settings with a spec.kubelet
+// object as the API server stores it.
+func kubeletJSON(raw string) func(*Options) {
+	return func(o *Options) {
+		o.Kubelet = &awsv1.KubeletConfiguration{}
+		if err := json.Unmarshal([]byte(raw), o.Kubelet); err != nil {
+			panic(err)
+		}
+	}
+}
+
 type goldenCase struct {
 	name     string
 	families []string // nil: every family
@@ -158,14 +169,16 @@ func goldenCases() []goldenCase {
 			}, o.Taints...)
 		}},
 		{name: "raid0", mutate: func(o *Options) { o.InstanceStorePolicy = ptr.To(awsv1.InstanceStorePolicyRAID0) }},
-		// Fields Karpenter does not read pass through to the kubelet's
-		// configuration on AL2023 only; the other families refuse them
-		// through the EC2NodeClass's ValidationSucceeded condition.
-		{name: "kubelet-pass-through", families: []string{awsv1.AMIFamilyAL2023}, mutate: func(o *Options) {
-			if err := json.Unmarshal([]byte(`{"maxPods":58,"shutdownGracePeriod":"45s","containerLogMaxSize":"50Mi","featureGates":{"InPlacePodVerticalScaling":true},"allowedUnsafeSysctls":["net.core.somaxconn"]}`), o.Kubelet); err != nil {
-				panic(err)
-			}
-		}},
+		// Fields Karpenter does not read reach the kubelet: AL2023 writes
+		// them into its NodeConfig, AL2 merges them into the AMI's
+		// kubelet-config.json (a single quote in a value shows the shell
+		// quoting), Bottlerocket writes its settings.kubernetes keys and
+		// Windows passes kubelet flags. Each family's case holds fields it
+		// can write; the others are refused by the EC2NodeClass controller.
+		{name: "kubelet-pass-through", families: []string{awsv1.AMIFamilyAL2023}, mutate: kubeletJSON(`{"maxPods":58,"shutdownGracePeriod":"45s","containerLogMaxSize":"50Mi","featureGates":{"InPlacePodVerticalScaling":true},"allowedUnsafeSysctls":["net.core.somaxconn"]}`)},
+		{name: "kubelet-pass-through", families: []string{awsv1.AMIFamilyAL2}, mutate: kubeletJSON(`{"maxPods":58,"shutdownGracePeriod":"45s","containerLogMaxSize":"50Mi","featureGates":{"InPlacePodVerticalScaling":true},"allowedUnsafeSysctls":["net.core.somaxconn"],"clusterDomain":"it's.local","evictionMinimumReclaim":{"memory.available":"0Mi"}}`)},
+		{name: "kubelet-pass-through", families: []string{awsv1.AMIFamilyBottlerocket}, mutate: kubeletJSON(`{"maxPods":58,"shutdownGracePeriod":"45s","shutdownGracePeriodCriticalPods":"15s","containerLogMaxSize":"50Mi","containerLogMaxFiles":4,"allowedUnsafeSysctls":["net.core.somaxconn"],"cpuManagerPolicy":"static","cpuManagerPolicyOptions":{"full-pcpus-only":"true","distribute-cpus-across-numa":"false"},"cpuManagerReconcilePeriod":"10s","topologyManagerPolicy":"single-numa-node","topologyManagerScope":"pod","topologyManagerPolicyOptions":{"prefer-closest-numa-nodes":"true"},"registryPullQPS":10,"registryBurst":20,"eventRecordQPS":50,"eventBurst":100,"kubeAPIQPS":30,"kubeAPIBurst":60,"podPidsLimit":4096,"seccompDefault":true,"memoryManagerPolicy":"Static","evictionSoft":{"memory.available":"500Mi"},"evictionSoftGracePeriod":{"memory.available":"1m"}}`)},
+		{name: "kubelet-pass-through", families: []string{awsv1.AMIFamilyWindows2022}, mutate: kubeletJSON(`{"maxPods":58,"containerLogMaxSize":"50Mi","containerLogMaxFiles":4,"featureGates":{"WindowsHostNetwork":false,"InPlacePodVerticalScaling":true},"registryPullQPS":10,"serializeImagePulls":false,"kubeAPIQPS":30,"imageMinimumGCAge":"5m","podPidsLimit":4096,"evictionMinimumReclaim":{"memory.available":"100Mi","nodefs.available":"1Gi"},"tlsCipherSuites":["TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256","TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"]}`)},
 		{name: "userdata-shell", families: linuxScripts, mutate: func(o *Options) { o.CustomUserData = shellUserData }},
 		{name: "userdata-mime", families: []string{awsv1.AMIFamilyAL2, awsv1.AMIFamilyCustom}, mutate: func(o *Options) { o.CustomUserData = mimeShellUserData }},
 		{name: "userdata-mime", families: []string{awsv1.AMIFamilyAL2023}, mutate: func(o *Options) { o.CustomUserData = mimeUserData }},

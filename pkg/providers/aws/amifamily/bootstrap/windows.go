@@ -13,8 +13,10 @@ var powershellTags = regexp.MustCompile(`(?i)</?powershell>`)
 
 // Windows is the user data of the Windows EKS AMIs: one PowerShell block
 // running the class's script first, then Start-EKSBootstrap.ps1 with the
-// kubelet's settings in -KubeletExtraArgs. Windows has no pods-per-core
-// limit in its bootstrap, so podsPerCore is not passed.
+// kubelet's settings in -KubeletExtraArgs: the fields Karpenter reads, then
+// the other fields that have a kubelet flag (see windowsKubeletFlags).
+// Windows has no pods-per-core limit in its bootstrap, so podsPerCore is
+// not passed.
 func Windows(o Options) (string, error) {
 	var b strings.Builder
 	b.WriteString("<powershell>\n")
@@ -26,7 +28,11 @@ func Windows(o Options) (string, error) {
 	if o.CABundle != "" {
 		fmt.Fprintf(&b, " -Base64ClusterCA '%s'", o.CABundle)
 	}
-	if args := o.kubeletFlags(false, true); len(args) > 0 {
+	passThrough, err := o.windowsPassThroughFlags()
+	if err != nil {
+		return "", err
+	}
+	if args := append(o.kubeletFlags(false, true), passThrough...); len(args) > 0 {
 		fmt.Fprintf(&b, " -KubeletExtraArgs '%s'", strings.Join(args, " "))
 	}
 	if dns := o.clusterDNS(); dns != "" {

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily/bootstrap"
 )
 
 // ValidationSucceeded reasons of the checks of the spec itself, which need
@@ -99,42 +100,20 @@ func unsupportedFields(nc *v1.EC2NodeClass) []string {
 }
 
 // unsupportedKubelet names the kubelet fields the class's AMI family does
-// not write into the node's kubelet configuration. AL2023 writes every
-// field (its NodeConfig carries a KubeletConfiguration); Custom writes none
-// and owns its user data, so nothing is promised there.
+// not write into the node's kubelet configuration, each with the reason.
+// AL2023 writes every field (its NodeConfig carries a KubeletConfiguration);
+// AL2 merges the fields into the AMI's kubelet-config.json; Bottlerocket
+// and Windows write the fields they have a setting or a kubelet flag for;
+// Custom writes none and owns its user data, so nothing is promised there.
 func unsupportedKubelet(nc *v1.EC2NodeClass) string {
 	k := nc.Spec.Kubelet
 	family := nc.AMIFamily()
 	if k == nil || family == v1.AMIFamilyAL2023 || family == v1.AMIFamilyCustom {
 		return ""
 	}
-	fields := k.PassThroughKeys()
-	switch family {
-	case v1.AMIFamilyBottlerocket:
-		// Bottlerocket's settings have neither pods-per-core nor soft
-		// eviction thresholds.
-		if k.PodsPerCore != nil {
-			fields = append(fields, "podsPerCore")
-		}
-		if len(k.EvictionSoft) > 0 {
-			fields = append(fields, "evictionSoft")
-		}
-		if len(k.EvictionSoftGracePeriod) > 0 {
-			fields = append(fields, "evictionSoftGracePeriod")
-		}
-	case v1.AMIFamilyWindows2019, v1.AMIFamilyWindows2022, v1.AMIFamilyWindows2025:
-		// The Windows bootstrap has no pods-per-core setting.
-		if k.PodsPerCore != nil {
-			fields = append(fields, "podsPerCore")
-		}
-	}
 	var msgs []string
-	if len(fields) > 0 {
-		paths := make([]string, len(fields))
-		for i, f := range fields {
-			paths[i] = "spec.kubelet." + f
-		}
-		msgs = append(msgs, fmt.Sprintf("%s not applied by the %s AMI family's bootstrap (only AL2023 passes every kubelet field through)", strings.Join(paths, ", "), family))
+	for _, f := range bootstrap.UnappliedKubelet(family, k) {
+		msgs = append(msgs, fmt.Sprintf("spec.kubelet.%s: not applied by the %s AMI family's bootstrap, %s", f.Field, family, f.Reason))
 	}
 	// AL2 and Windows give the kubelet a single cluster DNS address.
 	if family != v1.AMIFamilyBottlerocket && len(k.ClusterDNS) > 1 {

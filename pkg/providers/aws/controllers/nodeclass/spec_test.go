@@ -68,10 +68,20 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"kubeReserved":{"cpu":"-1"}}`) }},
 		{"kubelet negative maxPods", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods: -1 cannot be negative", "",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPods":-1}`) }},
-		{"kubelet pass-through on AL2", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.shutdownGracePeriod not applied by the AL2 AMI family", "al2@latest",
-			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s"}`) }},
-		{"kubelet podsPerCore on Bottlerocket", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.podsPerCore not applied by the Bottlerocket AMI family", "bottlerocket@latest",
+		{"kubelet field bootstrap.sh writes on AL2", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.cgroupDriver: not applied by the AL2 AMI family's bootstrap, /etc/eks/bootstrap.sh", "al2@latest",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s","cgroupDriver":"cgroupfs"}`)
+			}},
+		{"kubelet podsPerCore on Bottlerocket", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.podsPerCore: not applied by the Bottlerocket AMI family's bootstrap", "bottlerocket@latest",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"podsPerCore":2}`) }},
+		{"kubelet field without a Bottlerocket setting", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.serializeImagePulls: not applied by the Bottlerocket AMI family's bootstrap, Bottlerocket has no settings.kubernetes key for it", "bottlerocket@latest",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.Kubelet = kubelet(t, `{"shutdownGracePeriod":"30s","serializeImagePulls":false}`)
+			}},
+		{"kubelet field without a flag on Windows", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.shutdownGracePeriod: not applied by the Windows2022 AMI family's bootstrap, the kubelet has no command-line flag", "windows2022@latest",
+			func(nc *v1.EC2NodeClass) {
+				nc.Spec.Kubelet = kubelet(t, `{"registryPullQPS":5,"shutdownGracePeriod":"30s"}`)
+			}},
 		{"kubelet two DNS addresses on Windows", nodeclass.ReasonUnsupportedKubeletConfiguration, "spec.kubelet.clusterDNS: the Windows2022 AMI family takes one address, 2 were set", "windows2022@latest",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"clusterDNS":["10.0.0.10","10.0.0.11"]}`) }},
 	} {
@@ -125,4 +135,32 @@ func TestSupportedSpecIsReady(t *testing.T) {
 	}
 	nc = f.reconcile(t, got)
 	expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods")
+}
+
+// Kubelet fields Karpenter does not read are accepted on every family whose
+// bootstrap writes them: AL2 merges them into the AMI's kubelet-config.json,
+// Bottlerocket has settings for them, Windows passes them as kubelet flags.
+func TestKubeletPassThroughAcceptedPerFamily(t *testing.T) {
+	for _, c := range []struct{ alias, kubelet string }{
+		// No AL2 AMIs are published for the cluster's version: the class
+		// names an AMI and sets the family.
+		{"AL2", `{"shutdownGracePeriod":"30s","featureGates":{"InPlacePodVerticalScaling":true},"clusterDomain":"it's.local"}`},
+		{"bottlerocket@latest", `{"shutdownGracePeriod":"30s","containerLogMaxSize":"50Mi","registryPullQPS":5,"evictionSoft":{"memory.available":"5%"},"evictionSoftGracePeriod":{"memory.available":"1m"}}`},
+		{"windows2022@latest", `{"registryPullQPS":5,"featureGates":{"InPlacePodVerticalScaling":true},"containerLogMaxFiles":4}`},
+	} {
+		t.Run(c.alias, func(t *testing.T) {
+			f := setup(t)
+			nc := newNodeClass("pass-through")
+			nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{Alias: c.alias}}
+			if c.alias == v1.AMIFamilyAL2 {
+				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2)
+				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{Name: "amazon-eks-node-al2023-x86_64-standard-*"}}
+			}
+			nc.Spec.Kubelet = kubelet(t, c.kubelet)
+			ExpectApplied(f.ctx, t, e.Client, nc)
+			nc = f.reconcile(t, nc)
+			expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionTrue, v1.ConditionTypeValidationSucceeded, "")
+			expectCondition(t, nc, status.ConditionReady, metav1.ConditionTrue, status.ConditionReady, "")
+		})
+	}
 }
