@@ -171,6 +171,11 @@ type Options struct {
 	// set such pods are placed like any other: their claims are not simulated against
 	// ResourceSlices, so the node chosen may lack the devices they claim.
 	SimulateDRARequests bool
+	// Repack re-packs, after placement, the new claims whose pods nothing but their
+	// requirements places (no topology, affinity, host port or hostname constraint, counted by
+	// no topology group) into the cheapest mix of nodes it finds, when that costs less than
+	// the claims as placed (repack.go).
+	Repack bool
 }
 
 // Input is a snapshot of everything the solver needs. It is not modified by Solve.

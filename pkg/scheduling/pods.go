@@ -33,6 +33,7 @@ type podInfo struct {
 	matchedTo int
 	owned     []string // ownedAntiIdentities of a pod that repels, once ownedRead
 	ownedRead bool
+	moves     uint8 // repack: whether the pod may move between claims (moveYes), once known
 }
 
 // podCons are a pod's constraints as initPodInfo reads them, and what relaxation leaves.

@@ -29,6 +29,7 @@ type scratch struct {
 	vecs      slab[int64]
 	vecHdrs   slab[resVec]
 	podPtrs   slab[*corev1.Pod]
+	infoPtrs  slab[*podInfo]
 	claimSlab slab[target]
 	groupSlab slab[*topoGroup]
 	ownSlab   slab[ownGroup]
@@ -48,6 +49,7 @@ var scratchPool = sync.Pool{New: func() any {
 		bits:      slab[uint64]{keep: true},
 		vecs:      slab[int64]{keep: true},
 		podPtrs:   slab[*corev1.Pod]{keep: true},
+		infoPtrs:  slab[*podInfo]{keep: true},
 		claimSlab: slab[target]{chunk: -16, keep: true},
 		vecHdrs:   slab[resVec]{chunk: -64, keep: true},
 		groupSlab: slab[*topoGroup]{chunk: 1024, keep: true},
@@ -66,7 +68,7 @@ func (s *solver) useScratch() {
 	s.sc = sc
 	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
 	s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs = sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs
-	s.prices, s.chosenBuf = sc.prices, sc.chosen
+	s.prices, s.chosenBuf, s.infoPtrs = sc.prices, sc.chosen, sc.infoPtrs
 	s.ints, s.counts, s.groupMem, s.targets = sc.ints, sc.counts, sc.groups, sc.targets[:0]
 }
 
@@ -88,6 +90,8 @@ func (s *solver) releaseScratch() {
 	s.bits.recycle()
 	s.vecs.recycle()
 	s.podPtrs.recycle()
+	s.infoPtrs.recycle()
+	sc.infoPtrs = s.infoPtrs
 	s.claimSlab.recycle()
 	s.groupSlab.recycle()
 	s.ownSlab.recycle()

@@ -84,6 +84,7 @@ type solver struct {
 	bits                slab[uint64]      // claims' instance-type bitsets (narrow.go)
 	vecs                slab[int64]       // claims' allocatable bounds
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
+	infoPtrs            slab[*podInfo]    // the same pods' podInfos (target.infos)
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
 	prices              slab[priced]      // ordered lists when no Cache keeps them
@@ -107,6 +108,7 @@ type solver struct {
 func Solve(in *Input) *Results {
 	s := newSolver(in)
 	s.run()
+	s.repack()
 	r := s.results()
 	s.releaseScratch()
 	r.bookReservations(newReservationBook(in.NodePools))
@@ -357,6 +359,7 @@ func (s *solver) fillClaim(t *target, pods []*podInfo) (k int, ok bool) {
 	for _, p := range pods[:k] {
 		t.used.add(p.requests)
 		t.pods = append(t.pods, p.pod)
+		t.infos = append(t.infos, p)
 	}
 	return k, true
 }

@@ -36,19 +36,24 @@ type target struct {
 	ports   []hostPort
 	bound   []*corev1.Pod
 	pods    []*corev1.Pod // placed by this solve
+	infos   []*podInfo    // pods[i]'s podInfo
 	relaxed bool          // minValues relaxed (BestEffort)
 }
 
-// growPods makes room for k more pods in t.pods. While solving, the lists grow in the solve's
-// scratch (the arrays they outgrow are not garbage); results copies them out in one allocation.
+// growPods makes room for k more pods in t.pods and t.infos. While solving, the lists grow in
+// the solve's scratch (the arrays they outgrow are not garbage); results copies the pods out in
+// one allocation.
 func (s *solver) growPods(t *target, k int) {
-	if len(t.pods)+k <= cap(t.pods) {
+	if len(t.pods)+k <= cap(t.pods) && len(t.infos)+k <= cap(t.infos) {
 		return
 	}
 	c := max(8, 2*cap(t.pods), len(t.pods)+k)
 	grown := s.podPtrs.take(c)[:len(t.pods)]
 	copy(grown, t.pods)
 	t.pods = grown
+	infos := s.infoPtrs.take(c)[:len(t.infos)]
+	copy(infos, t.infos)
+	t.infos = infos
 }
 
 func (t *target) allPods() []*corev1.Pod {
@@ -201,6 +206,7 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 	t.ports = append(t.ports, p.ports...)
 	s.growPods(t, 1)
 	t.pods = append(t.pods, p.pod)
+	t.infos = append(t.infos, p)
 	// matchedGroups is complete (every group so far tested): exactly these groups count the pod.
 	var owned []string
 	if p.repels {

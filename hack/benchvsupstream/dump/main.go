@@ -110,7 +110,8 @@ func main() {
 func writeEC2(dir string, v ec2bench.Variant, catalog []*scheduling.InstanceType) {
 	pool := ec2bench.NodePool(v, catalog)
 	pods := ec2bench.Pods(ec2bench.Seed, v)
-	res := scheduling.Solve(&scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{pool}})
+	// Solved as provisioning solves (Options.Repack).
+	res := scheduling.Solve(&scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{pool}, Options: scheduling.Options{Repack: true}})
 	w := Workload{
 		Name: "ec2-" + string(v),
 		Limits: corev1.ResourceList{
@@ -144,7 +145,7 @@ func writeEC2(dir string, v ec2bench.Variant, catalog []*scheduling.InstanceType
 
 func write(dir, name string, pods []*corev1.Pod, policy scheduling.PreferencePolicy) {
 	pool := fake.BenchNodePool()
-	res := scheduling.Solve(&scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{pool}, Options: scheduling.Options{PreferencePolicy: policy}})
+	res := scheduling.Solve(&scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{pool}, Options: scheduling.Options{PreferencePolicy: policy, Repack: true}})
 	w := Workload{
 		Name:              name,
 		IgnorePreferences: policy == scheduling.PreferencePolicyIgnore,

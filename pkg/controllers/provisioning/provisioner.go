@@ -207,6 +207,9 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		}
 	}
 	in.Cache = p.cache
+	// Launches are repacked into the cheapest mix of nodes the solver finds (scheduling's
+	// repack.go); the disruption controller's simulations, which share SolverInput, are not.
+	in.Options.Repack = true
 	start := time.Now()
 	endRun := runs.begin("provisioner", len(pods))
 	results := scheduling.Solve(in)

@@ -423,7 +423,9 @@ func (s *Sim) place(pods []*corev1.Pod) (int, error) {
 	if len(pods) == 0 {
 		return 0, nil
 	}
-	res := scheduling.Solve(s.solverInput(pods, true))
+	in := s.solverInput(pods, true)
+	in.Options.Repack = true // as the provisioner launches
+	res := scheduling.Solve(in)
 	byName := map[string]*Node{}
 	for _, n := range s.nodes {
 		byName[n.Name] = n

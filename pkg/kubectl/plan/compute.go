@@ -119,6 +119,7 @@ func (p *Planner) Provision(ctx context.Context) (*scheduling.Input, *scheduling
 		return nil, nil, err
 	}
 	in.Cache = p.cache
+	in.Options.Repack = true // as the provisioner launches
 	// The buffers' chunks, as the provisioner places them with the pending pods.
 	in.Pods = append(in.Pods, p.buffers.VirtualPods()...)
 	if len(in.Pods) == 0 {

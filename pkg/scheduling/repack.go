@@ -1,0 +1,730 @@
+package scheduling
+
+import (
+	"math"
+	"slices"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// Repacking (Options.Repack). The placement loop opens a claim for the first pod that fits no
+// other target and lets it grow with the pods that follow, up to the largest type that holds
+// them; its price is then the cheapest type still big enough. So the sizes and families of a
+// fleet are whatever the arrival order makes of them: on a real catalog, three claims grown to
+// the largest (and dearest per cpu) family where a mix of cheaper families would do.
+//
+// repack revisits, after placement, the claims whose pods could go to any claim of the same
+// NodePool and requirements (no topology group counts them or constrains them, no host ports,
+// no hostname requirement): per such class it
+//
+//  1. solves the covering linear program over the class's instance types (coverlp.go) for the
+//     duals: the $/h that one unit of cpu, memory, pods... costs at the optimum;
+//  2. values each pod at those rates, and each type at its capacity at those rates over its
+//     price (no type exceeds 1: the best ones are worth their price);
+//  3. opens nodes one at a time: for each type, from the most to the least valuable, fills it
+//     with the remaining pods, most valuable first, that still fit, and keeps the type whose
+//     pods are worth most per $ (a type whose value is below the best fill found so far cannot
+//     beat it, which cuts the search to the efficient types);
+//  4. prices each node at the cheapest type that holds its pods.
+//
+// The new claims replace the old ones only when they cost less in total and fit the pool's
+// limits; otherwise the class is left as placed. The result is deterministic: every order
+// breaks ties by price and position.
+
+// repackSlack: a fill whose value per $ is within this fraction of the best one's may be
+// chosen for being larger. Without it the search favours the small types that happen to fit a
+// few pods exactly and launches many small nodes for a saving of a fraction of a percent.
+const repackSlack = 0.01
+
+// repackMinSaving: the new packing replaces the claims as placed only when it saves at least
+// this fraction of their price. Below it, the fleet the placement loop chose (often fewer,
+// larger nodes) is kept.
+const repackMinSaving = 0.02
+
+// repackWorth: the types considered for a node are those worth, at the duals, at least this
+// fraction below the best type's worth. Types far below cannot fill a node as well; a few
+// percent below they still help where prices vary by zone and capacity type (spot).
+const repackWorth = 0.10
+
+// repackPod is a pod of a class being repacked, with its value at the duals.
+type repackPod struct {
+	p   *podInfo
+	val float64
+}
+
+// repackClass is the claims of one pool and requirement set that repack may change: each claim
+// keeps its pods that do not move and may take any of the class's pods that do.
+type repackClass struct {
+	pool    *poolState
+	reqID   int32
+	claims  []*target
+	movable bool // some pod of the claims moves
+}
+
+// podMoves caches movable's verdict in the podInfo.
+const (
+	moveUnknown = iota
+	moveYes
+	moveNo
+)
+
+func (s *solver) moves(p *podInfo) bool {
+	if p.moves == moveUnknown {
+		p.moves = moveNo
+		if s.movable(p) {
+			p.moves = moveYes
+		}
+	}
+	return p.moves == moveYes
+}
+
+func (s *solver) repack() {
+	if !s.opts.Repack || len(s.targets) == s.numExisting {
+		return
+	}
+	var classes []*repackClass
+	var byKey map[[2]int32]*repackClass
+	for _, t := range s.targets[s.numExisting:] {
+		if len(t.pods) == 0 || t.relaxed || s.hasMin[t.reqID] {
+			continue
+		}
+		// Claims whose staying pods bind host ports keep their types for more than room (the
+		// daemons' ports): they are left as placed.
+		ok, movable := true, false
+		for _, p := range t.infos {
+			if s.moves(p) {
+				movable = true
+			} else if len(p.ports) > 0 {
+				ok = false
+				break
+			}
+		}
+		if !ok {
+			continue
+		}
+		if byKey == nil {
+			byKey = map[[2]int32]*repackClass{}
+		}
+		key := [2]int32{int32(t.pool.idx), t.reqID}
+		c := byKey[key]
+		if c == nil {
+			c = &repackClass{pool: t.pool, reqID: t.reqID}
+			byKey[key] = c
+			classes = append(classes, c)
+		}
+		c.claims = append(c.claims, t)
+		c.movable = c.movable || movable
+	}
+	for _, c := range classes {
+		if c.movable {
+			s.repackClass(c)
+		}
+	}
+}
+
+// movable reports whether the pod may go to any claim of its pool and requirement set. A
+// claim's requirements include the domains pinned for the topology groups of its pods (zone,
+// capacity type, any label), so a pod moved between claims of one requirement set stays in its
+// domains and no count of a group on those keys changes. Hostname-keyed groups count per node:
+// a pod that owns one (spread, affinity or anti-affinity on the hostname, required or
+// preferred) or that one counts stays where it was placed, as does a pod binding host ports or
+// requiring a hostname.
+func (s *solver) movable(p *podInfo) bool {
+	c := p.podCons
+	if p.invalid != nil || len(c.ports) > 0 {
+		return false
+	}
+	if len(c.terms) > 0 {
+		if _, ok := c.terms[0].Get(LabelHostname); ok {
+			return false
+		}
+	}
+	for _, tsc := range c.tscs {
+		if tsc.TopologyKey == LabelHostname {
+			return false
+		}
+	}
+	for _, t := range c.prefAff {
+		if t.TopologyKey == LabelHostname {
+			return false
+		}
+	}
+	for _, t := range c.prefAnti {
+		if t.TopologyKey == LabelHostname {
+			return false
+		}
+	}
+	if c.repels || c.affine {
+		if a := p.pod.Spec.Affinity; a != nil {
+			if a.PodAffinity != nil && hostnameTerm(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) {
+				return false
+			}
+			if a.PodAntiAffinity != nil && hostnameTerm(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) {
+				return false
+			}
+		}
+	}
+	for _, g := range s.matchedGroups(p) {
+		if g.hostname {
+			return false
+		}
+	}
+	return true
+}
+
+// hostnameTerm reports whether one of the terms is keyed on the hostname.
+func hostnameTerm(terms []corev1.PodAffinityTerm) bool {
+	for _, t := range terms {
+		if t.TopologyKey == LabelHostname {
+			return true
+		}
+	}
+	return false
+}
+
+// repackNode is a node of a class's new packing: its pods (those that stay first) and their sum.
+type repackNode struct {
+	price float64
+	pods  []*podInfo
+	sum   resVec
+}
+
+func (s *solver) repackClass(c *repackClass) {
+	pool := c.pool
+	list := s.ordered(pool, c.reqID)
+	if len(list) == 0 {
+		return
+	}
+	nres := len(s.ri.names)
+	cheapest := func(sum resVec) (float64, bool) {
+		for _, pr := range list {
+			if sum.fitsIn(pool.alloc[pr.i]) {
+				return pr.price, true
+			}
+		}
+		return 0, false
+	}
+	// The old claims' price, the pods that move, and what stays on each claim.
+	oldPrice := 0.0
+	moving := 0
+	demand := make(resVec, nres)
+	fixed := make([][]*podInfo, len(c.claims))
+	fixedSum := make([]resVec, len(c.claims))
+	for ci, t := range c.claims {
+		_, price, ok := cheapestOf(list, t.its)
+		if !ok {
+			return
+		}
+		oldPrice += price
+		for _, p := range t.infos {
+			demand.add(p.requests)
+			if p.moves == moveYes {
+				moving++
+				continue
+			}
+			if fixedSum[ci] == nil {
+				fixedSum[ci] = make(resVec, nres)
+			}
+			fixed[ci] = append(fixed[ci], p)
+			fixedSum[ci].add(p.requests)
+		}
+	}
+	// The covering program over the class's types, rows scaled by the demand.
+	var rows []int
+	for r, d := range demand {
+		if d > 0 {
+			rows = append(rows, r)
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	nr := len(rows)
+	lp := &coverLP{b: make([]float64, nr), c: make([]float64, len(list)), cols: make([][]float64, len(list))}
+	flat := make([]float64, nr*len(list))
+	for k := range rows {
+		lp.b[k] = 1
+	}
+	for j, pr := range list {
+		col := flat[j*nr : (j+1)*nr : (j+1)*nr]
+		for k, r := range rows {
+			col[k] = max(0, float64(pool.alloc[pr.i][r])/float64(demand[r]))
+		}
+		lp.cols[j], lp.c[j] = col, pr.price
+	}
+	_, y, opt, ok := lp.solve()
+	if !ok || oldPrice <= opt*(1+1e-9) {
+		return // nothing to gain: the class is placed at its floor
+	}
+	// The moving pods, most valuable first (value: their requests at the duals; ties keep the
+	// claims' order).
+	rate := make([]float64, nr)
+	for k, r := range rows {
+		rate[k] = y[k] / float64(demand[r])
+	}
+	pods := make([]repackPod, 0, moving)
+	for _, t := range c.claims {
+		for _, p := range t.infos {
+			if p.moves != moveYes {
+				continue
+			}
+			v := 0.0
+			for k, r := range rows {
+				v += rate[k] * float64(p.requests[r])
+			}
+			pods = append(pods, repackPod{p: p, val: v})
+		}
+	}
+	pods = sortByValue(pods)
+
+	// The candidates: the types worth nearly their price at the duals (the others cannot fill
+	// a node as well), and of those only the ones no other candidate worth as much contains (at
+	// least as much of every resource): the larger type holds any fill of the smaller one at the
+	// same $ per value, and the last, partly filled nodes are priced down to the cheapest type
+	// that holds them at the end.
+	type cand struct {
+		j     int // position in list
+		worth float64
+		size  float64
+	}
+	top := 0.0
+	worths := make([]float64, len(list))
+	for j, pr := range list {
+		w := 0.0
+		for k := range rows {
+			w += y[k] * lp.cols[j][k]
+		}
+		if pr.price > 0 {
+			w /= pr.price
+		} else {
+			w = math.Inf(1)
+		}
+		worths[j] = w
+		top = max(top, w)
+	}
+	var cands []cand
+	for j, w := range worths {
+		if w > 0 && w >= top*(1-repackWorth) {
+			size := 0.0
+			for _, v := range lp.cols[j] {
+				size += v
+			}
+			cands = append(cands, cand{j, w, size})
+		}
+	}
+	// Largest first: a type can only be contained in one at least as large, already kept.
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.size > b.size:
+			return -1
+		case a.size < b.size:
+			return 1
+		}
+		return 0
+	})
+	contains := func(a, b resVec) bool { // a ⊇ b
+		for r := range a {
+			if a[r] < b[r] {
+				return false
+			}
+		}
+		return true
+	}
+	maximal := make([]cand, 0, 8)
+	for _, cx := range cands {
+		ax := pool.alloc[list[cx.j].i]
+		dominated := false
+		for _, cy := range maximal {
+			if cy.worth >= cx.worth*(1-1e-6) && contains(pool.alloc[list[cy.j].i], ax) {
+				dominated = true
+				break
+			}
+		}
+		if !dominated {
+			maximal = append(maximal, cx)
+		}
+	}
+	cands = maximal
+	// The fills are tried best worth first, the larger type first among equals.
+	slices.SortStableFunc(cands, func(a, b cand) int {
+		switch {
+		case a.worth > b.worth:
+			return -1
+		case a.worth < b.worth:
+			return 1
+		}
+		pa, pb := list[a.j].price, list[b.j].price
+		switch {
+		case pa > pb:
+			return -1
+		case pa < pb:
+			return 1
+		}
+		return 0
+	})
+
+	// fill packs a node of candidate ci's type, preloaded with pre (nil for none), from the
+	// pods not yet taken, and returns their value and their positions in take. It keeps the
+	// node balanced: each pod is in the bucket of the row it uses most of the type's (its
+	// dominant row), and the next pod comes from the bucket of the row the node has used least
+	// so far. Filling in value order alone saturates one resource of a large node long before
+	// the others. The buckets are per candidate, in value order, made once; each keeps where
+	// its first pod not yet taken is (taken only grows).
+	type bucketSet struct {
+		b     [][]int32
+		start []int
+	}
+	sets := make([]bucketSet, len(cands))
+	for ci, cd := range cands {
+		alloc := pool.alloc[list[cd.j].i]
+		inv := make([]float64, nr)
+		for k, r := range rows {
+			if alloc[r] > 0 {
+				inv[k] = 1 / float64(alloc[r])
+			}
+		}
+		// Each pod's dominant row, then the buckets cut from one array by counting.
+		dom := make([]uint8, len(pods))
+		counts := make([]int, nr)
+		for i := range pods {
+			req := pods[i].p.requests
+			d, most := 0, -1.0
+			for k, r := range rows {
+				if f := float64(req[r]) * inv[k]; f > most {
+					d, most = k, f
+				}
+			}
+			dom[i] = uint8(d)
+			counts[d]++
+		}
+		all := make([]int32, len(pods))
+		bs := bucketSet{b: make([][]int32, nr), start: make([]int, nr)}
+		off := 0
+		for k, n := range counts {
+			bs.b[k] = all[off : off : off+n]
+			off += n
+		}
+		for i, d := range dom {
+			bs.b[d] = append(bs.b[d], int32(i))
+		}
+		sets[ci] = bs
+	}
+	// The least of each resource any moving pod requests (0 when some pod requests none): a
+	// node with less than that left of it takes no more pods.
+	minReq := make(resVec, nres)
+	for r := range minReq {
+		minReq[r] = math.MaxInt64
+	}
+	for i := range pods {
+		for r, v := range pods[i].p.requests {
+			minReq[r] = min(minReq[r], v)
+		}
+	}
+	taken := make([]bool, len(pods))
+	left := len(pods)
+	used := make(resVec, nres)
+	var take []int32
+	next := make([]int, nr)
+	fill := func(ci int, pre resVec) float64 {
+		alloc := pool.alloc[list[cands[ci].j].i]
+		bs := &sets[ci]
+		clear(used)
+		if pre != nil {
+			used.add(pre)
+		}
+		take = take[:0]
+		for k := range next {
+			for bs.start[k] < len(bs.b[k]) && taken[bs.b[k][bs.start[k]]] {
+				bs.start[k]++
+			}
+			next[k] = bs.start[k]
+		}
+		val := 0.0
+		for {
+			// The row least used so far, among those whose bucket still has pods.
+			k := -1
+			least := math.Inf(1)
+			for kk, r := range rows {
+				if next[kk] >= len(bs.b[kk]) {
+					continue
+				}
+				f := 0.0
+				if alloc[r] > 0 {
+					f = float64(used[r]) / float64(alloc[r])
+				}
+				if f < least {
+					k, least = kk, f
+				}
+			}
+			if k < 0 {
+				break
+			}
+			// Its next pod that fits (one that does not fit now never will: used only grows).
+			b := bs.b[k]
+			for next[k] < len(b) && (taken[b[next[k]]] || !sumFitsIn(used, pods[b[next[k]]].p.requests, alloc)) {
+				next[k]++
+			}
+			if next[k] == len(b) {
+				continue
+			}
+			i := b[next[k]]
+			next[k]++
+			used.add(pods[i].p.requests)
+			val += pods[i].val
+			take = append(take, i)
+			full := false
+			for r, m := range minReq {
+				if m > 0 && alloc[r]-used[r] < m {
+					full = true
+					break
+				}
+			}
+			if full {
+				break
+			}
+		}
+		return val
+	}
+	type tried struct {
+		ci   int
+		e    float64
+		take []int32 // cut from takes
+	}
+	var trials []tried
+	var takes []int32
+	// open fills one node, preloaded with pre (the pods staying on a claim, worth base; nil for
+	// a new node), and returns the moving pods it takes, or false when no type holds pre.
+	open := func(pre resVec, base float64) ([]*podInfo, bool) {
+		bestE := -1.0
+		trials, takes = trials[:0], takes[:0]
+		for ci, cd := range cands {
+			if cd.worth < bestE*(1-repackSlack) {
+				break
+			}
+			pr := list[cd.j]
+			if pre != nil && !pre.fitsIn(pool.alloc[pr.i]) {
+				continue
+			}
+			val := fill(ci, pre)
+			if len(take) == 0 && pre == nil {
+				continue
+			}
+			e := math.Inf(1)
+			if pr.price > 0 {
+				e = (base + val) / pr.price
+			}
+			at := len(takes)
+			takes = append(takes, take...)
+			trials = append(trials, tried{ci, e, takes[at:len(takes):len(takes)]})
+			bestE = max(bestE, e)
+		}
+		// Of the fills within repackSlack of the best, the largest type: fewer, larger nodes
+		// for nearly the same $ per value.
+		best := -1
+		for x, tr := range trials {
+			if tr.e < bestE*(1-repackSlack) {
+				continue
+			}
+			if best < 0 || list[cands[tr.ci].j].price > list[cands[trials[best].ci].j].price {
+				best = x
+			}
+		}
+		if best < 0 {
+			if pre == nil {
+				return nil, false
+			}
+			_, ok := cheapest(pre)
+			return nil, ok
+		}
+		take := trials[best].take
+		out := make([]*podInfo, len(take))
+		for x, i := range take {
+			out[x] = pods[i].p
+			taken[i] = true
+		}
+		left -= len(take)
+		return out, true
+	}
+	// The claims with pods that stay first (they launch anyway), then new nodes.
+	var nodes []repackNode
+	kept := make([]int, 0, len(c.claims)) // nodes[i] refills c.claims[kept[i]] for i < len(kept)
+	for ci := range c.claims {
+		if fixedSum[ci] == nil {
+			continue
+		}
+		base := 0.0
+		for k, r := range rows {
+			base += y[k] * float64(fixedSum[ci][r]) / float64(demand[r])
+		}
+		moved, ok := open(fixedSum[ci], base)
+		if !ok {
+			return
+		}
+		n := repackNode{pods: append(fixed[ci], moved...), sum: fixedSum[ci].clone()}
+		for _, p := range moved {
+			n.sum.add(p.requests)
+		}
+		nodes = append(nodes, n)
+		kept = append(kept, ci)
+	}
+	for left > 0 {
+		moved, ok := open(nil, 0)
+		if !ok || len(moved) == 0 {
+			return // a pod no candidate holds: leave the class as placed
+		}
+		n := repackNode{pods: moved, sum: make(resVec, nres)}
+		for _, p := range moved {
+			n.sum.add(p.requests)
+		}
+		nodes = append(nodes, n)
+	}
+	// Each node at the cheapest type that holds its pods.
+	newPrice := 0.0
+	for i := range nodes {
+		price, ok := cheapest(nodes[i].sum)
+		if !ok {
+			return
+		}
+		nodes[i].price = price
+		newPrice += price
+	}
+	if newPrice > oldPrice*(1-repackMinSaving) {
+		return
+	}
+	// The pool's limits: on nodes, and on resources as claims reserve them (the largest
+	// capacity of their candidate types).
+	if q, ok := pool.np.Remaining["nodes"]; ok && s.claimsOf(pool)-int64(len(c.claims))+int64(len(nodes)) > q.Value() {
+		return
+	}
+	compat := s.compatible(pool, c.reqID)
+	if pool.fit == nil {
+		pool.fit = newFitTable(pool.alloc, nres, &s.bits, &s.vecs)
+	}
+	zero := resVec(s.vecs.take(nres))
+	plans := make([]plan, len(nodes))
+	for i := range nodes {
+		its := bitset(s.bits.take(len(compat)))
+		copy(its, compat)
+		low := resVec(s.vecs.take(nres))
+		if !narrowTypes(pool.fit, pool.alloc, its, zero, nodes[i].sum, low) {
+			return
+		}
+		plans[i] = plan{reqID: c.reqID, its: its, minAvail: low}
+	}
+	if pool.limited != nil {
+		left := pool.remaining.clone()
+		for _, t := range c.claims {
+			if t.reserved != nil {
+				left.add(t.reserved)
+			}
+		}
+		for i := range plans {
+			res := make(resVec, nres)
+			plans[i].its.forEach(func(ti int) {
+				for r, v := range pool.capacity[ti] {
+					if pool.limited[r] && v > res[r] {
+						res[r] = v
+					}
+				}
+			})
+			left.sub(res)
+		}
+		for r, lim := range pool.limited {
+			if lim && left[r] < 0 {
+				return
+			}
+		}
+	}
+	// The claims with pods that stay keep them and take their new pods; the others are emptied
+	// (they leave no result) and new claims take their place.
+	refilled := make([]bool, len(c.claims))
+	for i, ci := range kept {
+		refilled[ci] = true
+		s.refill(c.claims[ci], plans[i], nodes[i].pods)
+	}
+	for ci, t := range c.claims {
+		if refilled[ci] {
+			continue
+		}
+		if t.reserved != nil {
+			pool.remaining.add(t.reserved)
+			t.reserved = nil
+		}
+		t.pods, t.infos = t.pods[:0], t.infos[:0]
+		clear(t.used)
+	}
+	for i := len(kept); i < len(nodes); i++ {
+		t := &s.claimSlab.take(1)[0]
+		*t = target{idx: len(s.targets), pool: pool, reqs: s.reqByID[c.reqID], reqID: c.reqID, used: resVec(s.vecs.take(nres))}
+		t.hostname = pool.np.Name + "-placeholder-" + strconv.Itoa(s.claimSeq)
+		s.claimSeq++
+		s.refill(t, plans[i], nodes[i].pods)
+		s.targets = append(s.targets, t)
+	}
+}
+
+// refill gives claim t the types of pl and exactly the pods given.
+func (s *solver) refill(t *target, pl plan, pods []*podInfo) {
+	s.commit(nil, t, pl)
+	t.pods, t.infos = t.pods[:0], t.infos[:0]
+	clear(t.used)
+	s.growPods(t, len(pods))
+	for _, p := range pods {
+		t.used.add(p.requests)
+		t.pods = append(t.pods, p.pod)
+		t.infos = append(t.infos, p)
+	}
+}
+
+// cheapestOf is the first type of a price-ordered list that is among its.
+func cheapestOf(list []priced, its bitset) (int, float64, bool) {
+	for _, pr := range list {
+		if its.has(pr.i) {
+			return pr.i, pr.price, true
+		}
+	}
+	return 0, 0, false
+}
+
+// sortByValue orders pods by value, highest first, ties in their order: a radix sort of the
+// values quantised to 33 bits (three passes of 11), stable, so equal keys keep their order.
+func sortByValue(pods []repackPod) []repackPod {
+	top := 0.0
+	for i := range pods {
+		top = max(top, pods[i].val)
+	}
+	if len(pods) < 2 || top <= 0 {
+		return pods
+	}
+	const bitsPer, passes = 11, 3
+	scale := float64(uint64(1)<<(bitsPer*passes)-1) / top
+	keys := make([]uint64, len(pods))
+	for i := range pods {
+		// Descending: the largest value gets key 0.
+		keys[i] = uint64(1)<<(bitsPer*passes) - 1 - uint64(pods[i].val*scale)
+	}
+	out := make([]repackPod, len(pods))
+	outKeys := make([]uint64, len(pods))
+	var counts [1 << bitsPer]int
+	for pass := range passes {
+		shift := uint(pass * bitsPer)
+		clear(counts[:])
+		for _, k := range keys {
+			counts[(k>>shift)&(1<<bitsPer-1)]++
+		}
+		sum := 0
+		for d, n := range counts {
+			counts[d] = sum
+			sum += n
+		}
+		for i, k := range keys {
+			d := (k >> shift) & (1<<bitsPer - 1)
+			out[counts[d]], outKeys[counts[d]] = pods[i], k
+			counts[d]++
+		}
+		pods, out = out, pods
+		keys, outKeys = outKeys, keys
+	}
+	return pods
+}
