@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -36,25 +37,108 @@ type BoundShare struct {
 // (with an offering its requirements allow, priced at the cheapest such
 // offering), non-negative and fractional counts whose capacity covers the
 // pods' total requests of every resource (cpu, memory, pods, each extended
-// resource), at the least $/h. Cuts it adds, each true of any placement: at
-// least as many nodes as the largest group of pods that require, by
-// anti-affinity on the hostname, a node each.
+// resource), at the least $/h. What it adds, each true of any placement:
+//   - a node's capacity is net of the DaemonSet pods a node of that pool and
+//     type runs (their requests and a pod slot each), as the solver counts it;
+//   - pods go only to the pools they tolerate and whose labels their node
+//     selector and required node affinity admit: the pools fall into groups
+//     no pod spans, each group is its own program, and the bound is their sum;
+//   - at least as many nodes, in a group, as the largest set of its pods that
+//     require, by anti-affinity on the hostname, a node each.
 //
-// What it leaves out makes it lower, never higher: the DaemonSets' overhead
-// on each node, every other constraint of the pods (affinity, spread, taints,
-// which pool a pod may use), and that a node holds whole pods. Existing
+// What it leaves out makes it lower, never higher: every other constraint of
+// the pods (pod affinity, spread, instance-type requirements within a pool),
+// and that a node holds whole pods. Pods no pool admits are left out. Existing
 // capacity is not counted: the bound is for launching the input's pods from
 // nothing.
 func LowerBound(in *Input) (*Bound, error) {
+	wk := in.Options.WellKnownLabels
+	if wk == nil {
+		wk = DefaultWellKnownLabels
+	}
+	known := map[string]bool{}
+	for _, k := range wk {
+		known[k] = true
+	}
+	wellKnown := func(k string) bool { return known[k] }
+	pools := in.NodePools
+	poolReqs := make([]Requirements, len(pools))
+	for i, np := range pools {
+		poolReqs[i] = poolRequirements(np)
+	}
+	// The pools each pod may use; pools joined by a pod that may use both.
+	parent := make([]int, len(pools))
+	for i := range parent {
+		parent[i] = i
+	}
+	var find func(int) int
+	find = func(i int) int {
+		for parent[i] != i {
+			parent[i] = parent[parent[i]]
+			i = parent[i]
+		}
+		return i
+	}
+	first := make([]int, len(in.Pods)) // a pool the pod may use, -1 for none
+	for pi, p := range in.Pods {
+		first[pi] = -1
+		for i, np := range pools {
+			if !TaintsTolerated(p.Spec.Tolerations, np.Taints, false) || !daemonCompatible(p, poolReqs[i], wellKnown) {
+				continue
+			}
+			if first[pi] < 0 {
+				first[pi] = i
+			} else {
+				parent[find(i)] = find(first[pi])
+			}
+		}
+	}
+	out := &Bound{}
+	for root := range pools {
+		if find(root) != root {
+			continue
+		}
+		var pods []*corev1.Pod
+		for pi, p := range in.Pods {
+			if first[pi] >= 0 && find(first[pi]) == root {
+				pods = append(pods, p)
+			}
+		}
+		if len(pods) == 0 {
+			continue
+		}
+		var group []int
+		for i := range pools {
+			if find(i) == root {
+				group = append(group, i)
+			}
+		}
+		b, err := groupBound(pods, pools, poolReqs, group, in.DaemonSetPods, wellKnown)
+		if err != nil {
+			return nil, err
+		}
+		out.PricePerHour += b.PricePerHour
+		out.Nodes += b.Nodes
+		out.Mix = append(out.Mix, b.Mix...)
+	}
+	sort.SliceStable(out.Mix, func(i, j int) bool { return out.Mix[i].Count > out.Mix[j].Count })
+	return out, nil
+}
+
+// errNoAdmittedType: no pool of a group admits an instance type with an available offering.
+var errNoAdmittedType = errors.New("no NodePool admits an instance type with an available offering")
+
+// groupBound is the covering program of a group of pools and the pods that may use them.
+func groupBound(pods []*corev1.Pod, pools []*NodePool, poolReqs []Requirements, group []int, daemonSet []*corev1.Pod, wellKnown func(string) bool) (*Bound, error) {
 	demand := corev1.ResourceList{}
 	groups := map[string]int{}
-	for _, p := range in.Pods {
+	for _, p := range pods {
 		addList(demand, podRequests(p))
 		for _, key := range hostnameAntiAffinityGroups(p) {
 			groups[key]++
 		}
 	}
-	demand[corev1.ResourcePods] = *resource.NewQuantity(int64(len(in.Pods)), resource.DecimalSI)
+	demand[corev1.ResourcePods] = *resource.NewQuantity(int64(len(pods)), resource.DecimalSI)
 	names := make([]corev1.ResourceName, 0, len(demand))
 	for n, q := range demand {
 		if q.Sign() > 0 {
@@ -75,9 +159,16 @@ func LowerBound(in *Input) (*Bound, error) {
 		cap      []float64
 	}
 	var cols []column
-	for _, np := range in.NodePools {
+	for _, pi := range group {
+		np := pools[pi]
 		reqs, admitted := np.admitted()
 		oc := newOfferingCheck(reqs)
+		var daemons []*corev1.Pod
+		for _, d := range daemonSet {
+			if TaintsTolerated(d.Spec.Tolerations, np.Taints, false) {
+				daemons = append(daemons, d)
+			}
+		}
 		for _, it := range admitted {
 			price := math.Inf(1)
 			for oi := range it.Offerings {
@@ -86,16 +177,34 @@ func LowerBound(in *Input) (*Bound, error) {
 				}
 			}
 			alloc := it.Allocatable()
+			if len(daemons) > 0 {
+				node := poolReqs[pi].Intersect(it.Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, it.Name)))
+				for _, d := range daemons {
+					if !daemonCompatible(d, node, wellKnown) {
+						continue
+					}
+					for n, q := range podRequests(d) {
+						if cur, ok := alloc[n]; ok {
+							cur.Sub(q)
+							alloc[n] = cur
+						}
+					}
+					if cur, ok := alloc[corev1.ResourcePods]; ok {
+						cur.Sub(*resource.NewQuantity(1, resource.DecimalSI))
+						alloc[corev1.ResourcePods] = cur
+					}
+				}
+			}
 			c := column{pool: np.Name, it: it.Name, price: price, cap: make([]float64, len(names))}
 			for i, n := range names {
 				q := alloc[n]
-				c.cap[i] = q.AsApproximateFloat64()
+				c.cap[i] = max(0, q.AsApproximateFloat64())
 			}
 			cols = append(cols, c)
 		}
 	}
 	if len(cols) == 0 {
-		return nil, fmt.Errorf("no NodePool admits an instance type with an available offering")
+		return nil, errNoAdmittedType
 	}
 	// Standard form: minimise price·x subject to, per resource r,
 	// Σ_t cap[t][r]/demand[r]·x_t − s_r = 1 (and, with a node cut,

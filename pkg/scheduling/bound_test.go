@@ -84,3 +84,63 @@ func TestLowerBoundIsBelowTheSolversPrice(t *testing.T) {
 		t.Logf("%d pods: solve $%.2f/h on %d nodes, bound $%.2f/h (%.2f nodes): %.2fx", n, res.TotalPrice(), len(res.NewClaims), b.PricePerHour, b.Nodes, res.TotalPrice()/b.PricePerHour)
 	}
 }
+
+// A node's capacity in the bound is net of the DaemonSet pods it runs: a
+// daemon of 1 cpu on a 4-cpu type leaves 2.9 (of 3.9 allocatable) for pods.
+func TestLowerBoundCountsDaemonSetOverhead(t *testing.T) {
+	it := fake.InstanceType("c4", 4, 64, 110, 1)
+	pods := make([]*corev1.Pod, 10)
+	for i := range pods {
+		pods[i] = fake.Pod("default", fmt.Sprintf("p%d", i), "1", "100Mi", nil)
+	}
+	ds := fake.Pod("kube-system", "agent", "1", "100Mi", nil)
+	in := &scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{{Name: "default", InstanceTypes: []*scheduling.InstanceType{it}}}, DaemonSetPods: []*corev1.Pod{ds}}
+	b, err := scheduling.LowerBound(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := 10 / 2.9; !near(b.PricePerHour, want) {
+		t.Fatalf("bound $%.4f/h, want $%.4f/h (10 cpu over 2.9 left by the daemon)", b.PricePerHour, want)
+	}
+}
+
+// Pods go only to the pools that admit them: pods selecting the dear pool are
+// bounded by its type, not by the cheap pool's; pools no pod spans are
+// bounded apart and summed.
+func TestLowerBoundKeepsPodsToTheirPools(t *testing.T) {
+	cheap, dear := fake.InstanceType("cheap", 4, 64, 110, 1), fake.InstanceType("dear", 4, 64, 110, 3)
+	cheap.Overhead, dear.Overhead = nil, nil
+	pools := []*scheduling.NodePool{
+		{Name: "cheap", InstanceTypes: []*scheduling.InstanceType{cheap}},
+		{Name: "dear", InstanceTypes: []*scheduling.InstanceType{dear}},
+	}
+	var pods []*corev1.Pod
+	for i := range 4 {
+		p := fake.Pod("default", fmt.Sprintf("d%d", i), "1", "100Mi", nil)
+		p.Spec.NodeSelector = map[string]string{scheduling.LabelNodePool: "dear"}
+		pods = append(pods, p)
+	}
+	for i := range 8 {
+		pods = append(pods, fake.Pod("default", fmt.Sprintf("c%d", i), "1", "100Mi", nil))
+	}
+	b, err := scheduling.LowerBound(&scheduling.Input{Pods: pods, NodePools: pools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The pods without a selector may use both pools, so the pools form one
+	// group of all 12 pods, bounded as one: 12 cpu at the cheap rate, $3.
+	if !near(b.PricePerHour, 3) {
+		t.Fatalf("joined pools: bound $%.4f/h, want $3", b.PricePerHour)
+	}
+	// Pods pinned to each pool: 4 cpu on dear ($3) plus 8 on cheap ($2).
+	for _, p := range pods[4:] {
+		p.Spec.NodeSelector = map[string]string{scheduling.LabelNodePool: "cheap"}
+	}
+	b, err = scheduling.LowerBound(&scheduling.Input{Pods: pods, NodePools: pools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(b.PricePerHour, 5) {
+		t.Fatalf("pods pinned to their pools: bound $%.4f/h, want $5", b.PricePerHour)
+	}
+}

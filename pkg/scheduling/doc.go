@@ -96,6 +96,18 @@
 //     pod scans on after that claim, since the targets before it rejected the identical pod
 //     before (placeRun in solver.go; TestRunsMatchOneByOne pins it to one-by-one placement).
 //
+// Repacking (Options.Repack, repack.go; provisioning and kubectl karpenter plan set it). The
+// placement loop grows each claim to the largest type its pods need, so a fleet's families and
+// sizes follow arrival order. After placement, the claims of one NodePool and requirement set
+// whose pods nothing but their requirements places (no hostname-keyed group owns or counts
+// them, no host port) are packed again: the covering LP over the class's types (coverlp.go, a
+// dual simplex) prices each resource; nodes are opened one at a time, of the type whose
+// balanced fill is worth most per $ at those prices (the largest within 1% of the best), claims
+// keeping pods that cannot move are refilled first, and each node is priced at the cheapest
+// type that holds it. The new claims are kept when they save at least 2%. Pinned domains
+// (zone, capacity type) are part of a claim's requirement set, so pods counted by zonal groups
+// move only within their domain and no count changes.
+//
 // Predicting Solve. Placement (placement.go) compiles the same constraints with the same
 // functions for callers that must predict Solve without running it on the whole cluster:
 // pkg/disruption's packer takes every constraint it knows from there, so a constraint is taught

@@ -44,6 +44,7 @@ func BenchmarkConsolidationPolicies(b *testing.B) {
 			b.ReportMetric(r.MeanPricePerHour, "mean-$/hour")
 			b.ReportMetric(r.FinalPricePerHour, "final-$/hour")
 			b.ReportMetric(r.FinalBoundPerHour, "bound-$/hour")
+			b.ReportMetric(r.FinalFreshPerHour, "fresh-$/hour")
 			b.ReportMetric(float64(r.FinalNodes), "final-nodes")
 		})
 	}

@@ -142,6 +142,10 @@ type Report struct {
 	// FinalBoundPerHour is scheduling.LowerBound's $/h for the last step's
 	// pods: what no fleet from these pools costs less than.
 	FinalBoundPerHour float64
+	// FinalFreshPerHour is what provisioning the last step's pods from no
+	// node would cost (scheduling.Solve with Repack, the pools' DaemonSet):
+	// the fleet consolidation could reach by replacing every node.
+	FinalFreshPerHour float64
 	FinalNodes        int
 }
 
@@ -244,6 +248,7 @@ func Run(cfg Config) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep.FinalFreshPerHour = s.FreshPrice()
 	return rep, nil
 }
 
@@ -305,7 +310,7 @@ func (s *Sim) PricePerHour() float64 {
 
 // LowerBound is scheduling.LowerBound's $/h for every live pod over the pools.
 func (s *Sim) LowerBound() (float64, error) {
-	in := &scheduling.Input{NodePools: s.spools}
+	in := &scheduling.Input{NodePools: s.spools, DaemonSetPods: []*corev1.Pod{s.daemon}}
 	for _, d := range s.deps {
 		in.Pods = append(in.Pods, s.live[d.Name]...)
 	}
@@ -317,6 +322,21 @@ func (s *Sim) LowerBound() (float64, error) {
 		return 0, err
 	}
 	return b.PricePerHour, nil
+}
+
+// FreshPrice is the $/h of provisioning every live pod from no node, as the
+// provisioner would (Repack), with the pools' DaemonSet.
+func (s *Sim) FreshPrice() float64 {
+	var pods []*corev1.Pod
+	for _, d := range s.deps {
+		pods = append(pods, s.live[d.Name]...)
+	}
+	if len(pods) == 0 {
+		return 0
+	}
+	in := s.solverInput(pods, false)
+	in.Options.Repack = true
+	return scheduling.Solve(in).TotalPrice()
 }
 
 // scale brings every Deployment to its replica count for the step.
