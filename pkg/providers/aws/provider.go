@@ -126,6 +126,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
+		NodeClassCEL:            opts.FeatureGates.Values[settings.FeatureNodeClassCEL],
 		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
 		ReservationCounts:       providers.CapacityReservations.Availability(),
 	}

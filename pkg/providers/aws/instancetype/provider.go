@@ -41,6 +41,11 @@ type Options struct {
 	// ReservedENIs (RESERVED_ENIS, upstream 0) are ENIs kept from the VPC
 	// CNI, lowering the ENI-limited pod count.
 	ReservedENIs int
+	// NodeClassCEL (AWS feature gate NodeClassCEL): the CEL expressions of
+	// an EC2NodeClass's kubelet (a string maxPods, reserved values that are
+	// not quantities) are evaluated per instance type. Off, they are not
+	// honoured: the family's defaults apply in their place.
+	NodeClassCEL bool
 	// DisableReservedCapacity (feature gate ReservedCapacity=false): no
 	// reserved offerings, whatever reservations a class holds.
 	DisableReservedCapacity bool
@@ -188,7 +193,10 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 	}
 	res, ok := p.resolved[key]
 	if !ok {
-		res = p.resolve(s, zones)
+		res, err = p.resolve(ctx, s, zones)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+		}
 		if group != nil {
 			res.group = group
 			res.types = p.supportingStrategy(res.types, group.Strategy)
@@ -337,12 +345,16 @@ func (p *Provider) updateOfferings(ctx context.Context) error {
 }
 
 // resolve computes the price-independent part of every type for the class.
-func (p *Provider) resolve(s *settings, zones []zone) *resolution {
+func (p *Provider) resolve(ctx context.Context, class *settings, zones []zone) (*resolution, error) {
 	res := &resolution{zones: zones, zoneReqs: zoneRequirements(zones), types: make([]baseType, 0, len(p.infos))}
 	for i := range p.infos {
 		info := &p.infos[i]
-		if architecture(info) == "" || !supportsFeatures(info, s) {
+		if architecture(info) == "" || !supportsFeatures(info, class) {
 			continue
+		}
+		s, err := class.forType(ctx, info, p.opts)
+		if err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", info.InstanceType, err)
 		}
 		name := string(info.InstanceType)
 		offered := p.offered[name]
@@ -368,7 +380,22 @@ func (p *Provider) resolve(s *settings, zones []zone) *resolution {
 			offered:       offered,
 		})
 	}
-	return res
+	return res, nil
+}
+
+// ENILimits are the network interfaces of the default network card of the
+// named instance type and the IPv4 addresses of each, from the
+// DescribeInstanceTypes answer the provider holds (the values the kubelet
+// expressions of scheduling saw); false when the type is not known.
+func (p *Provider) ENILimits(name string) (defaultENIs, ipsPerENI int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := sort.Search(len(p.infos), func(i int) bool { return string(p.infos[i].InstanceType) >= name })
+	if i == len(p.infos) || string(p.infos[i].InstanceType) != name {
+		return 0, 0, false
+	}
+	defaultENIs, ipsPerENI = eniLimits(&p.infos[i])
+	return defaultENIs, ipsPerENI, true
 }
 
 // supportsFeatures: the type supports the Nitro Enclaves and nested
