@@ -148,7 +148,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	}
 	kubeDNSIP := discoverKubeDNS(ctx, reader)
 	instanceTypes.SetPlacementGroups(providers.PlacementGroups)
-	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP, instOpts)
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP, instOpts, instanceTypes)
 	drift := NewDrift(deps.KubeClient, instances, instanceTypes)
 	drift.SetPlacementGroups(providers.PlacementGroups)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
