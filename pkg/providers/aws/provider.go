@@ -152,6 +152,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	drift := NewDrift(deps.KubeClient, instances, instanceTypes)
 	drift.SetPlacementGroups(providers.PlacementGroups)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
+	providers.KubeletExpressions = instanceTypes
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)
 	priceRefresh := pricing.NewController(prices, deps.Clock)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -381,6 +382,34 @@ func (p *Provider) resolve(ctx context.Context, class *settings, zones []zone) (
 		})
 	}
 	return res, nil
+}
+
+// ValidateKubeletExpressions evaluates the CEL expressions of the class's
+// kubelet for every instance type EC2 describes, and returns the first
+// failure: a maxPods expression without a result in [0, 2147483647], a
+// reserved expression that fails to evaluate or gives a negative result.
+// With the NodeClassCEL gate off, or without expressions, it does nothing.
+func (p *Provider) ValidateKubeletExpressions(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if !p.opts.NodeClassCEL || !nc.Spec.Kubelet.HasExpressions() {
+		return nil
+	}
+	s, err := newSettings(nc)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refresh(ctx); err != nil {
+		return err
+	}
+	// The failures are returned; the dropped reservations need no log.
+	quiet := log.IntoContext(ctx, logr.Discard())
+	for i := range p.infos {
+		if err := s.checkExpressions(quiet, &p.infos[i], p.opts); err != nil {
+			return fmt.Errorf("instance type %s: %w", p.infos[i].InstanceType, err)
+		}
+	}
+	return nil
 }
 
 // ENILimits are the network interfaces of the default network card of the

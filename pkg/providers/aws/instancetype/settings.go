@@ -269,3 +269,35 @@ func parseThreshold(field, v string) (*threshold, error) {
 	}
 	return &threshold{quantity: q}, nil
 }
+
+// checkExpressions evaluates the class's kubelet expressions for one
+// instance type as forType does, but fails on every expression without a
+// usable result (a reserved one too, which forType leaves out).
+func (s *settings) checkExpressions(ctx context.Context, info *ec2types.InstanceTypeInfo, opts Options) error {
+	t, err := s.forType(ctx, info, opts)
+	if err != nil {
+		return err
+	}
+	env := kubeletcel.Shared()
+	vars := celVars(info, t, opts.ReservedENIs)
+	for _, r := range []struct {
+		field       string
+		expressions map[string]string
+	}{{"kubeReserved", s.kubeReservedExpressions}, {"systemReserved", s.systemReservedExpressions}} {
+		keys := make([]string, 0, len(r.expressions))
+		for k := range r.expressions {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			n, err := env.Evaluate(r.expressions[k], vars)
+			if err == nil && n < 0 {
+				err = fmt.Errorf("%q gives %d for %s: %w", r.expressions[k], n, info.InstanceType, kubeletcel.ErrNegative)
+			}
+			if err != nil {
+				return fmt.Errorf("spec.kubelet.%s[%s]: %w", r.field, k, err)
+			}
+		}
+	}
+	return nil
+}
