@@ -102,3 +102,27 @@ func TestResolveWritesTheEvaluatedMaxPods(t *testing.T) {
 		t.Errorf("error %v, want one naming %s", err, awsv1.LabelInstanceCPU)
 	}
 }
+
+// AL2's bootstrap flags carry the evaluated values too.
+func TestResolveKubeletExpressionsOnAL2(t *testing.T) {
+	nc := nodeClass(awsv1.AMIFamilyAL2, ami("ami-al2", "amd64", VariantStandard, Get(awsv1.AMIFamilyAL2)))
+	nc.Spec.Kubelet = &awsv1.KubeletConfiguration{}
+	if err := nc.Spec.Kubelet.UnmarshalJSON([]byte(`{"maxPods":"min(110, vcpus * 8)","kubeReserved":{"cpu":"max(60, vcpus * 30)"},"systemReserved":{"memory":"max_pods * 11"}}`)); err != nil {
+		t.Fatal(err)
+	}
+	its := []*scheduling.InstanceType{sized("m5.large", "2", "8192", 16), sized("m5.4xlarge", "16", "65536", 110)}
+	lts, err := NewResolver(WithNodeClassCEL(true, nil)).Resolve(nc, nodeClaim(), its, v1.CapacityTypeOnDemand, launchOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(lts) != 2 {
+		t.Fatalf("templates %v, want one per type", summary(lts))
+	}
+	for i, want := range [][]string{{"--max-pods=16", "cpu=60m", "memory=176Mi"}, {"--max-pods=110", "cpu=480m", "memory=1216Mi"}} {
+		for _, w := range want {
+			if !strings.Contains(lts[i].UserData, w) {
+				t.Errorf("template %d has no %q:\n%s", i, w, lts[i].UserData)
+			}
+		}
+	}
+}
