@@ -384,11 +384,17 @@ func (p *Provider) resolve(ctx context.Context, class *settings, zones []zone) (
 	return res, nil
 }
 
+// ErrInstanceTypesUnavailable: EC2's instance types could not be described,
+// so nothing was evaluated (try again later).
+var ErrInstanceTypesUnavailable = errors.New("instance types are not known yet")
+
 // ValidateKubeletExpressions evaluates the CEL expressions of the class's
 // kubelet for every instance type EC2 describes, and returns the first
 // failure: a maxPods expression without a result in [0, 2147483647], a
 // reserved expression that fails to evaluate or gives a negative result.
 // With the NodeClassCEL gate off, or without expressions, it does nothing.
+// When the instance types cannot be described it returns
+// ErrInstanceTypesUnavailable.
 func (p *Provider) ValidateKubeletExpressions(ctx context.Context, nc *awsv1.EC2NodeClass) error {
 	if !p.opts.NodeClassCEL || !nc.Spec.Kubelet.HasExpressions() {
 		return nil
@@ -400,7 +406,7 @@ func (p *Provider) ValidateKubeletExpressions(ctx context.Context, nc *awsv1.EC2
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if err := p.refresh(ctx); err != nil {
-		return err
+		return fmt.Errorf("%w: %w", ErrInstanceTypesUnavailable, err)
 	}
 	// The failures are returned; the dropped reservations need no log.
 	quiet := log.IntoContext(ctx, logr.Discard())

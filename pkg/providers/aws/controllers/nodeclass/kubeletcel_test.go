@@ -1,6 +1,7 @@
 package nodeclass_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
@@ -8,6 +9,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/apis/status"
+	"github.com/karpenter-go/karpenter/pkg/awsemulator"
 	"github.com/karpenter-go/karpenter/pkg/operator/options"
 	awsprovider "github.com/karpenter-go/karpenter/pkg/providers/aws"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/controllers/nodeclass"
@@ -104,14 +106,7 @@ func TestKubeletExpressionsEvaluationFailed(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			f := setup(t, withNodeClassCEL)
-			cfg := awstest.Config(f.aws)
-			providers := awsprovider.NewProviders(cfg, f.opts, e.KubeClient.Discovery(), f.clk)
-			ec2api := ec2.NewFromConfig(cfg)
-			providers.KubeletExpressions = instancetype.NewProvider(ec2api,
-				pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, false, f.clk),
-				instancetype.NewUnavailableOfferings(f.clk), f.clk,
-				instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075, NodeClassCEL: true})
-			f.c = nodeclass.NewController(e.Client, f.clk, nil, f.opts, providers)
+			f.withInstanceTypes()
 			nc := newNodeClass("cel-eval")
 			nc.Spec.Kubelet = kubelet(t, c.kubelet)
 			ExpectApplied(f.ctx, t, e.Client, nc)
@@ -119,4 +114,36 @@ func TestKubeletExpressionsEvaluationFailed(t *testing.T) {
 			f.expectBlocked(t, nc, nodeclass.ReasonKubeletExpressionEvalFailed, c.messages...)
 		})
 	}
+}
+
+// When EC2 cannot describe the instance types the expressions are not
+// judged: the reconcile fails (and is retried) without a False condition.
+func TestKubeletExpressionsWaitForTheInstanceTypes(t *testing.T) {
+	f := setup(t, withNodeClassCEL)
+	f.withInstanceTypes()
+	f.aws.InjectFault(awsemulator.Fault{Service: "ec2", Action: "DescribeInstanceTypes", Code: "UnauthorizedOperation"})
+	nc := newNodeClass("cel-wait")
+	nc.Spec.Kubelet = kubelet(t, `{"maxPods":"100 / (vcpus - vcpus)"}`)
+	ExpectApplied(f.ctx, t, e.Client, nc)
+	if err := ExpectReconcileFailed(f.ctx, t, f.c, nc); !strings.Contains(err.Error(), "DescribeInstanceTypes") {
+		t.Errorf("reconcile error %v, want one naming DescribeInstanceTypes", err)
+	}
+	nc = ExpectExists(f.ctx, t, e.Client, &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: nc.Name}})
+	if c := nc.StatusConditions().Get(v1.ConditionTypeValidationSucceeded); c != nil && c.Reason == nodeclass.ReasonKubeletExpressionEvalFailed {
+		t.Errorf("ValidationSucceeded %+v while the instance types are unknown", c)
+	}
+}
+
+// withInstanceTypes rebuilds the controller with the instance type
+// provider (NodeClassCEL on) evaluating kubelet expressions, as the AWS
+// provider wires it.
+func (f *fixture) withInstanceTypes() {
+	cfg := awstest.Config(f.aws)
+	providers := awsprovider.NewProviders(cfg, f.opts, e.KubeClient.Discovery(), f.clk)
+	ec2api := ec2.NewFromConfig(cfg)
+	providers.KubeletExpressions = instancetype.NewProvider(ec2api,
+		pricing.NewProvider(ec2api, pricing.NewPricingClient(cfg), cfg.Region, false, f.clk),
+		instancetype.NewUnavailableOfferings(f.clk), f.clk,
+		instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: 0.075, NodeClassCEL: true})
+	f.c = nodeclass.NewController(e.Client, f.clk, nil, f.opts, providers)
 }

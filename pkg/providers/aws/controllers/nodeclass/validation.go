@@ -3,6 +3,7 @@ package nodeclass
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/ttlcache"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
@@ -102,6 +104,10 @@ func (v *validation) reconcile(ctx context.Context, nc *v1.EC2NodeClass) (time.D
 	}
 	if v.expressions != nil && v.opts.FeatureGates.Values[settings.FeatureNodeClassCEL] {
 		if err := v.expressions.ValidateKubeletExpressions(ctx, nc); err != nil {
+			if errors.Is(err, instancetype.ErrInstanceTypesUnavailable) {
+				// Not a verdict on the expressions: try again.
+				return 0, fmt.Errorf("validating the kubelet expressions of EC2NodeClass %s: %w", nc.Name, err)
+			}
 			conds.SetFalse(v1.ConditionTypeValidationSucceeded, ReasonKubeletExpressionEvalFailed, err.Error())
 			return 0, nil
 		}
