@@ -3,6 +3,7 @@ package amifamily
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"sort"
 	"strconv"
@@ -241,7 +242,8 @@ func (r *Resolver) reservedFor(it *scheduling.InstanceType, kubeReserved, system
 	if err != nil {
 		return nil, nil, fmt.Errorf("spec.kubelet.systemReserved: %w", err)
 	}
-	return kr, sr, nil
+	// Maps without expressions come back as they are: the class's own.
+	return maps.Clone(kr), maps.Clone(sr), nil
 }
 
 // celVars are the values kubelet expressions see for an instance type: its
