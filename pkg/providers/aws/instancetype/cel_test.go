@@ -128,7 +128,7 @@ func TestKubeletExpressionsIgnoredWithTheGateOff(t *testing.T) {
 func TestKubeletExpressionFailures(t *testing.T) {
 	f := newFixture(t)
 	p := f.celProvider(true)
-	for _, expr := range []string{"100 / (vcpus - vcpus)", "vcpus - 1000", "3000000000 + vcpus"} {
+	for _, expr := range []string{"100 / (vcpus - vcpus)", "vcpus - 1000", "3000000000 + vcpus", "", "vcpus > 2"} {
 		nc := f.nodeClass(func(nc *awsv1.EC2NodeClass) {
 			nc.Spec.Kubelet = kubeletOf(t, `{"maxPods":"`+expr+`"}`)
 		})

@@ -39,6 +39,7 @@ type settings struct {
 	// on (forType); when it is off they are not honoured: the family's
 	// default applies in their place.
 	maxPodsExpression         string
+	hasMaxPodsExpression      bool
 	kubeReservedExpressions   map[string]string
 	systemReservedExpressions map[string]string
 	evictionMemory            *threshold
@@ -102,7 +103,7 @@ func newSettings(nc *awsv1.EC2NodeClass) (*settings, error) {
 		return s, nil
 	}
 	s.maxPods, s.podsPerCore = kc.MaxPods, kc.PodsPerCore
-	s.maxPodsExpression, _ = kc.MaxPodsExpression()
+	s.maxPodsExpression, s.hasMaxPodsExpression = kc.MaxPodsExpression()
 	var err error
 	if s.kubeReserved, s.kubeReservedExpressions, err = parseReserved("spec.kubelet.kubeReserved", kc.KubeReserved); err != nil {
 		return nil, err
@@ -164,7 +165,7 @@ func parseReserved(field string, m map[string]string) (corev1.ResourceList, map[
 
 // hasExpressions reports whether the class's kubelet holds CEL expressions.
 func (s *settings) hasExpressions() bool {
-	return s.maxPodsExpression != "" || len(s.kubeReservedExpressions) > 0 || len(s.systemReservedExpressions) > 0
+	return s.hasMaxPodsExpression || len(s.kubeReservedExpressions) > 0 || len(s.systemReservedExpressions) > 0
 }
 
 // forType returns the settings of one instance type: the class's, with its
@@ -180,7 +181,7 @@ func (s *settings) forType(ctx context.Context, info *ec2types.InstanceTypeInfo,
 	}
 	env := kubeletcel.Shared()
 	t := *s
-	if s.maxPodsExpression != "" {
+	if s.hasMaxPodsExpression {
 		n, err := env.Evaluate(s.maxPodsExpression, celVars(info, &t, opts.ReservedENIs))
 		if err != nil {
 			return nil, fmt.Errorf("spec.kubelet.maxPods: %w", err)
