@@ -121,7 +121,9 @@ func NewResolver(opts ...ResolverOption) *Resolver {
 // Resolve groups instanceTypes by AMI (the newest image of nc.Status.AMIs
 // whose requirements the type meets), then by max pods when the family
 // writes max-pods into user data (each group's kubelet gets its own
-// --max-pods), then by EFA count when the NodeClaim requests EFA devices:
+// --max-pods), then by the kubeReserved and systemReserved the class's
+// kubelet expressions give them (NodeClassCEL), then by EFA count when the
+// NodeClaim requests EFA devices:
 // one LaunchTemplate per group (and, for capacity type reserved, per
 // capacity reservation of the group's available offerings the NodeClaim
 // allows), in a stable order (AMIs in status order,
