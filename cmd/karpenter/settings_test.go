@@ -6,15 +6,15 @@ import (
 )
 
 // With upstream v1.15's chart environment (both gate settings as its chart
-// renders them, two gates turned on) the controller starts, reports all 13
+// renders them, some gates turned on) the controller starts, reports all 13
 // gates, and warns about the one that is enabled but not implemented
-// (NodeClassCEL; NodeRepair and RebootForRepair are), and about nothing else
-// of the gates.
+// (DRAEFA; NodeRepair, NodeClassCEL and RebootForRepair are), and about
+// nothing else of the gates.
 func TestUpstreamChartGatesStartWithOneWarningEach(t *testing.T) {
 	env := map[string]string{
 		"CLUSTER_NAME":      "demo",
 		"FEATURE_GATES":     "ReservedCapacity=true,SpotToSpotConsolidation=false,NodeRepair=true,NodeOverlay=false,StaticCapacity=false,CapacityBuffer=false,TerminateFirstDrift=false,TerminateFirstRepair=false,PodDeletionCostManagement=false",
-		"AWS_FEATURE_GATES": "NodeClassCEL=true,DRANVIDIAGPU=false,DRAEFA=false,RebootForRepair=true",
+		"AWS_FEATURE_GATES": "NodeClassCEL=true,DRANVIDIAGPU=false,DRAEFA=true,RebootForRepair=true",
 	}
 	opts, provider, err := parse([]string{"--cloud-provider=aws"}, func(k string) string { return env[k] })
 	if err != nil {
@@ -30,7 +30,7 @@ func TestUpstreamChartGatesStartWithOneWarningEach(t *testing.T) {
 			gateWarnings = append(gateWarnings, w)
 		}
 	}
-	if len(gateWarnings) != 1 || !strings.Contains(gateWarnings[0], "NodeClassCEL is enabled (AWS_FEATURE_GATES) but not implemented yet") {
+	if len(gateWarnings) != 1 || !strings.Contains(gateWarnings[0], "DRAEFA is enabled (AWS_FEATURE_GATES) but not implemented yet") {
 		t.Errorf("gate warnings %q", gateWarnings)
 	}
 }

@@ -50,8 +50,11 @@ func (offline) InstanceTypes(ctx context.Context, reader client.Client, clk cloc
 	prices := pricing.NewProvider(ec2Client, pricing.NewPricingClient(cfg), cfg.Region, false, clk)
 	// A refresh is read-only; when it fails the static prices stay.
 	_ = pricing.NewController(prices, clk).Reconcile(ctx)
+	// Kubelet expressions are evaluated: a class holding them launches
+	// only where the controller's NodeClassCEL gate is on (elsewhere it is
+	// not Ready), and there its types are sized by them.
 	its := instancetype.NewProvider(ec2Client, prices, instancetype.NewUnavailableOfferings(clk), clk,
-		instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: settings.DefaultVMMemoryOverheadPercent})
+		instancetype.Options{Region: cfg.Region, VMMemoryOverheadPercent: settings.DefaultVMMemoryOverheadPercent, NodeClassCEL: true})
 	its.SetPlacementGroups(placementgroup.NewProvider(ec2Client, clk, placementgroup.DefaultTTL))
 	return New(reader, its), nil
 }

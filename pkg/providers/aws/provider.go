@@ -126,6 +126,7 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 		Region:                  cfg.Region,
 		VMMemoryOverheadPercent: opts.VMMemoryOverheadPercent,
 		ReservedENIs:            opts.ReservedENIs,
+		NodeClassCEL:            opts.FeatureGates.Values[settings.FeatureNodeClassCEL],
 		DisableReservedCapacity: !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity),
 		ReservationCounts:       providers.CapacityReservations.Availability(),
 	}
@@ -151,10 +152,11 @@ func (p *Provider) New(ctx context.Context, deps cloudprovider.Deps) (*cloudprov
 	}
 	kubeDNSIP := discoverKubeDNS(ctx, reader)
 	instanceTypes.SetPlacementGroups(providers.PlacementGroups)
-	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP, instOpts)
+	launchTemplates, instances := newLaunch(cfg, deps, opts, providers, unavailable, kubeDNSIP, instOpts, instanceTypes)
 	drift := NewDrift(deps.KubeClient, instances, instanceTypes)
 	drift.SetPlacementGroups(providers.PlacementGroups)
 	providers.LaunchTemplates = launchTemplates // deleted with their EC2NodeClass
+	providers.KubeletExpressions = instanceTypes
 	nodeClasses := nodeclass.NewController(deps.KubeClient, deps.Clock, deps.Recorder, opts, providers)
 	nodeClasses.DisableReservedCapacity = !options.FeatureGateValue(deps.FeatureGates, options.FeatureReservedCapacity)
 	priceRefresh := pricing.NewController(prices, deps.Clock)

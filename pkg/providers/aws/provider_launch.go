@@ -24,14 +24,16 @@ import (
 // CIDR at launch). instOpts carries the instance provider's options beyond
 // the cluster name (the zonal shifts).
 func newLaunch(cfg aws.Config, deps cloudprovider.Deps, opts *settings.Options, providers nodeclass.Providers,
-	unavailable *instancetype.UnavailableOfferings, kubeDNSIP string, instOpts instance.Options) (*launchtemplate.Provider, *instance.Provider) {
+	unavailable *instancetype.UnavailableOfferings, kubeDNSIP string, instOpts instance.Options, instanceTypes *instancetype.Provider) (*launchtemplate.Provider, *instance.Provider) {
 	ca := opts.ClusterCABundle
 	if ca == "" && deps.Manager != nil {
 		if rc := deps.Manager.GetConfig(); rc != nil && len(rc.CAData) > 0 {
 			ca = base64.StdEncoding.EncodeToString(rc.CAData)
 		}
 	}
-	lts := launchtemplate.NewProvider(providers.EC2, amifamily.NewResolver(), deps.Clock, launchtemplate.Options{
+	// Kubelet expressions see the ENI limits scheduling saw.
+	resolver := amifamily.NewResolver(amifamily.WithNodeClassCEL(opts.FeatureGates.Values[settings.FeatureNodeClassCEL], instanceTypes.ENILimits))
+	lts := launchtemplate.NewProvider(providers.EC2, resolver, deps.Clock, launchtemplate.Options{
 		ClusterName:     opts.ClusterName,
 		ClusterEndpoint: opts.ClusterEndpoint,
 		ClusterCABundle: ca,

@@ -111,7 +111,11 @@ type EC2NodeClassSpec struct {
 	// to the node's bootstrap where the AMI family can carry them. The API
 	// server does not check this object: Karpenter does, and reports a
 	// wrong field as ValidationSucceeded=False naming it, which keeps the
-	// class from launching nodes.
+	// class from launching nodes. With the NodeClassCEL feature gate,
+	// maxPods may be a CEL expression (a string) and a kubeReserved or
+	// systemReserved value anything that is not a quantity, evaluated per
+	// instance type over vcpus, memory_mib, default_enis, ips_per_eni,
+	// max_pods and instance_type.
 	// +kubebuilder:validation:Schemaless
 	// +kubebuilder:validation:Type=object
 	// +kubebuilder:pruning:PreserveUnknownFields

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,15 +28,20 @@ type KubeletConfiguration struct {
 	// ClusterDNS is the list of DNS server IPs the kubelet gives to pods.
 	ClusterDNS []string `json:"clusterDNS,omitempty"`
 	// MaxPods caps the number of pods on a node. When unset, the limit comes
-	// from the instance type's ENI limits.
+	// from the instance type's ENI limits. A string maxPods is a CEL
+	// expression (feature gate NodeClassCEL): it stays in Extra, see
+	// MaxPodsExpression.
 	MaxPods *int32 `json:"maxPods,omitempty"`
 	// PodsPerCore caps pods per vCPU; the lower of this and maxPods wins.
 	PodsPerCore *int32 `json:"podsPerCore,omitempty"`
 	// SystemReserved is the capacity held back for OS daemons, keyed by cpu,
-	// memory, ephemeral-storage or pid.
+	// memory, ephemeral-storage or pid. A value that is not a quantity is a
+	// CEL expression evaluated per instance type (feature gate NodeClassCEL).
 	SystemReserved map[string]string `json:"systemReserved,omitempty"`
 	// KubeReserved is the capacity held back for Kubernetes daemons. When
 	// unset, Karpenter computes it from the instance type like the EKS AMIs.
+	// A value that is not a quantity is a CEL expression, as in
+	// SystemReserved.
 	KubeReserved map[string]string `json:"kubeReserved,omitempty"`
 	// EvictionHard are the thresholds at which the kubelet evicts pods at once.
 	EvictionHard map[string]string `json:"evictionHard,omitempty"`
@@ -189,4 +195,48 @@ func (in *KubeletConfiguration) String() string {
 	}
 	sorted, _ := json.Marshal(v)
 	return string(sorted)
+}
+
+// MaxPodsExpression returns maxPods when it is a string: a CEL expression
+// evaluated per instance type (feature gate NodeClassCEL). The string is
+// kept in Extra, as stored, and MaxPods is nil.
+func (in *KubeletConfiguration) MaxPodsExpression() (string, bool) {
+	if in == nil || in.MaxPods != nil {
+		return "", false
+	}
+	raw, ok := in.Extra["maxPods"]
+	if !ok {
+		return "", false
+	}
+	var s string
+	if err := json.Unmarshal(raw.Raw, &s); err != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// HasExpressions reports whether spec.kubelet holds a CEL expression: a
+// string maxPods, or a kubeReserved or systemReserved value that is not a
+// resource quantity.
+func (in *KubeletConfiguration) HasExpressions() bool {
+	if _, ok := in.MaxPodsExpression(); ok {
+		return true
+	}
+	return in.HasReservedExpressions()
+}
+
+// HasReservedExpressions reports whether a kubeReserved or systemReserved
+// value is not a resource quantity, i.e. is a CEL expression.
+func (in *KubeletConfiguration) HasReservedExpressions() bool {
+	if in == nil {
+		return false
+	}
+	for _, m := range []map[string]string{in.KubeReserved, in.SystemReserved} {
+		for _, v := range m {
+			if _, err := resource.ParseQuantity(v); err != nil {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -47,11 +47,16 @@ func TestKubeletDecodesAnythingAndRoundTrips(t *testing.T) {
 func TestValidateKubelet(t *testing.T) {
 	for in, want := range map[string][]string{
 		`{"maxPods":110,"shutdownGracePeriod":"30s","containerLogMaxSize":"50Mi","evictionSoft":{"memory.available":"5%"},"evictionSoftGracePeriod":{"memory.available":"1m"}}`: nil,
-		`{"maxPods":"abc"}`:                   {"spec.kubelet.maxPods"},
-		`{"maxPods":-1}`:                      {"spec.kubelet.maxPods: -1 cannot be negative"},
-		`{"notAKubeletField":1}`:              {`spec.kubelet: unknown field "notAKubeletField"`},
-		`{"shutdownGracePeriod":7}`:           {"spec.kubelet.shutdownGracePeriod: a number where the kubelet expects type string"},
-		`{"imageGCHighThresholdPercent":101}`: {"spec.kubelet.imageGCHighThresholdPercent: 101 must be between 0 and 100"},
+		// A string maxPods and a reserved value that is not a quantity are
+		// CEL expressions, compiled by the EC2NodeClass controller.
+		`{"maxPods":"abc"}`: nil,
+		`{"maxPods":"min(110, vcpus * 8)","kubeReserved":{"cpu":"vcpus * 30","memory":"1Gi"},"systemReserved":{"memory":"memory_mib / 100"}}`: nil,
+		`{"maxPods":"vcpus","notAKubeletField":1}`: {`spec.kubelet: unknown field "notAKubeletField"`},
+		`{"maxPods":1.5}`:                          {"spec.kubelet.maxPods"},
+		`{"maxPods":-1}`:                           {"spec.kubelet.maxPods: -1 cannot be negative"},
+		`{"notAKubeletField":1}`:                   {`spec.kubelet: unknown field "notAKubeletField"`},
+		`{"shutdownGracePeriod":7}`:                {"spec.kubelet.shutdownGracePeriod: a number where the kubelet expects type string"},
+		`{"imageGCHighThresholdPercent":101}`:      {"spec.kubelet.imageGCHighThresholdPercent: 101 must be between 0 and 100"},
 		`{"imageGCHighThresholdPercent":50,"imageGCLowThresholdPercent":50}`:         {"spec.kubelet.imageGCHighThresholdPercent: 50 must be greater than imageGCLowThresholdPercent"},
 		`{"evictionSoft":{"memory.available":"5%"}}`:                                 {"spec.kubelet.evictionSoft[memory.available]: has no matching evictionSoftGracePeriod"},
 		`{"evictionSoftGracePeriod":{"memory.available":"1m"}}`:                      {"spec.kubelet.evictionSoftGracePeriod[memory.available]: has no matching evictionSoft"},
@@ -59,7 +64,8 @@ func TestValidateKubelet(t *testing.T) {
 		`{"evictionHard":{"memory.available":"150%"}}`:                               {"spec.kubelet.evictionHard[memory.available]"},
 		`{"systemReserved":{"gpu":"1"}}`:                                             {`spec.kubelet.systemReserved: "gpu" is not a reservable resource`},
 		`{"kubeReserved":{"cpu":"-1"}}`:                                              {"spec.kubelet.kubeReserved[cpu]: \"-1\" cannot be a negative resource quantity"},
-		`{"kubeReserved":{"cpu":"lots"}}`:                                            {"spec.kubelet.kubeReserved[cpu]: \"lots\" is not a resource quantity"},
+		`{"kubeReserved":{"cpu":"lots"}}`:                                            nil,
+		`{"systemReserved":{"cpu":"-vcpus"}}`:                                        {"spec.kubelet.systemReserved[cpu]: \"-vcpus\" cannot be a negative resource quantity"},
 		`{"evictionMinimumReclaim":{"memory.free":"1Gi","nodefs.available":"-1Gi"}}`: {`spec.kubelet.evictionMinimumReclaim: "memory.free" is not an eviction signal`, "spec.kubelet.evictionMinimumReclaim[nodefs.available]"},
 		`{"registerWithTaints":[]}`:                                                  {"spec.kubelet.registerWithTaints: cannot be set"},
 	} {
@@ -115,5 +121,47 @@ func TestBlockDeviceKeepsAnInvalidVolumeSize(t *testing.T) {
 	_ = json.Unmarshal([]byte(`{"volumeSize":"Ti"}`), &b)
 	if b.VolumeSize != nil || b.InvalidVolumeSize != "Ti" {
 		t.Errorf("decoded %+v", b)
+	}
+}
+
+// A string maxPods is an expression: MaxPods stays nil, the string stays in
+// Extra and is encoded back as stored; reserved values that are not
+// quantities are expressions too.
+func TestKubeletExpressions(t *testing.T) {
+	for in, want := range map[string]struct {
+		maxPods       string
+		any, reserved bool
+	}{
+		`{"maxPods":110,"kubeReserved":{"cpu":"100m"}}`:                 {},
+		`{"maxPods":"min(110, vcpus * 8)"}`:                             {maxPods: "min(110, vcpus * 8)", any: true},
+		`{"maxPods":"10"}`:                                              {maxPods: "10", any: true},
+		`{"kubeReserved":{"cpu":"vcpus * 30","memory":"1Gi"}}`:          {any: true, reserved: true},
+		`{"systemReserved":{"memory":"memory_mib / 100"},"maxPods":20}`: {any: true, reserved: true},
+	} {
+		var k KubeletConfiguration
+		if err := json.Unmarshal([]byte(in), &k); err != nil {
+			t.Fatal(err)
+		}
+		expr, ok := k.MaxPodsExpression()
+		if expr != want.maxPods || ok != (want.maxPods != "") {
+			t.Errorf("%s: MaxPodsExpression %q %v", in, expr, ok)
+		}
+		if want.maxPods != "" && k.MaxPods != nil {
+			t.Errorf("%s: MaxPods %d", in, *k.MaxPods)
+		}
+		if k.HasExpressions() != want.any || k.HasReservedExpressions() != want.reserved {
+			t.Errorf("%s: HasExpressions %v HasReservedExpressions %v", in, k.HasExpressions(), k.HasReservedExpressions())
+		}
+		out, _ := json.Marshal(&k)
+		var x, y any
+		_ = json.Unmarshal([]byte(in), &x)
+		_ = json.Unmarshal(out, &y)
+		if !reflect.DeepEqual(x, y) {
+			t.Errorf("%s encoded as %s", in, out)
+		}
+	}
+	var nilKubelet *KubeletConfiguration
+	if nilKubelet.HasExpressions() {
+		t.Error("nil kubelet has expressions")
 	}
 }

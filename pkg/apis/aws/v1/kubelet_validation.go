@@ -36,6 +36,14 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 		return nil
 	}
 	var errs []string
+	// A string maxPods is a CEL expression, checked where it is compiled
+	// (the EC2NodeClass controller); for the kubelet's type it stands in as
+	// an integer, so that it does not hide the other fields' errors.
+	if _, ok := in.MaxPodsExpression(); ok {
+		in = in.DeepCopy()
+		delete(in.Extra, "maxPods")
+		in.MaxPods = new(int32)
+	}
 	data, err := json.Marshal(in)
 	if err != nil {
 		return []string{fmt.Sprintf("spec.kubelet: %v", err)}
@@ -56,7 +64,7 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 		errs = append(errs, "spec.kubelet: "+e.Error())
 	}
 	// A typed field whose value did not decode into Karpenter's own view
-	// (e.g. maxPods: "abc") is reported even if the kubelet's type decode
+	// (e.g. podsPerCore: "x") is reported even if the kubelet's type decode
 	// above already stopped at another field.
 	for _, key := range slices.Sorted(maps.Keys(in.Extra)) {
 		if IsTypedKubeletField(key) {
@@ -112,11 +120,10 @@ func ValidateKubelet(in *KubeletConfiguration) []string {
 			if !slices.Contains(ReservableResources, k) {
 				errs = append(errs, fmt.Sprintf("spec.kubelet.%s: %q is not a reservable resource, valid keys are %s", m.name, k, strings.Join(ReservableResources, ", ")))
 			}
-			q, err := resource.ParseQuantity(m.values[k])
-			switch {
-			case err != nil:
-				errs = append(errs, fmt.Sprintf("spec.kubelet.%s[%s]: %q is not a resource quantity", m.name, k, m.values[k]))
-			case q.Sign() < 0:
+			// A value that is not a quantity is a CEL expression, compiled
+			// by the EC2NodeClass controller; only a leading minus is
+			// refused here, whichever of the two the value is.
+			if strings.HasPrefix(m.values[k], "-") {
 				errs = append(errs, fmt.Sprintf("spec.kubelet.%s[%s]: %q cannot be a negative resource quantity", m.name, k, m.values[k]))
 			}
 		}

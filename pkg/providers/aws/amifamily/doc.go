@@ -19,7 +19,9 @@
 // The Resolver (resolve.go) turns a class, a NodeClaim and candidate
 // instance types into launch template option sets: it gives every instance
 // type the newest AMI of status.amis it can boot, splits the types by the
-// max pods their kubelet must be told and by EFA count, and fills each set
+// max pods their kubelet must be told, by the kube- and system-reserved
+// their kubelet expressions evaluate to (feature gate NodeClassCEL) and by
+// EFA count, and fills each set
 // with the family's user data (package bootstrap), block device and
 // metadata defaults, and the labels and taints the node registers with.
 package amifamily

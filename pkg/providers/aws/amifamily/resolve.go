@@ -1,9 +1,12 @@
 package amifamily
 
 import (
+	"context"
 	"fmt"
+	"maps"
 	"net"
 	"sort"
+	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +15,7 @@ import (
 	awsv1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily/bootstrap"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/kubeletcel"
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
@@ -83,16 +87,47 @@ type LaunchTemplate struct {
 
 // Resolver turns an EC2NodeClass, a NodeClaim and candidate instance types
 // into launch template option sets. It is pure: everything it needs comes in
-// through its arguments.
-type Resolver struct{}
+// through its arguments and options.
+type Resolver struct {
+	// nodeClassCEL: the kubelet's CEL expressions are evaluated per
+	// instance type (WithNodeClassCEL).
+	nodeClassCEL bool
+	eniLimits    ENILookup
+}
+
+// ENILookup tells the network interfaces of an instance type's default
+// network card and the IPv4 addresses of each (the instance type
+// provider's ENILimits); false when unknown.
+type ENILookup func(instanceType string) (defaultENIs, ipsPerENI int64, ok bool)
+
+// ResolverOption configures a Resolver.
+type ResolverOption func(*Resolver)
+
+// WithNodeClassCEL sets the NodeClassCEL gate. On, the CEL expressions of
+// an EC2NodeClass's kubelet are evaluated for each instance type and the
+// results written into its user data (maxPods, kubeReserved,
+// systemReserved), instance types with different results getting
+// different launch templates; default_enis and ips_per_eni come from
+// eniLimits. Off, they are not honoured: the family's defaults apply.
+func WithNodeClassCEL(enabled bool, eniLimits ENILookup) ResolverOption {
+	return func(r *Resolver) { r.nodeClassCEL, r.eniLimits = enabled, eniLimits }
+}
 
 // NewResolver returns a Resolver.
-func NewResolver() *Resolver { return &Resolver{} }
+func NewResolver(opts ...ResolverOption) *Resolver {
+	r := &Resolver{}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
 
 // Resolve groups instanceTypes by AMI (the newest image of nc.Status.AMIs
 // whose requirements the type meets), then by max pods when the family
 // writes max-pods into user data (each group's kubelet gets its own
-// --max-pods), then by EFA count when the NodeClaim requests EFA devices:
+// --max-pods), then by the kubeReserved and systemReserved the class's
+// kubelet expressions give them (NodeClassCEL), then by EFA count when the
+// NodeClaim requests EFA devices:
 // one LaunchTemplate per group (and, for capacity type reserved, per
 // capacity reservation of the group's available offerings the NodeClaim
 // allows), in a stable order (AMIs in status order,
@@ -121,23 +156,34 @@ func (r *Resolver) Resolve(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, inst
 	opts = completeOptions(nc, nodeClaim, capacityType, opts, family)
 	_, wantsEFA := nodeClaim.Spec.Resources.Requests[awsv1.ResourceEFA]
 	writesMaxPods := family.Name != awsv1.AMIFamilyCustom
+	var kubeReserved, systemReserved map[string]string
+	if nc.Spec.Kubelet != nil {
+		kubeReserved, systemReserved = nc.Spec.Kubelet.KubeReserved, nc.Spec.Kubelet.SystemReserved
+	}
+	if !r.nodeClassCEL {
+		kubeReserved, systemReserved = kubeletcel.StaticOnly(kubeReserved), kubeletcel.StaticOnly(systemReserved)
+	}
+	_, maxPodsExpression := nc.Spec.Kubelet.MaxPodsExpression()
 
 	var out []*LaunchTemplate
 	claimReqs := claimRequirements(nodeClaim)
 	for _, g := range groups {
-		type key struct {
-			maxPods, efa int64
-			// reservations are "id=type" joined by commas (a string keeps
-			// the key comparable).
-			reservations string
-		}
-		var order []key
-		byKey := map[key][]*scheduling.InstanceType{}
+		var order []launchKey
+		byKey := map[launchKey][]*scheduling.InstanceType{}
+		reserved := map[launchKey][2]map[string]string{}
 		for _, it := range g.instanceTypes {
-			var k key
+			var k launchKey
 			if writesMaxPods {
 				k.maxPods = podsOf(it)
 			}
+			// kubeReserved and systemReserved expressions evaluate per
+			// type; types whose results differ need their own user data.
+			kr, sr, err := r.reservedFor(it, kubeReserved, systemReserved)
+			if err != nil {
+				return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+			}
+			k.kubeReserved, k.systemReserved = serializeReserved(kr), serializeReserved(sr)
+			reserved[k] = [2]map[string]string{kr, sr}
 			if wantsEFA {
 				q := it.Capacity[awsv1.ResourceEFA]
 				k.efa = q.Value()
@@ -151,7 +197,7 @@ func (r *Resolver) Resolve(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, inst
 			byKey[k] = append(byKey[k], it)
 		}
 		for _, k := range order {
-			lt, err := r.launchTemplate(nc, family, g.amiID, k.maxPods, int(k.efa), writesMaxPods, capacityType, opts, byKey[k])
+			lt, err := r.launchTemplate(nc, family, g.amiID, k.maxPods, int(k.efa), writesMaxPods, maxPodsExpression, reserved[k], capacityType, opts, byKey[k])
 			if err != nil {
 				return nil, err
 			}
@@ -170,6 +216,97 @@ func (r *Resolver) Resolve(nc *awsv1.EC2NodeClass, nodeClaim *v1.NodeClaim, inst
 		}
 	}
 	return out, nil
+}
+
+// launchKey is what splits instance types into launch templates.
+type launchKey struct {
+	maxPods, efa int64
+	// reservations are "id=type" joined by commas (a string keeps the key
+	// comparable).
+	reservations string
+	// kubeReserved and systemReserved are the reservations the kubelet is
+	// given, as "key=value" joined by commas.
+	kubeReserved, systemReserved string
+}
+
+// reservedFor are the kubeReserved and systemReserved maps the kubelet of
+// the instance type is given: with NodeClassCEL, expressions replaced by
+// their results for it (kubeletcel.ResolveReserved, the evaluation
+// scheduling made), max_pods being its pods capacity.
+func (r *Resolver) reservedFor(it *scheduling.InstanceType, kubeReserved, systemReserved map[string]string) (map[string]string, map[string]string, error) {
+	if !r.nodeClassCEL {
+		return kubeReserved, systemReserved, nil
+	}
+	vars := func() (kubeletcel.Vars, error) { return r.celVars(it) }
+	env := kubeletcel.Shared()
+	ctx := context.TODO()
+	kr, err := env.ResolveReserved(ctx, "kubeReserved", kubeReserved, vars)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spec.kubelet.kubeReserved: %w", err)
+	}
+	sr, err := env.ResolveReserved(ctx, "systemReserved", systemReserved, vars)
+	if err != nil {
+		return nil, nil, fmt.Errorf("spec.kubelet.systemReserved: %w", err)
+	}
+	// Maps without expressions come back as they are: the class's own.
+	return maps.Clone(kr), maps.Clone(sr), nil
+}
+
+// celVars are the values kubelet expressions see for an instance type: its
+// vCPUs and memory labels, the ENI limits of the lookup, its pods capacity.
+func (r *Resolver) celVars(it *scheduling.InstanceType) (kubeletcel.Vars, error) {
+	label := func(key string) (int64, error) {
+		req, ok := it.Requirements.Get(key)
+		if !ok {
+			return 0, fmt.Errorf("instance type %s has no %s label to evaluate kubelet expressions with", it.Name, key)
+		}
+		v, ok := req.Single()
+		if !ok {
+			return 0, fmt.Errorf("instance type %s has no single %s value to evaluate kubelet expressions with", it.Name, key)
+		}
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("instance type %s: label %s=%q: %w", it.Name, key, v, err)
+		}
+		return n, nil
+	}
+	vcpus, err := label(awsv1.LabelInstanceCPU)
+	if err != nil {
+		return kubeletcel.Vars{}, err
+	}
+	memory, err := label(awsv1.LabelInstanceMemory)
+	if err != nil {
+		return kubeletcel.Vars{}, err
+	}
+	out := kubeletcel.Vars{VCPUs: vcpus, MemoryMiB: memory, MaxPods: podsOf(it), InstanceType: it.Name}
+	if r.eniLimits != nil {
+		if enis, ips, ok := r.eniLimits(it.Name); ok {
+			out.DefaultENIs, out.IPsPerENI = enis, ips
+		}
+	}
+	return out, nil
+}
+
+// serializeReserved writes a reserved map as sorted "key=value" pairs.
+func serializeReserved(m map[string]string) string {
+	if m == nil {
+		return ""
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	b.WriteString("{")
+	for i, k := range keys {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		b.WriteString(k + "=" + m[k])
+	}
+	b.WriteString("}")
+	return b.String()
 }
 
 func claimRequirements(nodeClaim *v1.NodeClaim) scheduling.Requirements {
@@ -208,17 +345,25 @@ func reservationsOf(it *scheduling.InstanceType, claimReqs scheduling.Requiremen
 	return strings.Join(out, ",")
 }
 
-func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID string, maxPods int64, efa int, writesMaxPods bool, capacityType string, opts LaunchOptions, its []*scheduling.InstanceType) (*LaunchTemplate, error) {
+func (r *Resolver) launchTemplate(nc *awsv1.EC2NodeClass, family *Family, amiID string, maxPods int64, efa int, writesMaxPods, maxPodsExpression bool, reserved [2]map[string]string, capacityType string, opts LaunchOptions, its []*scheduling.InstanceType) (*LaunchTemplate, error) {
 	kubelet := &awsv1.KubeletConfiguration{}
 	if nc.Spec.Kubelet != nil {
 		kubelet = nc.Spec.Kubelet.DeepCopy()
 	}
+	// A maxPods expression never reaches the node: the count it gave the
+	// instance types (or, with NodeClassCEL off, their default) does.
+	if maxPodsExpression {
+		delete(kubelet.Extra, "maxPods")
+	}
 	// The instance type's pods capacity already is min(maxPods, podsPerCore
 	// x vCPUs) or the ENI limit; passing it keeps the kubelet and Karpenter's
 	// scheduling in agreement.
-	if kubelet.MaxPods == nil && writesMaxPods && maxPods > 0 {
+	if kubelet.MaxPods == nil && writesMaxPods && (maxPods > 0 || maxPodsExpression) {
 		kubelet.MaxPods = ptr.To(int32(maxPods))
 	}
+	// Reservations as resolved for these instance types: expressions
+	// replaced by their results, or left out.
+	kubelet.KubeReserved, kubelet.SystemReserved = reserved[0], reserved[1]
 	if len(kubelet.ClusterDNS) == 0 && opts.KubeDNSIP != "" {
 		kubelet.ClusterDNS = []string{opts.KubeDNSIP}
 	}

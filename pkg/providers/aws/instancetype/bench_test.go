@@ -52,7 +52,10 @@ func BenchmarkResolveAllInstanceTypes(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		res := p.resolve(s, zones)
+		res, err := p.resolve(context.Background(), s, zones)
+		if err != nil {
+			b.Fatal(err)
+		}
 		if list := p.withOfferings(res, nil); len(list) != 1363 {
 			b.Fatal(len(list))
 		}
@@ -67,7 +70,10 @@ func BenchmarkRebuildOfferings(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	res := p.resolve(s, subnetZones(nc.Status.Subnets))
+	res, err := p.resolve(context.Background(), s, subnetZones(nc.Status.Subnets))
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		p.withOfferings(res, nil)

@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	ec2types "github.com/aws/aws-sdk-go-v2/service/ec2/types"
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -41,6 +42,11 @@ type Options struct {
 	// ReservedENIs (RESERVED_ENIS, upstream 0) are ENIs kept from the VPC
 	// CNI, lowering the ENI-limited pod count.
 	ReservedENIs int
+	// NodeClassCEL (AWS feature gate NodeClassCEL): the CEL expressions of
+	// an EC2NodeClass's kubelet (a string maxPods, reserved values that are
+	// not quantities) are evaluated per instance type. Off, they are not
+	// honoured: the family's defaults apply in their place.
+	NodeClassCEL bool
 	// DisableReservedCapacity (feature gate ReservedCapacity=false): no
 	// reserved offerings, whatever reservations a class holds.
 	DisableReservedCapacity bool
@@ -196,7 +202,10 @@ func (p *Provider) List(ctx context.Context, nc *awsv1.EC2NodeClass) ([]*schedul
 	}
 	res, ok := p.resolved[key]
 	if !ok {
-		res = p.resolve(s, zones)
+		res, err = p.resolve(ctx, s, zones)
+		if err != nil {
+			return nil, fmt.Errorf("EC2NodeClass %q: %w", nc.Name, err)
+		}
 		if group != nil {
 			res.group = group
 			res.types = p.supportingStrategy(res.types, group.Strategy)
@@ -346,12 +355,16 @@ func (p *Provider) updateOfferings(ctx context.Context) error {
 }
 
 // resolve computes the price-independent part of every type for the class.
-func (p *Provider) resolve(s *settings, zones []zone) *resolution {
+func (p *Provider) resolve(ctx context.Context, class *settings, zones []zone) (*resolution, error) {
 	res := &resolution{zones: zones, zoneReqs: zoneRequirements(zones), types: make([]baseType, 0, len(p.infos))}
 	for i := range p.infos {
 		info := &p.infos[i]
-		if architecture(info) == "" || !supportsFeatures(info, s) {
+		if architecture(info) == "" || !supportsFeatures(info, class) {
 			continue
+		}
+		s, err := class.forType(ctx, info, p.opts)
+		if err != nil {
+			return nil, fmt.Errorf("instance type %s: %w", info.InstanceType, err)
 		}
 		name := string(info.InstanceType)
 		offered := p.offered[name]
@@ -377,7 +390,56 @@ func (p *Provider) resolve(s *settings, zones []zone) *resolution {
 			offered:       offered,
 		})
 	}
-	return res
+	return res, nil
+}
+
+// ErrInstanceTypesUnavailable: EC2's instance types could not be described,
+// so nothing was evaluated (try again later).
+var ErrInstanceTypesUnavailable = errors.New("instance types are not known yet")
+
+// ValidateKubeletExpressions evaluates the CEL expressions of the class's
+// kubelet for every instance type EC2 describes, and returns the first
+// failure: a maxPods expression without a result in [0, 2147483647], a
+// reserved expression that fails to evaluate or gives a negative result.
+// With the NodeClassCEL gate off, or without expressions, it does nothing.
+// When the instance types cannot be described it returns
+// ErrInstanceTypesUnavailable.
+func (p *Provider) ValidateKubeletExpressions(ctx context.Context, nc *awsv1.EC2NodeClass) error {
+	if !p.opts.NodeClassCEL || !nc.Spec.Kubelet.HasExpressions() {
+		return nil
+	}
+	s, err := newSettings(nc)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.refresh(ctx); err != nil {
+		return fmt.Errorf("%w: %w", ErrInstanceTypesUnavailable, err)
+	}
+	// The failures are returned; the dropped reservations need no log.
+	quiet := log.IntoContext(ctx, logr.Discard())
+	for i := range p.infos {
+		if err := s.checkExpressions(quiet, &p.infos[i], p.opts); err != nil {
+			return fmt.Errorf("instance type %s: %w", p.infos[i].InstanceType, err)
+		}
+	}
+	return nil
+}
+
+// ENILimits are the network interfaces of the default network card of the
+// named instance type and the IPv4 addresses of each, from the
+// DescribeInstanceTypes answer the provider holds (the values the kubelet
+// expressions of scheduling saw); false when the type is not known.
+func (p *Provider) ENILimits(name string) (defaultENIs, ipsPerENI int64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	i := sort.Search(len(p.infos), func(i int) bool { return string(p.infos[i].InstanceType) >= name })
+	if i == len(p.infos) || string(p.infos[i].InstanceType) != name {
+		return 0, 0, false
+	}
+	defaultENIs, ipsPerENI = eniLimits(&p.infos[i])
+	return defaultENIs, ipsPerENI, true
 }
 
 // supportsFeatures: the type supports the Nitro Enclaves and nested

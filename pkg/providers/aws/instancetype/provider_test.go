@@ -466,10 +466,10 @@ func TestBadNodeClass(t *testing.T) {
 		t.Fatalf("no subnets: error %v, want one naming status.subnets", err)
 	}
 	bad := f.nodeClass(func(nc *awsv1.EC2NodeClass) {
-		nc.Spec.Kubelet = &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"memory": "a lot"}}
+		nc.Spec.Kubelet = &awsv1.KubeletConfiguration{KubeReserved: map[string]string{"gpu": "1"}}
 	})
-	if _, err := f.provider.List(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.kubelet.kubeReserved.memory") {
-		t.Fatalf("bad kubeReserved: error %v, want one naming spec.kubelet.kubeReserved.memory", err)
+	if _, err := f.provider.List(ctx, bad); err == nil || !strings.Contains(err.Error(), "spec.kubelet.kubeReserved.gpu") {
+		t.Fatalf("bad kubeReserved: error %v, want one naming spec.kubelet.kubeReserved.gpu", err)
 	}
 	if n := f.em.Calls("ec2", ""); n != 0 {
 		t.Fatalf("bad classes made %d EC2 calls", n)

@@ -192,7 +192,7 @@ func TestBadKubeletSettingsNameTheField(t *testing.T) {
 		bdms    []*awsv1.BlockDeviceMapping
 		want    string
 	}{
-		{kubelet: awsv1.KubeletConfiguration{KubeReserved: map[string]string{"cpu": "lots"}}, want: `spec.kubelet.kubeReserved.cpu: "lots" is not a quantity`},
+		{kubelet: awsv1.KubeletConfiguration{KubeReserved: map[string]string{"gpu": "vcpus"}}, want: `spec.kubelet.kubeReserved.gpu: unknown resource`},
 		{kubelet: awsv1.KubeletConfiguration{SystemReserved: map[string]string{"memory": "-1Gi"}}, want: `spec.kubelet.systemReserved.memory: "-1Gi" is negative`},
 		{kubelet: awsv1.KubeletConfiguration{SystemReserved: map[string]string{"gpu": "1"}}, want: `spec.kubelet.systemReserved.gpu: unknown resource`},
 		{kubelet: awsv1.KubeletConfiguration{EvictionHard: map[string]string{"memory.available": "ten%"}}, want: `spec.kubelet.evictionHard.memory.available: "ten%" is not a percentage`},

@@ -33,10 +33,11 @@ func TestUpstreamChartAWSFeatureGatesParse(t *testing.T) {
 }
 
 // An AWS gate that is enabled but not implemented is warned about, an
-// unknown name too; neither stops start-up. RebootForRepair is implemented,
-// so enabling it warns about nothing. A malformed value stops start-up.
+// unknown name too; neither stops start-up. NodeClassCEL and
+// RebootForRepair are implemented, so enabling them warns about nothing. A
+// malformed value stops start-up.
 func TestAWSFeatureGatesWarn(t *testing.T) {
-	o, err := parse(t, []string{"--aws-feature-gates=RebootForRepair=true,DRAEFA=true,Warp=true"}, env(map[string]string{"CLUSTER_NAME": "demo"}))
+	o, err := parse(t, []string{"--aws-feature-gates=RebootForRepair=true,NodeClassCEL=true,DRAEFA=true,Warp=true"}, env(map[string]string{"CLUSTER_NAME": "demo"}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,8 +50,13 @@ func TestAWSFeatureGatesWarn(t *testing.T) {
 			t.Errorf("warnings\n%s\nwant %q", w, want)
 		}
 	}
-	if strings.Contains(w, "feature gate RebootForRepair") {
-		t.Errorf("warnings\n%s\nname RebootForRepair, which is implemented", w)
+	for _, implemented := range []string{"RebootForRepair", "NodeClassCEL"} {
+		if strings.Contains(w, "feature gate "+implemented) {
+			t.Errorf("warnings\n%s\nname %s, which is implemented", w, implemented)
+		}
+	}
+	if !o.FeatureGates.Values[FeatureNodeClassCEL] {
+		t.Error("NodeClassCEL=true not read")
 	}
 	if n := len(o.FeatureGates.Warnings()); n != 2 {
 		t.Errorf("%d warnings, want 2", n)

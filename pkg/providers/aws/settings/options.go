@@ -43,10 +43,10 @@ const (
 
 // Gates are upstream v1.15's AWS feature gates (--aws-feature-gates,
 // AWS_FEATURE_GATES), in the order upstream's chart renders them, with
-// upstream's defaults. RebootForRepair is implemented; enabling any other
-// logs a warning at start-up.
+// upstream's defaults. NodeClassCEL and RebootForRepair are implemented;
+// enabling any other logs a warning at start-up.
 var Gates = []options.Gate{
-	{Name: FeatureNodeClassCEL, Missing: "EC2NodeClass kubelet settings take no CEL expressions"},
+	{Name: FeatureNodeClassCEL, Implemented: true},
 	{Name: FeatureDRANVIDIAGPU, Missing: "no Dynamic Resource Allocation: the devices of the NVIDIA GPU driver are not simulated"},
 	{Name: FeatureDRAEFA, Missing: "no Dynamic Resource Allocation: the EFA devices of the dranet driver are not simulated"},
 	{Name: FeatureRebootForRepair, Implemented: true},
@@ -145,7 +145,7 @@ func (o *Options) AddFlags(fs *flag.FlagSet, env cloudprovider.Env) {
 	fs.DurationVar(&o.SubnetRefreshInterval, "subnet-refresh-interval", env.Duration("SUBNET_REFRESH_INTERVAL", DefaultSubnetRefreshInterval), "How often EC2NodeClass subnets are resolved again.")
 	fs.DurationVar(&o.SecurityGroupRefreshInterval, "security-group-refresh-interval", env.Duration("SECURITY_GROUP_REFRESH_INTERVAL", DefaultSecurityGroupRefreshInterval), "How long DescribeSecurityGroups answers are reused: a security group change shows in EC2NodeClass status after at most this long.")
 	fs.BoolVar(&o.EnableZonalShift, "enable-zonal-shift", env.Bool("ENABLE_ZONAL_SHIFT", false), "Read the cluster's ARC zonal shifts and launch nothing into a zone traffic is shifted away from. Needs arc-zonal-shift:GetManagedResource on the cluster's ARN, and the cluster registered for zonal shift.")
-	fs.StringVar(&o.featureGates, "aws-feature-gates", env.String("AWS_FEATURE_GATES", options.DefaultString(Gates)), "Comma-separated AWS Gate=bool pairs: "+strings.Join(options.GateSet{Gates: Gates}.Names(), ", ")+". None is implemented yet: an enabled one, or an unknown name, logs a warning at start-up.")
+	fs.StringVar(&o.featureGates, "aws-feature-gates", env.String("AWS_FEATURE_GATES", options.DefaultString(Gates)), "Comma-separated AWS Gate=bool pairs: "+strings.Join(options.GateSet{Gates: Gates}.Names(), ", ")+". NodeClassCEL and RebootForRepair are implemented; enabling another, or an unknown name, logs a warning at start-up.")
 }
 
 // SettingWarnings name the AWS settings that are set but not implemented.

@@ -55,6 +55,16 @@ type Providers struct {
 	// LaunchTemplates, when set, deletes a class's launch templates when
 	// the class goes.
 	LaunchTemplates *launchtemplate.Provider
+	// KubeletExpressions, when set, evaluates a class's kubelet CEL
+	// expressions for every instance type (the instance type provider):
+	// one without a usable result makes ValidationSucceeded False.
+	KubeletExpressions KubeletExpressionValidator
+}
+
+// KubeletExpressionValidator evaluates the kubelet CEL expressions of a
+// class for every instance type; nil when they all have a usable result.
+type KubeletExpressionValidator interface {
+	ValidateKubeletExpressions(ctx context.Context, nc *v1.EC2NodeClass) error
 }
 
 // Controller reconciles EC2NodeClasses.
@@ -75,7 +85,7 @@ type Controller struct {
 func NewController(kubeClient client.Client, clk clock.Clock, recorder record.EventRecorder, opts *settings.Options, providers Providers) *Controller {
 	return &Controller{
 		kubeClient: kubeClient, clock: clk, recorder: recorder, opts: opts, providers: providers,
-		validation: newValidation(kubeClient, providers.EC2, clk, opts),
+		validation: newValidation(kubeClient, providers.EC2, clk, opts, providers.KubeletExpressions),
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily/bootstrap"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/kubeletcel"
 )
 
 // ValidationSucceeded reasons of the checks of the spec itself, which need
@@ -24,6 +25,13 @@ const (
 	// ReasonInvalidSpec: a value the schema accepts (as upstream's does)
 	// but EC2 or SSM would refuse.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonKubeletExpressionsDisabled: spec.kubelet holds a CEL
+	// expression (a string maxPods, a kubeReserved or systemReserved value
+	// that is not a quantity) and the NodeClassCEL feature gate is off.
+	ReasonKubeletExpressionsDisabled = "KubeletExpressionsDisabled"
+	// ReasonKubeletExpressionInvalid: a CEL expression of spec.kubelet does
+	// not compile or does not return an int or a double.
+	ReasonKubeletExpressionInvalid = "KubeletExpressionInvalid"
 )
 
 // maxSSMParameterName is the longest SSM parameter name (or ARN) SSM takes.
@@ -36,10 +44,14 @@ type specProblem struct {
 }
 
 // checkSpec runs the checks of the spec that the CRD schema does not do.
-// It returns nil when the spec can be launched as written.
-func checkSpec(nc *v1.EC2NodeClass) *specProblem {
+// It returns nil when the spec can be launched as written. nodeClassCEL is
+// the NodeClassCEL feature gate.
+func checkSpec(nc *v1.EC2NodeClass, nodeClassCEL bool) *specProblem {
 	if errs := v1.ValidateKubelet(nc.Spec.Kubelet); len(errs) > 0 {
 		return &specProblem{ReasonInvalidKubeletConfiguration, strings.Join(errs, "; ")}
+	}
+	if p := checkKubeletExpressions(nc.Spec.Kubelet, nodeClassCEL); p != nil {
+		return p
 	}
 	if msgs := invalidValues(nc); len(msgs) > 0 {
 		return &specProblem{ReasonInvalidSpec, strings.Join(msgs, "; ")}
@@ -53,6 +65,62 @@ func checkSpec(nc *v1.EC2NodeClass) *specProblem {
 			verb = "is"
 		}
 		return &specProblem{ReasonUnsupportedField, fmt.Sprintf("%s %s not supported by this build yet; no node is launched from this EC2NodeClass until it is removed", strings.Join(fields, ", "), verb)}
+	}
+	return nil
+}
+
+// kubeletExpressions lists the CEL expressions of spec.kubelet by field
+// path, sorted: maxPods, then kubeReserved and systemReserved by key.
+func kubeletExpressions(k *v1.KubeletConfiguration) (paths, expressions []string) {
+	if expr, ok := k.MaxPodsExpression(); ok {
+		paths, expressions = append(paths, "spec.kubelet.maxPods"), append(expressions, expr)
+	}
+	if k == nil {
+		return paths, expressions
+	}
+	for _, m := range []struct {
+		name   string
+		values map[string]string
+	}{{"kubeReserved", k.KubeReserved}, {"systemReserved", k.SystemReserved}} {
+		keys := make([]string, 0, len(m.values))
+		for key, value := range m.values {
+			if kubeletcel.IsExpression(value) {
+				keys = append(keys, key)
+			}
+		}
+		sort.Strings(keys)
+		for _, key := range keys {
+			paths = append(paths, fmt.Sprintf("spec.kubelet.%s[%s]", m.name, key))
+			expressions = append(expressions, m.values[key])
+		}
+	}
+	return paths, expressions
+}
+
+// checkKubeletExpressions refuses CEL expressions in spec.kubelet when the
+// NodeClassCEL gate is off (launching would silently use the family's
+// defaults instead), and expressions that do not compile to a number when
+// it is on. Whether an expression evaluates for every instance type is
+// checked later, against the instance types.
+func checkKubeletExpressions(k *v1.KubeletConfiguration, nodeClassCEL bool) *specProblem {
+	paths, expressions := kubeletExpressions(k)
+	if len(paths) == 0 {
+		return nil
+	}
+	if !nodeClassCEL {
+		return &specProblem{ReasonKubeletExpressionsDisabled, fmt.Sprintf(
+			"spec.kubelet contains a CEL expression (%s), but the NodeClassCEL feature gate is disabled (AWS_FEATURE_GATES); no node is launched from this EC2NodeClass until the gate is enabled or the expressions are replaced by values",
+			strings.Join(paths, ", "))}
+	}
+	env := kubeletcel.Shared()
+	var msgs []string
+	for i, expr := range expressions {
+		if err := env.Validate(expr); err != nil {
+			msgs = append(msgs, fmt.Sprintf("%s: %v", paths[i], err))
+		}
+	}
+	if len(msgs) > 0 {
+		return &specProblem{ReasonKubeletExpressionInvalid, strings.Join(msgs, "; ")}
 	}
 	return nil
 }

@@ -52,8 +52,8 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 				nc.Spec.AMIFamily = ptr.To(v1.AMIFamilyAL2023)
 				nc.Spec.AMISelectorTerms = []v1.AMISelectorTerm{{SSMParameter: strings.Repeat("p", 2049)}}
 			}},
-		{"kubelet wrong type", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods", "",
-			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPods":"abc"}`) }},
+		{"kubelet wrong type", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.podsPerCore", "",
+			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"podsPerCore":"abc"}`) }},
 		{"kubelet unknown field", nodeclass.ReasonInvalidKubeletConfiguration, `unknown field "maxPod"`, "",
 			func(nc *v1.EC2NodeClass) { nc.Spec.Kubelet = kubelet(t, `{"maxPod":10}`) }},
 		{"kubelet imageGC order", nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.imageGCHighThresholdPercent: 50 must be greater than imageGCLowThresholdPercent", "",
@@ -134,7 +134,7 @@ func TestSupportedSpecIsReady(t *testing.T) {
 		t.Errorf("stored kubelet %s", got.Spec.Kubelet.String())
 	}
 	nc = f.reconcile(t, got)
-	expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.maxPods")
+	expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, nodeclass.ReasonInvalidKubeletConfiguration, "spec.kubelet.podsPerCore")
 }
 
 // Kubelet fields Karpenter does not read are accepted on every family whose

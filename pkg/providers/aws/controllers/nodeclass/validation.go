@@ -3,6 +3,7 @@ package nodeclass
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"sort"
@@ -19,6 +20,7 @@ import (
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/aws/v1"
 	karpv1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/amifamily"
+	"github.com/karpenter-go/karpenter/pkg/providers/aws/instancetype"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/awserr"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/internal/ttlcache"
 	"github.com/karpenter-go/karpenter/pkg/providers/aws/launchtemplate"
@@ -66,17 +68,25 @@ type validation struct {
 	opts  *settings.Options
 	// cache maps <class name>:<input hash> to "" (authorized) or a reason.
 	cache *ttlcache.Cache[string]
+	// expressions evaluates kubelet expressions per instance type (nil:
+	// they are only compiled).
+	expressions KubeletExpressionValidator
 }
 
-func newValidation(kube client.Reader, ec2api *ec2.Client, clk clock.Clock, opts *settings.Options) *validation {
-	return &validation{kube: kube, ec2: ec2api, clock: clk, opts: opts, cache: ttlcache.New[string](clk, ValidationTTL)}
+func newValidation(kube client.Reader, ec2api *ec2.Client, clk clock.Clock, opts *settings.Options, expressions KubeletExpressionValidator) *validation {
+	return &validation{kube: kube, ec2: ec2api, clock: clk, opts: opts, cache: ttlcache.New[string](clk, ValidationTTL), expressions: expressions}
 }
+
+// ReasonKubeletExpressionEvalFailed: a CEL expression of spec.kubelet
+// compiles but has no usable result for an instance type (an evaluation
+// error, a negative result, a maxPods beyond int32).
+const ReasonKubeletExpressionEvalFailed = "KubeletExpressionEvaluationFailed"
 
 func (v *validation) reconcile(ctx context.Context, nc *v1.EC2NodeClass) (time.Duration, error) {
 	conds := nc.StatusConditions()
 	conds.Now = v.clock.Now
 	// The spec's own checks come first: they hold whatever AWS says.
-	if p := checkSpec(nc); p != nil {
+	if p := checkSpec(nc, v.opts.FeatureGates.Values[settings.FeatureNodeClassCEL]); p != nil {
 		conds.SetFalse(v1.ConditionTypeValidationSucceeded, p.reason, p.message)
 		return 0, nil
 	}
@@ -89,6 +99,16 @@ func (v *validation) reconcile(ctx context.Context, nc *v1.EC2NodeClass) (time.D
 	for _, d := range dependencies {
 		if conds.Get(d).IsUnknown() {
 			conds.SetUnknown(v1.ConditionTypeValidationSucceeded, ReasonDependenciesNotReady, "Awaiting AMI, Instance Profile, Security Group, and Subnet resolution")
+			return 0, nil
+		}
+	}
+	if v.expressions != nil && v.opts.FeatureGates.Values[settings.FeatureNodeClassCEL] {
+		if err := v.expressions.ValidateKubeletExpressions(ctx, nc); err != nil {
+			if errors.Is(err, instancetype.ErrInstanceTypesUnavailable) {
+				// Not a verdict on the expressions: try again.
+				return 0, fmt.Errorf("validating the kubelet expressions of EC2NodeClass %s: %w", nc.Name, err)
+			}
+			conds.SetFalse(v1.ConditionTypeValidationSucceeded, ReasonKubeletExpressionEvalFailed, err.Error())
 			return 0, nil
 		}
 	}

@@ -42,7 +42,7 @@ func TestValidationTargetPrefersStandardAMIs(t *testing.T) {
 }
 
 func TestDryRunInputs(t *testing.T) {
-	v := newValidation(nil, nil, nil, &settings.Options{ClusterName: "demo"})
+	v := newValidation(nil, nil, nil, &settings.Options{ClusterName: "demo"}, nil)
 	nc := &v1.EC2NodeClass{ObjectMeta: metav1.ObjectMeta{Name: "default"}, Spec: v1.EC2NodeClassSpec{
 		AMISelectorTerms: []v1.AMISelectorTerm{{Alias: "bottlerocket@latest"}},
 		Tags:             map[string]string{"team": "a"},
@@ -87,7 +87,7 @@ func TestDryRunInputs(t *testing.T) {
 // architecture that holds them; interfaces no listed type holds are left
 // out of the dry runs (the launch names them when EC2 refuses them).
 func TestDryRunsCarryNetworkInterfaces(t *testing.T) {
-	v := newValidation(nil, nil, nil, &settings.Options{ClusterName: "demo"})
+	v := newValidation(nil, nil, nil, &settings.Options{ClusterName: "demo"}, nil)
 	primary := &v1.NetworkInterface{InterfaceType: v1.InterfaceTypeInterface}
 	for _, c := range []struct {
 		name       string

@@ -47,7 +47,8 @@ type Env struct {
 }
 
 // New starts an emulator for t and builds the providers. mutate adjusts the
-// instance type provider's options (e.g. ZonalShifts) first.
+// instance type provider's options (e.g. ZonalShifts) first; their
+// NodeClassCEL is the launch templates' too.
 func New(t testing.TB, mutate ...func(*instancetype.Options)) *Env {
 	t.Helper()
 	em := awsemulator.StartForTest(t, awsemulator.Options{})
@@ -72,7 +73,8 @@ func NewOn(t testing.TB, em *awsemulator.Emulator, mutate ...func(*instancetype.
 		m(&itOpts)
 	}
 	its := instancetype.NewProvider(ec2api, prices, unavailable, clk, itOpts)
-	lts := launchtemplate.NewProvider(ec2api, amifamily.NewResolver(), clk, launchtemplate.Options{
+	resolver := amifamily.NewResolver(amifamily.WithNodeClassCEL(itOpts.NodeClassCEL, its.ENILimits))
+	lts := launchtemplate.NewProvider(ec2api, resolver, clk, launchtemplate.Options{
 		ClusterName: opts.ClusterName, EKS: eks.NewFromConfig(cfg),
 	})
 	// A wider idle window than production's 35 ms, so that concurrent test
