@@ -198,7 +198,7 @@ func TestKWOKLeavesUnhealthyLabelledNodesAndPodsAlone(t *testing.T) {
 	newPod := func(name string, labels map[string]string) *corev1.Pod {
 		return &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Labels: labels},
-			Spec: corev1.PodSpec{NodeName: well.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/demo:1"}}},
+			Spec:       corev1.PodSpec{NodeName: well.Name, Containers: []corev1.Container{{Name: "app", Image: "registry.invalid/demo:1"}}},
 		}
 	}
 	sickPod, wellPod := newPod("sick", map[string]string{unhealthy: "unhealthy"}), newPod("well", nil)
