@@ -30,8 +30,8 @@ func logLines(t *testing.T, buf *bytes.Buffer) []map[string]any {
 	return out
 }
 
-// Each enabled gate that is not implemented, and each unknown one, is logged
-// once as a warning naming it; every known gate is exposed as
+// Each enabled gate that is not implemented (here a provider gate: every core
+// gate is built), and each unknown one, is logged once as a warning naming it; every known gate is exposed as
 // karpenter_feature_gate_enabled{name, implemented}.
 func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 	core, err := options.ParseGateSet("feature-gates", "FEATURE_GATES", options.CoreGates,
@@ -64,19 +64,19 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]int{"NodeRepair": 0, "TerminateFirstDrift": 1, "Teleport": 1, "RebootForRepair": 1, "ENABLE_ZONAL_SHIFT": 1}
+	want := map[string]int{"NodeRepair": 0, "TerminateFirstDrift": 0, "Teleport": 1, "RebootForRepair": 1, "ENABLE_ZONAL_SHIFT": 1}
 	for name, n := range want {
 		if counts[name] != n {
 			t.Errorf("%s warned %d times, want %d\n%s", name, counts[name], n, buf.String())
 		}
 	}
-	for _, name := range []string{"SpotToSpotConsolidation", "ReservedCapacity", "NodeClassCEL", "CapacityBuffer"} {
+	for _, name := range []string{"SpotToSpotConsolidation", "ReservedCapacity", "NodeClassCEL", "CapacityBuffer", "TerminateFirstDrift"} {
 		if counts[name] != 0 {
 			t.Errorf("%s (implemented, or not enabled) warned about:\n%s", name, buf.String())
 		}
 	}
-	if n := len(logLines(t, &buf)); n != 4 {
-		t.Errorf("%d warnings, want 4:\n%s", n, buf.String())
+	if n := len(logLines(t, &buf)); n != 3 {
+		t.Errorf("%d warnings, want 3:\n%s", n, buf.String())
 	}
 
 	for _, c := range []struct {
@@ -86,8 +86,8 @@ func TestReportSettingsWarnsOnceAndExposesGates(t *testing.T) {
 		{"NodeRepair", "true", 1},
 		{"CapacityBuffer", "true", 1},
 		{"NodeOverlay", "true", 0},
-		{"TerminateFirstDrift", "false", 1},
-		{"TerminateFirstRepair", "false", 0},
+		{"TerminateFirstDrift", "true", 1},
+		{"TerminateFirstRepair", "true", 0},
 		{"PodDeletionCostManagement", "true", 0},
 		{"SpotToSpotConsolidation", "true", 1},
 		{"ReservedCapacity", "true", 0},

@@ -113,7 +113,6 @@ func TestSettingWarnings(t *testing.T) {
 		want []string
 	}{
 		"defaults":                            {want: nil},
-		"dra simulation":                      {env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, want: []string{"ignore-dra-requests (IGNORE_DRA_REQUESTS) is false but simulating Dynamic Resource Allocation is not implemented yet"}},
 		"legacy node repair without the gate": {env: map[string]string{"LEGACY_NODE_REPAIR": "true"}, want: []string{"legacy-node-repair (LEGACY_NODE_REPAIR) is true but the NodeRepair feature gate is off"}},
 	} {
 		t.Run(name, func(t *testing.T) {

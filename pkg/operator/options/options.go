@@ -107,7 +107,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.DurationVar(&o.BatchIdleDuration, "batch-idle-duration", env.Duration("BATCH_IDLE_DURATION", time.Second), "A batch closes once no pod arrived for this long.")
 	fs.StringVar(&preference, "preference-policy", env.String("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
 	fs.StringVar(&minValues, "min-values-policy", env.String("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
-	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Leave pods with Dynamic Resource Allocation requests (resource claims) pending: nothing is launched for them and disruption does not move them (true). false provisions for them, but their claims are not simulated against ResourceSlices yet: it logs a warning at start-up.")
+	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Leave pods with Dynamic Resource Allocation requests (resource claims) pending: nothing is launched for them and disruption does not move them (true, the default). false asks for their claims to be simulated against ResourceSlices, which this build does not do yet: it refuses to start.")
 	fs.BoolVar(&o.LegacyNodeRepair, "legacy-node-repair", env.Bool("LEGACY_NODE_REPAIR", false), "With the NodeRepair feature gate, run upstream's legacy node repair controller (node.health) instead of node repair as a disruption method: it only replaces unhealthy nodes, at once and forcefully, with no budgets, reboots, terminate-first, policy priorities or drain bounds, and no karpenter.sh/do-not-repair.")
 	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", DefaultString(CoreGates)), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+". Gates not implemented yet, and unknown names, are accepted with a warning at start-up.")
 	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
@@ -186,6 +186,11 @@ func (o *Options) Validate() error {
 	if o.CPURequests <= 0 {
 		errs = append(errs, fmt.Errorf("cpu-requests must be positive"))
 	}
+	if !o.IgnoreDRARequests {
+		// Placing such pods by their other requests would launch nodes without the
+		// devices they claim, and consolidation would take them away again: refuse.
+		errs = append(errs, fmt.Errorf("ignore-dra-requests (IGNORE_DRA_REQUESTS) is false, which asks for pods' Dynamic Resource Allocation claims to be simulated against ResourceSlices; this build does not simulate them yet and would launch nodes that may lack the claimed devices: set it to true (the default: such pods stay pending, with an event saying why)"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -197,9 +202,6 @@ func (o *Options) FeatureGate(name string) bool { return o.FeatureGates[name] }
 // for compatibility whose behaviour is not implemented yet, each named.
 func (o *Options) SettingWarnings() []string {
 	var out []string
-	if !o.IgnoreDRARequests {
-		out = append(out, "ignore-dra-requests (IGNORE_DRA_REQUESTS) is false but simulating Dynamic Resource Allocation is not implemented yet: pods with resource claims are provisioned for and moved by their other requests, their claims are not simulated against ResourceSlices, and their nodes may not have the devices they claim")
-	}
 	if o.LegacyNodeRepair && !o.FeatureGate(FeatureNodeRepair) {
 		out = append(out, "legacy-node-repair (LEGACY_NODE_REPAIR) is true but the NodeRepair feature gate is off: as upstream's, no node repair runs (the legacy controller runs only with the gate)")
 	}

@@ -97,6 +97,7 @@ func TestInvalidSettingsAreRejected(t *testing.T) {
 		"bad port":         {env: map[string]string{"METRICS_PORT": "eighty"}, want: "METRICS_PORT"},
 		"scheduler config": {env: map[string]string{"SCHEDULER_CONFIG": "podTopologySpread: {defaultConstraints: [{maxSkew: 0}]}"}, want: "SCHEDULER_CONFIG"},
 		"bad cert issuer":  {env: map[string]string{"WEBHOOK_CERTIFICATE": "vault"}, want: "webhook-certificate \"vault\": must be self or cert-manager"},
+		"dra simulation":   {env: map[string]string{"IGNORE_DRA_REQUESTS": "false"}, want: "IGNORE_DRA_REQUESTS) is false, which asks for pods' Dynamic Resource Allocation claims to be simulated"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := Parse(tc.args, env(tc.env))
