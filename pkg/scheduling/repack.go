@@ -374,6 +374,7 @@ func (s *solver) repackClass(c *repackClass) {
 	type bucketSet struct {
 		b     [][]int32
 		start []int
+		inv   []float64 // 1 / the type's allocatable, per row (0 where it has none)
 	}
 	sets := make([]bucketSet, len(cands))
 	for ci, cd := range cands {
@@ -399,7 +400,7 @@ func (s *solver) repackClass(c *repackClass) {
 			counts[d]++
 		}
 		all := make([]int32, len(pods))
-		bs := bucketSet{b: make([][]int32, nr), start: make([]int, nr)}
+		bs := bucketSet{b: make([][]int32, nr), start: make([]int, nr), inv: inv}
 		off := 0
 		for k, n := range counts {
 			bs.b[k] = all[off : off : off+n]
@@ -419,6 +420,12 @@ func (s *solver) repackClass(c *repackClass) {
 	for i := range pods {
 		for r, v := range pods[i].p.requests {
 			minReq[r] = min(minReq[r], v)
+		}
+	}
+	var needed []int // the resources every moving pod requests some of
+	for r, m := range minReq {
+		if m > 0 {
+			needed = append(needed, r)
 		}
 	}
 	taken := make([]bool, len(pods))
@@ -449,11 +456,7 @@ func (s *solver) repackClass(c *repackClass) {
 				if next[kk] >= len(bs.b[kk]) {
 					continue
 				}
-				f := 0.0
-				if alloc[r] > 0 {
-					f = float64(used[r]) / float64(alloc[r])
-				}
-				if f < least {
+				if f := float64(used[r]) * bs.inv[kk]; f < least {
 					k, least = kk, f
 				}
 			}
@@ -474,8 +477,8 @@ func (s *solver) repackClass(c *repackClass) {
 			val += pods[i].val
 			take = append(take, i)
 			full := false
-			for r, m := range minReq {
-				if m > 0 && alloc[r]-used[r] < m {
+			for _, r := range needed {
+				if alloc[r]-used[r] < minReq[r] {
 					full = true
 					break
 				}
@@ -687,8 +690,8 @@ func cheapestOf(list []priced, its bitset) (int, float64, bool) {
 	return 0, 0, false
 }
 
-// sortByValue orders pods by value, highest first, ties in their order: a radix sort of the
-// values quantised to 33 bits (three passes of 11), stable, so equal keys keep their order.
+// sortByValue orders pods by value, highest first, ties in their order: a stable radix sort of
+// the values quantised to 22 bits (two passes of 11) over keys that carry each pod's position.
 func sortByValue(pods []repackPod) []repackPod {
 	top := 0.0
 	for i := range pods {
@@ -697,18 +700,18 @@ func sortByValue(pods []repackPod) []repackPod {
 	if len(pods) < 2 || top <= 0 {
 		return pods
 	}
-	const bitsPer, passes = 11, 3
-	scale := float64(uint64(1)<<(bitsPer*passes)-1) / top
+	const bitsPer, passes = 11, 2
+	const levels = 1<<(bitsPer*passes) - 1
+	scale := levels / top
 	keys := make([]uint64, len(pods))
 	for i := range pods {
 		// Descending: the largest value gets key 0.
-		keys[i] = uint64(1)<<(bitsPer*passes) - 1 - uint64(pods[i].val*scale)
+		keys[i] = uint64(levels-uint64(pods[i].val*scale))<<32 | uint64(i)
 	}
-	out := make([]repackPod, len(pods))
-	outKeys := make([]uint64, len(pods))
+	tmp := make([]uint64, len(pods))
 	var counts [1 << bitsPer]int
 	for pass := range passes {
-		shift := uint(pass * bitsPer)
+		shift := uint(32 + pass*bitsPer)
 		clear(counts[:])
 		for _, k := range keys {
 			counts[(k>>shift)&(1<<bitsPer-1)]++
@@ -718,13 +721,16 @@ func sortByValue(pods []repackPod) []repackPod {
 			counts[d] = sum
 			sum += n
 		}
-		for i, k := range keys {
+		for _, k := range keys {
 			d := (k >> shift) & (1<<bitsPer - 1)
-			out[counts[d]], outKeys[counts[d]] = pods[i], k
+			tmp[counts[d]] = k
 			counts[d]++
 		}
-		pods, out = out, pods
-		keys, outKeys = outKeys, keys
+		keys, tmp = tmp, keys
 	}
-	return pods
+	out := make([]repackPod, len(pods))
+	for i, k := range keys {
+		out[i] = pods[uint32(k)]
+	}
+	return out
 }

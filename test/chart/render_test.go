@@ -343,6 +343,12 @@ func TestTheControllerAcceptsTheRenderedSettings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			env := containerEnv(t, find(t, render(t, "karpenter", args...), "Deployment", deploymentName(args)))
 			getenv := func(k string) string {
+				// The every-value file sets settings.ignoreDRARequests=false, which the
+				// controller refuses by design (no Dynamic Resource Allocation simulation;
+				// TestIgnoreDRARequestsFalseIsRefused): the rest of its settings are judged.
+				if k == "IGNORE_DRA_REQUESTS" && name == "every value" {
+					return "true"
+				}
 				if v := env[k]; v != "<from>" {
 					return v
 				}
@@ -362,6 +368,30 @@ func TestTheControllerAcceptsTheRenderedSettings(t *testing.T) {
 				t.Errorf("parsed provider %q, webhook disabled %v from %v", opts.CloudProvider, opts.DisableWebhook, env)
 			}
 		})
+	}
+}
+
+// TestIgnoreDRARequestsFalseIsRefused: the chart renders
+// settings.ignoreDRARequests=false as upstream's does, and the controller
+// refuses to start with it, naming the setting.
+func TestIgnoreDRARequestsFalseIsRefused(t *testing.T) {
+	t.Parallel()
+	env := containerEnv(t, find(t, render(t, "karpenter", "--set", "settings.clusterName=dev", "--set", "settings.ignoreDRARequests=false"), "Deployment", "karpenter"))
+	if env["IGNORE_DRA_REQUESTS"] != "false" {
+		t.Fatalf("IGNORE_DRA_REQUESTS rendered %q, want false", env["IGNORE_DRA_REQUESTS"])
+	}
+	fs := flag.NewFlagSet("karpenter", flag.ContinueOnError)
+	_, finish := options.Register(fs, func(k string) string {
+		if v := env[k]; v != "<from>" {
+			return v
+		}
+		return ""
+	})
+	if err := fs.Parse(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := finish(); err == nil || !strings.Contains(err.Error(), "IGNORE_DRA_REQUESTS") {
+		t.Fatalf("the controller accepted IGNORE_DRA_REQUESTS=false (err %v)", err)
 	}
 }
 
