@@ -42,15 +42,23 @@ const repackSlack = 0.01
 // larger nodes) is kept.
 const repackMinSaving = 0.02
 
+// repackStep: a fill takes pods for the row it has used least until that row is this far
+// (a fraction of the node) past the next least used one.
+const repackStep = 0.02
+
 // repackWorth: the types considered for a node are those worth, at the duals, at least this
 // fraction below the best type's worth. Types far below cannot fill a node as well; a few
 // percent below they still help where prices vary by zone and capacity type (spot).
 const repackWorth = 0.10
 
-// repackPod is a pod of a class being repacked, with its value at the duals.
-type repackPod struct {
-	p   *podInfo
-	val float64
+// repackGroup is consecutive moving pods of a class with equal requests, with their value
+// at the duals; pods[:next] are taken.
+type repackGroup struct {
+	req  resVec
+	val  float64
+	pods []*podInfo
+	from int // position of the first in the class's list of moving pods
+	next int
 }
 
 // repackClass is the claims of one pool and requirement set that repack may change: each claim
@@ -257,26 +265,46 @@ func (s *solver) repackClass(c *repackClass) {
 	if !ok || oldPrice <= opt*(1+1e-9) {
 		return // nothing to gain: the class is placed at its floor
 	}
-	// The moving pods, most valuable first (value: their requests at the duals; ties keep the
-	// claims' order).
+	// The moving pods, in groups of equal requests (consecutive on the claims: the placement
+	// loop places them in order of requests), most valuable group first (value: the requests
+	// at the duals; ties keep the claims' order).
 	rate := make([]float64, nr)
 	for k, r := range rows {
 		rate[k] = y[k] / float64(demand[r])
 	}
-	pods := make([]repackPod, 0, moving)
+	movers := make([]*podInfo, 0, moving)
+	groups := make([]repackGroup, 0, 64)
 	for _, t := range c.claims {
 		for _, p := range t.infos {
 			if p.moves != moveYes {
 				continue
 			}
-			v := 0.0
-			for k, r := range rows {
-				v += rate[k] * float64(p.requests[r])
+			if n := len(groups); n == 0 || !slices.Equal(groups[n-1].req, p.requests) {
+				v := 0.0
+				for k, r := range rows {
+					v += rate[k] * float64(p.requests[r])
+				}
+				groups = append(groups, repackGroup{req: p.requests, val: v, from: len(movers)})
 			}
-			pods = append(pods, repackPod{p: p, val: v})
+			movers = append(movers, p)
 		}
 	}
-	pods = sortByValue(pods)
+	for g := range groups {
+		end := len(movers)
+		if g+1 < len(groups) {
+			end = groups[g+1].from
+		}
+		groups[g].pods = movers[groups[g].from:end:end]
+	}
+	slices.SortStableFunc(groups, func(a, b repackGroup) int {
+		switch {
+		case a.val > b.val:
+			return -1
+		case a.val < b.val:
+			return 1
+		}
+		return 0
+	})
 
 	// The candidates: the types worth nearly their price at the duals (the others cannot fill
 	// a node as well), and of those only the ones no other candidate worth as much contains (at
@@ -286,7 +314,6 @@ func (s *solver) repackClass(c *repackClass) {
 	type cand struct {
 		j     int // position in list
 		worth float64
-		size  float64
 	}
 	top := 0.0
 	worths := make([]float64, len(list))
@@ -303,26 +330,6 @@ func (s *solver) repackClass(c *repackClass) {
 		worths[j] = w
 		top = max(top, w)
 	}
-	var cands []cand
-	for j, w := range worths {
-		if w > 0 && w >= top*(1-repackWorth) {
-			size := 0.0
-			for _, v := range lp.cols[j] {
-				size += v
-			}
-			cands = append(cands, cand{j, w, size})
-		}
-	}
-	// Largest first: a type can only be contained in one at least as large, already kept.
-	slices.SortStableFunc(cands, func(a, b cand) int {
-		switch {
-		case a.size > b.size:
-			return -1
-		case a.size < b.size:
-			return 1
-		}
-		return 0
-	})
 	contains := func(a, b resVec) bool { // a ⊇ b
 		for r := range a {
 			if a[r] < b[r] {
@@ -331,21 +338,23 @@ func (s *solver) repackClass(c *repackClass) {
 		}
 		return true
 	}
-	maximal := make([]cand, 0, 8)
-	for _, cx := range cands {
-		ax := pool.alloc[list[cx.j].i]
-		dominated := false
-		for _, cy := range maximal {
-			if cy.worth >= cx.worth*(1-1e-6) && contains(pool.alloc[list[cy.j].i], ax) {
-				dominated = true
-				break
-			}
-		}
-		if !dominated {
-			maximal = append(maximal, cx)
-		}
+	dominates := func(y, x cand) bool {
+		return y.worth >= x.worth*(1-1e-6) && contains(pool.alloc[list[y.j].i], pool.alloc[list[x.j].i])
 	}
-	cands = maximal
+	// The types not dominated, kept as the list is read: a type dominated by one kept is
+	// skipped; one that is not drops those it dominates (of equal types the first stays).
+	cands := make([]cand, 0, 8)
+	for j, w := range worths {
+		if w <= 0 || w < top*(1-repackWorth) {
+			continue
+		}
+		x := cand{j: j, worth: w}
+		if slices.ContainsFunc(cands, func(y cand) bool { return dominates(y, x) }) {
+			continue
+		}
+		cands = slices.DeleteFunc(cands, func(z cand) bool { return dominates(x, z) })
+		cands = append(cands, x)
+	}
 	// The fills are tried best worth first, the larger type first among equals.
 	slices.SortStableFunc(cands, func(a, b cand) int {
 		switch {
@@ -365,12 +374,13 @@ func (s *solver) repackClass(c *repackClass) {
 	})
 
 	// fill packs a node of candidate ci's type, preloaded with pre (nil for none), from the
-	// pods not yet taken, and returns their value and their positions in take. It keeps the
-	// node balanced: each pod is in the bucket of the row it uses most of the type's (its
-	// dominant row), and the next pod comes from the bucket of the row the node has used least
-	// so far. Filling in value order alone saturates one resource of a large node long before
-	// the others. The buckets are per candidate, in value order, made once; each keeps where
-	// its first pod not yet taken is (taken only grows).
+	// pods not yet taken, and returns their value; take lists what it took, by group. It keeps
+	// the node balanced: each group is in the bucket of the row its pods use most of the
+	// type's (their dominant row), and the next pods come from the bucket of the row the node
+	// has used least so far, as many as keep that row within repackStep of the next least
+	// used one. Filling in value order alone saturates one resource of a large node long
+	// before the others. The buckets are per candidate, in value order, made once; each
+	// keeps where its first group not used up is.
 	type bucketSet struct {
 		b     [][]int32
 		start []int
@@ -385,40 +395,26 @@ func (s *solver) repackClass(c *repackClass) {
 				inv[k] = 1 / float64(alloc[r])
 			}
 		}
-		// Each pod's dominant row, then the buckets cut from one array by counting.
-		dom := make([]uint8, len(pods))
-		counts := make([]int, nr)
-		for i := range pods {
-			req := pods[i].p.requests
+		bs := bucketSet{b: make([][]int32, nr), start: make([]int, nr), inv: inv}
+		for g := range groups {
 			d, most := 0, -1.0
 			for k, r := range rows {
-				if f := float64(req[r]) * inv[k]; f > most {
+				if f := float64(groups[g].req[r]) * inv[k]; f > most {
 					d, most = k, f
 				}
 			}
-			dom[i] = uint8(d)
-			counts[d]++
-		}
-		all := make([]int32, len(pods))
-		bs := bucketSet{b: make([][]int32, nr), start: make([]int, nr), inv: inv}
-		off := 0
-		for k, n := range counts {
-			bs.b[k] = all[off : off : off+n]
-			off += n
-		}
-		for i, d := range dom {
-			bs.b[d] = append(bs.b[d], int32(i))
+			bs.b[d] = append(bs.b[d], int32(g))
 		}
 		sets[ci] = bs
 	}
-	// The least of each resource any moving pod requests (0 when some pod requests none): a
-	// node with less than that left of it takes no more pods.
+	// The least of each resource any moving pod requests: a node with less than that left
+	// of a resource every pod requests takes no more pods.
 	minReq := make(resVec, nres)
 	for r := range minReq {
 		minReq[r] = math.MaxInt64
 	}
-	for i := range pods {
-		for r, v := range pods[i].p.requests {
+	for g := range groups {
+		for r, v := range groups[g].req {
 			minReq[r] = min(minReq[r], v)
 		}
 	}
@@ -428,10 +424,11 @@ func (s *solver) repackClass(c *repackClass) {
 			needed = append(needed, r)
 		}
 	}
-	taken := make([]bool, len(pods))
-	left := len(pods)
+	left := len(movers)
 	used := make(resVec, nres)
-	var take []int32
+	took := make([]int, len(groups)) // this fill's count per group
+	type takeRun struct{ g, n int }
+	var take []takeRun
 	next := make([]int, nr)
 	fill := func(ci int, pre resVec) float64 {
 		alloc := pool.alloc[list[cands[ci].j].i]
@@ -440,42 +437,66 @@ func (s *solver) repackClass(c *repackClass) {
 		if pre != nil {
 			used.add(pre)
 		}
+		clear(took)
 		take = take[:0]
 		for k := range next {
-			for bs.start[k] < len(bs.b[k]) && taken[bs.b[k][bs.start[k]]] {
+			for bs.start[k] < len(bs.b[k]) && groups[bs.b[k][bs.start[k]]].next == len(groups[bs.b[k][bs.start[k]]].pods) {
 				bs.start[k]++
 			}
 			next[k] = bs.start[k]
 		}
 		val := 0.0
 		for {
-			// The row least used so far, among those whose bucket still has pods.
-			k := -1
-			least := math.Inf(1)
+			// The row least used so far, and the next least, among those whose bucket
+			// still has pods.
+			k, least, second := -1, math.Inf(1), math.Inf(1)
 			for kk, r := range rows {
 				if next[kk] >= len(bs.b[kk]) {
 					continue
 				}
-				if f := float64(used[r]) * bs.inv[kk]; f < least {
-					k, least = kk, f
+				f := float64(used[r]) * bs.inv[kk]
+				switch {
+				case f < least:
+					k, least, second = kk, f, least
+				case f < second:
+					second = f
 				}
 			}
 			if k < 0 {
 				break
 			}
-			// Its next pod that fits (one that does not fit now never will: used only grows).
+			// Its next group with a pod that fits (none that does not fit now ever will:
+			// used only grows), and how many of it fit.
 			b := bs.b[k]
-			for next[k] < len(b) && (taken[b[next[k]]] || !sumFitsIn(used, pods[b[next[k]]].p.requests, alloc)) {
-				next[k]++
+			n := 0
+			var g int
+			for ; next[k] < len(b); next[k]++ {
+				g = int(b[next[k]])
+				n = len(groups[g].pods) - groups[g].next - took[g]
+				req := groups[g].req
+				for r, v := range req {
+					if v > 0 && n > 0 {
+						n = min(n, int((alloc[r]-used[r])/v))
+					}
+				}
+				if n > 0 {
+					break
+				}
 			}
-			if next[k] == len(b) {
+			if n <= 0 {
 				continue
 			}
-			i := b[next[k]]
-			next[k]++
-			used.add(pods[i].p.requests)
-			val += pods[i].val
-			take = append(take, i)
+			// As many as keep the row within repackStep of the next least used one.
+			if r := rows[k]; !math.IsInf(second, 1) && groups[g].req[r] > 0 && bs.inv[k] > 0 {
+				room := (second+repackStep)/bs.inv[k] - float64(used[r])
+				n = max(1, min(n, int(room/float64(groups[g].req[r]))))
+			}
+			for r, v := range groups[g].req {
+				used[r] += int64(n) * v
+			}
+			val += float64(n) * groups[g].val
+			took[g] += n
+			take = append(take, takeRun{g, n})
 			full := false
 			for _, r := range needed {
 				if alloc[r]-used[r] < minReq[r] {
@@ -492,13 +513,31 @@ func (s *solver) repackClass(c *repackClass) {
 	type tried struct {
 		ci   int
 		e    float64
-		take []int32 // cut from takes
+		take []takeRun // cut from takes
 	}
 	var trials []tried
-	var takes []int32
+	var takes []takeRun
+	// takeAll marks the pods of a fill taken and returns them, and their requests in sum.
+	takeAll := func(take []takeRun) ([]*podInfo, resVec) {
+		n := 0
+		for _, t := range take {
+			n += t.n
+		}
+		out, sum := make([]*podInfo, 0, n), make(resVec, nres)
+		for _, t := range take {
+			g := &groups[t.g]
+			out = append(out, g.pods[g.next:g.next+t.n]...)
+			for r, v := range g.req {
+				sum[r] += int64(t.n) * v
+			}
+			g.next += t.n
+			left -= t.n
+		}
+		return out, sum
+	}
 	// open fills one node, preloaded with pre (the pods staying on a claim, worth base; nil for
 	// a new node), and returns the moving pods it takes, or false when no type holds pre.
-	open := func(pre resVec, base float64) ([]*podInfo, bool) {
+	open := func(pre resVec, base float64) ([]*podInfo, resVec, bool) {
 		bestE := -1.0
 		trials, takes = trials[:0], takes[:0]
 		for ci, cd := range cands {
@@ -535,19 +574,13 @@ func (s *solver) repackClass(c *repackClass) {
 		}
 		if best < 0 {
 			if pre == nil {
-				return nil, false
+				return nil, nil, false
 			}
 			_, ok := cheapest(pre)
-			return nil, ok
+			return nil, make(resVec, nres), ok
 		}
-		take := trials[best].take
-		out := make([]*podInfo, len(take))
-		for x, i := range take {
-			out[x] = pods[i].p
-			taken[i] = true
-		}
-		left -= len(take)
-		return out, true
+		out, sum := takeAll(trials[best].take)
+		return out, sum, true
 	}
 	// The claims with pods that stay first (they launch anyway), then new nodes.
 	var nodes []repackNode
@@ -560,27 +593,20 @@ func (s *solver) repackClass(c *repackClass) {
 		for k, r := range rows {
 			base += y[k] * float64(fixedSum[ci][r]) / float64(demand[r])
 		}
-		moved, ok := open(fixedSum[ci], base)
+		moved, sum, ok := open(fixedSum[ci], base)
 		if !ok {
 			return
 		}
-		n := repackNode{pods: append(fixed[ci], moved...), sum: fixedSum[ci].clone()}
-		for _, p := range moved {
-			n.sum.add(p.requests)
-		}
-		nodes = append(nodes, n)
+		sum.add(fixedSum[ci])
+		nodes = append(nodes, repackNode{pods: append(fixed[ci], moved...), sum: sum})
 		kept = append(kept, ci)
 	}
 	for left > 0 {
-		moved, ok := open(nil, 0)
+		moved, sum, ok := open(nil, 0)
 		if !ok || len(moved) == 0 {
 			return // a pod no candidate holds: leave the class as placed
 		}
-		n := repackNode{pods: moved, sum: make(resVec, nres)}
-		for _, p := range moved {
-			n.sum.add(p.requests)
-		}
-		nodes = append(nodes, n)
+		nodes = append(nodes, repackNode{pods: moved, sum: sum})
 	}
 	// Each node at the cheapest type that holds its pods.
 	newPrice := 0.0
@@ -688,49 +714,4 @@ func cheapestOf(list []priced, its bitset) (int, float64, bool) {
 		}
 	}
 	return 0, 0, false
-}
-
-// sortByValue orders pods by value, highest first, ties in their order: a stable radix sort of
-// the values quantised to 22 bits (two passes of 11) over keys that carry each pod's position.
-func sortByValue(pods []repackPod) []repackPod {
-	top := 0.0
-	for i := range pods {
-		top = max(top, pods[i].val)
-	}
-	if len(pods) < 2 || top <= 0 {
-		return pods
-	}
-	const bitsPer, passes = 11, 2
-	const levels = 1<<(bitsPer*passes) - 1
-	scale := levels / top
-	keys := make([]uint64, len(pods))
-	for i := range pods {
-		// Descending: the largest value gets key 0.
-		keys[i] = uint64(levels-uint64(pods[i].val*scale))<<32 | uint64(i)
-	}
-	tmp := make([]uint64, len(pods))
-	var counts [1 << bitsPer]int
-	for pass := range passes {
-		shift := uint(32 + pass*bitsPer)
-		clear(counts[:])
-		for _, k := range keys {
-			counts[(k>>shift)&(1<<bitsPer-1)]++
-		}
-		sum := 0
-		for d, n := range counts {
-			counts[d] = sum
-			sum += n
-		}
-		for _, k := range keys {
-			d := (k >> shift) & (1<<bitsPer - 1)
-			tmp[counts[d]] = k
-			counts[d]++
-		}
-		keys, tmp = tmp, keys
-	}
-	out := make([]repackPod, len(pods))
-	for i, k := range keys {
-		out[i] = pods[uint32(k)]
-	}
-	return out
 }
