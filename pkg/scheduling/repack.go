@@ -14,23 +14,27 @@ import (
 // fleet are whatever the arrival order makes of them: on a real catalog, three claims grown to
 // the largest (and dearest per cpu) family where a mix of cheaper families would do.
 //
-// repack revisits, after placement, the claims whose pods could go to any claim of the same
-// NodePool and requirements (no topology group counts them or constrains them, no host ports,
-// no hostname requirement): per such class it
+// repack revisits, after placement, the claims of one NodePool and requirement set (pinned
+// domains included) whose pods may move: no hostname-keyed group owns or counts them, they
+// bind no host port and require no hostname (movable). A claim may also hold pods that stay;
+// it is then refilled around them. Per such class it
 //
 //  1. solves the covering linear program over the class's instance types (coverlp.go) for the
 //     duals: the $/h that one unit of cpu, memory, pods... costs at the optimum;
-//  2. values each pod at those rates, and each type at its capacity at those rates over its
-//     price (no type exceeds 1: the best ones are worth their price);
-//  3. opens nodes one at a time: for each type, from the most to the least valuable, fills it
-//     with the remaining pods, most valuable first, that still fit, and keeps the type whose
-//     pods are worth most per $ (a type whose value is below the best fill found so far cannot
-//     beat it, which cuts the search to the efficient types);
+//  2. values each moving pod at those rates, and each type at its allocatable at those rates
+//     over its price (no type exceeds 1: the best ones are worth their price); the candidate
+//     types are those within repackWorth of the best that no other candidate worth as much
+//     contains;
+//  3. refills the claims with pods that stay, then opens nodes one at a time: each candidate is
+//     filled, balanced across resources (fill), and the node takes the largest type whose
+//     fill is worth within repackSlack of the best per $;
 //  4. prices each node at the cheapest type that holds its pods.
 //
-// The new claims replace the old ones only when they cost less in total and fit the pool's
-// limits; otherwise the class is left as placed. The result is deterministic: every order
-// breaks ties by price and position.
+// The new claims replace the old ones only when they save at least repackMinSaving and fit
+// the pool's limits; otherwise the class is left as placed. The result is deterministic: every
+// order breaks ties by price and position. Pods of equal requests are handled as a group
+// (consecutive on the claims, as the placement loop places them), so the cost grows with the
+// number of distinct requests and nodes rather than pods.
 
 // repackSlack: a fill whose value per $ is within this fraction of the best one's may be
 // chosen for being larger. Without it the search favours the small types that happen to fit a
