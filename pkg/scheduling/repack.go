@@ -65,6 +65,42 @@ type repackGroup struct {
 	next int
 }
 
+// repackScratch is memory repack reuses from solve to solve (it lives in the pooled scratch):
+// in a young process every fresh page is a fault, and a repack of thousands of pods would
+// otherwise touch tens of kilobytes anew each solve.
+type repackScratch struct {
+	floats []float64
+	cols   [][]float64
+	infos  []*podInfo
+}
+
+// floatsFor returns n zeroed floats, and infosFor n pod slots, from the scratch when there is
+// one.
+func (s *solver) floatsFor(n int) []float64 {
+	if s.rs == nil {
+		return make([]float64, n)
+	}
+	s.rs.floats = sized(s.rs.floats, n)
+	clear(s.rs.floats)
+	return s.rs.floats
+}
+
+func (s *solver) colsFor(n int) [][]float64 {
+	if s.rs == nil {
+		return make([][]float64, n)
+	}
+	s.rs.cols = sized(s.rs.cols, n)
+	return s.rs.cols
+}
+
+func (s *solver) infosFor(n int) []*podInfo {
+	if s.rs == nil {
+		return make([]*podInfo, n)
+	}
+	s.rs.infos = sized(s.rs.infos, n)
+	return s.rs.infos
+}
+
 // repackClass is the claims of one pool and requirement set that repack may change: each claim
 // keeps its pods that do not move and may take any of the class's pods that do.
 type repackClass struct {
@@ -195,11 +231,12 @@ func hostnameTerm(terms []corev1.PodAffinityTerm) bool {
 	return false
 }
 
-// repackNode is a node of a class's new packing: its pods (those that stay first) and their sum.
+// repackNode is a node of a class's new packing: its pods (those that stay, then those that
+// move) and their sum.
 type repackNode struct {
-	price float64
-	pods  []*podInfo
-	sum   resVec
+	price       float64
+	fixed, pods []*podInfo
+	sum         resVec
 }
 
 func (s *solver) repackClass(c *repackClass) {
@@ -253,8 +290,11 @@ func (s *solver) repackClass(c *repackClass) {
 		return
 	}
 	nr := len(rows)
-	lp := &coverLP{b: make([]float64, nr), c: make([]float64, len(list)), cols: make([][]float64, len(list))}
-	flat := make([]float64, nr*len(list))
+	// One array for the program's columns, prices and right-hand side, and the types' worths.
+	nl := len(list)
+	floats := s.floatsFor(nr*nl + 2*nl + nr)
+	flat, prices, worths := floats[:nr*nl:nr*nl], floats[nr*nl:nr*nl+nl:nr*nl+nl], floats[nr*nl+nl:nr*nl+2*nl:nr*nl+2*nl]
+	lp := &coverLP{b: floats[nr*nl+2*nl:], c: prices, cols: s.colsFor(nl)}
 	for k := range rows {
 		lp.b[k] = 1
 	}
@@ -276,7 +316,8 @@ func (s *solver) repackClass(c *repackClass) {
 	for k, r := range rows {
 		rate[k] = y[k] / float64(demand[r])
 	}
-	movers := make([]*podInfo, 0, moving)
+	infos := s.infosFor(2 * moving)
+	movers, outs := infos[:0:moving], infos[moving:moving:2*moving] // the moving pods; the nodes' lists
 	groups := make([]repackGroup, 0, 64)
 	for _, t := range c.claims {
 		for _, p := range t.infos {
@@ -320,7 +361,6 @@ func (s *solver) repackClass(c *repackClass) {
 		worth float64
 	}
 	top := 0.0
-	worths := make([]float64, len(list))
 	for j, pr := range list {
 		w := 0.0
 		for k := range rows {
@@ -527,17 +567,18 @@ func (s *solver) repackClass(c *repackClass) {
 		for _, t := range take {
 			n += t.n
 		}
-		out, sum := make([]*podInfo, 0, n), make(resVec, nres)
+		at := len(outs)
+		sum := make(resVec, nres)
 		for _, t := range take {
 			g := &groups[t.g]
-			out = append(out, g.pods[g.next:g.next+t.n]...)
+			outs = append(outs, g.pods[g.next:g.next+t.n]...)
 			for r, v := range g.req {
 				sum[r] += int64(t.n) * v
 			}
 			g.next += t.n
 			left -= t.n
 		}
-		return out, sum
+		return outs[at:len(outs):len(outs)], sum
 	}
 	// open fills one node, preloaded with pre (the pods staying on a claim, worth base; nil for
 	// a new node), and returns the moving pods it takes, or false when no type holds pre.
@@ -602,7 +643,7 @@ func (s *solver) repackClass(c *repackClass) {
 			return
 		}
 		sum.add(fixedSum[ci])
-		nodes = append(nodes, repackNode{pods: append(fixed[ci], moved...), sum: sum})
+		nodes = append(nodes, repackNode{fixed: fixed[ci], pods: moved, sum: sum})
 		kept = append(kept, ci)
 	}
 	for left > 0 {
@@ -674,7 +715,7 @@ func (s *solver) repackClass(c *repackClass) {
 	refilled := make([]bool, len(c.claims))
 	for i, ci := range kept {
 		refilled[ci] = true
-		s.refill(c.claims[ci], plans[i], nodes[i].pods)
+		s.refill(c.claims[ci], plans[i], nodes[i].fixed, nodes[i].pods)
 	}
 	for ci, t := range c.claims {
 		if refilled[ci] {
@@ -692,21 +733,24 @@ func (s *solver) repackClass(c *repackClass) {
 		*t = target{idx: len(s.targets), pool: pool, reqs: s.reqByID[c.reqID], reqID: c.reqID, used: resVec(s.vecs.take(nres))}
 		t.hostname = pool.np.Name + "-placeholder-" + strconv.Itoa(s.claimSeq)
 		s.claimSeq++
-		s.refill(t, plans[i], nodes[i].pods)
+		s.refill(t, plans[i], nil, nodes[i].pods)
 		s.targets = append(s.targets, t)
 	}
 }
 
-// refill gives claim t the types of pl and exactly the pods given.
-func (s *solver) refill(t *target, pl plan, pods []*podInfo) {
+// refill gives claim t the types of pl and exactly the pods given. The lists are new (the
+// claim's old arrays may still be read for other claims' pods until every claim is refilled).
+func (s *solver) refill(t *target, pl plan, fixed, moved []*podInfo) {
 	s.commit(nil, t, pl)
-	t.pods, t.infos = t.pods[:0], t.infos[:0]
+	t.pods, t.infos = nil, nil
 	clear(t.used)
-	s.growPods(t, len(pods))
-	for _, p := range pods {
-		t.used.add(p.requests)
-		t.pods = append(t.pods, p.pod)
-		t.infos = append(t.infos, p)
+	s.growPods(t, len(fixed)+len(moved))
+	for _, list := range [2][]*podInfo{fixed, moved} {
+		for _, p := range list {
+			t.used.add(p.requests)
+			t.pods = append(t.pods, p.pod)
+			t.infos = append(t.infos, p)
+		}
 	}
 }
 

@@ -30,6 +30,7 @@ type scratch struct {
 	vecHdrs   slab[resVec]
 	podPtrs   slab[*corev1.Pod]
 	infoPtrs  slab[*podInfo]
+	repack    repackScratch
 	claimSlab slab[target]
 	groupSlab slab[*topoGroup]
 	ownSlab   slab[ownGroup]
@@ -69,6 +70,7 @@ func (s *solver) useScratch() {
 	s.consSlab, s.attSlab, s.bits, s.vecs, s.podPtrs, s.claimSlab = sc.consSlab, sc.attSlab, sc.bits, sc.vecs, sc.podPtrs, sc.claimSlab
 	s.groupSlab, s.ownSlab, s.strSlab, s.vecHdrs = sc.groupSlab, sc.ownSlab, sc.strSlab, sc.vecHdrs
 	s.prices, s.chosenBuf, s.infoPtrs = sc.prices, sc.chosen, sc.infoPtrs
+	s.rs = &sc.repack
 	s.ints, s.counts, s.groupMem, s.targets = sc.ints, sc.counts, sc.groups, sc.targets[:0]
 }
 
@@ -92,6 +94,8 @@ func (s *solver) releaseScratch() {
 	s.podPtrs.recycle()
 	s.infoPtrs.recycle()
 	sc.infoPtrs = s.infoPtrs
+	clear(sc.repack.infos[:cap(sc.repack.infos)])
+	s.rs = nil
 	s.claimSlab.recycle()
 	s.groupSlab.recycle()
 	s.ownSlab.recycle()

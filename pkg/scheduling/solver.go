@@ -85,6 +85,7 @@ type solver struct {
 	vecs                slab[int64]       // claims' allocatable bounds
 	podPtrs             slab[*corev1.Pod] // targets' placed pods while solving (growPods)
 	infoPtrs            slab[*podInfo]    // the same pods' podInfos (target.infos)
+	rs                  *repackScratch    // repack's buffers (nil outside a pooled scratch)
 	claimSlab           slab[target]      // claims opened by this solve (tryNewClaim)
 	chosenBuf           []priced          // chooseTypes' scratch
 	prices              slab[priced]      // ordered lists when no Cache keeps them
