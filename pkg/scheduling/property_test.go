@@ -337,6 +337,21 @@ func fingerprint(res *scheduling.Results) string {
 	return b.String()
 }
 
+// checkSolve has the independent checker verify res, in's solve, and solves in again for the
+// same result.
+func checkSolve(t *testing.T, seed int64, in *scheduling.Input, res *scheduling.Results) {
+	t.Helper()
+	if errs := check(in, res); len(errs) > 0 {
+		if len(errs) > 8 {
+			errs = errs[:8]
+		}
+		t.Fatalf("seed %d: %d violations:\n%s\nresult:\n%s", seed, len(errs), strings.Join(errs, "\n"), fingerprint(res))
+	}
+	if again := scheduling.Solve(in); fingerprint(again) != fingerprint(res) {
+		t.Fatalf("seed %d: non-deterministic result", seed)
+	}
+}
+
 // TestRandomSnapshots solves thousands of generated snapshots and has the independent checker
 // verify every hard constraint of every placement, that nothing is over-committed and that
 // limits hold; it also asserts determinism and that the generator is not vacuous.
@@ -356,15 +371,7 @@ func TestRandomSnapshots(t *testing.T) {
 	for seed := first; seed < first+int64(n); seed++ {
 		in := genInput(seed)
 		res := scheduling.Solve(in)
-		if errs := check(in, res); len(errs) > 0 {
-			if len(errs) > 8 {
-				errs = errs[:8]
-			}
-			t.Fatalf("seed %d: %d violations:\n%s\nresult:\n%s", seed, len(errs), strings.Join(errs, "\n"), fingerprint(res))
-		}
-		if again := scheduling.Solve(in); fingerprint(again) != fingerprint(res) {
-			t.Fatalf("seed %d: non-deterministic result", seed)
-		}
+		checkSolve(t, seed, in, res)
 		total += len(in.Pods)
 		placed += len(in.Pods) - len(res.PodErrors)
 		claims += len(res.NewClaims)
@@ -390,15 +397,7 @@ func TestRandomSnapshotsRepacked(t *testing.T) {
 		plain := scheduling.Solve(in)
 		in.Options.Repack = true
 		res := scheduling.Solve(in)
-		if errs := check(in, res); len(errs) > 0 {
-			if len(errs) > 8 {
-				errs = errs[:8]
-			}
-			t.Fatalf("seed %d: %d violations:\n%s\nresult:\n%s", seed, len(errs), strings.Join(errs, "\n"), fingerprint(res))
-		}
-		if again := scheduling.Solve(in); fingerprint(again) != fingerprint(res) {
-			t.Fatalf("seed %d: non-deterministic result", seed)
-		}
+		checkSolve(t, seed, in, res)
 		if len(res.PodErrors) != len(plain.PodErrors) {
 			t.Fatalf("seed %d: %d pods unplaced with repacking, %d without", seed, len(res.PodErrors), len(plain.PodErrors))
 		}
