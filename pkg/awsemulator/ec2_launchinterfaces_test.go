@@ -21,19 +21,7 @@ func TestFleetLaunchesTemplateNetworkInterfaces(t *testing.T) {
 	sgs, err := c.ec2.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{Filters: []ec2types.Filter{filter("tag:karpenter.sh/discovery", "karpenter-demo")}})
 	ok(t, err)
 	sg := *sgs.SecurityGroups[0].GroupId
-	ami, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"}, Filters: []ec2types.Filter{filter("architecture", "x86_64"), filter("name", "amazon-eks-node-al2023-x86_64-standard-1.34-*")}})
-	ok(t, err)
-	if len(ami.Images) == 0 {
-		t.Fatal("no AL2023 image")
-	}
-	template := func(name string, nis ...ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) string {
-		_, err := c.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
-			LaunchTemplateName: aws.String(name),
-			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: ami.Images[0].ImageId, NetworkInterfaces: nis},
-		})
-		ok(t, err)
-		return name
-	}
+	template := interfaceTemplates(t, c)
 	ni := func(card, device int32, typ string) ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
 		return ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
 			NetworkCardIndex: aws.Int32(card), DeviceIndex: aws.Int32(device), InterfaceType: aws.String(typ), Groups: []string{sg},
@@ -90,19 +78,7 @@ func TestFleetLaunchesIPv6Interfaces(t *testing.T) {
 	c := start(t)
 	_, subnets := launchWorld(t, c, "x86_64")
 	subnets = subnets[:1]
-	ami, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"}, Filters: []ec2types.Filter{filter("architecture", "x86_64"), filter("name", "amazon-eks-node-al2023-x86_64-standard-1.34-*")}})
-	ok(t, err)
-	if len(ami.Images) == 0 {
-		t.Fatal("no AL2023 image")
-	}
-	template := func(name string, nis ...ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) string {
-		_, err := c.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
-			LaunchTemplateName: aws.String(name),
-			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: ami.Images[0].ImageId, NetworkInterfaces: nis},
-		})
-		ok(t, err)
-		return name
-	}
+	template := interfaceTemplates(t, c)
 	ipv6 := func(card, device int32, typ string, prefixes int32) ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest {
 		ni := ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest{
 			NetworkCardIndex: aws.Int32(card), DeviceIndex: aws.Int32(device), InterfaceType: aws.String(typ),
@@ -151,4 +127,23 @@ func TestFleetLaunchesIPv6Interfaces(t *testing.T) {
 		}
 	}
 	t.Fatalf("instance %s not recorded", id)
+}
+
+// interfaceTemplates returns a function creating a launch template of the AL2023 x86_64
+// image with the given network interfaces, returning its name.
+func interfaceTemplates(t *testing.T, c *clients) func(name string, nis ...ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) string {
+	t.Helper()
+	ami, err := c.ec2.DescribeImages(ctx, &ec2.DescribeImagesInput{Owners: []string{"amazon"}, Filters: []ec2types.Filter{filter("architecture", "x86_64"), filter("name", "amazon-eks-node-al2023-x86_64-standard-1.34-*")}})
+	ok(t, err)
+	if len(ami.Images) == 0 {
+		t.Fatal("no AL2023 image")
+	}
+	return func(name string, nis ...ec2types.LaunchTemplateInstanceNetworkInterfaceSpecificationRequest) string {
+		_, err := c.ec2.CreateLaunchTemplate(ctx, &ec2.CreateLaunchTemplateInput{
+			LaunchTemplateName: aws.String(name),
+			LaunchTemplateData: &ec2types.RequestLaunchTemplateData{ImageId: ami.Images[0].ImageId, NetworkInterfaces: nis},
+		})
+		ok(t, err)
+		return name
+	}
 }
