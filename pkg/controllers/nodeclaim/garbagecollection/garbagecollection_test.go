@@ -33,7 +33,10 @@ func TestOrphanInstanceIsCollectedOnlyAfterGracePeriod(t *testing.T) {
 	if len(res.DeletedInstances) != 0 || len(nodes(ctx, t)) != 1 {
 		t.Fatalf("an instance younger than the grace period was collected: %+v", res)
 	}
-	clk.Step(garbagecollection.DefaultInstanceGracePeriod + time.Second)
+	// An instance's age counts from its Node's creation, stamped by the API server in real
+	// time, after the fake clock started: a minute past the grace period, not a second,
+	// however long the machine took to get there.
+	clk.Step(garbagecollection.DefaultInstanceGracePeriod + time.Minute)
 	res, err = p.gc.Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -113,7 +116,7 @@ func TestPendingLaunchIsNotMistakenForVanished(t *testing.T) {
 	}
 	// Past the grace period, but still within the registration delay: the
 	// provider's Get knows the pending instance.
-	clk.Step(garbagecollection.DefaultInstanceGracePeriod + time.Second)
+	clk.Step(garbagecollection.DefaultInstanceGracePeriod + time.Minute) // see the orphan test
 	res, err := p.gc.Reconcile(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -231,7 +234,7 @@ func TestCrashMidLaunchLeaksNothingAndLaunchesNoDuplicate(t *testing.T) {
 		if len(nodes(ctx, t)) != 1 {
 			t.Fatal("expected the orphan to still exist before garbage collection")
 		}
-		clk.Step(garbagecollection.DefaultInstanceGracePeriod + time.Second)
+		clk.Step(garbagecollection.DefaultInstanceGracePeriod + time.Minute) // see the orphan test
 		if _, err := second.gc.Reconcile(ctx); err != nil {
 			t.Fatal(err)
 		}
