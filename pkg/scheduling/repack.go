@@ -1,6 +1,7 @@
 package scheduling
 
 import (
+	"cmp"
 	"math"
 	"slices"
 	"strconv"
@@ -193,15 +194,8 @@ func (s *solver) movable(p *podInfo) bool {
 			return false
 		}
 	}
-	for _, t := range c.prefAff {
-		if t.TopologyKey == LabelHostname {
-			return false
-		}
-	}
-	for _, t := range c.prefAnti {
-		if t.TopologyKey == LabelHostname {
-			return false
-		}
+	if hostnameTerm(c.prefAff) || hostnameTerm(c.prefAnti) {
+		return false
 	}
 	if c.repels || c.affine {
 		if a := p.pod.Spec.Affinity; a != nil {
@@ -234,7 +228,6 @@ func hostnameTerm(terms []corev1.PodAffinityTerm) bool {
 // repackNode is a node of a class's new packing: its pods (those that stay, then those that
 // move) and their sum.
 type repackNode struct {
-	price       float64
 	fixed, pods []*podInfo
 	sum         resVec
 }
@@ -316,6 +309,13 @@ func (s *solver) repackClass(c *repackClass) {
 	for k, r := range rows {
 		rate[k] = y[k] / float64(demand[r])
 	}
+	valueOf := func(req resVec) float64 {
+		v := 0.0
+		for k, r := range rows {
+			v += rate[k] * float64(req[r])
+		}
+		return v
+	}
 	infos := s.infosFor(2 * moving)
 	movers, outs := infos[:0:moving], infos[moving:moving:2*moving] // the moving pods; the nodes' lists
 	groups := make([]repackGroup, 0, 64)
@@ -325,11 +325,7 @@ func (s *solver) repackClass(c *repackClass) {
 				continue
 			}
 			if n := len(groups); n == 0 || !slices.Equal(groups[n-1].req, p.requests) {
-				v := 0.0
-				for k, r := range rows {
-					v += rate[k] * float64(p.requests[r])
-				}
-				groups = append(groups, repackGroup{req: p.requests, val: v, from: len(movers)})
+				groups = append(groups, repackGroup{req: p.requests, val: valueOf(p.requests), from: len(movers)})
 			}
 			movers = append(movers, p)
 		}
@@ -341,15 +337,7 @@ func (s *solver) repackClass(c *repackClass) {
 		}
 		groups[g].pods = movers[groups[g].from:end:end]
 	}
-	slices.SortStableFunc(groups, func(a, b repackGroup) int {
-		switch {
-		case a.val > b.val:
-			return -1
-		case a.val < b.val:
-			return 1
-		}
-		return 0
-	})
+	slices.SortStableFunc(groups, func(a, b repackGroup) int { return cmp.Compare(b.val, a.val) })
 
 	// The candidates: the types worth nearly their price at the duals (the others cannot fill
 	// a node as well), and of those only the ones no other candidate worth as much contains (at
@@ -401,20 +389,10 @@ func (s *solver) repackClass(c *repackClass) {
 	}
 	// The fills are tried best worth first, the larger type first among equals.
 	slices.SortStableFunc(cands, func(a, b cand) int {
-		switch {
-		case a.worth > b.worth:
-			return -1
-		case a.worth < b.worth:
-			return 1
+		if c := cmp.Compare(b.worth, a.worth); c != 0 {
+			return c
 		}
-		pa, pb := list[a.j].price, list[b.j].price
-		switch {
-		case pa > pb:
-			return -1
-		case pa < pb:
-			return 1
-		}
-		return 0
+		return cmp.Compare(list[b.j].price, list[a.j].price)
 	})
 
 	// fill packs a node of candidate ci's type, preloaded with pre (nil for none), from the
@@ -563,10 +541,6 @@ func (s *solver) repackClass(c *repackClass) {
 	var takes []takeRun
 	// takeAll marks the pods of a fill taken and returns them, and their requests in sum.
 	takeAll := func(take []takeRun) ([]*podInfo, resVec) {
-		n := 0
-		for _, t := range take {
-			n += t.n
-		}
 		at := len(outs)
 		sum := make(resVec, nres)
 		for _, t := range take {
@@ -634,11 +608,7 @@ func (s *solver) repackClass(c *repackClass) {
 		if fixedSum[ci] == nil {
 			continue
 		}
-		base := 0.0
-		for k, r := range rows {
-			base += y[k] * float64(fixedSum[ci][r]) / float64(demand[r])
-		}
-		moved, sum, ok := open(fixedSum[ci], base)
+		moved, sum, ok := open(fixedSum[ci], valueOf(fixedSum[ci]))
 		if !ok {
 			return
 		}
@@ -660,7 +630,6 @@ func (s *solver) repackClass(c *repackClass) {
 		if !ok {
 			return
 		}
-		nodes[i].price = price
 		newPrice += price
 	}
 	if newPrice > oldPrice*(1-repackMinSaving) {
@@ -694,15 +663,7 @@ func (s *solver) repackClass(c *repackClass) {
 			}
 		}
 		for i := range plans {
-			res := make(resVec, nres)
-			plans[i].its.forEach(func(ti int) {
-				for r, v := range pool.capacity[ti] {
-					if pool.limited[r] && v > res[r] {
-						res[r] = v
-					}
-				}
-			})
-			left.sub(res)
+			left.sub(pool.reservation(make(resVec, nres), plans[i].its))
 		}
 		for r, lim := range pool.limited {
 			if lim && left[r] < 0 {

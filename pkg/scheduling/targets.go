@@ -176,13 +176,7 @@ func (s *solver) commit(a *attempt, t *target, pl plan) {
 					}
 				}
 			} else {
-				t.its.forEach(func(i int) {
-					for r, v := range t.pool.capacity[i] {
-						if t.pool.limited[r] && v > res[r] {
-							res[r] = v
-						}
-					}
-				})
+				t.pool.reservation(res, t.its)
 			}
 			if t.reserved != nil {
 				t.pool.remaining.add(t.reserved)
@@ -237,4 +231,17 @@ func containsGroup(gs []*topoGroup, g *topoGroup) bool {
 		}
 	}
 	return false
+}
+
+// reservation raises res, per limited resource, to the largest capacity among the pool's types
+// in its (what a claim with those candidates holds against the pool's limits) and returns it.
+func (p *poolState) reservation(res resVec, its bitset) resVec {
+	its.forEach(func(i int) {
+		for r, v := range p.capacity[i] {
+			if p.limited[r] && v > res[r] {
+				res[r] = v
+			}
+		}
+	})
+	return res
 }
