@@ -707,7 +707,7 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 	b.leafAlways("subnetId", in.SubnetID)
 	b.leafAlways("vpcId", in.VPCID)
 	b.leafAlways("privateIpAddress", in.PrivateIP)
-	writeGroupSet(b, in.SecurityGroupIDs)
+	b.itemList("groupSet", "groupId", in.SecurityGroupIDs)
 	if len(in.NetworkInterfaces) > 0 {
 		b.open("networkInterfaceSet")
 		for i, ni := range in.NetworkInterfaces {
@@ -721,7 +721,7 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 			b.integer("networkCardIndex", int64(ni.NetworkCardIndex))
 			b.leafAlways("status", "attached")
 			b.close("attachment")
-			writeGroupSet(b, ni.SecurityGroupIDs)
+			b.itemList("groupSet", "groupId", ni.SecurityGroupIDs)
 			addresses, prefixes := ipv6Addresses(in.ID, i, ni)
 			if len(addresses) > 0 {
 				b.open("ipv6AddressesSet")
@@ -734,13 +734,7 @@ func writeInstance(b *xb, e *Emulator, in *Instance) {
 				b.close("ipv6AddressesSet")
 			}
 			if len(prefixes) > 0 {
-				b.open("ipv6PrefixSet")
-				for _, p := range prefixes {
-					b.open("item")
-					b.leafAlways("ipv6Prefix", p)
-					b.close("item")
-				}
-				b.close("ipv6PrefixSet")
+				b.itemList("ipv6PrefixSet", "ipv6Prefix", prefixes)
 			}
 			b.close("item")
 		}
@@ -939,16 +933,4 @@ func ec2CreateTags(c *call) (any, error) {
 		return nil, apiErr
 	}
 	return xmlBody("<return>true</return>"), nil
-}
-
-// writeGroupSet writes security group ids as EC2 lists them on an instance
-// and its network interfaces: <groupSet><item><groupId/></item>...</groupSet>.
-func writeGroupSet(b *xb, ids []string) {
-	b.open("groupSet")
-	for _, g := range ids {
-		b.open("item")
-		b.leafAlways("groupId", g)
-		b.close("item")
-	}
-	b.close("groupSet")
 }

@@ -81,6 +81,17 @@ func (b *xb) stringList(name, item string, values []string) {
 	b.close(name)
 }
 
+// itemList writes <name><item><leaf>v</leaf></item>...</name>, as EC2 lists ids on an instance.
+func (b *xb) itemList(name, leaf string, values []string) {
+	b.open(name)
+	for _, v := range values {
+		b.open("item")
+		b.leafAlways(leaf, v)
+		b.close("item")
+	}
+	b.close(name)
+}
+
 // tagSet writes tags sorted by key, as <name><item><key/><value/></item></name>.
 func (b *xb) tagSet(name, item, keyElem, valueElem string, tags map[string]string) {
 	b.open(name)
