@@ -94,13 +94,7 @@ func TestSpecProblemsBlockTheClass(t *testing.T) {
 			c.mutate(nc)
 			ExpectApplied(f.ctx, t, e.Client, nc)
 			nc = f.reconcile(t, nc)
-			expectCondition(t, nc, v1.ConditionTypeValidationSucceeded, metav1.ConditionFalse, c.reason, c.message)
-			if r := nc.StatusConditions().Get(status.ConditionReady); !r.IsFalse() {
-				t.Errorf("Ready %+v, want False", r)
-			}
-			if n := f.aws.Calls("ec2", "CreateFleet") + f.aws.Calls("ec2", "RunInstances") + f.aws.Calls("ec2", "CreateLaunchTemplate"); n != 0 {
-				t.Errorf("%d dry runs for a class that cannot launch", n)
-			}
+			f.expectBlocked(t, nc, c.reason, c.message)
 		})
 	}
 }
