@@ -310,10 +310,7 @@ func (s *Sim) PricePerHour() float64 {
 
 // LowerBound is scheduling.LowerBound's $/h for every live pod over the pools.
 func (s *Sim) LowerBound() (float64, error) {
-	in := &scheduling.Input{NodePools: s.spools, DaemonSetPods: []*corev1.Pod{s.daemon}}
-	for _, d := range s.deps {
-		in.Pods = append(in.Pods, s.live[d.Name]...)
-	}
+	in := &scheduling.Input{NodePools: s.spools, DaemonSetPods: []*corev1.Pod{s.daemon}, Pods: s.livePods()}
 	if len(in.Pods) == 0 {
 		return 0, nil
 	}
@@ -324,13 +321,19 @@ func (s *Sim) LowerBound() (float64, error) {
 	return b.PricePerHour, nil
 }
 
-// FreshPrice is the $/h of provisioning every live pod from no node, as the
-// provisioner would (Repack), with the pools' DaemonSet.
-func (s *Sim) FreshPrice() float64 {
+// livePods are the Deployments' live pods, in Deployment order.
+func (s *Sim) livePods() []*corev1.Pod {
 	var pods []*corev1.Pod
 	for _, d := range s.deps {
 		pods = append(pods, s.live[d.Name]...)
 	}
+	return pods
+}
+
+// FreshPrice is the $/h of provisioning every live pod from no node, as the
+// provisioner would (Repack), with the pools' DaemonSet.
+func (s *Sim) FreshPrice() float64 {
+	pods := s.livePods()
 	if len(pods) == 0 {
 		return 0
 	}
