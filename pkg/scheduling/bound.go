@@ -52,14 +52,7 @@ type BoundShare struct {
 // capacity is not counted: the bound is for launching the input's pods from
 // nothing.
 func LowerBound(in *Input) (*Bound, error) {
-	wk := in.Options.WellKnownLabels
-	if wk == nil {
-		wk = DefaultWellKnownLabels
-	}
-	known := map[string]bool{}
-	for _, k := range wk {
-		known[k] = true
-	}
+	known := wellKnownSet(in.Options)
 	wellKnown := func(k string) bool { return known[k] }
 	pools := in.NodePools
 	poolReqs := make([]Requirements, len(pools))
@@ -178,7 +171,7 @@ func groupBound(pods []*corev1.Pod, pools []*NodePool, poolReqs []Requirements, 
 			}
 			alloc := it.Allocatable()
 			if len(daemons) > 0 {
-				node := poolReqs[pi].Intersect(it.Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, it.Name)))
+				node := typeNodeRequirements(poolReqs[pi], it)
 				for _, d := range daemons {
 					if !daemonCompatible(d, node, wellKnown) {
 						continue

@@ -281,7 +281,7 @@ func (g *daemonGrouper) groupOf(i int, it *InstanceType) *daemonGroup {
 
 // judge finds the daemons that run on a node of the pool and type it, and returns their group.
 func (g *daemonGrouper) judge(it *InstanceType) int32 {
-	node := g.base.Intersect(it.Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, it.Name)))
+	node := typeNodeRequirements(g.base, it)
 	runs := newBitset(len(g.pods))
 	for j, d := range g.pods {
 		if daemonCompatible(d.pod, node, g.s.wellKnownFn) {

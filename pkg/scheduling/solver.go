@@ -197,16 +197,29 @@ func newBareSolver(in *Input) *solver {
 	if !s.opts.SimulateDRARequests {
 		s.daemons = withoutDRA(in.DaemonSetPods)
 	}
-	wk := s.opts.WellKnownLabels
+	s.wellKnown = wellKnownSet(s.opts)
+	s.wellKnownFn = func(k string) bool { return s.wellKnown[k] }
+	return s
+}
+
+// wellKnownSet is the set of the options' well-known labels (DefaultWellKnownLabels unless
+// the options name their own).
+func wellKnownSet(o Options) map[string]bool {
+	wk := o.WellKnownLabels
 	if wk == nil {
 		wk = DefaultWellKnownLabels
 	}
-	s.wellKnown = map[string]bool{}
+	set := make(map[string]bool, len(wk))
 	for _, k := range wk {
-		s.wellKnown[k] = true
+		set[k] = true
 	}
-	s.wellKnownFn = func(k string) bool { return s.wellKnown[k] }
-	return s
+	return set
+}
+
+// typeNodeRequirements are the labels of a node of a pool (its requirements, base) launched
+// as instance type it: what a DaemonSet pod's node selector and affinity are judged against.
+func typeNodeRequirements(base Requirements, it *InstanceType) Requirements {
+	return base.Intersect(it.Requirements.With(NewRequirement(LabelInstanceType, corev1.NodeSelectorOpIn, it.Name)))
 }
 
 func (s *solver) run() {
