@@ -181,7 +181,7 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		p.buffersDecided(ctx, nil, &scheduling.Results{})
 		return &Result{Solve: &scheduling.Results{}}, nil
 	}
-	in, skipped, err := p.SolverInput(ctx, pods)
+	in, skipped, err := p.LaunchInput(ctx, pods)
 	if err != nil {
 		return nil, err
 	}
@@ -207,9 +207,6 @@ func (p *Provisioner) Schedule(ctx context.Context) (*Result, error) {
 		}
 	}
 	in.Cache = p.cache
-	// Launches are repacked into the cheapest mix of nodes the solver finds (scheduling's
-	// repack.go); the disruption controller's simulations, which share SolverInput, are not.
-	in.Options.Repack = true
 	start := time.Now()
 	endRun := runs.begin("provisioner", len(pods))
 	results := scheduling.Solve(in)
@@ -383,6 +380,17 @@ func (p *Provisioner) SolverInput(ctx context.Context, pods []*corev1.Pod) (*sch
 		SimulateDRARequests: p.opts.SimulateDRARequests,
 	}
 	return in, skipped, nil
+}
+
+// LaunchInput is SolverInput for a solve whose new claims are launched: they are repacked
+// into the cheapest mix of nodes the solver finds (scheduling's repack.go). The disruption
+// controller's simulations use SolverInput as it is; only repack consolidation repacks.
+func (p *Provisioner) LaunchInput(ctx context.Context, pods []*corev1.Pod) (*scheduling.Input, map[string]string, error) {
+	in, skipped, err := p.SolverInput(ctx, pods)
+	if in != nil {
+		in.Options.Repack = true
+	}
+	return in, skipped, err
 }
 
 // PendingPods lists the pods to provision for, in a stable order: pods the

@@ -114,12 +114,11 @@ func (p *Planner) Provision(ctx context.Context) (*scheduling.Input, *scheduling
 	if err != nil {
 		return nil, nil, err
 	}
-	in, _, err := p.Provisioner.SolverInput(ctx, pods)
+	in, _, err := p.Provisioner.LaunchInput(ctx, pods) // as the provisioner launches
 	if err != nil {
 		return nil, nil, err
 	}
 	in.Cache = p.cache
-	in.Options.Repack = true // as the provisioner launches
 	// The buffers' chunks, as the provisioner places them with the pending pods.
 	in.Pods = append(in.Pods, p.buffers.VirtualPods()...)
 	if len(in.Pods) == 0 {
