@@ -50,10 +50,23 @@ func (p *coverLP) solve() (x, y []float64, opt float64, ok bool) {
 		return 0
 	}
 	y = make([]float64, m)
+	// duals sets y to the current basis's duals, c_B·B⁻¹, for the reduced costs d_j = c_j − y·a_j.
+	duals := func() {
+		for i := range y {
+			v := 0.0
+			for k := range m {
+				v += cost(basis[k]) * binv[k][i]
+			}
+			y[i] = v
+		}
+	}
 	xb := make([]float64, m)
 	u := make([]float64, m)
 	aq := make([]float64, m)
-	for iter := 0; iter < 20*(n+m)+100; iter++ {
+	// Each iteration pivots once; a covering program of this shape needs far fewer.
+	maxIter := 20*(n+m) + 100
+	optimal := false
+	for iter := 0; iter < maxIter; iter++ {
 		for i := range xb {
 			v := 0.0
 			for k := range m {
@@ -68,16 +81,10 @@ func (p *coverLP) solve() (x, y []float64, opt float64, ok bool) {
 			}
 		}
 		if r < 0 {
+			optimal = true // primal feasible: the basis is optimal
 			break
 		}
-		// Duals of the current basis, for the reduced costs d_j = c_j − y·a_j.
-		for i := range y {
-			v := 0.0
-			for k := range m {
-				v += cost(basis[k]) * binv[k][i]
-			}
-			y[i] = v
-		}
+		duals()
 		row := binv[r]
 		q, best := -1, math.Inf(1)
 		for j := 0; j < n+m; j++ {
@@ -128,9 +135,9 @@ func (p *coverLP) solve() (x, y []float64, opt float64, ok bool) {
 		}
 		inBasis[basis[r]], inBasis[q] = false, true
 		basis[r] = q
-		if iter == 20*(n+m)+99 {
-			return nil, nil, 0, false
-		}
+	}
+	if !optimal {
+		return nil, nil, 0, false // the iterations ran out
 	}
 	x = make([]float64, n)
 	for i, j := range basis {
@@ -143,12 +150,9 @@ func (p *coverLP) solve() (x, y []float64, opt float64, ok bool) {
 			opt += p.c[j] * v
 		}
 	}
+	duals()
 	for i := range y {
-		v := 0.0
-		for k := range m {
-			v += cost(basis[k]) * binv[k][i]
-		}
-		y[i] = max(v, 0)
+		y[i] = max(y[i], 0)
 	}
 	return x, y, opt, true
 }
