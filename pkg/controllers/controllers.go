@@ -172,11 +172,12 @@ func Register(ctx context.Context, mgr manager.Manager, d Deps) error {
 		all = append(all, legacyRepair)
 	}
 	all = append(all, cloudprovider.Registerer(queue.Register), cloudprovider.Runnable(disrupter.NewController(d.KubeClient, d.Cluster, prov, priced, queue, d.Recorder, d.Clock, disrupter.Options{
-		SpotToSpotConsolidation:   spotToSpot,
-		PodDeletionCostManagement: deletionCost,
-		TerminateFirstDrift:       d.Options.FeatureGate(options.FeatureTerminateFirstDrift),
-		TerminateFirstRepair:      d.Options.FeatureGate(options.FeatureTerminateFirstRepair),
-		NodeRepair:                repair,
+		SpotToSpotConsolidation:    spotToSpot,
+		PodDeletionCostManagement:  deletionCost,
+		TerminateFirstDrift:        d.Options.FeatureGate(options.FeatureTerminateFirstDrift),
+		TerminateFirstRepair:       d.Options.FeatureGate(options.FeatureTerminateFirstRepair),
+		NodeRepair:                 repair,
+		DisableRepackConsolidation: d.Options.DisableRepackConsolidation,
 	})))
 	if deletionCost {
 		// pod-deletion-cost from the same input as a disruption pass.

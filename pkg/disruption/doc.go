@@ -7,7 +7,7 @@
 // the snapshot, calls Run, validates and hands the decision to the
 // orchestration queue; tests and benchmarks call Run directly.
 //
-// Methods (Method, one file each) run in upstream Karpenter's order, as listed
+// Methods (Method, one file each) run in upstream Karpenter's order, ours last, as listed
 // in Methods, and the first with a decision wins:
 //
 //  0. Repair (reason Unhealthy, NodeRepair gate only, see MethodRepair): nodes
@@ -34,6 +34,14 @@
 //     deleted when its pods fit elsewhere, replaced by one cheaper node, or
 //     explained ("no cheaper replacement: cheapest compatible costs 0.19/h vs
 //     0.17/h").
+//  5. Repack consolidation (ours, after upstream's methods; off with
+//     Options.DisableRepackConsolidation): up to RepackMaxNodes candidates the
+//     budgets allow, those leaving the most money idle first, re-solved with
+//     the provisioner's repacking solver onto the other nodes and as many new
+//     nodes as suit the pods together; taken when every instance type the
+//     replacements may launch keeps it RepackMinSaving (5%) cheaper. It
+//     finishes what one-replacement moves cannot: a fleet grown by churn whose
+//     fresh placement would cost much less.
 //
 // Adding a method is one file and one line. The file defines the method's
 // value; the line puts it in Methods, where its position is its priority. The

@@ -59,7 +59,7 @@ type Method interface {
 	revalidate(p *pass, cands []*node, d *Decision) (bool, string)
 }
 
-// Methods in the order a pass tries them (upstream's); the first that decides
+// Methods in the order a pass tries them (upstream's, then repack consolidation); the first that decides
 // wins. A new method is one file defining its value and one line here.
 var Methods = []Method{
 	MethodRepair,
@@ -67,19 +67,19 @@ var Methods = []Method{
 	MethodDrift,
 	MethodMultiNodeConsolidation,
 	MethodSingleNodeConsolidation,
+	MethodRepackConsolidation,
 }
 
 // MethodsFor lists the methods a pass with these options tries: Methods,
-// without repair unless the NodeRepair gate is on.
+// without repair unless the NodeRepair gate is on, and without repack
+// consolidation when DisableRepackConsolidation is set.
 func MethodsFor(o Options) []Method {
-	if o.NodeRepair {
-		return Methods
-	}
 	out := make([]Method, 0, len(Methods))
 	for _, m := range Methods {
-		if m != MethodRepair {
-			out = append(out, m)
+		if (m == MethodRepair && !o.NodeRepair) || (m == MethodRepackConsolidation && o.DisableRepackConsolidation) {
+			continue
 		}
+		out = append(out, m)
 	}
 	return out
 }

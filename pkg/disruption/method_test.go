@@ -23,6 +23,8 @@ func TestMethods(t *testing.T) {
 		{"drift", "drifted", "", v1.DisruptionReasonDrifted, false, true},
 		{"multi_node_consolidation", "underutilized", "multi", v1.DisruptionReasonUnderutilized, true, true},
 		{"single_node_consolidation", "underutilized", "single", v1.DisruptionReasonUnderutilized, true, true},
+		// Ours, after upstream's methods: consolidation_type "repack" is a value upstream's label never takes.
+		{"repack_consolidation", "underutilized", "repack", v1.DisruptionReasonUnderutilized, true, true},
 	}
 	var got []row
 	for _, m := range disruption.Methods {

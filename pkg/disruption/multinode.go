@@ -1,8 +1,6 @@
 package disruption
 
 import (
-	"sort"
-
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
 
@@ -32,28 +30,7 @@ func (m multiNode) revalidate(p *pass, cands []*node, d *Decision) (bool, string
 // binary search with the packer's optimistic answer finds the largest
 // plausible prefix without solving; solves then confirm it, or search below it.
 func (m multiNode) decide(p *pass) *Decision {
-	all := p.consolidationCandidates()
-	cands := append([]*node(nil), all...)
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i].cost/cands[i].price, cands[j].cost/cands[j].price
-		if a != b {
-			return a < b
-		}
-		return cands[i].Name < cands[j].Name
-	})
-	// Keep, in order, what the budgets allow.
-	left := map[string]int{}
-	var allowed []*node
-	for _, n := range cands {
-		pool := n.pool.NodePool.Name
-		if _, ok := left[pool]; !ok {
-			left[pool] = p.budget(n, m.Reason()).Allowed
-		}
-		if left[pool] > 0 {
-			left[pool]--
-			allowed = append(allowed, n)
-		}
-	}
+	allowed := p.allowedInOrder(m)
 	if len(allowed) < 2 {
 		return nil
 	}

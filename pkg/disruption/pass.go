@@ -50,6 +50,9 @@ type pass struct {
 	// consolidation candidates, computed once for both consolidation methods.
 	consolidation    []*node
 	consolidationSet bool
+	// repacking: simulations solve with the provisioner's repacking
+	// (scheduling Options.Repack), for repack consolidation.
+	repacking bool
 	// repairs are the compiled repair policies; nil without the NodeRepair gate.
 	repairs *repairMatcher
 	// totals: each NodePool's cost and disruption, for Balanced scoring.

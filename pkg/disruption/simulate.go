@@ -154,6 +154,7 @@ func (p *pass) solvePods(moving, pending []*corev1.Pod, existing []*scheduling.E
 	in.Pods = append(append(make([]*corev1.Pod, 0, len(moving)+len(pending)), moving...), pending...)
 	in.ExistingNodes = existing
 	in.Cache = p.cache
+	in.Options.Repack = p.repacking
 	if p.credit != "" {
 		in.NodePools = creditedPools(in.NodePools, p.credit)
 	}

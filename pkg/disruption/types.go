@@ -88,6 +88,10 @@ type Options struct {
 	// an unhealthy node in a full capacity reservation whose pods can only go
 	// back into its own slot (TerminateFirstNoReservedCapacity).
 	TerminateFirstRepair bool
+	// DisableRepackConsolidation leaves out repack consolidation
+	// (MethodRepackConsolidation), which replaces several nodes with several
+	// cheaper ones: consolidation then makes only upstream Karpenter's moves.
+	DisableRepackConsolidation bool
 }
 
 // Node is one unit of capacity and what the controller knows about it.

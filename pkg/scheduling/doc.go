@@ -96,7 +96,8 @@
 //     pod scans on after that claim, since the targets before it rejected the identical pod
 //     before (placeRun in solver.go; TestRunsMatchOneByOne pins it to one-by-one placement).
 //
-// Repacking (Options.Repack, repack.go; provisioning and kubectl karpenter plan set it). The
+// Repacking (Options.Repack, repack.go; set by provisioning and kubectl karpenter plan through
+// the provisioner's LaunchInput, and by repack consolidation's simulations). The
 // placement loop grows each claim to the largest type its pods need, so a fleet's families and
 // sizes follow arrival order. After placement, the claims of one NodePool and requirement set
 // whose pods nothing but their requirements places (no hostname-keyed group owns or counts

@@ -41,6 +41,9 @@ const (
 type Options struct {
 	// SpotToSpotConsolidation is the feature gate.
 	SpotToSpotConsolidation bool
+	// DisableRepackConsolidation is the setting of that name: consolidation
+	// makes upstream's moves only.
+	DisableRepackConsolidation bool
 	// TerminateFirstDrift is the feature gate (see
 	// disruption.Options.TerminateFirstDrift).
 	TerminateFirstDrift bool

@@ -31,7 +31,7 @@ func (c *Controller) snapshot(ctx context.Context) (*snapshot, error) {
 		InQueue: c.queue.Has, Cache: c.cache, Now: c.clock.Now(), Events: c.publisher,
 		Options: disruption.Options{SpotToSpotConsolidation: c.opts.SpotToSpotConsolidation, MaxSimulationWork: c.opts.MaxSimulationWork,
 			PodDeletionCostManagement: c.opts.PodDeletionCostManagement, TerminateFirstDrift: c.opts.TerminateFirstDrift, NodeRepair: c.opts.NodeRepair,
-			TerminateFirstRepair: c.opts.TerminateFirstRepair},
+			TerminateFirstRepair: c.opts.TerminateFirstRepair, DisableRepackConsolidation: c.opts.DisableRepackConsolidation},
 	})
 	if err != nil {
 		return nil, err

@@ -12,7 +12,8 @@ import (
 // BenchmarkConsolidationPolicies replays one churning workload (seed 1, or
 // SIM_SEED's: 32
 // Deployments over 48 hourly steps, two daily waves, on the KWOK catalog's
-// amd64 types up to 16 cpus) under each consolidation policy and reports
+// amd64 types up to 16 cpus) under each consolidation policy (and, with
+// "/upstream-moves", without repack consolidation) and reports
 // what each did: moves (disruption decisions), pods-evicted, the fleet's mean
 // and final $/hour, and the lower bound's $/hour for the final step's pods.
 // One op is a whole replay; the figures are the same every op.
@@ -24,11 +25,21 @@ func BenchmarkConsolidationPolicies(b *testing.B) {
 			b.Fatalf("SIM_SEED=%q: %v", v, err)
 		}
 	}
-	for _, policy := range []v1.ConsolidationPolicy{
-		v1.ConsolidationPolicyWhenEmptyOrUnderutilized, v1.ConsolidationPolicyBalanced, v1.ConsolidationPolicyWhenEmpty,
+	type run struct {
+		name     string
+		policy   v1.ConsolidationPolicy
+		upstream bool
+	}
+	for _, r := range []run{
+		{"WhenEmptyOrUnderutilized", v1.ConsolidationPolicyWhenEmptyOrUnderutilized, false},
+		{"WhenEmptyOrUnderutilized/upstream-moves", v1.ConsolidationPolicyWhenEmptyOrUnderutilized, true},
+		{"Balanced", v1.ConsolidationPolicyBalanced, false},
+		{"Balanced/upstream-moves", v1.ConsolidationPolicyBalanced, true},
+		{"WhenEmpty", v1.ConsolidationPolicyWhenEmpty, false},
 	} {
-		b.Run("policy="+string(policy), func(b *testing.B) {
-			cfg := kwokConfig(b, seed, policy)
+		b.Run("policy="+r.name, func(b *testing.B) {
+			cfg := kwokConfig(b, seed, r.policy)
+			cfg.UpstreamMovesOnly = r.upstream
 			var r *sim.Report
 			for b.Loop() {
 				var err error

@@ -57,6 +57,9 @@ type Config struct {
 	MaxPassesPerStep int
 	// Budget is every NodePool's disruption budget (upstream's default, "10%").
 	Budget string
+	// UpstreamMovesOnly leaves out repack consolidation
+	// (disruption.Options.DisableRepackConsolidation).
+	UpstreamMovesOnly bool
 }
 
 func (c *Config) defaults() {
@@ -531,7 +534,8 @@ func (s *Sim) launch(c *scheduling.NewClaim) (*Node, error) {
 
 // disruptionInput is what the disrupter's BuildInput gathers, from the fleet.
 func (s *Sim) disruptionInput() *disruption.Input {
-	in := &disruption.Input{Now: start.Add(time.Duration(s.step) * time.Hour), NodePools: s.pools, Scheduling: s.solverInput(s.pending, false)}
+	in := &disruption.Input{Now: start.Add(time.Duration(s.step) * time.Hour), NodePools: s.pools, Scheduling: s.solverInput(s.pending, false),
+		Options: disruption.Options{DisableRepackConsolidation: s.cfg.UpstreamMovesOnly}}
 	for _, n := range s.nodes {
 		in.Nodes = append(in.Nodes, &disruption.Node{Name: n.Name, Node: n.node, NodeClaim: n.claim, Existing: n.existing(),
 			NodePool: n.Pool, Initialized: true, Nominated: n.Launched == s.step})

@@ -44,6 +44,11 @@ type Options struct {
 	PreferencePolicy                 scheduling.PreferencePolicy
 	MinValuesPolicy                  scheduling.MinValuesPolicy
 	IgnoreDRARequests                bool
+	// DisableRepackConsolidation turns off repack consolidation, which goes
+	// beyond upstream: several underutilized nodes replaced with several
+	// cheaper ones (pkg/disruption.MethodRepackConsolidation). Consolidation
+	// then makes upstream Karpenter's moves only.
+	DisableRepackConsolidation bool
 	// LegacyNodeRepair is upstream's choice of its older node repair
 	// controller, which is not built: it draws a warning, and with it no node
 	// repair runs.
@@ -108,6 +113,7 @@ func Register(fs *flag.FlagSet, getenv func(string) string) (*Options, func() er
 	fs.StringVar(&preference, "preference-policy", env.String("PREFERENCE_POLICY", string(scheduling.PreferencePolicyRespect)), "Respect or Ignore soft scheduling constraints.")
 	fs.StringVar(&minValues, "min-values-policy", env.String("MIN_VALUES_POLICY", string(scheduling.MinValuesPolicyStrict)), "Strict or BestEffort treatment of requirement minValues.")
 	fs.BoolVar(&o.IgnoreDRARequests, "ignore-dra-requests", env.Bool("IGNORE_DRA_REQUESTS", true), "Leave pods with Dynamic Resource Allocation requests (resource claims) pending: nothing is launched for them and disruption does not move them (true, the default). false asks for their claims to be simulated against ResourceSlices, which this build does not do yet: it refuses to start.")
+	fs.BoolVar(&o.DisableRepackConsolidation, "disable-repack-consolidation", env.Bool("DISABLE_REPACK_CONSOLIDATION", false), "Consolidate with upstream Karpenter's moves only: no repack consolidation, which replaces several underutilized nodes with several new ones costing at least 5% less together when no other move is left (not an upstream setting; on by default).")
 	fs.BoolVar(&o.LegacyNodeRepair, "legacy-node-repair", env.Bool("LEGACY_NODE_REPAIR", false), "With the NodeRepair feature gate, run upstream's legacy node repair controller (node.health) instead of node repair as a disruption method: it only replaces unhealthy nodes, at once and forcefully, with no budgets, reboots, terminate-first, policy priorities or drain bounds, and no karpenter.sh/do-not-repair.")
 	fs.StringVar(&gates, "feature-gates", env.String("FEATURE_GATES", DefaultString(CoreGates)), "Comma-separated Gate=bool pairs: "+strings.Join(gateNames(), ", ")+". Gates not implemented yet, and unknown names, are accepted with a warning at start-up.")
 	fs.BoolVar(&o.DisableWebhook, "disable-webhook", env.Bool("DISABLE_WEBHOOK", true), "Do not serve the v1beta1 conversion webhook (the charts' webhook.enabled=false).")
