@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -15,21 +16,38 @@ import (
 // TestConsolidationAfterChurnSettlesNearTheBound: four Deployments of
 // different shapes (100 pods at the end) are scaled up, down and up again while
 // WhenEmptyOrUnderutilized consolidation runs (consolidateAfter 0s, budget
-// 20%). The fleet settles; `kubectl karpenter plan` (the controller's solver,
-// disruption pass and lower bound, on the live cluster) then finds nothing
-// left to consolidate and prices the fleet within 35% of the lower bound for
-// the pods still running; the invariant watcher saw no PDB broken and no
-// budget exceeded. (Provisioning these pods from nothing costs 1.04× the bound
-// on this catalog; consolidation, which replaces at most one node per move,
-// ends at 1.26×: docs/performance.md.)
+// 20%) on an on-demand NodePool, as the getting-started one. The fleet
+// settles; `kubectl karpenter plan` (the controller's solver, disruption pass
+// and lower bound, on the live cluster) then finds nothing left to consolidate
+// and prices the fleet within 25% of the lower bound for the pods still
+// running; the invariant watcher saw no PDB broken and no budget exceeded.
+// Measured: 1.12-1.19×; provisioning these pods from nothing costs about 1.04×.
+// The rest is the catalog's sizes, powers of two up to 16 cpus: a move of the
+// two nodes a 20% budget allows rarely frees a whole size (docs/performance.md).
 func TestConsolidationAfterChurnSettlesNearTheBound(t *testing.T) {
 	t.Parallel()
-	e := startProvisioning(t)
+	settleAfterChurn(t, v1.CapacityTypeOnDemand, "20%", 1.25)
+}
+
+// TestSpotConsolidationAfterChurnSettlesNearTheBound: the same on spot
+// capacity with the SpotToSpotConsolidation gate on (off, a spot node is only
+// ever deleted, never replaced, by any consolidation method, and a spot fleet
+// settles at 1.16-1.26× where churn left it).
+func TestSpotConsolidationAfterChurnSettlesNearTheBound(t *testing.T) {
+	t.Parallel()
+	settleAfterChurn(t, v1.CapacityTypeSpot, "20%", 1.25, "FEATURE_GATES=SpotToSpotConsolidation=true")
+}
+
+// settleAfterChurn runs the churn on a NodePool of one capacity type and
+// checks the settled fleet costs at most limit times the lower bound.
+func settleAfterChurn(t *testing.T, capacityType, budget string, limit float64, env ...string) {
+	e := startProvisioning(t, env...)
 	pool := kit.DefaultNodePool("default", "default", 16)
+	pool.Spec.Template.Spec.Requirements[2].Values = []string{capacityType}
 	pool.Spec.Disruption = v1.Disruption{
 		ConsolidateAfter:    v1.MustParseNillableDuration("0s"),
 		ConsolidationPolicy: v1.ConsolidationPolicyWhenEmptyOrUnderutilized,
-		Budgets:             []v1.Budget{{Nodes: "20%"}},
+		Budgets:             []v1.Budget{{Nodes: budget}},
 	}
 	w := startInvariantWatcher(t, e, "default")
 	e.apply(t, kit.DefaultNodeClass(0), pool,
@@ -84,13 +102,13 @@ func TestConsolidationAfterChurnSettlesNearTheBound(t *testing.T) {
 		t.Fatalf("plan output: %v\n%s", err, out)
 	}
 	c := e.counts(t)
-	t.Logf("settled: %d nodes %v, $%.4f/h; lower bound $%.4f/h (%.3f×)", c.Nodes, c.NodesByType, p.CostPerHourBefore, p.LowerBoundPerHour,
-		p.CostPerHourBefore/p.LowerBoundPerHour)
+	t.Logf("settled: %d nodes %v, $%.4f/h; lower bound $%.4f/h (%.3f×); disruption commands by method %v", c.Nodes, c.NodesByType,
+		p.CostPerHourBefore, p.LowerBoundPerHour, p.CostPerHourBefore/p.LowerBoundPerHour, commandsByMethod(t, e.karpenter.LogPath))
 	if p.LowerBoundPerHour <= 0 {
 		t.Fatalf("plan printed no lower bound: %s", out)
 	}
-	if r := p.CostPerHourBefore / p.LowerBoundPerHour; r > 1.35 {
-		t.Errorf("the settled fleet costs %.3f× the lower bound, want at most 1.35×", r)
+	if r := p.CostPerHourBefore / p.LowerBoundPerHour; r > limit {
+		t.Errorf("the settled fleet costs %.3f× the lower bound, want at most %.2f×", r, limit)
 	}
 	if len(p.Disruptions) > 0 {
 		t.Errorf("the settled fleet still has %d disruption(s) planned: %+v", len(p.Disruptions), p.Disruptions)
@@ -99,4 +117,27 @@ func TestConsolidationAfterChurnSettlesNearTheBound(t *testing.T) {
 		t.Errorf("pods pending: %+v", p.Pending)
 	}
 	w.Assert(t)
+}
+
+// commandsByMethod counts the disruption commands the controller started, by
+// method, from its log.
+func commandsByMethod(t *testing.T, logPath string) map[string]int {
+	t.Helper()
+	b, err := os.ReadFile(logPath)
+	if err != nil {
+		t.Fatalf("reading the controller log: %v", err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.Contains(line, `"disrupting nodeclaim(s)"`) {
+			continue
+		}
+		var entry struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal([]byte(line), &entry) == nil && entry.Method != "" {
+			out[entry.Method]++
+		}
+	}
+	return out
 }

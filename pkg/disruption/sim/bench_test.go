@@ -12,7 +12,7 @@ import (
 // BenchmarkConsolidationPolicies replays one churning workload (seed 1, or
 // SIM_SEED's: 32
 // Deployments over 48 hourly steps, two daily waves, on the KWOK catalog's
-// amd64 types up to 16 cpus) under each consolidation policy (and, with
+// amd64 types up to 16 cpus, or the real EC2 catalog's with SIM_CATALOG=ec2) under each consolidation policy (and, with
 // "/upstream-moves", without repack consolidation) and reports
 // what each did: moves (disruption decisions), pods-evicted, the fleet's mean
 // and final $/hour, and the lower bound's $/hour for the final step's pods.
@@ -24,6 +24,10 @@ func BenchmarkConsolidationPolicies(b *testing.B) {
 		if seed, err = strconv.ParseInt(v, 10, 64); err != nil {
 			b.Fatalf("SIM_SEED=%q: %v", v, err)
 		}
+	}
+	config := kwokConfig
+	if os.Getenv("SIM_CATALOG") == "ec2" {
+		config = ec2Config
 	}
 	type run struct {
 		name     string
@@ -38,7 +42,7 @@ func BenchmarkConsolidationPolicies(b *testing.B) {
 		{"WhenEmpty", v1.ConsolidationPolicyWhenEmpty, false},
 	} {
 		b.Run("policy="+r.name, func(b *testing.B) {
-			cfg := kwokConfig(b, seed, r.policy)
+			cfg := config(b, seed, r.policy)
 			cfg.UpstreamMovesOnly = r.upstream
 			var r *sim.Report
 			for b.Loop() {
