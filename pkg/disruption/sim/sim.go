@@ -334,7 +334,9 @@ func (s *Sim) livePods() []*corev1.Pod {
 }
 
 // FreshPrice is the $/h of provisioning every live pod from no node, as the
-// provisioner would (Repack), with the pools' DaemonSet.
+// provisioner would (Repack), with the pools' DaemonSet, each claim at the
+// offering launch takes: the cheapest of all its types', which where spot
+// prices do not follow on-demand ones may be below the claim's Price.
 func (s *Sim) FreshPrice() float64 {
 	pods := s.livePods()
 	if len(pods) == 0 {
@@ -342,7 +344,37 @@ func (s *Sim) FreshPrice() float64 {
 	}
 	in := s.solverInput(pods, false)
 	in.Options.Repack = true
-	return scheduling.Solve(in).TotalPrice()
+	total := 0.0
+	for _, c := range scheduling.Solve(in).NewClaims {
+		if _, off := cheapestOffering(c); off.Price > 0 {
+			total += off.Price
+		} else {
+			total += c.Price
+		}
+	}
+	return total
+}
+
+// cheapestOffering is the instance type and offering a claim launches as:
+// the cheapest available offering its requirements allow, of any of its types.
+func cheapestOffering(c *scheduling.NewClaim) (*scheduling.InstanceType, scheduling.Offering) {
+	var it *scheduling.InstanceType
+	var off scheduling.Offering
+	best := math.Inf(1)
+	for _, t := range c.InstanceTypes {
+		for _, o := range t.Offerings {
+			if !o.Launchable() || !c.Requirements.Has(corev1.LabelTopologyZone, o.Zone) || !c.Requirements.Has(v1.CapacityTypeLabelKey, o.CapacityType) {
+				continue
+			}
+			if o.Requirements.Len() > 0 && c.Requirements.Intersects(o.Requirements) != nil {
+				continue
+			}
+			if o.Price < best {
+				it, off, best = t, o, o.Price
+			}
+		}
+	}
+	return it, off
 }
 
 // scale brings every Deployment to its replica count for the step.
@@ -486,22 +518,7 @@ func (s *Sim) bind(p *corev1.Pod, n *Node) {
 // its requirements allow among its instance types (cheapest first), ties to
 // the first type and zone, as the KWOK provider would bar its random tie-break.
 func (s *Sim) launch(c *scheduling.NewClaim) (*Node, error) {
-	var it *scheduling.InstanceType
-	var off scheduling.Offering
-	best := math.Inf(1)
-	for _, t := range c.InstanceTypes {
-		for _, o := range t.Offerings {
-			if !o.Launchable() || !c.Requirements.Has(corev1.LabelTopologyZone, o.Zone) || !c.Requirements.Has(v1.CapacityTypeLabelKey, o.CapacityType) {
-				continue
-			}
-			if o.Requirements.Len() > 0 && c.Requirements.Intersects(o.Requirements) != nil {
-				continue
-			}
-			if o.Price < best {
-				it, off, best = t, o, o.Price
-			}
-		}
-	}
+	it, off := cheapestOffering(c)
 	if it == nil {
 		return nil, fmt.Errorf("no available offering for a claim of nodepool %s", c.NodePool.Name)
 	}
