@@ -43,6 +43,8 @@ type BoundShare struct {
 //   - pods go only to the pools they tolerate and whose labels their node
 //     selector and required node affinity admit: the pools fall into groups
 //     no pod spans, each group is its own program, and the bound is their sum;
+//     within a group, for each set of pools some pods are limited to, the
+//     nodes of those pools cover (per resource) every pod limited to them;
 //   - at least as many nodes, in a group, as the largest set of its pods that
 //     require, by anti-affinity on the hostname, a node each.
 //
@@ -73,12 +75,14 @@ func LowerBound(in *Input) (*Bound, error) {
 		return i
 	}
 	first := make([]int, len(in.Pods)) // a pool the pod may use, -1 for none
+	allowed := make([][]int, len(in.Pods))
 	for pi, p := range in.Pods {
 		first[pi] = -1
 		for i, np := range pools {
 			if !TaintsTolerated(p.Spec.Tolerations, np.Taints, false) || !daemonCompatible(p, poolReqs[i], wellKnown) {
 				continue
 			}
+			allowed[pi] = append(allowed[pi], i)
 			if first[pi] < 0 {
 				first[pi] = i
 			} else {
@@ -92,9 +96,11 @@ func LowerBound(in *Input) (*Bound, error) {
 			continue
 		}
 		var pods []*corev1.Pod
+		var podPools [][]int
 		for pi, p := range in.Pods {
 			if first[pi] >= 0 && find(first[pi]) == root {
 				pods = append(pods, p)
+				podPools = append(podPools, allowed[pi])
 			}
 		}
 		if len(pods) == 0 {
@@ -106,7 +112,7 @@ func LowerBound(in *Input) (*Bound, error) {
 				group = append(group, i)
 			}
 		}
-		b, err := groupBound(pods, pools, poolReqs, group, in.DaemonSetPods, wellKnown)
+		b, err := groupBound(pods, podPools, pools, poolReqs, group, in.DaemonSetPods, wellKnown)
 		if err != nil {
 			return nil, err
 		}
@@ -121,8 +127,9 @@ func LowerBound(in *Input) (*Bound, error) {
 // errNoAdmittedType: no pool of a group admits an instance type with an available offering.
 var errNoAdmittedType = errors.New("no NodePool admits an instance type with an available offering")
 
-// groupBound is the covering program of a group of pools and the pods that may use them.
-func groupBound(pods []*corev1.Pod, pools []*NodePool, poolReqs []Requirements, group []int, daemonSet []*corev1.Pod, wellKnown func(string) bool) (*Bound, error) {
+// groupBound is the covering program of a group of pools and the pods that may use them
+// (podPools: the pools each pod may use).
+func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReqs []Requirements, group []int, daemonSet []*corev1.Pod, wellKnown func(string) bool) (*Bound, error) {
 	demand := corev1.ResourceList{}
 	groups := map[string]int{}
 	for _, p := range pods {
@@ -148,6 +155,7 @@ func groupBound(pods []*corev1.Pod, pools []*NodePool, poolReqs []Requirements, 
 	}
 	type column struct {
 		pool, it string
+		pi       int // the pool's index
 		price    float64
 		cap      []float64
 	}
@@ -188,7 +196,7 @@ func groupBound(pods []*corev1.Pod, pools []*NodePool, poolReqs []Requirements, 
 					}
 				}
 			}
-			c := column{pool: np.Name, it: it.Name, price: price, cap: make([]float64, len(names))}
+			c := column{pool: np.Name, it: it.Name, pi: pi, price: price, cap: make([]float64, len(names))}
 			for i, n := range names {
 				q := alloc[n]
 				c.cap[i] = max(0, q.AsApproximateFloat64())
@@ -199,13 +207,67 @@ func groupBound(pods []*corev1.Pod, pools []*NodePool, poolReqs []Requirements, 
 	if len(cols) == 0 {
 		return nil, errNoAdmittedType
 	}
+	// Pool cuts: pods limited to some of the group's pools, with every pod
+	// limited to a subset of those, are covered by those pools' nodes alone.
+	type poolCut struct {
+		in     map[int]bool
+		demand []float64 // per resource of names
+	}
+	var cuts []poolCut
+	if len(group) > 1 {
+		seen := map[string]bool{}
+		for _, pp := range podPools {
+			if len(pp) == len(group) {
+				continue
+			}
+			key := fmt.Sprint(pp)
+			if seen[key] {
+				continue
+			}
+			seen[key] = true
+			cut := poolCut{in: map[int]bool{}, demand: make([]float64, len(names))}
+			for _, pi := range pp {
+				cut.in[pi] = true
+			}
+			for qi, q := range podPools {
+				inside := true
+				for _, pi := range q {
+					if !cut.in[pi] {
+						inside = false
+						break
+					}
+				}
+				if !inside {
+					continue
+				}
+				reqs := podRequests(pods[qi])
+				for i, n := range names {
+					if n == corev1.ResourcePods {
+						cut.demand[i]++
+					} else if v, ok := reqs[n]; ok {
+						cut.demand[i] += v.AsApproximateFloat64()
+					}
+				}
+			}
+			cuts = append(cuts, cut)
+		}
+	}
 	// Standard form: minimise price·x subject to, per resource r,
 	// Σ_t cap[t][r]/demand[r]·x_t − s_r = 1 (and, with a node cut,
-	// Σ_t x_t/minNodes − s = 1), x, s >= 0. Rows scaled by their demand keep
+	// Σ_t x_t/minNodes − s = 1; per pool cut and resource, the same over the
+	// cut's pools and demand), x, s >= 0. Rows scaled by their demand keep
 	// the numbers near 1.
 	rows := len(names)
 	if minNodes > 0 {
 		rows++
+	}
+	cutRow := rows
+	for _, cut := range cuts {
+		for _, d := range cut.demand {
+			if d > 0 {
+				rows++
+			}
+		}
 	}
 	ncols := len(cols) + rows
 	a := mat.NewDense(rows, ncols, nil)
@@ -228,9 +290,29 @@ func groupBound(pods []*corev1.Pod, pools []*NodePool, poolReqs []Requirements, 
 	}
 	if minNodes > 0 {
 		for j := range cols {
-			a.Set(rows-1, j, 1/float64(minNodes))
+			a.Set(len(names), j, 1/float64(minNodes))
 		}
-		b[rows-1] = 1
+		b[len(names)] = 1
+	}
+	r := cutRow
+	for _, cut := range cuts {
+		for i, d := range cut.demand {
+			if d <= 0 {
+				continue
+			}
+			covered := false
+			for j, col := range cols {
+				if v := col.cap[i] / d; v > 0 && cut.in[col.pi] {
+					a.Set(r, j, v)
+					covered = true
+				}
+			}
+			if !covered {
+				return nil, fmt.Errorf("no instance type of the pools some pods are limited to has %s", names[i])
+			}
+			b[r] = 1
+			r++
+		}
 	}
 	for r := 0; r < rows; r++ {
 		a.Set(r, len(cols)+r, -1)
