@@ -227,18 +227,46 @@ func (f *fixture) pdb(t *testing.T, name, app string, allowed int32) *policyv1.P
 	return pdb
 }
 
-// allow sets the PDB's status.disruptionsAllowed.
+// allow sets the PDB's status.disruptionsAllowed, and the rest of its status
+// as the disruption controller would from the pods it selects now: its
+// healthy pods (Ready, not terminating) expected, allowed fewer desired.
 func (f *fixture) allow(t *testing.T, pdb *policyv1.PodDisruptionBudget, allowed int32) {
+	t.Helper()
+	pdb = ExpectExists(f.ctx, t, e.Client, pdb)
+	pods := &corev1.PodList{}
+	if err := e.Client.List(f.ctx, pods, client.InNamespace(pdb.Namespace), client.MatchingLabels(pdb.Spec.Selector.MatchLabels)); err != nil {
+		t.Fatal(err)
+	}
+	healthy := int32(0)
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil && isReady(p) {
+			healthy++
+		}
+	}
+	f.setPDBStatus(t, pdb, allowed, healthy, max(0, healthy-allowed))
+}
+
+// setPDBStatus writes a PDB's status as given, however the pods stand.
+func (f *fixture) setPDBStatus(t *testing.T, pdb *policyv1.PodDisruptionBudget, allowed, healthy, desired int32) {
 	t.Helper()
 	pdb = ExpectExists(f.ctx, t, e.Client, pdb)
 	pdb.Status = policyv1.PodDisruptionBudgetStatus{
 		ObservedGeneration: pdb.Generation,
 		DisruptionsAllowed: allowed,
-		CurrentHealthy:     2,
-		DesiredHealthy:     2 - allowed,
-		ExpectedPods:       2,
+		CurrentHealthy:     healthy,
+		DesiredHealthy:     desired,
+		ExpectedPods:       healthy,
 	}
 	ExpectStatusUpdated(f.ctx, t, e.Client, pdb)
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // events drains the recorder and returns what it held.

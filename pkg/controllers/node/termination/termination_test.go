@@ -14,6 +14,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
@@ -601,4 +602,56 @@ func TestDoNotDisruptDurationHoldsThePodUntilItElapses(t *testing.T) {
 	}
 	f.pass(t, node)
 	ExpectNotFound(f.ctx, t, e.Client, keep)
+}
+
+// TestStalePDBStatusDoesNotLetAnEvictionThrough: the API server decides an
+// eviction from the PodDisruptionBudget's status, which can lag the pods (the
+// disruption controller of kube-controller-manager recomputes it after the
+// fact, seconds late after an API server restart). Here the status still
+// allows one disruption of three pods (desired healthy 2) while one of the
+// others is no longer Ready: evicting web-a would leave one healthy pod. The
+// queue counts the pods itself and waits, explaining why; once the third pod
+// is Ready again the eviction goes through.
+func TestStalePDBStatusDoesNotLetAnEvictionThrough(t *testing.T) {
+	f := setup(t)
+	_, node := f.launch(t, "stale", 0)
+	_, other := f.launch(t, "stale-other", 0)
+	web := fixtures.WithLabels(map[string]string{"app": "web"})
+	a := f.pod(t, "web-a", node, web)
+	f.pod(t, "web-b", other, web)
+	c := f.pod(t, "web-c", other, web)
+	pdb := fixtures.PodDisruptionBudget("web", fixtures.WithMaxUnavailable(intstr.FromInt32(1)), fixtures.WithSelector(map[string]string{"app": "web"}))
+	if err := e.Client.Create(f.ctx, pdb); err != nil {
+		t.Fatal(err)
+	}
+	f.setPDBStatus(t, pdb, 1, 3, 2) // as when all three were healthy
+	c = ExpectExists(f.ctx, t, e.Client, c)
+	c.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionFalse}}
+	ExpectStatusUpdated(f.ctx, t, e.Client, c)
+	requests := func() float64 {
+		return testutil.ToFloat64(eviction.EvictionRequestsTotal.WithLabelValues("200")) +
+			testutil.ToFloat64(eviction.EvictionRequestsTotal.WithLabelValues("429"))
+	}
+	before := requests()
+
+	ExpectDeleted(f.ctx, t, e.Client, node)
+	f.pass(t, node)
+	if terminating(f.ctx, t, a) {
+		t.Fatal("web-a was evicted although it would leave one healthy pod of the two the PDB requires")
+	}
+	if got := requests(); got != before {
+		t.Fatalf("the Eviction API was asked %v times; the queue should have waited without asking", got-before)
+	}
+	if why := f.ctrl.Queue.Blocked(a); !strings.Contains(why, "would leave 1 healthy pods selected by PodDisruptionBudget web, below the 2 it requires") {
+		t.Fatalf("Blocked(web-a) = %q", why)
+	}
+
+	c = ExpectExists(f.ctx, t, e.Client, c)
+	c.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue}}
+	ExpectStatusUpdated(f.ctx, t, e.Client, c)
+	f.clk.Step(eviction.MaxDelay)
+	f.ctrl.Queue.EvictDue(f.ctx)
+	if !terminating(f.ctx, t, a) {
+		t.Fatalf("web-a not evicted once the PDB's pods allowed it: %q", f.ctrl.Queue.Blocked(a))
+	}
 }

@@ -1,8 +1,12 @@
 // Package eviction is the queue through which node termination evicts pods.
 //
 // Every eviction goes through the Eviction API (a policy/v1 Eviction posted to
-// the pod's eviction subresource), so the API server, not Karpenter, decides
-// whether a PodDisruptionBudget allows it. A refusal (429 Too Many Requests
+// the pod's eviction subresource), so the API server decides whether a
+// PodDisruptionBudget allows it. It decides from the budget's status, which
+// can lag the pods (seconds after an API server restart): before asking, the
+// queue counts the budget's healthy pods in its own cache and waits while
+// evicting a healthy pod would leave fewer than status.desiredHealthy, even
+// though the status still allows a disruption (pdbShortfall). A refusal (429 Too Many Requests
 // from a PDB, or 500 when several PDBs select the pod) is not an error: the pod
 // stays in the queue and is retried with a per-pod exponential backoff
 // (BaseDelay doubling up to MaxDelay), measured on the queue's clock, while a

@@ -230,6 +230,13 @@ func (q *Queue) NeedLeaderElection() bool { return true }
 
 // evict makes one eviction request for it and records the outcome.
 func (q *Queue) evict(ctx context.Context, it *item) {
+	if why, err := q.pdbShortfall(ctx, it); err != nil || why != "" {
+		if err != nil {
+			why = fmt.Sprintf("evicting pod %s: checking its PodDisruptionBudgets: %v", it.pod, err)
+		}
+		q.refused(it, why)
+		return
+	}
 	eviction := &policyv1.Eviction{
 		ObjectMeta: metav1.ObjectMeta{Name: it.pod.Name, Namespace: it.pod.Namespace},
 		// The UID precondition keeps a pod recreated under the same name (a
@@ -265,6 +272,12 @@ func (q *Queue) evict(ctx context.Context, it *item) {
 	if !apierrors.IsTooManyRequests(err) && !isMultiplePDBs(err) {
 		log.FromContext(ctx).Error(err, "evicting pod", "Pod", it.pod.String(), "Node", it.node.Name)
 	}
+	q.refused(it, why)
+}
+
+// refused backs the pod off after a refusal and reports why on its Node (at
+// most once per EventInterval).
+func (q *Queue) refused(it *item, why string) {
 	q.mu.Lock()
 	it.failures++
 	it.next = q.clock.Now().Add(Backoff(it.failures))
@@ -277,6 +290,74 @@ func (q *Queue) evict(ctx context.Context, it *item) {
 	if report {
 		q.event(it.node, corev1.EventTypeWarning, ReasonFailedDraining, "Failed to drain node, "+why)
 	}
+}
+
+// pdbShortfall checks, before the Eviction API is asked, that evicting the
+// pod leaves every PodDisruptionBudget selecting it with enough healthy pods.
+// The API server decides from the budget's status, which the disruption
+// controller of kube-controller-manager keeps and which can lag the pods (for
+// seconds after an API server restart, or under load): it may still allow a
+// disruption that a pod just evicted, or a replacement not Ready yet, has
+// used up. Karpenter's own view of the pods is counted the way that
+// controller counts them: a pod is healthy when it is Ready and not
+// terminating, and evicting a healthy pod must leave at least the budget's
+// status.desiredHealthy of the others healthy. Only a budget whose status
+// allows a disruption is checked (one that allows none, the API server
+// refuses with its own answer); evicting a pod that is not healthy takes
+// nothing from a budget and is left to the API server, as are budgets whose
+// status was never computed (desiredHealthy 0). It returns why the eviction
+// must wait, or "".
+func (q *Queue) pdbShortfall(ctx context.Context, it *item) (string, error) {
+	pod := &corev1.Pod{}
+	if err := q.kubeClient.Get(ctx, it.pod, pod); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	if pod.UID != it.uid || !healthy(pod) {
+		return "", nil
+	}
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := q.kubeClient.List(ctx, pdbs, client.InNamespace(pod.Namespace)); err != nil {
+		return "", err
+	}
+	for i := range pdbs.Items {
+		pdb := &pdbs.Items[i]
+		if pdb.Status.DesiredHealthy <= 0 || pdb.Status.DisruptionsAllowed <= 0 {
+			continue // never computed, or the API server refuses anyway (429)
+		}
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		pods := &corev1.PodList{}
+		if err := q.kubeClient.List(ctx, pods, client.InNamespace(pod.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+			return "", err
+		}
+		others := 0
+		for j := range pods.Items {
+			if o := &pods.Items[j]; o.UID != pod.UID && healthy(o) {
+				others++
+			}
+		}
+		if others < int(pdb.Status.DesiredHealthy) {
+			return fmt.Sprintf("evicting pod %s would leave %d healthy pods selected by PodDisruptionBudget %s, below the %d it requires (its status has not caught up with the pods yet)",
+				it.pod, others, pdb.Name, pdb.Status.DesiredHealthy), nil
+		}
+	}
+	return "", nil
+}
+
+// healthy is a pod a PodDisruptionBudget counts as healthy: Ready and not
+// terminating.
+func healthy(p *corev1.Pod) bool {
+	if p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
 }
 
 // GrantedEvictionTimeout is how long the disruption controller of
