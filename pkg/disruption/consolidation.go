@@ -76,12 +76,7 @@ func (p *pass) consolidationCandidates() []*node {
 // single node.
 func (p *pass) consolidate(m Method, cands []*node, multi bool) (*Decision, string) {
 	price := priceOf(cands)
-	allSpot := true
-	for _, c := range cands {
-		if c.capacityType != v1.CapacityTypeSpot {
-			allSpot = false
-		}
-	}
+	allSpot := allOnSpot(cands)
 	subject := "its pods"
 	if multi {
 		subject = fmt.Sprintf("the pods of %d nodes", len(cands))
@@ -147,6 +142,16 @@ func (p *pass) scored(d *Decision, cands []*node, multi bool) (*Decision, string
 		}
 	}
 	return d, ""
+}
+
+// allOnSpot reports whether every node runs on spot capacity.
+func allOnSpot(ns []*node) bool {
+	for _, n := range ns {
+		if n.capacityType != v1.CapacityTypeSpot {
+			return false
+		}
+	}
+	return true
 }
 
 func joinNames(ns []*node) string {

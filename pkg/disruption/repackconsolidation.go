@@ -9,7 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
-	"github.com/karpenter-go/karpenter/pkg/scheduling"
 )
 
 // MethodRepackConsolidation replaces several underutilized nodes with several
@@ -131,20 +130,22 @@ func (n *node) idleCost() float64 {
 	if n.Existing == nil {
 		return 0
 	}
-	used := 0.0
-	for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
-		a, ok := n.Existing.Allocatable[r]
-		if !ok || a.IsZero() {
-			continue
-		}
-		req := 0.0
-		for _, pod := range n.Existing.Pods {
-			if active(pod) {
-				q := scheduling.PodRequests(pod)[r]
-				req += q.AsApproximateFloat64()
+	resources := [...]corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory}
+	var req [len(resources)]float64
+	for _, pod := range n.Existing.Pods {
+		if active(pod) {
+			rs := requestsView(pod)
+			for i, r := range resources {
+				q := rs[r]
+				req[i] += q.AsApproximateFloat64()
 			}
 		}
-		used = math.Max(used, req/a.AsApproximateFloat64())
+	}
+	used := 0.0
+	for i, r := range resources {
+		if a, ok := n.Existing.Allocatable[r]; ok && !a.IsZero() {
+			used = math.Max(used, req[i]/a.AsApproximateFloat64())
+		}
 	}
 	return n.price * math.Max(0, 1-used)
 }
@@ -180,12 +181,7 @@ func (p *pass) allowedInOrder(m Method) []*node {
 // the move when it saves RepackMinSaving of their price, or why not.
 func (p *pass) repack(m Method, cands []*node) (*Decision, string) {
 	price := priceOf(cands)
-	allSpot := true
-	for _, c := range cands {
-		if c.capacityType != v1.CapacityTypeSpot {
-			allSpot = false
-		}
-	}
+	allSpot := allOnSpot(cands)
 	if allSpot && !p.in.Options.SpotToSpotConsolidation && p.everyPoolAllowsSpot() {
 		return nil, "SpotToSpotConsolidation is disabled, so spot nodes cannot be replaced with spot nodes"
 	}
