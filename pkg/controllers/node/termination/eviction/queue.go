@@ -315,21 +315,17 @@ func (q *Queue) pdbShortfall(ctx context.Context, it *item) (string, error) {
 	if pod.UID != it.uid || !healthy(pod) {
 		return "", nil
 	}
-	pdbs := &policyv1.PodDisruptionBudgetList{}
-	if err := q.kubeClient.List(ctx, pdbs, client.InNamespace(pod.Namespace)); err != nil {
+	budgets, err := q.budgetsOver(ctx, pod)
+	if err != nil {
 		return "", err
 	}
-	for i := range pdbs.Items {
-		pdb := &pdbs.Items[i]
+	for _, b := range budgets {
+		pdb := b.pdb
 		if pdb.Status.DesiredHealthy <= 0 || pdb.Status.DisruptionsAllowed <= 0 {
 			continue // never computed, or the API server refuses anyway (429)
 		}
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
 		pods := &corev1.PodList{}
-		if err := q.kubeClient.List(ctx, pods, client.InNamespace(pod.Namespace), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		if err := q.kubeClient.List(ctx, pods, client.InNamespace(pod.Namespace), client.MatchingLabelsSelector{Selector: b.selector}); err != nil {
 			return "", err
 		}
 		others := 0
@@ -344,6 +340,31 @@ func (q *Queue) pdbShortfall(ctx context.Context, it *item) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// budget is a PodDisruptionBudget and its parsed selector.
+type budget struct {
+	pdb      *policyv1.PodDisruptionBudget
+	selector labels.Selector
+}
+
+// budgetsOver lists the PodDisruptionBudgets of the pod's namespace whose
+// selector selects it (an empty or unparseable selector selects nothing).
+func (q *Queue) budgetsOver(ctx context.Context, pod *corev1.Pod) ([]budget, error) {
+	pdbs := &policyv1.PodDisruptionBudgetList{}
+	if err := q.kubeClient.List(ctx, pdbs, client.InNamespace(pod.Namespace)); err != nil {
+		return nil, err
+	}
+	var out []budget
+	for i := range pdbs.Items {
+		pdb := &pdbs.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
+			continue
+		}
+		out = append(out, budget{pdb, sel})
+	}
+	return out, nil
 }
 
 // healthy is a pod a PodDisruptionBudget counts as healthy: Ready and not
@@ -381,26 +402,16 @@ func (q *Queue) completeGrantedEviction(ctx context.Context, it *item) (bool, er
 	if pod.UID != it.uid || pod.DeletionTimestamp != nil {
 		return false, nil
 	}
-	pdbs := &policyv1.PodDisruptionBudgetList{}
-	if err := q.kubeClient.List(ctx, pdbs, client.InNamespace(pod.Namespace)); err != nil {
+	budgets, err := q.budgetsOver(ctx, pod)
+	if err != nil || len(budgets) == 0 {
 		return false, err
 	}
 	now := q.clock.Now()
-	granted := false
-	for i := range pdbs.Items {
-		pdb := &pdbs.Items[i]
-		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
-		if err != nil || sel.Empty() || !sel.Matches(labels.Set(pod.Labels)) {
-			continue
-		}
-		at, ok := pdb.Status.DisruptedPods[pod.Name]
+	for _, b := range budgets {
+		at, ok := b.pdb.Status.DisruptedPods[pod.Name]
 		if !ok || now.Sub(at.Time) >= GrantedEvictionTimeout {
 			return false, nil // a budget over the pod has not granted it
 		}
-		granted = true
-	}
-	if !granted {
-		return false, nil
 	}
 	if err := q.kubeClient.Delete(ctx, pod, client.Preconditions{UID: &it.uid}); err != nil {
 		if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
