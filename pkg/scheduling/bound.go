@@ -132,10 +132,34 @@ var errNoAdmittedType = errors.New("no NodePool admits an instance type with an 
 func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReqs []Requirements, group []int, daemonSet []*corev1.Pod, wellKnown func(string) bool) (*Bound, error) {
 	demand := corev1.ResourceList{}
 	groups := map[string]int{}
-	for _, p := range pods {
-		addList(demand, podRequests(p))
+	// The sets of pools some pods are limited to (fewer than the group's), in
+	// the order met, with those pods' requests and count.
+	type poolSet struct {
+		in     map[int]bool
+		demand corev1.ResourceList
+		pods   float64
+	}
+	var sets []*poolSet
+	setOf := map[string]*poolSet{}
+	for qi, p := range pods {
+		reqs := podRequests(p)
+		addList(demand, reqs)
 		for _, key := range hostnameAntiAffinityGroups(p) {
 			groups[key]++
+		}
+		if pp := podPools[qi]; len(pp) < len(group) {
+			key := fmt.Sprint(pp)
+			ps := setOf[key]
+			if ps == nil {
+				ps = &poolSet{in: map[int]bool{}, demand: corev1.ResourceList{}}
+				for _, pi := range pp {
+					ps.in[pi] = true
+				}
+				setOf[key] = ps
+				sets = append(sets, ps)
+			}
+			addList(ps.demand, reqs)
+			ps.pods++
 		}
 	}
 	demand[corev1.ResourcePods] = *resource.NewQuantity(int64(len(pods)), resource.DecimalSI)
@@ -213,44 +237,29 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 		in     map[int]bool
 		demand []float64 // per resource of names
 	}
-	var cuts []poolCut
-	if len(group) > 1 {
-		seen := map[string]bool{}
-		for _, pp := range podPools {
-			if len(pp) == len(group) {
+	cuts := make([]poolCut, 0, len(sets))
+	for _, set := range sets {
+		cut := poolCut{in: set.in, demand: make([]float64, len(names))}
+		for _, sub := range sets {
+			inside := true
+			for pi := range sub.in {
+				if !set.in[pi] {
+					inside = false
+					break
+				}
+			}
+			if !inside {
 				continue
 			}
-			key := fmt.Sprint(pp)
-			if seen[key] {
-				continue
-			}
-			seen[key] = true
-			cut := poolCut{in: map[int]bool{}, demand: make([]float64, len(names))}
-			for _, pi := range pp {
-				cut.in[pi] = true
-			}
-			for qi, q := range podPools {
-				inside := true
-				for _, pi := range q {
-					if !cut.in[pi] {
-						inside = false
-						break
-					}
-				}
-				if !inside {
-					continue
-				}
-				reqs := podRequests(pods[qi])
-				for i, n := range names {
-					if n == corev1.ResourcePods {
-						cut.demand[i]++
-					} else if v, ok := reqs[n]; ok {
-						cut.demand[i] += v.AsApproximateFloat64()
-					}
+			for i, n := range names {
+				if n == corev1.ResourcePods {
+					cut.demand[i] += sub.pods
+				} else if v, ok := sub.demand[n]; ok {
+					cut.demand[i] += v.AsApproximateFloat64()
 				}
 			}
-			cuts = append(cuts, cut)
 		}
+		cuts = append(cuts, cut)
 	}
 	// Standard form: minimise price·x subject to, per resource r,
 	// Σ_t cap[t][r]/demand[r]·x_t − s_r = 1 (and, with a node cut,
@@ -273,20 +282,24 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 	a := mat.NewDense(rows, ncols, nil)
 	b := make([]float64, rows)
 	c := make([]float64, ncols)
-	for i, n := range names {
-		d := demand[n]
-		dv := d.AsApproximateFloat64()
+	// cover fills row r with resource i of the columns of the pools in (nil:
+	// all), scaled by the demand d; it reports whether any column has some.
+	cover := func(r, i int, d float64, in map[int]bool) bool {
 		covered := false
 		for j, col := range cols {
-			if v := col.cap[i] / dv; v > 0 {
-				a.Set(i, j, v)
+			if v := col.cap[i] / d; v > 0 && (in == nil || in[col.pi]) {
+				a.Set(r, j, v)
 				covered = true
 			}
 		}
-		if !covered {
+		b[r] = 1
+		return covered
+	}
+	for i, n := range names {
+		d := demand[n]
+		if !cover(i, i, d.AsApproximateFloat64(), nil) {
 			return nil, fmt.Errorf("no admitted instance type has %s", n)
 		}
-		b[i] = 1
 	}
 	if minNodes > 0 {
 		for j := range cols {
@@ -300,17 +313,9 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 			if d <= 0 {
 				continue
 			}
-			covered := false
-			for j, col := range cols {
-				if v := col.cap[i] / d; v > 0 && cut.in[col.pi] {
-					a.Set(r, j, v)
-					covered = true
-				}
-			}
-			if !covered {
+			if !cover(r, i, d, cut.in) {
 				return nil, fmt.Errorf("no instance type of the pools some pods are limited to has %s", names[i])
 			}
-			b[r] = 1
 			r++
 		}
 	}
