@@ -377,15 +377,28 @@ func (p *pass) revalidateConsolidation(m Method, cands []*node, d *Decision, mul
 		return false, fmt.Sprintf("the decision changed from %s to %s", d.Action(), again.Action())
 	}
 	if d.Action() == ActionReplace {
-		allowed := map[string]bool{}
-		for _, it := range d.Replacements[0].InstanceTypes {
-			allowed[it.Name] = true
-		}
-		for _, it := range again.Replacements[0].InstanceTypes {
-			if !allowed[it.Name] {
-				return false, fmt.Sprintf("the replacement would now need instance type %s, not among those decided", it.Name)
-			}
+		if it := undecidedType(d, again); it != "" {
+			return false, fmt.Sprintf("the replacement would now need instance type %s, not among those decided", it)
 		}
 	}
 	return true, ""
+}
+
+// undecidedType is an instance type a replacement of again may launch as that
+// no replacement of d may, or "".
+func undecidedType(d, again *Decision) string {
+	allowed := map[string]bool{}
+	for _, r := range d.Replacements {
+		for _, it := range r.InstanceTypes {
+			allowed[it.Name] = true
+		}
+	}
+	for _, r := range again.Replacements {
+		for _, it := range r.InstanceTypes {
+			if !allowed[it.Name] {
+				return it.Name
+			}
+		}
+	}
+	return ""
 }

@@ -58,18 +58,8 @@ func (m repackConsolidation) revalidate(p *pass, cands []*node, d *Decision) (bo
 	if len(again.Replacements) > len(d.Replacements) {
 		return false, fmt.Sprintf("the pods would now need %d new nodes, not %d", len(again.Replacements), len(d.Replacements))
 	}
-	allowed := map[string]bool{}
-	for _, r := range d.Replacements {
-		for _, it := range r.InstanceTypes {
-			allowed[it.Name] = true
-		}
-	}
-	for _, r := range again.Replacements {
-		for _, it := range r.InstanceTypes {
-			if !allowed[it.Name] {
-				return false, fmt.Sprintf("the replacements would now need instance type %s, not among those decided", it.Name)
-			}
-		}
+	if it := undecidedType(d, again); it != "" {
+		return false, fmt.Sprintf("the replacements would now need instance type %s, not among those decided", it)
 	}
 	return true, ""
 }
