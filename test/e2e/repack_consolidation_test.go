@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 	kwokv1alpha1 "github.com/karpenter-go/karpenter/pkg/apis/kwok/v1alpha1"
@@ -89,38 +90,26 @@ type kwokType struct {
 	price      float64
 }
 
-// writeKWOKCatalog writes a KWOK instance type catalog (the format of
-// pkg/providers/kwok/instance_types.json): each type amd64/linux, offered
-// on-demand in test-zone-a at its price.
+// writeKWOKCatalog writes a KWOK instance type catalog (kwok's
+// InstanceTypeOptions, the format of pkg/providers/kwok/instance_types.json):
+// each type amd64/linux, offered on-demand in test-zone-a at its price.
 func writeKWOKCatalog(t *testing.T, path string, types []kwokType) {
 	t.Helper()
-	type requirement struct {
-		Key      string   `json:"key"`
-		Operator string   `json:"operator"`
-		Values   []string `json:"values"`
-	}
-	type offering struct {
-		Price        float64
-		Available    bool
-		Requirements []requirement
-	}
-	type entry struct {
-		Name             string            `json:"name"`
-		Offerings        []offering        `json:"offerings"`
-		Architecture     string            `json:"architecture"`
-		OperatingSystems []string          `json:"operatingSystems"`
-		Resources        map[string]string `json:"resources"`
-	}
-	var out []entry
+	var out []kwok.InstanceTypeOptions
 	for _, it := range types {
-		out = append(out, entry{
+		out = append(out, kwok.InstanceTypeOptions{
 			Name: fmt.Sprintf("%s-%dx-amd64-linux", it.family, it.cpu),
-			Offerings: []offering{{Price: it.price, Available: true, Requirements: []requirement{
-				{v1.CapacityTypeLabelKey, "In", []string{v1.CapacityTypeOnDemand}},
-				{corev1.LabelTopologyZone, "In", []string{"test-zone-a"}},
+			Offerings: []kwok.OfferingOptions{{Price: it.price, Available: true, Requirements: []corev1.NodeSelectorRequirement{
+				{Key: v1.CapacityTypeLabelKey, Operator: corev1.NodeSelectorOpIn, Values: []string{v1.CapacityTypeOnDemand}},
+				{Key: corev1.LabelTopologyZone, Operator: corev1.NodeSelectorOpIn, Values: []string{"test-zone-a"}},
 			}}},
-			Architecture: "amd64", OperatingSystems: []string{"linux"},
-			Resources: map[string]string{"cpu": fmt.Sprint(it.cpu), "memory": fmt.Sprintf("%dGi", it.memGi), "pods": "110", "ephemeral-storage": "20Gi"},
+			Architecture: "amd64", OperatingSystems: []corev1.OSName{corev1.Linux},
+			Resources: corev1.ResourceList{
+				corev1.ResourceCPU:              *resource.NewQuantity(int64(it.cpu), resource.DecimalSI),
+				corev1.ResourceMemory:           *resource.NewQuantity(int64(it.memGi)<<30, resource.BinarySI),
+				corev1.ResourcePods:             resource.MustParse("110"),
+				corev1.ResourceEphemeralStorage: resource.MustParse("20Gi"),
+			},
 		})
 	}
 	b, err := json.Marshal(out)
