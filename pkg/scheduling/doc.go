@@ -107,7 +107,11 @@
 // keeping pods that cannot move are refilled first, and each node is priced at the cheapest
 // type that holds it. The new claims are kept when they save at least 2%. Pinned domains
 // (zone, capacity type) are part of a claim's requirement set, so pods counted by zonal groups
-// move only within their domain and no count changes.
+// move only within their domain and no count changes. Then fillRoom (fillroom.go) fills the
+// idle room of claims whose pods all stay (a pod alone by hostname anti-affinity on a type
+// sized by its memory, say) with pods from other claims that hostname groups may count but no
+// pod there owns, keeping every non-hostname domain; a donor's moves are kept when it drops
+// to a cheaper type.
 //
 // Predicting Solve. Placement (placement.go) compiles the same constraints with the same
 // functions for callers that must predict Solve without running it on the whole cluster:

@@ -174,7 +174,8 @@ type Options struct {
 	// Repack re-packs, after placement, the new claims whose pods nothing but their
 	// requirements places (no topology, affinity, host port or hostname constraint, counted by
 	// no topology group) into the cheapest mix of nodes it finds, when that costs less than
-	// the claims as placed (repack.go).
+	// the claims as placed (repack.go); then it moves pods into the idle room of claims whose
+	// pods stay, where that lets the claims they leave take cheaper types (fillroom.go).
 	Repack bool
 }
 

@@ -34,6 +34,7 @@ type podInfo struct {
 	owned     []string // ownedAntiIdentities of a pod that repels, once ownedRead
 	ownedRead bool
 	moves     uint8 // repack: whether the pod may move between claims (moveYes), once known
+	filled    bool  // fillRoom moved it into another claim
 }
 
 // podCons are a pod's constraints as initPodInfo reads them, and what relaxation leaves.

@@ -110,6 +110,7 @@ func Solve(in *Input) *Results {
 	s := newSolver(in)
 	s.run()
 	s.repack()
+	s.fillRoom()
 	r := s.results()
 	s.releaseScratch()
 	r.bookReservations(newReservationBook(in.NodePools))
