@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 
 	"gonum.org/v1/gonum/mat"
@@ -46,11 +47,14 @@ type BoundShare struct {
 //     within a group, for each set of pools some pods are limited to, the
 //     nodes of those pools cover (per resource) every pod limited to them;
 //   - at least as many nodes, in a group, as the largest set of its pods that
-//     require, by anti-affinity on the hostname, a node each.
+//     require, by anti-affinity on the hostname, a node each;
+//   - a pod sits on a type whose allocatable holds each of its requests: the
+//     pods requesting at least v of a resource are covered by the types with
+//     at least v of it (size cuts, up to sizeCutsPer values per resource).
 //
 // What it leaves out makes it lower, never higher: every other constraint of
 // the pods (pod affinity, spread, instance-type requirements within a pool),
-// and that a node holds whole pods. Pods no pool admits are left out. Existing
+// and that a node holds whole pods (beyond the size cuts). Pods no pool admits are left out. Existing
 // capacity is not counted: the bound is for launching the input's pods from
 // nothing.
 func LowerBound(in *Input) (*Bound, error) {
@@ -123,6 +127,9 @@ func LowerBound(in *Input) (*Bound, error) {
 	sort.SliceStable(out.Mix, func(i, j int) bool { return out.Mix[i].Count > out.Mix[j].Count })
 	return out, nil
 }
+
+// sizeCutsPer is the most size cuts per resource the lower bound adds (see groupBound).
+const sizeCutsPer = 12
 
 // errNoAdmittedType: no pool of a group admits an instance type with an available offering.
 var errNoAdmittedType = errors.New("no NodePool admits an instance type with an available offering")
@@ -261,6 +268,72 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 		}
 		cuts = append(cuts, cut)
 	}
+	// Size cuts: a pod sits on a node whose allocatable holds each of its requests, so for a
+	// resource s and a value v, the pods requesting at least v of s are covered, in every
+	// resource, by the nodes of the types with at least v of s allocatable. One cut per
+	// distinct request of each resource (at most sizeCutsPer, spread over the values), where
+	// some type has less than v; without them the program buys cpu on types too small for any
+	// pod and memory on others.
+	reqVecs := make([][]float64, len(pods))
+	for qi, p := range pods {
+		v := make([]float64, len(names))
+		reqs := podRequests(p)
+		for i, n := range names {
+			if n == corev1.ResourcePods {
+				v[i] = 1
+			} else if q, ok := reqs[n]; ok {
+				v[i] = q.AsApproximateFloat64()
+			}
+		}
+		reqVecs[qi] = v
+	}
+	type sizeCut struct {
+		s      int
+		v      float64
+		demand []float64
+	}
+	var sizes []sizeCut
+	for si, n := range names {
+		if n == corev1.ResourcePods {
+			continue
+		}
+		var vals []float64
+		for _, v := range reqVecs {
+			if v[si] > 0 {
+				vals = append(vals, v[si])
+			}
+		}
+		sort.Float64s(vals)
+		vals = slices.Compact(vals)
+		if len(vals) > sizeCutsPer {
+			picked := make([]float64, 0, sizeCutsPer)
+			for k := range sizeCutsPer {
+				picked = append(picked, vals[k*(len(vals)-1)/(sizeCutsPer-1)])
+			}
+			vals = slices.Compact(picked)
+		}
+		for _, th := range vals {
+			short := false
+			for _, col := range cols {
+				if col.cap[si] < th {
+					short = true
+					break
+				}
+			}
+			if !short {
+				continue
+			}
+			cut := sizeCut{s: si, v: th, demand: make([]float64, len(names))}
+			for _, v := range reqVecs {
+				if v[si] >= th {
+					for i := range v {
+						cut.demand[i] += v[i]
+					}
+				}
+			}
+			sizes = append(sizes, cut)
+		}
+	}
 	// Standard form: minimise price·x subject to, per resource r,
 	// Σ_t cap[t][r]/demand[r]·x_t − s_r = 1 (and, with a node cut,
 	// Σ_t x_t/minNodes − s = 1; per pool cut and resource, the same over the
@@ -278,16 +351,23 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 			}
 		}
 	}
+	for _, cut := range sizes {
+		for _, d := range cut.demand {
+			if d > 0 {
+				rows++
+			}
+		}
+	}
 	ncols := len(cols) + rows
 	a := mat.NewDense(rows, ncols, nil)
 	b := make([]float64, rows)
 	c := make([]float64, ncols)
-	// cover fills row r with resource i of the columns of the pools in (nil:
-	// all), scaled by the demand d; it reports whether any column has some.
-	cover := func(r, i int, d float64, in map[int]bool) bool {
+	// cover fills row r with resource i of the columns keep admits (nil: all),
+	// scaled by the demand d; it reports whether any column has some.
+	cover := func(r, i int, d float64, keep func(column) bool) bool {
 		covered := false
 		for j, col := range cols {
-			if v := col.cap[i] / d; v > 0 && (in == nil || in[col.pi]) {
+			if v := col.cap[i] / d; v > 0 && (keep == nil || keep(col)) {
 				a.Set(r, j, v)
 				covered = true
 			}
@@ -313,8 +393,21 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 			if d <= 0 {
 				continue
 			}
-			if !cover(r, i, d, cut.in) {
+			if !cover(r, i, d, func(col column) bool { return cut.in[col.pi] }) {
 				return nil, fmt.Errorf("no instance type of the pools some pods are limited to has %s", names[i])
+			}
+			r++
+		}
+	}
+	for _, cut := range sizes {
+		for i, d := range cut.demand {
+			if d <= 0 {
+				continue
+			}
+			// No type large enough: those pods fit nowhere, and the row would make the
+			// program infeasible; the bound leaves them out (b stays 0).
+			if !cover(r, i, d, func(col column) bool { return col.cap[cut.s] >= cut.v }) {
+				b[r] = 0
 			}
 			r++
 		}

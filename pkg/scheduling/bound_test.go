@@ -147,3 +147,34 @@ func TestLowerBoundKeepsPodsToTheirPools(t *testing.T) {
 		t.Fatalf("pods pinned to their pools: bound $%.4f/h, want $5", b.PricePerHour)
 	}
 }
+
+// A pod sits on one node, so the types too small for a pod cannot cover its
+// requests: four pods of 1 cpu and 4Gi cannot buy their cpu on a 1Gi type and
+// their memory on a 1-cpu one. Without the size cuts the program would pay
+// $0.18/h (two tiny nodes and a share of the memory type); the pods need the
+// 4-cpu type's $0.40/h, and one such node holds them all.
+func TestLowerBoundKeepsEachPodOnATypeThatHoldsIt(t *testing.T) {
+	its := []*scheduling.InstanceType{
+		fake.InstanceType("tiny", 2, 1, 110, 0.02),
+		fake.InstanceType("mem", 1, 16, 110, 0.16),
+		fake.InstanceType("std", 4, 16, 110, 0.40),
+	}
+	for _, it := range its {
+		it.Overhead = nil
+	}
+	var pods []*corev1.Pod
+	for i := range 4 {
+		pods = append(pods, fake.Pod("default", fmt.Sprintf("p%d", i), "1", "4Gi", nil))
+	}
+	in := &scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{{Name: "default", InstanceTypes: its}}}
+	b, err := scheduling.LowerBound(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !near(b.PricePerHour, 0.40) {
+		t.Fatalf("bound $%.4f/h (mix %+v), want $0.40/h", b.PricePerHour, b.Mix)
+	}
+	if res := scheduling.Solve(in); len(res.PodErrors) > 0 || res.TotalPrice() < b.PricePerHour-1e-9 {
+		t.Fatalf("solver $%.4f/h with %d errors, below or beside the bound $%.4f/h", res.TotalPrice(), len(res.PodErrors), b.PricePerHour)
+	}
+}
