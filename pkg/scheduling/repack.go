@@ -21,7 +21,9 @@ import (
 // it is then refilled around them. Per such class it
 //
 //  1. solves the covering linear program over the class's instance types (coverlp.go) for the
-//     duals: the $/h that one unit of cpu, memory, pods... costs at the optimum;
+//     duals: the $/h that one unit of cpu, memory, pods... costs at the optimum, with size
+//     cuts (the pods requesting at least v of a resource covered by the types with at least
+//     v of it) so that types too small for the pods do not set those prices;
 //  2. values each moving pod at those rates, and each type at its allocatable at those rates
 //     over its price (no type exceeds 1: the best ones are worth their price); the candidate
 //     types are those within repackWorth of the best that no other candidate worth as much
@@ -283,18 +285,27 @@ func (s *solver) repackClass(c *repackClass) {
 		return
 	}
 	nr := len(rows)
+	// The program's rows: one per resource, then the size cuts (a pod sits on a type that
+	// holds each of its requests, so the pods requesting at least v of resource s are covered
+	// by the types with at least v of s). Without the cuts the program buys cpu on types too
+	// small for any pod and memory on others, and its prices make such types look best.
+	lpRows := s.repackRows(pool, list, c, rows, demand)
+	nlp := len(lpRows)
 	// One array for the program's columns, prices and right-hand side, and the types' worths.
 	nl := len(list)
-	floats := s.floatsFor(nr*nl + 2*nl + nr)
-	flat, prices, worths := floats[:nr*nl:nr*nl], floats[nr*nl:nr*nl+nl:nr*nl+nl], floats[nr*nl+nl:nr*nl+2*nl:nr*nl+2*nl]
-	lp := &coverLP{b: floats[nr*nl+2*nl:], c: prices, cols: s.colsFor(nl)}
-	for k := range rows {
+	floats := s.floatsFor(nlp*nl + 2*nl + nlp)
+	flat, prices, worths := floats[:nlp*nl:nlp*nl], floats[nlp*nl:nlp*nl+nl:nlp*nl+nl], floats[nlp*nl+nl:nlp*nl+2*nl:nlp*nl+2*nl]
+	lp := &coverLP{b: floats[nlp*nl+2*nl:], c: prices, cols: s.colsFor(nl)}
+	for k := range lpRows {
 		lp.b[k] = 1
 	}
 	for j, pr := range list {
-		col := flat[j*nr : (j+1)*nr : (j+1)*nr]
-		for k, r := range rows {
-			col[k] = max(0, float64(pool.alloc[pr.i][r])/float64(demand[r]))
+		col := flat[j*nlp : (j+1)*nlp : (j+1)*nlp]
+		a := pool.alloc[pr.i]
+		for k, lr := range lpRows {
+			if lr.s < 0 || a[lr.s] >= lr.v {
+				col[k] = max(0, float64(a[lr.r])/float64(lr.d))
+			}
 		}
 		lp.cols[j], lp.c[j] = col, pr.price
 	}
@@ -305,14 +316,16 @@ func (s *solver) repackClass(c *repackClass) {
 	// The moving pods, in groups of equal requests (consecutive on the claims: the placement
 	// loop places them in order of requests), most valuable group first (value: the requests
 	// at the duals; ties keep the claims' order).
-	rate := make([]float64, nr)
-	for k, r := range rows {
-		rate[k] = y[k] / float64(demand[r])
+	rate := make([]float64, nlp)
+	for k, lr := range lpRows {
+		rate[k] = y[k] / float64(lr.d)
 	}
 	valueOf := func(req resVec) float64 {
 		v := 0.0
-		for k, r := range rows {
-			v += rate[k] * float64(req[r])
+		for k, lr := range lpRows {
+			if lr.s < 0 || req[lr.s] >= lr.v {
+				v += rate[k] * float64(req[lr.r])
+			}
 		}
 		return v
 	}
@@ -351,7 +364,7 @@ func (s *solver) repackClass(c *repackClass) {
 	top := 0.0
 	for j, pr := range list {
 		w := 0.0
-		for k := range rows {
+		for k := range lpRows {
 			w += y[k] * lp.cols[j][k]
 		}
 		if pr.price > 0 {
@@ -697,6 +710,68 @@ func (s *solver) repackClass(c *repackClass) {
 		s.refill(t, plans[i], nil, nodes[i].pods)
 		s.targets = append(s.targets, t)
 	}
+}
+
+// repackRow is a row of repack's covering program: resource r's demand d, of the pods
+// requesting at least v of resource s (s < 0: all the class's pods).
+type repackRow struct {
+	r, s int
+	v, d int64
+}
+
+// repackCutsPer is the most size cuts per resource repack's program adds.
+const repackCutsPer = 4
+
+// repackRows is the class's program rows: the resources, then size cuts at the largest
+// distinct requests of each (up to repackCutsPer) that some type of the list is too small for.
+func (s *solver) repackRows(pool *poolState, list []priced, c *repackClass, rows []int, demand resVec) []repackRow {
+	out := make([]repackRow, 0, len(rows))
+	for _, r := range rows {
+		out = append(out, repackRow{r: r, s: -1, d: demand[r]})
+	}
+	var vals []int64
+	for _, sr := range rows {
+		if sr == resPods {
+			continue
+		}
+		vals = vals[:0]
+		for _, t := range c.claims {
+			for _, p := range t.infos {
+				if v := p.requests[sr]; v > 0 {
+					vals = append(vals, v)
+				}
+			}
+		}
+		slices.Sort(vals)
+		vals = slices.Compact(vals)
+		// The smallest type's allocatable: cuts at or below it change nothing.
+		least := int64(math.MaxInt64)
+		for _, pr := range list {
+			least = min(least, pool.alloc[pr.i][sr])
+		}
+		added := 0
+		for i := len(vals) - 1; i >= 0 && added < repackCutsPer; i-- {
+			v := vals[i]
+			if v <= least {
+				break
+			}
+			d := make(resVec, len(demand))
+			for _, t := range c.claims {
+				for _, p := range t.infos {
+					if p.requests[sr] >= v {
+						d.add(p.requests)
+					}
+				}
+			}
+			for _, r := range rows {
+				if d[r] > 0 {
+					out = append(out, repackRow{r: r, s: sr, v: v, d: d[r]})
+				}
+			}
+			added++
+		}
+	}
+	return out
 }
 
 // refill gives claim t the types of pl and exactly the pods given. The lists are new (the
