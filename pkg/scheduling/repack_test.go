@@ -2,6 +2,7 @@ package scheduling_test
 
 import (
 	"fmt"
+	"math"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -99,5 +100,37 @@ func TestRepackLeavesHostnameAntiAffinityPodsOnePerNode(t *testing.T) {
 		if anti > 1 {
 			t.Errorf("claim %s holds %d anti-affinity pods", c.Hostname, anti)
 		}
+	}
+}
+
+// Repack's prices come from a covering program with size cuts: a 1Gi type with
+// cheap cpu and a 1-cpu type with cheap memory hold none of the 1-cpu/4Gi pods,
+// so they must not make the 4-cpu type look dear. Sixteen pods grow one claim
+// to the 16-cpu type ($2.00/h); four 4-cpu nodes hold them for $1.60/h.
+func TestRepackIgnoresTypesTooSmallForThePods(t *testing.T) {
+	its := []*scheduling.InstanceType{
+		fake.InstanceType("tiny", 2, 1, 110, 0.02),
+		fake.InstanceType("mem", 1, 16, 110, 0.16),
+		fake.InstanceType("std", 4, 16, 110, 0.40),
+		fake.InstanceType("big", 16, 64, 110, 2.0),
+	}
+	for _, it := range its {
+		it.Overhead = nil
+	}
+	var pods []*corev1.Pod
+	for i := range 16 {
+		pods = append(pods, fake.Pod("default", fmt.Sprintf("p%d", i), "1", "4Gi", nil))
+	}
+	in := &scheduling.Input{Pods: pods, NodePools: []*scheduling.NodePool{{Name: "default", InstanceTypes: its}}}
+	if placed := scheduling.Solve(in); len(placed.NewClaims) != 1 || placed.NewClaims[0].Price != 2.0 {
+		t.Fatalf("placement: %d claims for $%.2f/h, want one 16-cpu claim (the premise of the test)", len(placed.NewClaims), placed.TotalPrice())
+	}
+	in.Options.Repack = true
+	res := scheduling.Solve(in)
+	if errs := check(in, res); len(errs) > 0 {
+		t.Fatalf("violations: %v", errs)
+	}
+	if len(res.PodErrors) > 0 || len(res.NewClaims) != 4 || math.Abs(res.TotalPrice()-1.6) > 1e-9 {
+		t.Fatalf("repacked: %d claims for $%.2f/h, %d pod errors; want four 4-cpu nodes for $1.60/h", len(res.NewClaims), res.TotalPrice(), len(res.PodErrors))
 	}
 }
