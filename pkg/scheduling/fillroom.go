@@ -95,6 +95,26 @@ func (s *solver) fillRoom() {
 }
 
 func (s *solver) fillPool(pool *poolState) {
+	// Nothing to fill without both a claim whose pods all stay and one with a pod that may
+	// move: most solves (unconstrained pods: donors only; one pod per claim: receivers only)
+	// stop here, after reading a pod or so per claim.
+	receiver, donor := false, false
+	for _, t := range s.targets[s.numExisting:] {
+		if t.pool != pool || len(t.infos) == 0 || t.relaxed || s.hasMin[t.reqID] {
+			continue
+		}
+		if slices.ContainsFunc(t.infos, s.transferable) {
+			donor = true
+		} else {
+			receiver = true
+		}
+		if receiver && donor {
+			break
+		}
+	}
+	if !receiver || !donor {
+		return
+	}
 	nres := len(s.ri.names)
 	var donors, receivers []*fillClaim
 	minReq := make(resVec, nres)

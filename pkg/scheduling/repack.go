@@ -289,27 +289,46 @@ func (s *solver) repackClass(c *repackClass) {
 	// holds each of its requests, so the pods requesting at least v of resource s are covered
 	// by the types with at least v of s). Without the cuts the program buys cpu on types too
 	// small for any pod and memory on others, and its prices make such types look best.
-	lpRows := s.repackRows(pool, list, c, rows, demand)
-	nlp := len(lpRows)
-	// One array for the program's columns, prices and right-hand side, and the types' worths.
+	lpRows := make([]repackRow, 0, nr)
+	for _, r := range rows {
+		lpRows = append(lpRows, repackRow{r: r, s: -1, d: demand[r]})
+	}
 	nl := len(list)
-	floats := s.floatsFor(nlp*nl + 2*nl + nlp)
-	flat, prices, worths := floats[:nlp*nl:nlp*nl], floats[nlp*nl:nlp*nl+nl:nlp*nl+nl], floats[nlp*nl+nl:nlp*nl+2*nl:nlp*nl+2*nl]
-	lp := &coverLP{b: floats[nlp*nl+2*nl:], c: prices, cols: s.colsFor(nl)}
-	for k := range lpRows {
-		lp.b[k] = 1
-	}
-	for j, pr := range list {
-		col := flat[j*nlp : (j+1)*nlp : (j+1)*nlp]
-		a := pool.alloc[pr.i]
-		for k, lr := range lpRows {
-			if lr.s < 0 || a[lr.s] >= lr.v {
-				col[k] = max(0, float64(a[lr.r])/float64(lr.d))
-			}
+	var lp *coverLP
+	var worths []float64
+	// build lays out the program over lpRows in one array: its columns, prices and right-hand
+	// side, and the types' worths.
+	build := func() {
+		nlp := len(lpRows)
+		floats := s.floatsFor(nlp*nl + 2*nl + nlp)
+		var flat, prices []float64
+		flat, prices, worths = floats[:nlp*nl:nlp*nl], floats[nlp*nl:nlp*nl+nl:nlp*nl+nl], floats[nlp*nl+nl:nlp*nl+2*nl:nlp*nl+2*nl]
+		lp = &coverLP{b: floats[nlp*nl+2*nl:], c: prices, cols: s.colsFor(nl)}
+		for k := range lpRows {
+			lp.b[k] = 1
 		}
-		lp.cols[j], lp.c[j] = col, pr.price
+		for j, pr := range list {
+			col := flat[j*nlp : (j+1)*nlp : (j+1)*nlp]
+			a := pool.alloc[pr.i]
+			for k, lr := range lpRows {
+				if lr.s < 0 || a[lr.s] >= lr.v {
+					col[k] = max(0, float64(a[lr.r])/float64(lr.d))
+				}
+			}
+			lp.cols[j], lp.c[j] = col, pr.price
+		}
 	}
-	_, y, opt, ok := lp.solve()
+	build()
+	x, y, opt, ok := lp.solve()
+	// The size cuts are needed only when the optimum buys a type too small for the largest
+	// request of some resource: otherwise it meets every cut, and its duals (zero on the cuts)
+	// are the cut program's too.
+	if ok && s.repackShort(pool, list, c, rows, x) {
+		lpRows = s.repackRows(pool, list, c, rows, demand)
+		build()
+		_, y, opt, ok = lp.solve()
+	}
+	nlp := len(lpRows)
 	if !ok || oldPrice <= opt*(1+1e-9) {
 		return // nothing to gain: the class is placed at its floor
 	}
@@ -717,6 +736,33 @@ func (s *solver) repackClass(c *repackClass) {
 type repackRow struct {
 	r, s int
 	v, d int64
+}
+
+// repackShort reports whether the program's solution x buys a type with less of a resource
+// than the class's largest request of it.
+func (s *solver) repackShort(pool *poolState, list []priced, c *repackClass, rows []int, x []float64) bool {
+	var most resVec
+	for j, pr := range list {
+		if x[j] <= 1e-12 {
+			continue
+		}
+		if most == nil {
+			most = make(resVec, len(pool.alloc[pr.i]))
+			for _, t := range c.claims {
+				for _, p := range t.infos {
+					for _, r := range rows {
+						most[r] = max(most[r], p.requests[r])
+					}
+				}
+			}
+		}
+		for _, r := range rows {
+			if pool.alloc[pr.i][r] < most[r] {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // repackCutsPer is the most size cuts per resource repack's program adds.
