@@ -47,7 +47,11 @@ type BoundShare struct {
 //     within a group, for each set of pools some pods are limited to, the
 //     nodes of those pools cover (per resource) every pod limited to them;
 //   - at least as many nodes, in a group, as the largest set of its pods that
-//     require, by anti-affinity on the hostname, a node each;
+//     require, by anti-affinity on the hostname, a node each, and at least,
+//     for each such set, the sum over its pods of the cheapest type that holds
+//     each (under PreferencePolicy Respect, in pools whose limits leave room
+//     for a node per pod, preferred terms count too: a new node always honours
+//     them, so the solver does);
 //   - a pod sits on a type whose allocatable holds each of its requests: the
 //     pods requesting at least v of a resource are covered by the types with
 //     at least v of it (size cuts, up to sizeCutsPer values per resource).
@@ -116,7 +120,16 @@ func LowerBound(in *Input) (*Bound, error) {
 				group = append(group, i)
 			}
 		}
-		b, err := groupBound(pods, podPools, pools, poolReqs, group, in.DaemonSetPods, wellKnown)
+		// Preferred hostname anti-affinity counts as required where the solver honours it:
+		// under Respect, in pools whose limits leave room for a node per pod (of any type),
+		// where it may always open a node.
+		preferred := in.Options.PreferencePolicy != PreferencePolicyIgnore
+		for _, pi := range group {
+			if !roomForNodes(pools[pi], len(pods)) {
+				preferred = false
+			}
+		}
+		b, err := groupBound(pods, podPools, pools, poolReqs, group, in.DaemonSetPods, wellKnown, preferred)
 		if err != nil {
 			return nil, err
 		}
@@ -136,9 +149,10 @@ var errNoAdmittedType = errors.New("no NodePool admits an instance type with an 
 
 // groupBound is the covering program of a group of pools and the pods that may use them
 // (podPools: the pools each pod may use).
-func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReqs []Requirements, group []int, daemonSet []*corev1.Pod, wellKnown func(string) bool) (*Bound, error) {
+func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReqs []Requirements, group []int, daemonSet []*corev1.Pod, wellKnown func(string) bool, preferred bool) (*Bound, error) {
 	demand := corev1.ResourceList{}
 	groups := map[string]int{}
+	members := map[string][]int{} // the pods of each group, by position in pods
 	// The sets of pools some pods are limited to (fewer than the group's), in
 	// the order met, with those pods' requests and count.
 	type poolSet struct {
@@ -151,8 +165,9 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 	for qi, p := range pods {
 		reqs := podRequests(p)
 		addList(demand, reqs)
-		for _, key := range hostnameAntiAffinityGroups(p) {
+		for _, key := range hostnameAntiAffinityGroups(p, preferred) {
 			groups[key]++
+			members[key] = append(members[key], qi)
 		}
 		if pp := podPools[qi]; len(pp) < len(group) {
 			key := fmt.Sprint(pp)
@@ -422,6 +437,37 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 	if err != nil {
 		return nil, fmt.Errorf("solving the lower bound: %w", err)
 	}
+	// Alone cuts: the pods of a hostname anti-affinity group have a node each, so the fleet
+	// costs at least, summed over a group's pods, the cheapest type (of the pods' pools,
+	// net of their DaemonSets) that holds each. Where every pod must be alone this is the
+	// optimum itself; the covering program alone would share nodes out fractionally.
+	for _, qs := range members {
+		sum := 0.0
+		for _, qi := range qs {
+			best := math.Inf(1)
+			for _, col := range cols {
+				if col.price >= best || !slices.Contains(podPools[qi], col.pi) {
+					continue
+				}
+				fits := true
+				for i, v := range reqVecs[qi] {
+					if v > col.cap[i] {
+						fits = false
+						break
+					}
+				}
+				if fits {
+					best = col.price
+				}
+			}
+			if math.IsInf(best, 1) {
+				sum = 0 // a pod no type holds: left out, as the program leaves it
+				break
+			}
+			sum += best
+		}
+		opt = max(opt, sum)
+	}
 	out := &Bound{PricePerHour: opt}
 	for j, col := range cols {
 		if x[j] > 1e-9 {
@@ -433,23 +479,60 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 	return out, nil
 }
 
+// roomForNodes reports whether the pool's limits leave room for n more nodes of
+// its largest types (a new claim holds the largest capacity of its candidates
+// against the limits).
+func roomForNodes(np *NodePool, n int) bool {
+	for name, q := range np.Remaining {
+		if name == "nodes" {
+			if q.Value() < int64(n) {
+				return false
+			}
+			continue
+		}
+		most := 0.0
+		for _, it := range np.InstanceTypes {
+			if c, ok := it.Capacity[name]; ok {
+				most = max(most, c.AsApproximateFloat64())
+			}
+		}
+		if q.AsApproximateFloat64() < float64(n)*most {
+			return false
+		}
+	}
+	return true
+}
+
 // hostnameAntiAffinityGroups are keys of the groups the pod belongs to whose
 // members must each have a node of their own: a required anti-affinity term
-// on the hostname whose selector selects the pod itself.
-func hostnameAntiAffinityGroups(p *corev1.Pod) []string {
+// on the hostname whose selector selects the pod itself, and with preferred a
+// preferred one too (under PreferencePolicy Respect a new node always honours
+// it, so the solver never relaxes it where it may open nodes).
+func hostnameAntiAffinityGroups(p *corev1.Pod, preferred bool) []string {
 	if p.Spec.Affinity == nil || p.Spec.Affinity.PodAntiAffinity == nil {
 		return nil
 	}
 	var out []string
-	for _, t := range p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution {
+	add := func(t *corev1.PodAffinityTerm) {
 		if t.TopologyKey != corev1.LabelHostname || t.LabelSelector == nil {
-			continue
+			return
 		}
 		sel, err := metav1.LabelSelectorAsSelector(t.LabelSelector)
 		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
-			continue
+			return
 		}
-		out = append(out, p.Namespace+"/"+sel.String())
+		if key := p.Namespace + "/" + sel.String(); !slices.Contains(out, key) {
+			out = append(out, key)
+		}
+	}
+	anti := p.Spec.Affinity.PodAntiAffinity
+	for i := range anti.RequiredDuringSchedulingIgnoredDuringExecution {
+		add(&anti.RequiredDuringSchedulingIgnoredDuringExecution[i])
+	}
+	if preferred {
+		for i := range anti.PreferredDuringSchedulingIgnoredDuringExecution {
+			add(&anti.PreferredDuringSchedulingIgnoredDuringExecution[i].PodAffinityTerm)
+		}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/karpenter-go/karpenter/pkg/scheduling"
 	"github.com/karpenter-go/karpenter/pkg/scheduling/fake"
@@ -176,5 +177,61 @@ func TestLowerBoundKeepsEachPodOnATypeThatHoldsIt(t *testing.T) {
 	}
 	if res := scheduling.Solve(in); len(res.PodErrors) > 0 || res.TotalPrice() < b.PricePerHour-1e-9 {
 		t.Fatalf("solver $%.4f/h with %d errors, below or beside the bound $%.4f/h", res.TotalPrice(), len(res.PodErrors), b.PricePerHour)
+	}
+}
+
+// Pods that must each have a node of their own cost at least their cheapest
+// fitting types summed: two 1.5-cpu and two 6-cpu pods under hostname
+// anti-affinity need two 2-cpu nodes and two 8-cpu ones, $1.20/h, where the
+// covering program with its node-count cut shares capacity out to $1.10/h.
+// A preferred term counts the same under PreferencePolicy Respect (a new node
+// always honours it) and not under Ignore ($0.75/h: two 8-cpu nodes' worth).
+func TestLowerBoundPricesPodsThatMustBeAlone(t *testing.T) {
+	its := []*scheduling.InstanceType{
+		fake.InstanceType("one", 2, 4, 110, 0.2),
+		fake.InstanceType("big", 8, 16, 110, 0.4),
+	}
+	for _, it := range its {
+		it.Overhead = nil
+	}
+	pods := func(required bool) []*corev1.Pod {
+		var out []*corev1.Pod
+		for i, cpu := range []string{"1500m", "1500m", "6", "6"} {
+			p := fake.Pod("default", fmt.Sprintf("p%d", i), cpu, "1Gi", map[string]string{"app": "alone"})
+			term := corev1.PodAffinityTerm{TopologyKey: corev1.LabelHostname, LabelSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "alone"}}}
+			p.Spec.Affinity = &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}}
+			if required {
+				p.Spec.Affinity.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution = []corev1.PodAffinityTerm{term}
+			} else {
+				p.Spec.Affinity.PodAntiAffinity.PreferredDuringSchedulingIgnoredDuringExecution = []corev1.WeightedPodAffinityTerm{{Weight: 1, PodAffinityTerm: term}}
+			}
+			out = append(out, p)
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name     string
+		required bool
+		policy   scheduling.PreferencePolicy
+		want     float64
+	}{
+		{"required", true, scheduling.PreferencePolicyRespect, 1.2},
+		{"preferred, respected", false, scheduling.PreferencePolicyRespect, 1.2},
+		{"preferred, ignored", false, scheduling.PreferencePolicyIgnore, 0.75},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := &scheduling.Input{Pods: pods(c.required), NodePools: []*scheduling.NodePool{{Name: "default", InstanceTypes: its}},
+				Options: scheduling.Options{PreferencePolicy: c.policy}}
+			b, err := scheduling.LowerBound(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !near(b.PricePerHour, c.want) {
+				t.Fatalf("bound $%.4f/h, want $%.2f/h", b.PricePerHour, c.want)
+			}
+			if res := scheduling.Solve(in); len(res.PodErrors) > 0 || res.TotalPrice() < b.PricePerHour-1e-9 {
+				t.Fatalf("solver $%.4f/h with %d errors, below the bound $%.4f/h", res.TotalPrice(), len(res.PodErrors), b.PricePerHour)
+			}
+		})
 	}
 }
