@@ -165,7 +165,7 @@ func (s *solver) fillPool(pool *poolState) {
 		}
 		if end > movAt[i] {
 			fc.movers = movBuf[movAt[i]:end:end]
-			slices.SortStableFunc(fc.movers, s.fillOrder)
+			s.sortMovers(fc.movers)
 			donors = append(donors, fc)
 			continue
 		}
@@ -253,6 +253,11 @@ func (s *solver) fillPool(pool *poolState) {
 		room  resVec
 	}
 	var cands []cand
+	type seenJoin struct {
+		from, id int32
+		ok       bool
+	}
+	var seen []seenJoin
 	died := 0
 	var touched []saved
 	var moves []fillMove
@@ -262,11 +267,21 @@ func (s *solver) fillPool(pool *poolState) {
 		stamp := di + 1
 		// The receivers that can take the donor's requirements.
 		cands = cands[:0]
+		seen = seen[:0] // the joins of this donor, by receiver requirement set (a few)
 		for _, r := range receivers {
 			if r.dead {
 				continue
 			}
-			id, ok := join(r.reqID, a.reqID)
+			var id int32
+			var ok bool
+			if k := slices.IndexFunc(seen, func(x seenJoin) bool { return x.from == r.reqID }); k >= 0 {
+				id, ok = seen[k].id, seen[k].ok
+			} else {
+				id, ok = join(r.reqID, a.reqID)
+				if len(seen) < 8 {
+					seen = append(seen, seenJoin{r.reqID, id, ok})
+				}
+			}
 			if !ok || (id != r.reqID && r.filtered) {
 				continue
 			}
@@ -385,19 +400,34 @@ func (s *solver) fillPool(pool *poolState) {
 	s.applyFill(pool, moves, changed)
 }
 
-// fillOrder orders a donor's movers largest first (cpu, then memory, then the other
-// resources), pods of equal requests by the hostname groups counting them.
-func (s *solver) fillOrder(p, q *podInfo) int {
-	if c := cmp.Compare(q.requests[resCPU], p.requests[resCPU]); c != 0 {
-		return c
+// sortMovers orders a donor's movers largest first (cpu, then memory, then the other
+// resources), pods of equal requests by the hostname groups counting them (hostGroupKey,
+// read once per pod).
+func (s *solver) sortMovers(movers []*podInfo) {
+	type keyed struct {
+		p *podInfo
+		k int
 	}
-	if c := cmp.Compare(q.requests[resMemory], p.requests[resMemory]); c != 0 {
-		return c
+	ks := make([]keyed, len(movers))
+	for i, p := range movers {
+		ks[i] = keyed{p, s.hostGroupKey(p)}
 	}
-	if c := slices.Compare(q.requests, p.requests); c != 0 {
-		return c
+	slices.SortStableFunc(ks, func(a, b keyed) int {
+		p, q := a.p, b.p
+		if c := cmp.Compare(q.requests[resCPU], p.requests[resCPU]); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(q.requests[resMemory], p.requests[resMemory]); c != 0 {
+			return c
+		}
+		if c := slices.Compare(q.requests, p.requests); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.k, b.k)
+	})
+	for i := range ks {
+		movers[i] = ks[i].p
 	}
-	return cmp.Compare(s.hostGroupKey(p), s.hostGroupKey(q))
 }
 
 // hostGroupKey is the smallest ID of a hostname-keyed group counting p, -1 for none: with
