@@ -49,32 +49,11 @@ type fillClaim struct {
 }
 
 // transferable reports whether the pod may leave its claim for another claim of its pool that
-// keeps it in all its non-hostname domains: it owns no hostname-keyed constraint, binds no
-// port, requires no hostname, and no group counting it has a node filter or is a hostname
-// affinity (whose owners may need it where it is).
+// keeps it in all its non-hostname domains: it is not held to its host (heldToHost), and no
+// group counting it has a node filter or is a hostname affinity (whose owners may need it where
+// it is).
 func (s *solver) transferable(p *podInfo) bool {
-	c := p.podCons
-	if p.invalid != nil || len(c.ports) > 0 {
-		return false
-	}
-	if len(c.terms) > 0 {
-		if _, ok := c.terms[0].Get(LabelHostname); ok {
-			return false
-		}
-	}
-	if p.ownAtt != nil {
-		for _, og := range p.ownAtt.own {
-			if og.g.hostname {
-				return false
-			}
-		}
-	}
-	for _, tsc := range c.tscs {
-		if tsc.TopologyKey == LabelHostname {
-			return false
-		}
-	}
-	if hostnameTerm(c.prefAff) || hostnameTerm(c.prefAnti) {
+	if heldToHost(p) {
 		return false
 	}
 	for _, g := range s.matchedGroups(p) {

@@ -178,36 +178,10 @@ func (s *solver) repack() {
 // claim's requirements include the domains pinned for the topology groups of its pods (zone,
 // capacity type, any label), so a pod moved between claims of one requirement set stays in its
 // domains and no count of a group on those keys changes. Hostname-keyed groups count per node:
-// a pod that owns one (spread, affinity or anti-affinity on the hostname, required or
-// preferred) or that one counts stays where it was placed, as does a pod binding host ports or
-// requiring a hostname.
+// a pod held to its host (heldToHost) or that such a group counts stays where it was placed.
 func (s *solver) movable(p *podInfo) bool {
-	c := p.podCons
-	if p.invalid != nil || len(c.ports) > 0 {
+	if heldToHost(p) {
 		return false
-	}
-	if len(c.terms) > 0 {
-		if _, ok := c.terms[0].Get(LabelHostname); ok {
-			return false
-		}
-	}
-	for _, tsc := range c.tscs {
-		if tsc.TopologyKey == LabelHostname {
-			return false
-		}
-	}
-	if hostnameTerm(c.prefAff) || hostnameTerm(c.prefAnti) {
-		return false
-	}
-	if c.repels || c.affine {
-		if a := p.pod.Spec.Affinity; a != nil {
-			if a.PodAffinity != nil && hostnameTerm(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) {
-				return false
-			}
-			if a.PodAntiAffinity != nil && hostnameTerm(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) {
-				return false
-			}
-		}
 	}
 	for _, g := range s.matchedGroups(p) {
 		if g.hostname {
@@ -215,6 +189,40 @@ func (s *solver) movable(p *podInfo) bool {
 		}
 	}
 	return true
+}
+
+// heldToHost reports whether where the pod goes depends on its node itself: it is invalid,
+// binds host ports, requires a hostname, or owns a hostname-keyed group (spread, affinity or
+// anti-affinity on the hostname, required or preferred).
+func heldToHost(p *podInfo) bool {
+	c := p.podCons
+	if p.invalid != nil || len(c.ports) > 0 {
+		return true
+	}
+	if len(c.terms) > 0 {
+		if _, ok := c.terms[0].Get(LabelHostname); ok {
+			return true
+		}
+	}
+	for _, tsc := range c.tscs {
+		if tsc.TopologyKey == LabelHostname {
+			return true
+		}
+	}
+	if hostnameTerm(c.prefAff) || hostnameTerm(c.prefAnti) {
+		return true
+	}
+	if c.repels || c.affine {
+		if a := p.pod.Spec.Affinity; a != nil {
+			if a.PodAffinity != nil && hostnameTerm(a.PodAffinity.RequiredDuringSchedulingIgnoredDuringExecution) {
+				return true
+			}
+			if a.PodAntiAffinity != nil && hostnameTerm(a.PodAntiAffinity.RequiredDuringSchedulingIgnoredDuringExecution) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // hostnameTerm reports whether one of the terms is keyed on the hostname.
