@@ -155,14 +155,11 @@ func TestLowerBoundKeepsPodsToTheirPools(t *testing.T) {
 // $0.18/h (two tiny nodes and a share of the memory type); the pods need the
 // 4-cpu type's $0.40/h, and one such node holds them all.
 func TestLowerBoundKeepsEachPodOnATypeThatHoldsIt(t *testing.T) {
-	its := []*scheduling.InstanceType{
+	its := withoutOverhead(
 		fake.InstanceType("tiny", 2, 1, 110, 0.02),
 		fake.InstanceType("mem", 1, 16, 110, 0.16),
 		fake.InstanceType("std", 4, 16, 110, 0.40),
-	}
-	for _, it := range its {
-		it.Overhead = nil
-	}
+	)
 	var pods []*corev1.Pod
 	for i := range 4 {
 		pods = append(pods, fake.Pod("default", fmt.Sprintf("p%d", i), "1", "4Gi", nil))
@@ -187,13 +184,10 @@ func TestLowerBoundKeepsEachPodOnATypeThatHoldsIt(t *testing.T) {
 // A preferred term counts the same under PreferencePolicy Respect (a new node
 // always honours it) and not under Ignore ($0.75/h: two 8-cpu nodes' worth).
 func TestLowerBoundPricesPodsThatMustBeAlone(t *testing.T) {
-	its := []*scheduling.InstanceType{
+	its := withoutOverhead(
 		fake.InstanceType("one", 2, 4, 110, 0.2),
 		fake.InstanceType("big", 8, 16, 110, 0.4),
-	}
-	for _, it := range its {
-		it.Overhead = nil
-	}
+	)
 	pods := func(required bool) []*corev1.Pod {
 		var out []*corev1.Pod
 		for i, cpu := range []string{"1500m", "1500m", "6", "6"} {

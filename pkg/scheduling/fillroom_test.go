@@ -23,14 +23,11 @@ import (
 // $2.40/h. ownSpread makes the small pods spread my=x over hostnames too (labelled my=x), so
 // that the nine may join none of them.
 func fillRoomInput(ownSpread bool) *scheduling.Input {
-	its := []*scheduling.InstanceType{
+	its := withoutOverhead(
 		fake.InstanceType("c4", 4, 16, 110, 0.4),
 		fake.InstanceType("c8", 8, 32, 110, 0.8),
 		fake.InstanceType("c16", 16, 64, 110, 1.6),
-	}
-	for _, it := range its {
-		it.Overhead = nil
-	}
+	)
 	spread := func(p *corev1.Pod) {
 		p.Spec.TopologySpreadConstraints = []corev1.TopologySpreadConstraint{{
 			MaxSkew: 1, TopologyKey: corev1.LabelHostname, WhenUnsatisfiable: corev1.DoNotSchedule,

@@ -440,3 +440,12 @@ func pv(name, zone string) *corev1.PersistentVolume {
 			{MatchExpressions: []corev1.NodeSelectorRequirement{expr(scheduling.LabelZone, in, zone)}}}}},
 	}}
 }
+
+// withoutOverhead returns the types with no kube-reserved or eviction overhead: their
+// allocatable is their capacity, so a test's arithmetic stays in whole cpus and GiB.
+func withoutOverhead(its ...*scheduling.InstanceType) []*scheduling.InstanceType {
+	for _, it := range its {
+		it.Overhead = nil
+	}
+	return its
+}

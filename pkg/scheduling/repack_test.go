@@ -17,10 +17,7 @@ import (
 // (0.15 a cpu). Twelve 1-cpu pods grow one claim to the 16-cpu type; four 4-cpu
 // nodes hold them for $2.40.
 func repackCatalog() ([]*scheduling.InstanceType, []*corev1.Pod) {
-	its := []*scheduling.InstanceType{fake.InstanceType("big", 16, 64, 110, 4), fake.InstanceType("small", 4, 16, 110, 0.6)}
-	for _, it := range its {
-		it.Overhead = nil
-	}
+	its := withoutOverhead(fake.InstanceType("big", 16, 64, 110, 4), fake.InstanceType("small", 4, 16, 110, 0.6))
 	var pods []*corev1.Pod
 	for i := range 12 {
 		pods = append(pods, fake.Pod("default", fmt.Sprintf("p%d", i), "1", "1Gi", nil))
@@ -108,15 +105,12 @@ func TestRepackLeavesHostnameAntiAffinityPodsOnePerNode(t *testing.T) {
 // so they must not make the 4-cpu type look dear. Sixteen pods grow one claim
 // to the 16-cpu type ($2.00/h); four 4-cpu nodes hold them for $1.60/h.
 func TestRepackIgnoresTypesTooSmallForThePods(t *testing.T) {
-	its := []*scheduling.InstanceType{
+	its := withoutOverhead(
 		fake.InstanceType("tiny", 2, 1, 110, 0.02),
 		fake.InstanceType("mem", 1, 16, 110, 0.16),
 		fake.InstanceType("std", 4, 16, 110, 0.40),
 		fake.InstanceType("big", 16, 64, 110, 2.0),
-	}
-	for _, it := range its {
-		it.Overhead = nil
-	}
+	)
 	var pods []*corev1.Pod
 	for i := range 16 {
 		pods = append(pods, fake.Pod("default", fmt.Sprintf("p%d", i), "1", "4Gi", nil))
