@@ -42,10 +42,9 @@ type fillClaim struct {
 	filtered bool       // a group counting one of its pods has a node filter: its requirements stay
 	took     bool       // receivers: some pod moves in
 	movers   []*podInfo // donors: the transferable pods
-	out      int        // donors: pods planned out
-	dead     bool
-	stamp    int     // the donor (1-based) whose plan last touched it
-	order    float64 // receivers: idle room, in $/h
+	dead     bool       // receivers: room below the smallest mover's request
+	stamp    int        // the donor (1-based) whose plan last touched it
+	order    float64    // receivers: idle room, in $/h
 }
 
 // transferable reports whether the pod may leave its claim for another claim of its pool that
@@ -73,13 +72,19 @@ func (s *solver) fillRoom() {
 	}
 }
 
+// fillable reports whether claim t of the pool takes part in fillRoom: it holds pods, and
+// its types were not chosen for minValues (which the fill does not keep).
+func (s *solver) fillable(t *target, pool *poolState) bool {
+	return t.pool == pool && len(t.infos) > 0 && !t.relaxed && !s.hasMin[t.reqID]
+}
+
 func (s *solver) fillPool(pool *poolState) {
 	// Nothing to fill without both a claim whose pods all stay and one with a pod that may
 	// move: most solves (unconstrained pods: donors only; one pod per claim: receivers only)
 	// stop here, after reading a pod or so per claim.
 	receiver, donor := false, false
 	for _, t := range s.targets[s.numExisting:] {
-		if t.pool != pool || len(t.infos) == 0 || t.relaxed || s.hasMin[t.reqID] {
+		if !s.fillable(t, pool) {
 			continue
 		}
 		if slices.ContainsFunc(t.infos, s.transferable) {
@@ -106,7 +111,7 @@ func (s *solver) fillPool(pool *poolState) {
 	var movBuf []*podInfo
 	var movAt []int
 	for _, t := range s.targets[s.numExisting:] {
-		if t.pool != pool || len(t.infos) == 0 || t.relaxed || s.hasMin[t.reqID] {
+		if !s.fillable(t, pool) {
 			continue
 		}
 		ports := false
@@ -272,7 +277,6 @@ func (s *solver) fillPool(pool *poolState) {
 		}
 		touched = touched[:0]
 		mark := len(moves)
-		a.out = 0
 		// The movers in runs of equal requests (the placement queue's order). Within a run,
 		// the receivers before ptr have no room for it (room only shrinks while a donor is
 		// planned): each pod's scan starts there.
@@ -338,7 +342,6 @@ func (s *solver) fillPool(pool *poolState) {
 					if r.dead = dead(r); r.dead {
 						died++
 					}
-					a.out++
 					break
 				}
 				if ptr == len(cands) {
@@ -347,7 +350,7 @@ func (s *solver) fillPool(pool *poolState) {
 			}
 			i = end
 		}
-		if a.out == 0 {
+		if len(moves) == mark {
 			continue
 		}
 		// Kept only when the donor's remaining pods fit a cheaper type (or none remain).
@@ -356,10 +359,8 @@ func (s *solver) fillPool(pool *poolState) {
 		for _, m := range moves[mark:] {
 			left.sub(m.p.requests)
 		}
-		newPrice, ti, ok := s.donorType(pool, a, left)
-		if ok && newPrice < a.price-1e-9 {
-			a.used, a.ci, a.price = left, ti, newPrice
-			changed = append(changed, a)
+		if newPrice, ok := s.donorPrice(pool, a, left); ok && newPrice < a.price-1e-9 {
+			changed = append(changed, a) // applyFill re-types it from its remaining pods
 			continue
 		}
 		for _, m := range moves[mark:] {
@@ -371,7 +372,6 @@ func (s *solver) fillPool(pool *poolState) {
 			r.reqID, r.ci, r.room = x.reqID, x.ci, x.room
 			r.dead = dead(r)
 		}
-		a.out = 0
 	}
 	if len(changed) == 0 {
 		return
@@ -453,10 +453,10 @@ func (s *solver) fillAllows(p *podInfo, r *fillClaim) bool {
 	return true
 }
 
-// donorType is the cheapest type of the donor's requirement set that holds left (within the
-// limit reservation the claim holds, in a pool with limits), with its price; 0 when nothing is
+// donorPrice is the price of the cheapest type of the donor's requirement set that holds left
+// (within the limit reservation the claim holds, in a pool with limits); 0 when nothing is
 // left.
-func (s *solver) donorType(pool *poolState, a *fillClaim, left resVec) (float64, int, bool) {
+func (s *solver) donorPrice(pool *poolState, a *fillClaim, left resVec) (float64, bool) {
 	empty := true
 	for _, v := range left {
 		if v != 0 {
@@ -465,15 +465,14 @@ func (s *solver) donorType(pool *poolState, a *fillClaim, left resVec) (float64,
 		}
 	}
 	if empty {
-		return 0, -1, true
+		return 0, true
 	}
 	for _, pr := range s.ordered(pool, a.reqID) {
-		if !left.fitsIn(pool.alloc[pr.i]) || !s.withinReservation(pool, a.t, pr.i) {
-			continue
+		if left.fitsIn(pool.alloc[pr.i]) && s.withinReservation(pool, a.t, pr.i) {
+			return pr.price, true
 		}
-		return pr.price, pr.i, true
 	}
-	return 0, 0, false
+	return 0, false
 }
 
 // withinReservation reports whether type i's capacity is within what claim t reserves of its
