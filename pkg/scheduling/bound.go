@@ -151,8 +151,8 @@ var errNoAdmittedType = errors.New("no NodePool admits an instance type with an 
 // (podPools: the pools each pod may use).
 func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReqs []Requirements, group []int, daemonSet []*corev1.Pod, wellKnown func(string) bool, preferred bool) (*Bound, error) {
 	demand := corev1.ResourceList{}
-	groups := map[string]int{}
-	members := map[string][]int{} // the pods of each group, by position in pods
+	members := map[string][]int{} // the pods of each anti-affinity group, by position in pods
+	podReqs := make([]corev1.ResourceList, len(pods))
 	// The sets of pools some pods are limited to (fewer than the group's), in
 	// the order met, with those pods' requests and count.
 	type poolSet struct {
@@ -164,9 +164,9 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 	setOf := map[string]*poolSet{}
 	for qi, p := range pods {
 		reqs := podRequests(p)
+		podReqs[qi] = reqs
 		addList(demand, reqs)
 		for _, key := range hostnameAntiAffinityGroups(p, preferred) {
-			groups[key]++
 			members[key] = append(members[key], qi)
 		}
 		if pp := podPools[qi]; len(pp) < len(group) {
@@ -193,8 +193,8 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	minNodes := 0
-	for _, k := range groups {
-		minNodes = max(minNodes, k)
+	for _, qs := range members {
+		minNodes = max(minNodes, len(qs))
 	}
 	if len(names) == 0 && minNodes == 0 {
 		return &Bound{}, nil
@@ -290,9 +290,8 @@ func groupBound(pods []*corev1.Pod, podPools [][]int, pools []*NodePool, poolReq
 	// some type has less than v; without them the program buys cpu on types too small for any
 	// pod and memory on others.
 	reqVecs := make([][]float64, len(pods))
-	for qi, p := range pods {
+	for qi, reqs := range podReqs {
 		v := make([]float64, len(names))
-		reqs := podRequests(p)
 		for i, n := range names {
 			if n == corev1.ResourcePods {
 				v[i] = 1
