@@ -332,7 +332,7 @@ func (s *solver) repackClass(c *repackClass) {
 	// request of some resource: otherwise it meets every cut, and its duals (zero on the cuts)
 	// are the cut program's too.
 	if ok && s.repackShort(pool, list, c, rows, x) {
-		lpRows = s.repackRows(pool, list, c, rows, demand)
+		lpRows = s.appendSizeCuts(lpRows, pool, list, c, rows, demand)
 		build()
 		_, y, opt, ok = lp.solve()
 	}
@@ -776,13 +776,9 @@ func (s *solver) repackShort(pool *poolState, list []priced, c *repackClass, row
 // repackCutsPer is the most size cuts per resource repack's program adds.
 const repackCutsPer = 4
 
-// repackRows is the class's program rows: the resources, then size cuts at the largest
-// distinct requests of each (up to repackCutsPer) that some type of the list is too small for.
-func (s *solver) repackRows(pool *poolState, list []priced, c *repackClass, rows []int, demand resVec) []repackRow {
-	out := make([]repackRow, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, repackRow{r: r, s: -1, d: demand[r]})
-	}
+// appendSizeCuts appends to the class's program rows its size cuts, at the largest distinct
+// requests of each resource (up to repackCutsPer) that some type of the list is too small for.
+func (s *solver) appendSizeCuts(out []repackRow, pool *poolState, list []priced, c *repackClass, rows []int, demand resVec) []repackRow {
 	var vals []int64
 	for _, sr := range rows {
 		if sr == resPods {
