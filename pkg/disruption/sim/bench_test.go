@@ -25,6 +25,7 @@ func BenchmarkConsolidationPolicies(b *testing.B) {
 			b.Fatalf("SIM_SEED=%q: %v", v, err)
 		}
 	}
+	leastAllocated := os.Getenv("SIM_SCHEDULER") == "least-allocated"
 	config := kwokConfig
 	if os.Getenv("SIM_CATALOG") == "ec2" {
 		config = ec2Config
@@ -44,6 +45,7 @@ func BenchmarkConsolidationPolicies(b *testing.B) {
 		b.Run("policy="+r.name, func(b *testing.B) {
 			cfg := config(b, seed, r.policy)
 			cfg.UpstreamMovesOnly = r.upstream
+			cfg.LeastAllocated = leastAllocated
 			var r *sim.Report
 			for b.Loop() {
 				var err error
@@ -56,6 +58,7 @@ func BenchmarkConsolidationPolicies(b *testing.B) {
 			b.ReportMetric(float64(r.Replacements), "replacements")
 			b.ReportMetric(float64(r.Evicted), "pods-evicted")
 			b.ReportMetric(float64(r.Refused), "refused")
+			b.ReportMetric(float64(r.Relaunched), "relaunched")
 			b.ReportMetric(r.MeanPricePerHour, "mean-$/hour")
 			b.ReportMetric(r.FinalPricePerHour, "final-$/hour")
 			b.ReportMetric(r.FinalBoundPerHour, "bound-$/hour")

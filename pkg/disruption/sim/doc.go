@@ -31,7 +31,10 @@
 // solved again against the remaining fleet, which is what the decision's
 // simulation asked of the same solver, so they land where it promised. Nodes
 // launched during a step are not disrupted in that step: they stand for
-// capacity the provisioner has just nominated for its pods.
+// capacity the provisioner has just nominated for its pods. With
+// Config.LeastAllocated the evicted pods go instead, one by one, to the node
+// of their pool left emptiest, as kube-scheduler's default scoring tends to
+// send them; pods that then find no room are provisioned for (Relaunched).
 //
 // Check verifies the invariants a correct replay keeps after every step: each
 // Deployment's live pods are exactly its replica count, each bound on one node

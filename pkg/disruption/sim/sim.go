@@ -60,6 +60,17 @@ type Config struct {
 	// UpstreamMovesOnly leaves out repack consolidation
 	// (disruption.Options.DisableRepackConsolidation).
 	UpstreamMovesOnly bool
+	// LeastAllocated re-homes a decision's evicted pods as kube-scheduler's
+	// default profile tends to, not where the decision's simulation put them:
+	// each pod in eviction order, after the replacements are up, onto the node
+	// of its pool it fits that is left the emptiest (NodeResourcesFit's
+	// LeastAllocated score over cpu and memory; ties to the first by name).
+	// Zonally spread pods and pods that fit nowhere are solved again as
+	// pending pods, and nodes launched for them count as Relaunched. A
+	// decision that only holds when its pods land exactly where it planned
+	// shows here as relaunched nodes, and a loop of such decisions as moves
+	// repeated step after step.
+	LeastAllocated bool
 }
 
 func (c *Config) defaults() {
@@ -599,6 +610,9 @@ func (s *Sim) apply(d *disruption.Decision, st *StepReport) error {
 		if err != nil {
 			return err
 		}
+		if s.cfg.LeastAllocated {
+			continue
+		}
 		for _, p := range c.Pods {
 			if q := isEvicted[p.Name]; q != nil {
 				s.bind(q, n)
@@ -608,9 +622,16 @@ func (s *Sim) apply(d *disruption.Decision, st *StepReport) error {
 	}
 	var rest []*corev1.Pod
 	for _, p := range evicted {
-		if isEvicted[p.Name] != nil {
-			rest = append(rest, p)
+		if isEvicted[p.Name] == nil {
+			continue
 		}
+		if s.cfg.LeastAllocated && len(p.Spec.TopologySpreadConstraints) == 0 {
+			if n := s.leastAllocated(p); n != nil {
+				s.bind(p, n)
+				continue
+			}
+		}
+		rest = append(rest, p)
 	}
 	relaunched, err := s.place(rest)
 	if err != nil {
@@ -622,6 +643,43 @@ func (s *Sim) apply(d *disruption.Decision, st *StepReport) error {
 	st.Replacements += len(d.Replacements)
 	st.Evicted += len(evicted)
 	return nil
+}
+
+// leastAllocated is the node of the pod's pool with room for it that its pods
+// leave the emptiest once it is there (the mean over cpu and memory of the
+// share left free), nil when none has room.
+func (s *Sim) leastAllocated(p *corev1.Pod) *Node {
+	var best *Node
+	bestScore := -1.0
+	want := scheduling.PodRequestsView(p)
+	for _, n := range s.nodes {
+		if n.Pool != p.Spec.NodeSelector[labelNodePool] {
+			continue
+		}
+		used := corev1.ResourceList{}
+		for _, q := range n.Pods {
+			for r, v := range scheduling.PodRequestsView(q) {
+				sum := used[r]
+				sum.Add(v)
+				used[r] = sum
+			}
+		}
+		score, fits := 0.0, true
+		for _, r := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+			alloc := n.Allocatable[r]
+			u, w := used[r], want[r]
+			free := alloc.AsApproximateFloat64() - u.AsApproximateFloat64() - w.AsApproximateFloat64()
+			if free < 0 || alloc.IsZero() {
+				fits = false
+				break
+			}
+			score += free / alloc.AsApproximateFloat64() / 2
+		}
+		if fits && score > bestScore {
+			best, bestScore = n, score
+		}
+	}
+	return best
 }
 
 // Check verifies the replay's invariants: every Deployment has exactly its
