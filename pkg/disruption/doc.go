@@ -35,11 +35,13 @@
 //     explained ("no cheaper replacement: cheapest compatible costs 0.19/h vs
 //     0.17/h").
 //  5. Repack consolidation (ours, after upstream's methods; off with
-//     Options.DisableRepackConsolidation): up to RepackMaxNodes candidates the
-//     budgets allow, those leaving the most money idle first, re-solved with
-//     the provisioner's repacking solver onto the other nodes and as many new
-//     nodes as suit the pods together; taken when every instance type the
-//     replacements may launch keeps it RepackMinSaving (5%) cheaper. It
+//     Options.DisableRepackConsolidation): sets of the candidates within each
+//     NodePool's budget, those leaving the most money idle first (and every
+//     pair where the candidates are few), re-solved with the provisioner's
+//     repacking solver onto the other nodes and as many new nodes as suit
+//     the pods together; taken when every instance type the replacements may
+//     launch keeps it RepackMinSaving (5%) cheaper and the pods still all find
+//     room if kube-scheduler sends each to the emptiest node (scatter.go). It
 //     finishes what one-replacement moves cannot: a fleet grown by churn whose
 //     fresh placement would cost much less.
 //

@@ -1,6 +1,8 @@
 package disruption
 
 import (
+	"sort"
+
 	v1 "github.com/karpenter-go/karpenter/pkg/apis/karpenter/v1"
 )
 
@@ -88,4 +90,31 @@ func (m multiNode) decide(p *pass) *Decision {
 		}
 	}
 	return found
+}
+
+// allowedInOrder lists the consolidation candidates by disruption cost per
+// dollar (then name), keeping in each NodePool only as many as its budget for
+// m's reason allows.
+func (p *pass) allowedInOrder(m Method) []*node {
+	cands := append([]*node(nil), p.consolidationCandidates()...)
+	sort.SliceStable(cands, func(i, j int) bool {
+		a, b := cands[i].cost/cands[i].price, cands[j].cost/cands[j].price
+		if a != b {
+			return a < b
+		}
+		return cands[i].Name < cands[j].Name
+	})
+	left := map[string]int{}
+	var allowed []*node
+	for _, n := range cands {
+		pool := n.pool.NodePool.Name
+		if _, ok := left[pool]; !ok {
+			left[pool] = p.budget(n, m.Reason()).Allowed
+		}
+		if left[pool] > 0 {
+			left[pool]--
+			allowed = append(allowed, n)
+		}
+	}
+	return allowed
 }

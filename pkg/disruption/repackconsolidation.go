@@ -26,7 +26,11 @@ import (
 // A move is taken only when every instance type its replacements may launch
 // keeps it at least RepackMinSaving cheaper than the candidates, so that no
 // launch outcome turns it into a loss and each move pays for its disruption;
-// a fleet therefore converges (each move lowers $/h by a finite step).
+// a fleet therefore converges (each move lowers $/h by a finite step). That
+// holds only if the evicted pods land where the move planned: a move whose
+// pods, sent to the emptiest nodes first as kube-scheduler does, would leave
+// one without room is refused (scatterFailure), since that pod's new node
+// would undo the saving and invite the same move again.
 var MethodRepackConsolidation Method = repackConsolidation{}
 
 // RepackMinSaving is the least share of the candidates' $/h a repack move
@@ -69,18 +73,42 @@ func (m repackConsolidation) revalidate(p *pass, cands []*node, d *Decision) (bo
 // stay quick (each move is repeated once its replacements are up).
 const RepackMaxNodes = 50
 
-// decide tries sets of the candidates the budgets allow, at most
-// RepackMaxNodes: in two orders, those leaving the most money idle first
-// (price times the share of their fuller resource left unrequested), then
-// multi-node consolidation's (cheapest to disrupt per dollar first); in each,
-// windows of k consecutive nodes for k from the whole allowance halving down
-// to two, the first repackWindows windows of each size. Idle money only
-// orders the sets: a full node may still be of a dear shape for its pods. The
-// first set whose repacking saves enough is the move.
+// decide tries sets of the consolidation candidates (the RepackMaxNodes
+// cheapest to disrupt per dollar), each within every NodePool's budget: in
+// two orders, those leaving the most money idle first (price times the share
+// of their fuller resource left unrequested), then multi-node consolidation's
+// (cheapest to disrupt per dollar first); in each, windows of k nodes for k
+// from the whole allowance halving down to two, the first repackWindows
+// windows of each size, a window taking the next nodes of the order its pools'
+// budgets still allow. Where the candidates are few (repackPairsUpTo), every
+// pair is tried too: a pair of nodes of a dear shape for their pods is often
+// the only move left, and which pair is not told by either order. Idle money
+// only orders the sets: a full node may still be of a dear shape for its pods.
+// The first set whose repacking saves enough is the move.
 func (m repackConsolidation) decide(p *pass) *Decision {
-	byCost := p.allowedInOrder(m)
+	byCost := p.consolidationCandidates()
 	if len(byCost) < 2 {
 		return nil
+	}
+	byCost = append([]*node(nil), byCost...)
+	sort.SliceStable(byCost, func(i, j int) bool {
+		a, b := byCost[i].cost/byCost[i].price, byCost[j].cost/byCost[j].price
+		if a != b {
+			return a < b
+		}
+		return byCost[i].Name < byCost[j].Name
+	})
+	if len(byCost) > RepackMaxNodes {
+		byCost = byCost[:RepackMaxNodes]
+	}
+	allowed := map[string]int{}
+	total := 0
+	for _, n := range byCost {
+		pool := n.pool.NodePool.Name
+		if _, ok := allowed[pool]; !ok {
+			allowed[pool] = p.budget(n, m.Reason()).Allowed
+			total += allowed[pool]
+		}
 	}
 	byIdle := append([]*node(nil), byCost...)
 	idle := make(map[*node]float64, len(byIdle))
@@ -89,20 +117,41 @@ func (m repackConsolidation) decide(p *pass) *Decision {
 	}
 	sort.SliceStable(byIdle, func(i, j int) bool { return idle[byIdle[i]] > idle[byIdle[j]] })
 	tried := map[string]bool{}
+	try := func(set []*node) (*Decision, bool) {
+		key := strings.Join(names(set), ",")
+		if tried[key] {
+			return nil, false
+		}
+		tried[key] = true
+		if p.overWork() {
+			p.timedOut(m)
+			return nil, true
+		}
+		d, _ := p.repack(m, set)
+		return d, d != nil
+	}
 	for _, order := range [][]*node{byIdle, byCost} {
-		for k := min(len(order), RepackMaxNodes); k >= 2; k /= 2 {
-			for w, start := 0, 0; w < repackWindows && start+k <= len(order); w, start = w+1, start+k {
-				set := order[start : start+k]
-				key := strings.Join(names(set), ",")
-				if tried[key] {
+		for k := min(len(order), total, RepackMaxNodes); k >= 2; k /= 2 {
+			used := make([]bool, len(order))
+			for w := 0; w < repackWindows; w++ {
+				set := window(order, used, k, allowed)
+				if len(set) < k {
+					break
+				}
+				if d, stop := try(set); stop {
+					return d
+				}
+			}
+		}
+	}
+	if len(byIdle) <= repackPairsUpTo {
+		for i := range byIdle {
+			for j := i + 1; j < len(byIdle); j++ {
+				a, b := byIdle[i], byIdle[j]
+				if a.pool.NodePool.Name == b.pool.NodePool.Name && allowed[a.pool.NodePool.Name] < 2 {
 					continue
 				}
-				tried[key] = true
-				if p.overWork() {
-					p.timedOut(m)
-					return nil
-				}
-				if d, _ := p.repack(m, set); d != nil {
+				if d, stop := try([]*node{a, b}); stop {
 					return d
 				}
 			}
@@ -110,6 +159,31 @@ func (m repackConsolidation) decide(p *pass) *Decision {
 	}
 	return nil
 }
+
+// window takes, in order, the next k nodes not used yet whose NodePools'
+// budgets (allowed, by pool) still have room in the window, and marks them
+// used; fewer when the order runs out.
+func window(order []*node, used []bool, k int, allowed map[string]int) []*node {
+	set := make([]*node, 0, k)
+	in := map[string]int{}
+	for i, n := range order {
+		if len(set) == k {
+			break
+		}
+		pool := n.pool.NodePool.Name
+		if used[i] || in[pool] >= allowed[pool] {
+			continue
+		}
+		used[i] = true
+		in[pool]++
+		set = append(set, n)
+	}
+	return set
+}
+
+// repackPairsUpTo: with at most this many candidates a pass also tries every
+// pair of them (66 sets at 12).
+const repackPairsUpTo = 12
 
 // repackWindows bounds the sets of one size a pass tries in one order.
 const repackWindows = 4
@@ -140,33 +214,6 @@ func (n *node) idleCost() float64 {
 	return n.price * math.Max(0, 1-used)
 }
 
-// allowedInOrder lists the consolidation candidates by disruption cost per
-// dollar (then name), keeping in each NodePool only as many as its budget for
-// m's reason allows.
-func (p *pass) allowedInOrder(m Method) []*node {
-	cands := append([]*node(nil), p.consolidationCandidates()...)
-	sort.SliceStable(cands, func(i, j int) bool {
-		a, b := cands[i].cost/cands[i].price, cands[j].cost/cands[j].price
-		if a != b {
-			return a < b
-		}
-		return cands[i].Name < cands[j].Name
-	})
-	left := map[string]int{}
-	var allowed []*node
-	for _, n := range cands {
-		pool := n.pool.NodePool.Name
-		if _, ok := left[pool]; !ok {
-			left[pool] = p.budget(n, m.Reason()).Allowed
-		}
-		if left[pool] > 0 {
-			left[pool]--
-			allowed = append(allowed, n)
-		}
-	}
-	return allowed
-}
-
 // repack simulates the candidates gone with the repacking solver and returns
 // the move when it saves RepackMinSaving of their price, or why not.
 func (p *pass) repack(m Method, cands []*node) (*Decision, string) {
@@ -183,6 +230,9 @@ func (p *pass) repack(m Method, cands []*node) (*Decision, string) {
 	}
 	if !sim.ok {
 		return nil, fmt.Sprintf("the pods of %d nodes cannot all be rescheduled: %v", len(cands), sim.err)
+	}
+	if why := scatterFailure(sim); why != "" {
+		return nil, fmt.Sprintf("repacking the pods of %d nodes holds only if they land as planned: %s", len(cands), why)
 	}
 	newPrice := 0.0
 	for _, c := range sim.replacements {

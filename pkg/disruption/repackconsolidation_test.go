@@ -140,3 +140,28 @@ func TestRepackConsolidationRevalidates(t *testing.T) {
 		t.Fatalf("ok=%v %q", ok, why)
 	}
 }
+
+// TestRepackConsolidationLooksBeyondTheCheapestToDisrupt: with a budget of two
+// nodes, the two nodes cheapest to disrupt per dollar are full compute nodes
+// no move improves, while the shaped pair (whose pods carry a high deletion
+// cost) is the one worth repacking. The sets come from every candidate within
+// the budget, most idle money first, so the pair is found.
+func TestRepackConsolidationLooksBeyondTheCheapestToDisrupt(t *testing.T) {
+	w, ns := shapedWorld(t, budgetsOf(nodes("2")))
+	for _, n := range ns {
+		for _, p := range n.Existing.Pods {
+			p.Annotations = map[string]string{disruption.PodDeletionCostAnnotation: "1000000000"}
+		}
+	}
+	for _, name := range []string{"x", "y"} {
+		w.pod(w.node(name, "default", "c"), name+"-full", "7500m", fixtures.WithRequests("memory", "768Mi"))
+	}
+	r := w.run()
+	d := r.Decision
+	if d == nil || d.Method != disruption.MethodRepackConsolidation {
+		t.Fatalf("want a repack consolidation of a and b, got:\n%s", describe(r))
+	}
+	if got := strings.Join(d.CandidateNames(), ","); got != "a,b" {
+		t.Fatalf("candidates %s, want a,b:\n%s", got, describe(r))
+	}
+}

@@ -50,6 +50,8 @@ type simulation struct {
 	placed []scheduling.ExistingPlacement
 	// shown counts the existing nodes the solver saw.
 	shown int
+	// moving are the candidates' pods the solver placed, in its input order.
+	moving []*corev1.Pod
 }
 
 // prune, when set, lets simulate answer no without solving: it receives the
@@ -173,7 +175,7 @@ func readSimulation(moving []*corev1.Pod, results []*scheduling.Results, shown i
 	for _, pod := range moving {
 		isMoving[pod] = true
 	}
-	sim := &simulation{ok: true, shown: shown}
+	sim := &simulation{ok: true, shown: shown, moving: moving}
 	for _, pod := range moving {
 		for _, r := range results {
 			if err, failed := r.PodErrors[pod]; failed {
