@@ -19,20 +19,24 @@ import (
 // 20%) on an on-demand NodePool, as the getting-started one. The fleet
 // settles; `kubectl karpenter plan` (the controller's solver, disruption pass
 // and lower bound, on the live cluster) then finds nothing left to consolidate
-// and prices the fleet within 25% of the lower bound for the pods still
+// and prices the fleet within 15% of the lower bound for the pods still
 // running; the invariant watcher saw no PDB broken and no budget exceeded.
-// Measured: 1.12-1.19×; provisioning these pods from nothing costs about 1.04×.
-// The rest is the catalog's sizes, powers of two up to 16 cpus: a move of the
-// two nodes a 20% budget allows rarely frees a whole size (docs/performance.md).
+// Measured: 1.078-1.129× in five runs (provisioning these pods from nothing costs about
+// 1.04×), repack consolidation making one or two of the moves: it tries every
+// pair of a small fleet's nodes, and refuses a move whose pods, sent by
+// kube-scheduler to the emptiest nodes first, would not all find room (such a
+// move, taken, looped: docs/performance.md).
 func TestConsolidationAfterChurnSettlesNearTheBound(t *testing.T) {
 	t.Parallel()
-	settleAfterChurn(t, v1.CapacityTypeOnDemand, "20%", 1.25)
+	settleAfterChurn(t, v1.CapacityTypeOnDemand, "20%", 1.15)
 }
 
 // TestSpotConsolidationAfterChurnSettlesNearTheBound: the same on spot
 // capacity with the SpotToSpotConsolidation gate on (off, a spot node is only
 // ever deleted, never replaced, by any consolidation method, and a spot fleet
-// settles at 1.16-1.26× where churn left it).
+// settles at 1.16-1.26× where churn left it). Measured 1.149-1.219×: repack
+// consolidation keeps upstream's rule that a spot replacement needs 15
+// cheaper instance types, which the KWOK catalog's large spot nodes lack.
 func TestSpotConsolidationAfterChurnSettlesNearTheBound(t *testing.T) {
 	t.Parallel()
 	settleAfterChurn(t, v1.CapacityTypeSpot, "20%", 1.25, "FEATURE_GATES=SpotToSpotConsolidation=true")
