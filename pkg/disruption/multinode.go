@@ -92,10 +92,10 @@ func (m multiNode) decide(p *pass) *Decision {
 	return found
 }
 
-// allowedInOrder lists the consolidation candidates by disruption cost per
-// dollar (then name), keeping in each NodePool only as many as its budget for
-// m's reason allows.
-func (p *pass) allowedInOrder(m Method) []*node {
+// byDisruptionCost is a copy of the consolidation candidates ordered by
+// disruption cost per dollar, then name: multi-node and repack consolidation
+// take their candidates in this order.
+func (p *pass) byDisruptionCost() []*node {
 	cands := append([]*node(nil), p.consolidationCandidates()...)
 	sort.SliceStable(cands, func(i, j int) bool {
 		a, b := cands[i].cost/cands[i].price, cands[j].cost/cands[j].price
@@ -104,6 +104,14 @@ func (p *pass) allowedInOrder(m Method) []*node {
 		}
 		return cands[i].Name < cands[j].Name
 	})
+	return cands
+}
+
+// allowedInOrder lists the consolidation candidates by disruption cost per
+// dollar (then name), keeping in each NodePool only as many as its budget for
+// m's reason allows.
+func (p *pass) allowedInOrder(m Method) []*node {
+	cands := p.byDisruptionCost()
 	left := map[string]int{}
 	var allowed []*node
 	for _, n := range cands {

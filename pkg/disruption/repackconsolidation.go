@@ -86,18 +86,10 @@ const RepackMaxNodes = 50
 // only orders the sets: a full node may still be of a dear shape for its pods.
 // The first set whose repacking saves enough is the move.
 func (m repackConsolidation) decide(p *pass) *Decision {
-	byCost := p.consolidationCandidates()
-	if len(byCost) < 2 {
+	if len(p.consolidationCandidates()) < 2 {
 		return nil
 	}
-	byCost = append([]*node(nil), byCost...)
-	sort.SliceStable(byCost, func(i, j int) bool {
-		a, b := byCost[i].cost/byCost[i].price, byCost[j].cost/byCost[j].price
-		if a != b {
-			return a < b
-		}
-		return byCost[i].Name < byCost[j].Name
-	})
+	byCost := p.byDisruptionCost()
 	if len(byCost) > RepackMaxNodes {
 		byCost = byCost[:RepackMaxNodes]
 	}
