@@ -2,6 +2,7 @@ package disruption
 
 import (
 	"fmt"
+	"math"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -41,12 +42,22 @@ func scatterFailure(sim *simulation) string {
 		}
 		return out
 	}
-	take := func(r *room, pod *corev1.Pod, sign float64) {
+	take := func(r *room, pod *corev1.Pod) {
 		q := read(requestsView(pod))
 		for i := 0; i < 2; i++ {
-			r.free[i] -= sign * q[i]
+			r.free[i] -= q[i]
 		}
-		r.free[2] -= sign
+		r.free[2]--
+	}
+	// newRoom is a node with nothing on it yet; one that sets no pod limit
+	// takes any number of pods.
+	newRoom := func(name, pool string, alloc corev1.ResourceList) *room {
+		r := &room{name: name, pool: pool, alloc: read(alloc)}
+		if _, ok := alloc[corev1.ResourcePods]; !ok {
+			r.alloc[2] = math.Inf(1)
+		}
+		r.free = r.alloc
+		return r
 	}
 	moving := make(map[*corev1.Pod]bool, len(sim.moving))
 	for _, pod := range sim.moving {
@@ -59,7 +70,7 @@ func scatterFailure(sim *simulation) string {
 			if moving[pod] {
 				where[pod] = r
 			} else {
-				take(r, pod, 1)
+				take(r, pod)
 			}
 		}
 	}
@@ -71,14 +82,10 @@ func scatterFailure(sim *simulation) string {
 		if !placesMoving {
 			continue
 		}
-		r := &room{name: pl.Node.Name, pool: pl.Node.NodePool, alloc: read(pl.Node.Allocatable)}
-		r.free = r.alloc
-		if _, ok := pl.Node.Allocatable[corev1.ResourcePods]; !ok {
-			r.free[2], r.alloc[2] = 1e9, 1e9
-		}
+		r := newRoom(pl.Node.Name, pl.Node.NodePool, pl.Node.Allocatable)
 		for _, pod := range pl.Node.Pods {
 			if active(pod) {
-				take(r, pod, 1)
+				take(r, pod)
 			}
 		}
 		place(r, pl.Pods)
@@ -88,11 +95,7 @@ func scatterFailure(sim *simulation) string {
 		if len(c.InstanceTypes) == 0 {
 			continue
 		}
-		r := &room{name: c.Hostname, pool: c.NodePool.Name, alloc: read(c.InstanceTypes[0].Allocatable())}
-		r.free = r.alloc
-		if r.alloc[2] == 0 {
-			r.free[2], r.alloc[2] = 1e9, 1e9
-		}
+		r := newRoom(c.Hostname, c.NodePool.Name, c.InstanceTypes[0].Allocatable())
 		o := read(c.DaemonSetOverhead)
 		for i := 0; i < 2; i++ {
 			r.free[i] -= o[i]
@@ -111,7 +114,7 @@ func scatterFailure(sim *simulation) string {
 		}
 		if followsTopology(pod) {
 			pinned[pod] = true
-			take(r, pod, 1)
+			take(r, pod)
 			continue
 		}
 		if !slices.Contains(over[r.pool], r) {
@@ -142,7 +145,7 @@ func scatterFailure(sim *simulation) string {
 		if best == nil {
 			return fmt.Sprintf("pod %s/%s could find no room if kube-scheduler put the evicted pods on the emptiest nodes first", pod.Namespace, pod.Name)
 		}
-		take(best, pod, 1)
+		take(best, pod)
 	}
 	return ""
 }
